@@ -1,0 +1,127 @@
+"""The project's exception hierarchy.
+
+Every error a user can act on derives from :class:`CheckpointDoctorError` and carries a one-line message
+that names what failed, where, and what to do. This module imports nothing from the package.
+"""
+
+from __future__ import annotations
+
+
+class CheckpointDoctorError(Exception):
+    """Raised for any failure the user can act on (never for programming errors)."""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}; {self.hint}"
+        return self.message
+
+
+class StorageError(CheckpointDoctorError):
+    """Raised when the storage behind a checkpoint cannot be used (translated at the storage boundary)."""
+
+    def __init__(self, url: str, op: str, reason: str, *, hint: str | None = None) -> None:
+        super().__init__(f"cannot {op} {url}: {reason}", hint=hint)
+        self.url = url
+        self.op = op
+        self.reason = reason
+
+
+class CheckpointNotFoundError(StorageError):
+    """Raised when the checkpoint path does not exist."""
+
+
+class NotADirectoryStorageError(StorageError):
+    """Raised when a directory was expected but the path is a file."""
+
+
+class AccessDeniedError(StorageError):
+    """Raised when the storage refuses access (permissions, bucket policy)."""
+
+
+class CredentialsError(StorageError):
+    """Raised when no usable credentials are available for an object store."""
+
+
+class EndpointUnreachableError(StorageError):
+    """Raised when the storage endpoint cannot be reached (DNS, connection refused, timeout)."""
+
+
+class TargetExistsError(StorageError):
+    """Raised when an exclusive write finds its target already present."""
+
+
+class NotACheckpointError(CheckpointDoctorError):
+    """Raised when a readable directory holds no streaming checkpoint (no metadata, offsets/ or commits/)."""
+
+    def __init__(self, url: str, reason: str) -> None:
+        super().__init__(f"{url} is not a Structured Streaming checkpoint: {reason}")
+        self.url = url
+
+
+class MissingDependencyError(CheckpointDoctorError):
+    """Raised when an optional feature needs an extra that is not installed."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(
+            f"{feature} needs the '{module}' package, which is not installed",
+            hint=f"install it with: pip install 'checkpoint-doctor[{extra}]'",
+        )
+        self.extra = extra
+        self.module = module
+
+
+class UsageError(CheckpointDoctorError):
+    """Raised for invalid arguments detected after parsing (bad storage option, unknown version)."""
+
+
+class CheckpointParseError(CheckpointDoctorError):
+    """Raised by a parser when bytes are not a valid file of the expected kind.
+
+    ``kind`` is a stable machine-readable reason (see :mod:`checkpoint_doctor.model` ``FailureKind``),
+    ``line`` the 1-based line number the problem was found on, when there is one.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        kind: str,
+        reason: str,
+        *,
+        line: int | None = None,
+        version: int | None = None,
+    ) -> None:
+        where = f"{path}, line {line}" if line is not None else path
+        super().__init__(f"cannot parse {where}: {reason}")
+        self.path = path
+        self.kind = kind
+        self.reason = reason
+        self.line = line
+        self.version = version
+
+
+class PlanFormatError(CheckpointDoctorError):
+    """Raised when a plan file is malformed, of a newer format, or points outside its checkpoint."""
+
+
+class PreconditionFailedError(CheckpointDoctorError):
+    """Raised when one or more preconditions of a plan do not hold; ``failures`` lists all of them."""
+
+    def __init__(self, failures: tuple[str, ...]) -> None:
+        super().__init__(
+            f"{len(failures)} precondition(s) failed, nothing was changed: " + "; ".join(failures),
+            hint="re-run 'checkpoint-doctor plan' on the current checkpoint",
+        )
+        self.failures = failures
+
+
+class JournalError(CheckpointDoctorError):
+    """Raised when an apply journal cannot be read or undone safely."""
+
+
+class RunnerError(CheckpointDoctorError):
+    """Raised when the catch-up runner cannot run the operator's job."""

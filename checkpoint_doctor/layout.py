@@ -1,0 +1,360 @@
+"""Classify the paths of a checkpoint listing by name, as Spark's own listing filters do. Pure.
+
+Rules (reference §2, §6, §9, §15.1):
+
+* A batch file is a regular file directly in a log directory whose whole name parses as a Java
+  ``long`` (``HDFSMetadataLog.isBatchFile``); compactible logs also accept ``<id>.compact``.
+  Names like ``007`` or ``+7`` parse too: Spark counts them as batch 7 in listings but reads batch 7
+  from the file ``7``, so they are kept apart as *non-canonical*.
+* Directories inside a log directory are skipped by Spark, numeric names included.
+* ``.<name>.crc`` is Hadoop's checksum side file of ``<name>`` (local file systems only);
+  ``<name>.crc`` without the dot, next to a state file, is Spark 4.1+'s JSON checksum file.
+* ``.<name>.<uuid>.tmp`` and ``.<name>.<uuid>.TID<n>.tmp`` are temp files of
+  ``CheckpointFileManager.createAtomic`` that were never renamed.
+* State files: ``<v>.delta``, ``<v>.snapshot`` (HDFS provider), ``<v>.zip``, ``<v>.changelog``,
+  ``<v>_<uniqueId>.zip``/``.changelog`` (RocksDB, checkpoint format 2), ``SSTs/*.sst``, ``logs/*``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from checkpoint_doctor.model import FileStat, Listing
+from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
+
+_TEMP = re.compile(
+    r"^\.(?P<target>.+)\.(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
+    r"(?:\.TID\d+)?\.tmp$"
+)
+_V2_STATE = re.compile(r"^(?P<version>\d+)_(?P<uid>[0-9A-Za-z-]+)\.(?P<ext>zip|changelog)$")
+STATE_DATA_SUFFIXES = ("delta", "snapshot", "zip", "changelog")
+LOG_DIRS = ("offsets", "commits")
+STATE_RESERVED = ("_metadata", "SSTs", "logs")
+
+
+def hadoop_crc_name(name: str) -> str:
+    """Return the Hadoop checksum side file name of ``name``."""
+    return f".{name}.crc"
+
+
+def hadoop_crc_path(path: str) -> str:
+    """Return the relative path of the Hadoop checksum side file of ``path``."""
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}.crc" if parent else f".{name}.crc"
+
+
+def crc_target(name: str) -> str | None:
+    """Return the file a ``.<name>.crc`` side file belongs to, or None."""
+    if name.startswith(".") and name.endswith(".crc") and len(name) > 5:
+        return name[1:-4]
+    return None
+
+
+def temp_target(name: str) -> str | None:
+    """Return the final name a ``createAtomic`` temp file was meant to get, or None."""
+    if not (name.startswith(".") and name.endswith(".tmp")):
+        return None
+    match = _TEMP.match(name)
+    return match.group("target") if match else None
+
+
+def batch_id_of(name: str) -> int | None:
+    """Return the batch id of a log file name, as ``HDFSMetadataLog.pathToBatchId`` parses it."""
+    return java_parse_long(name)
+
+
+def is_canonical_batch_name(name: str, batch_id: int) -> bool:
+    """Return whether Spark would write this batch id under exactly this name."""
+    return name == str(batch_id)
+
+
+@dataclass(frozen=True)
+class StateFileName:
+    """A parsed state data file name."""
+
+    version: int
+    kind: str
+    unique_id: str | None = None
+
+
+def parse_state_file_name(name: str) -> StateFileName | None:
+    """Parse ``<v>.delta``, ``<v>.snapshot``, ``<v>.zip``, ``<v>.changelog``, ``<v>_<id>.zip`` etc."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or ext not in STATE_DATA_SUFFIXES:
+        return None
+    if stem.isdigit() and stem.isascii():
+        return StateFileName(int(stem), ext)
+    match = _V2_STATE.match(name)
+    if match:
+        return StateFileName(int(match.group("version")), ext, match.group("uid"))
+    return None
+
+
+@dataclass
+class StoreIndex:
+    """Files of one state store instance: (operator, partition, store name)."""
+
+    operator_id: int
+    partition_id: int
+    store_name: str
+    path: str
+    data: list[tuple[StateFileName, FileStat]] = field(default_factory=list)
+    ssts: list[FileStat] = field(default_factory=list)
+    schema: FileStat | None = None
+    spark_checksums: int = 0
+    other: list[FileStat] = field(default_factory=list)
+    file_count: int = 0
+    total_bytes: int = 0
+
+
+@dataclass
+class OperatorIndex:
+    """Files of one stateful operator ``state/<op>/``."""
+
+    operator_id: int
+    metadata: FileStat | None = None
+    metadata_v2: dict[int, FileStat] = field(default_factory=dict)
+    state_schema_files: list[FileStat] = field(default_factory=list)
+    stores: dict[tuple[int, str], StoreIndex] = field(default_factory=dict)
+    partition_dirs: set[int] = field(default_factory=set)
+    other: list[FileStat] = field(default_factory=list)
+    file_count: int = 0
+    total_bytes: int = 0
+
+
+@dataclass
+class LogIndex:
+    """Batch files of one metadata log directory."""
+
+    path: str
+    exists: bool = False
+    batches: dict[int, FileStat] = field(default_factory=dict)
+    compacts: dict[int, FileStat] = field(default_factory=dict)
+    noncanonical: list[tuple[str, int]] = field(default_factory=list)
+    ignored_dirs: set[str] = field(default_factory=set)
+    other: list[FileStat] = field(default_factory=list)
+    file_count: int = 0
+    total_bytes: int = 0
+
+
+@dataclass
+class Layout:
+    """The listing of a checkpoint, indexed by role. Mutable while built, then only read."""
+
+    files: tuple[FileStat, ...]
+    dirs: tuple[str, ...]
+    metadata: FileStat | None = None
+    offsets: LogIndex = field(default_factory=lambda: LogIndex("offsets"))
+    commits: LogIndex = field(default_factory=lambda: LogIndex("commits"))
+    sources: dict[str, LogIndex] = field(default_factory=dict)
+    state_exists: bool = False
+    operators: dict[int, OperatorIndex] = field(default_factory=dict)
+    state_other: list[FileStat] = field(default_factory=list)
+    hadoop_crcs: dict[str, FileStat] = field(default_factory=dict)
+    temps: list[tuple[FileStat, str]] = field(default_factory=list)
+    unknown: list[FileStat] = field(default_factory=list)
+    ignored: list[FileStat] = field(default_factory=list)
+    present: set[str] = field(default_factory=set)
+
+
+def _index_log_file(log: LogIndex, f: FileStat, rest: list[str], layout: Layout, compactible: bool) -> None:
+    log.file_count += 1
+    log.total_bytes += f.size
+    if len(rest) > 1:
+        # Inside a subdirectory of a log dir: Spark's listing only sees direct children.
+        log.ignored_dirs.add(rest[0])
+        layout.ignored.append(f)
+        return
+    name = rest[0]
+    if name[:1] == ".":
+        if name.endswith(".crc"):
+            layout.hadoop_crcs[f.path] = f
+            return
+        target = temp_target(name)
+        if target is not None:
+            layout.temps.append((f, f"{log.path}/{target}"))
+            return
+        log.other.append(f)
+        return
+    if compactible and name.endswith(".compact"):
+        cid = batch_id_of(name[: -len(".compact")])
+        if cid is not None and name == f"{cid}.compact":
+            log.compacts[cid] = f
+            return
+    bid = batch_id_of(name)
+    if bid is None:
+        log.other.append(f)
+    elif is_canonical_batch_name(name, bid):
+        log.batches[bid] = f
+    else:
+        log.noncanonical.append((name, bid))
+        log.other.append(f)
+
+
+def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
+    # parts = ["state", op, ...]
+    op_id = java_parse_int(parts[1]) if len(parts) > 2 else None
+    if op_id is None or parts[1] != str(op_id):
+        if parts[-1].startswith(".") and parts[-1].endswith(".crc"):
+            layout.hadoop_crcs[f.path] = f
+        else:
+            layout.state_other.append(f)
+        return
+    op = layout.operators.get(op_id)
+    if op is None:
+        op = layout.operators[op_id] = OperatorIndex(op_id)
+    op.file_count += 1
+    op.total_bytes += f.size
+    name = parts[-1]
+    if name[:1] == ".":
+        if name.endswith(".crc"):
+            layout.hadoop_crcs[f.path] = f
+            return
+        target = temp_target(name)
+        if target is not None:
+            layout.temps.append((f, f.path.rpartition("/")[0] + "/" + target))
+            return
+    second = parts[2]
+    if second == "_metadata":
+        if len(parts) == 4 and name == "metadata":
+            op.metadata = f
+            return
+        if len(parts) == 5 and parts[3] == "v2":
+            bid = java_parse_long(name)
+            if bid is not None:
+                op.metadata_v2[bid] = f
+                return
+        op.other.append(f)
+        return
+    if second == "_stateSchema":
+        op.state_schema_files.append(f)
+        return
+    part_id = java_parse_int(second)
+    if part_id is None or second != str(part_id) or len(parts) < 4:
+        op.other.append(f)
+        return
+    op.partition_dirs.add(part_id)
+    rest = parts[3:]
+    store_name = "default"
+    if len(rest) > 1 and rest[0] not in STATE_RESERVED:
+        store_name = rest[0]
+        rest = rest[1:]
+    key = (part_id, store_name)
+    store = op.stores.get(key)
+    if store is None:
+        base = "/".join(parts[:4]) if store_name != "default" else "/".join(parts[:3])
+        store = op.stores[key] = StoreIndex(op_id, part_id, store_name, base)
+    store.file_count += 1
+    store.total_bytes += f.size
+    if len(rest) == 1:
+        parsed = parse_state_file_name(name)
+        if parsed is not None:
+            store.data.append((parsed, f))
+        elif name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
+            store.spark_checksums += 1
+        else:
+            store.other.append(f)
+        return
+    if rest[0] == "SSTs" and len(rest) == 2:
+        if name.endswith(".sst"):
+            store.ssts.append(f)
+        elif name.endswith(".crc"):
+            store.spark_checksums += 1
+        else:
+            store.other.append(f)
+        return
+    if rest[0] == "_metadata" and rest[1:] == ["schema"]:
+        store.schema = f
+        return
+    store.other.append(f)
+
+
+def index_listing(listing: Listing) -> Layout:
+    """Index a checkpoint listing by role (one pass over the files)."""
+    layout = Layout(files=listing.files, dirs=listing.dirs)
+    layout.present = {f.path for f in listing.files}
+    for d in listing.dirs:
+        top = d.partition("/")[0]
+        if d in LOG_DIRS:
+            getattr(layout, d).exists = True
+        elif top == "state":
+            layout.state_exists = True
+        elif d.startswith("sources/") and d.count("/") == 1:
+            name = d[len("sources/") :]
+            layout.sources.setdefault(name, LogIndex(d, exists=True))
+        elif top in LOG_DIRS and d.count("/") == 1:
+            getattr(layout, top).ignored_dirs.add(d.partition("/")[2])
+        if top == "state" and d.count("/") >= 2:
+            op_part = d.split("/")
+            op_id = java_parse_int(op_part[1])
+            if op_id is not None and op_part[1] == str(op_id):
+                op = layout.operators.setdefault(op_id, OperatorIndex(op_id))
+                pid = java_parse_int(op_part[2])
+                if pid is not None and op_part[2] == str(pid):
+                    op.partition_dirs.add(pid)
+    for f in listing.files:
+        path = f.path
+        top, sep, rest = path.partition("/")
+        if not sep:
+            if path == "metadata":
+                layout.metadata = f
+            elif path.startswith(".") and path.endswith(".crc"):
+                layout.hadoop_crcs[path] = f
+            elif temp_target(path) is not None:
+                layout.temps.append((f, temp_target(path) or ""))
+            else:
+                layout.unknown.append(f)
+            continue
+        if top == "offsets" or top == "commits":
+            log = layout.offsets if top == "offsets" else layout.commits
+            log.exists = True
+            _index_log_file(log, f, rest.split("/"), layout, compactible=False)
+        elif top == "sources":
+            src_name, sep2, tail = rest.partition("/")
+            if not sep2:
+                layout.unknown.append(f)
+                continue
+            log = layout.sources.get(src_name)
+            if log is None:
+                log = layout.sources[src_name] = LogIndex(f"sources/{src_name}", exists=True)
+            _index_log_file(log, f, tail.split("/"), layout, compactible=True)
+        elif top == "state":
+            layout.state_exists = True
+            _index_state_file(layout, f, path.split("/"))
+        else:
+            layout.unknown.append(f)
+    return layout
+
+
+def index_sink_listing(listing: Listing) -> LogIndex:
+    """Index the listing of a file sink's ``_spark_metadata`` directory (paths relative to it)."""
+    log = LogIndex("_spark_metadata", exists=True)
+    scratch = Layout(files=(), dirs=())
+    for f in listing.files:
+        _index_log_file(log, f, f.path.split("/"), scratch, compactible=True)
+    log.other.extend(fs for fs, _ in scratch.temps)
+    return log
+
+
+def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
+    """Return Hadoop ``.crc`` files whose data file is gone, with the missing file's path."""
+    out = []
+    for path, f in layout.hadoop_crcs.items():
+        parent, _, name = path.rpartition("/")
+        target = crc_target(name)
+        if target is None:
+            continue
+        target_path = f"{parent}/{target}" if parent else target
+        if target_path not in layout.present:
+            out.append((f, target_path))
+    return out
+
+
+def group_by_version(data: list[tuple[StateFileName, FileStat]]) -> dict[str, list[int]]:
+    """Return sorted versions per state file kind (``delta``, ``snapshot``, ``zip``, ``changelog``)."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for parsed, _ in data:
+        out[parsed.kind].append(parsed.version)
+    return {k: sorted(v) for k, v in out.items()}

@@ -1,0 +1,465 @@
+"""Immutable values for what is inside a checkpoint: files, parse failures, and parsed log records.
+
+Field names are snake_case with units; the Spark JSON key each comes from is named in the docstring.
+Every value has ``to_dict()`` returning JSON-safe data. This module imports nothing from the package
+except :mod:`checkpoint_doctor.errors`-free stdlib, and does no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeVar, Union
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class FileStat:
+    """One listed file: ``path`` relative to the listed root, POSIX style; ``mtime_ms`` epoch millis."""
+
+    path: str
+    size: int
+    mtime_ms: int | None = None
+    etag: str | None = None
+
+    @property
+    def name(self) -> str:
+        """Return the last path component."""
+        return self.path.rpartition("/")[2]
+
+    @property
+    def parent(self) -> str:
+        """Return the relative directory holding the file ('' for the root)."""
+        return self.path.rpartition("/")[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        out: dict[str, Any] = {"path": self.path, "size": self.size, "mtime_ms": self.mtime_ms}
+        if self.etag is not None:
+            out["etag"] = self.etag
+        return out
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A recursive listing: every file (sorted by path) and every directory, relative to the root."""
+
+    files: tuple[FileStat, ...]
+    dirs: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """Why a file could not be read as what its name says it is.
+
+    ``kind`` is one of the stable values in :mod:`checkpoint_doctor.parsing.text` (``empty``,
+    ``header-only``, ``malformed-header``, ``unsupported-version``, ``bad-json``, ``truncated-json``,
+    ``invalid-content``, ``not-text``, ``java-serialized``); ``version`` is set for
+    ``unsupported-version``.
+    """
+
+    path: str
+    kind: str
+    reason: str
+    line: int | None = None
+    version: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "path": self.path,
+            "kind": self.kind,
+            "reason": self.reason,
+            "line": self.line,
+            "version": self.version,
+        }
+
+
+@dataclass(frozen=True)
+class LogEntry(Generic[T]):
+    """A batch file of a metadata log: listed always, parsed when the snapshot depth asked for it.
+
+    Exactly one of ``record`` and ``failure`` is set when ``read`` is true; neither when it is false.
+    ``compact`` marks ``<id>.compact`` files of compactible logs (file source and file sink).
+    """
+
+    batch_id: int
+    file: FileStat
+    record: T | None = None
+    failure: ParseFailure | None = None
+    compact: bool = False
+
+    @property
+    def read(self) -> bool:
+        """Return whether the file was read and parsed."""
+        return self.record is not None or self.failure is not None
+
+    @property
+    def ok(self) -> bool:
+        """Return whether the file was read and parsed without error."""
+        return self.record is not None
+
+
+# --------------------------------------------------------------------------------------- source offsets
+
+
+@dataclass(frozen=True)
+class KafkaOffset:
+    """``KafkaSourceOffset``: ``{"topic": {"partition": offset}}``, the next offset to read per partition."""
+
+    type: ClassVar[str] = "kafka"
+    partitions: tuple[tuple[str, int, int], ...]
+
+    def topic_partitions(self) -> frozenset[tuple[str, int]]:
+        """Return the set of (topic, partition) pairs."""
+        return frozenset((t, p) for t, p, _ in self.partitions)
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        topics: dict[str, list[str]] = {}
+        for topic, part, off in self.partitions:
+            topics.setdefault(topic, []).append(f"{part}:{off}")
+        return "; ".join(f"{t}[{', '.join(v)}]" for t, v in topics.items())
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        topics: dict[str, dict[str, int]] = {}
+        for topic, part, off in self.partitions:
+            topics.setdefault(topic, {})[str(part)] = off
+        return {"type": self.type, "topics": topics}
+
+
+@dataclass(frozen=True)
+class FileSourceOffset:
+    """``FileStreamSourceOffset``: ``{"logOffset": n}``, the id of the entry in ``sources/<n>/``."""
+
+    type: ClassVar[str] = "file"
+    log_offset: int
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        return f"logOffset {self.log_offset}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"type": self.type, "log_offset": self.log_offset}
+
+
+@dataclass(frozen=True)
+class RatePerMicroBatchOffset:
+    """``RatePerMicroBatchStreamOffset``: ``{"offset": rows, "timestamp": ms}``."""
+
+    type: ClassVar[str] = "rate-micro-batch"
+    offset: int
+    timestamp_ms: int
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        return f"offset {self.offset}, timestamp {self.timestamp_ms}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"type": self.type, "offset": self.offset, "timestamp_ms": self.timestamp_ms}
+
+
+@dataclass(frozen=True)
+class LongOffset:
+    """``LongOffset``: a bare number (rate: seconds since start; socket and memory: a row index)."""
+
+    type: ClassVar[str] = "long"
+    value: int
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        return str(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"type": self.type, "value": self.value}
+
+
+@dataclass(frozen=True)
+class DeltaOffset:
+    """Delta Lake ``DeltaSourceOffset``: table id (``reservoirId``), version and file index."""
+
+    type: ClassVar[str] = "delta"
+    reservoir_id: str
+    reservoir_version: int
+    index: int
+    source_version: int
+    is_starting_version: bool
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        return f"table {self.reservoir_id} version {self.reservoir_version} index {self.index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "type": self.type,
+            "reservoir_id": self.reservoir_id,
+            "reservoir_version": self.reservoir_version,
+            "index": self.index,
+            "source_version": self.source_version,
+            "is_starting_version": self.is_starting_version,
+        }
+
+
+@dataclass(frozen=True)
+class ContinuousRateOffset:
+    """Continuous ``RateStreamOffset``: partition -> (last value, run time ms)."""
+
+    type: ClassVar[str] = "continuous-rate"
+    partitions: tuple[tuple[int, int, int], ...]
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        return ", ".join(f"p{p}={v}" for p, v, _ in self.partitions)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "type": self.type,
+            "partitions": {str(p): {"value": v, "run_time_ms": t} for p, v, t in self.partitions},
+        }
+
+
+DecodedOffset = Union[
+    KafkaOffset,
+    FileSourceOffset,
+    RatePerMicroBatchOffset,
+    LongOffset,
+    DeltaOffset,
+    ContinuousRateOffset,
+]
+
+
+@dataclass(frozen=True)
+class SourceOffset:
+    """One source line of an offsets file.
+
+    ``raw`` is the offset JSON exactly as written (None for ``-``, "no offset yet"); ``name`` is the
+    source name of a v2 (``name:offset``) line; ``decoded`` is set when the format is recognised.
+    """
+
+    index: int
+    raw: str | None
+    name: str | None = None
+    decoded: DecodedOffset | None = None
+
+    @property
+    def source_type(self) -> str:
+        """Return the recognised source type, 'none' for '-', or 'unknown'."""
+        if self.raw is None:
+            return "none"
+        return self.decoded.type if self.decoded is not None else "unknown"
+
+    def describe(self) -> str:
+        """Return a short human-readable form."""
+        if self.raw is None:
+            return "- (no offset yet)"
+        return self.decoded.describe() if self.decoded is not None else self.raw
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "index": self.index,
+            "name": self.name,
+            "raw": self.raw,
+            "decoded": self.decoded.to_dict() if self.decoded is not None else None,
+        }
+
+
+# --------------------------------------------------------------------------------------- log records
+
+
+@dataclass(frozen=True)
+class OffsetSeqMetadata:
+    """Line 2 of an offsets file (``OffsetSeqMetadata``; v2 adds ``sourceMetadataInfo``).
+
+    ``has_conf`` is false for Spark 2.1-era files without a ``conf`` key.
+    """
+
+    batch_watermark_ms: int
+    batch_timestamp_ms: int
+    conf: tuple[tuple[str, str], ...] = ()
+    has_conf: bool = True
+    source_metadata_info: tuple[tuple[str, str], ...] = ()
+
+    def conf_value(self, key: str) -> str | None:
+        """Return the pinned value of a SQL conf, or None."""
+        for k, v in self.conf:
+            if k == key:
+                return v
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        out: dict[str, Any] = {
+            "batch_watermark_ms": self.batch_watermark_ms,
+            "batch_timestamp_ms": self.batch_timestamp_ms,
+            "conf": dict(self.conf) if self.has_conf else None,
+        }
+        if self.source_metadata_info:
+            out["source_metadata_info"] = dict(self.source_metadata_info)
+        return out
+
+
+@dataclass(frozen=True)
+class OffsetSeq:
+    """A parsed ``offsets/<batchId>`` file: header version, metadata line (None if blank), sources."""
+
+    version: int
+    metadata: OffsetSeqMetadata | None
+    sources: tuple[SourceOffset, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "version": self.version,
+            "metadata": self.metadata.to_dict() if self.metadata else None,
+            "sources": [s.to_dict() for s in self.sources],
+        }
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """A parsed ``commits/<batchId>`` file (``CommitMetadata``).
+
+    ``state_unique_ids``: operator id -> per partition -> unique ids of the state files of version
+    batchId+1 (``stateUniqueIds``, v2). ``sink_metadata_json``: raw ``sinkMetadataMap`` (v3).
+    ``header_only`` marks a file holding only the version line, which Spark reads as ``{}``.
+    """
+
+    version: int
+    next_batch_watermark_ms: int
+    state_unique_ids: tuple[tuple[int, tuple[tuple[str, ...], ...]], ...] | None = None
+    sink_metadata_json: str | None = None
+    header_only: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        out: dict[str, Any] = {
+            "version": self.version,
+            "next_batch_watermark_ms": self.next_batch_watermark_ms,
+            "header_only": self.header_only,
+        }
+        if self.state_unique_ids is not None:
+            out["state_unique_ids"] = {
+                str(op): [list(ids) for ids in parts] for op, parts in self.state_unique_ids
+            }
+        if self.sink_metadata_json is not None:
+            out["sink_metadata_json"] = self.sink_metadata_json
+        return out
+
+
+@dataclass(frozen=True)
+class QueryMetadata:
+    """The ``metadata`` file: ``{"id": "<query id>"}``."""
+
+    query_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"id": self.query_id}
+
+
+@dataclass(frozen=True)
+class FileSourceEntry:
+    """One line of a file-source log (``FileEntry``): a discovered input file."""
+
+    path: str
+    timestamp_ms: int
+    batch_id: int
+
+
+@dataclass(frozen=True)
+class FileSourceLogBatch:
+    """A ``sources/<n>/<k>`` (or ``<k>.compact``) file of the file source."""
+
+    version: int
+    entries: tuple[FileSourceEntry, ...]
+
+
+@dataclass(frozen=True)
+class KafkaInitialOffsets:
+    """``sources/<n>/0`` of the Kafka source: the offsets chosen on the very first start."""
+
+    version: int
+    offset: KafkaOffset | None
+    raw: str
+    legacy_format: bool = False
+
+
+@dataclass(frozen=True)
+class RateStartTime:
+    """``sources/<n>/0`` of the micro-batch ``rate`` source: its start time in ms."""
+
+    version: int
+    start_time_ms: int
+
+
+SourceMetadataRecord = Union[FileSourceLogBatch, KafkaInitialOffsets, RateStartTime]
+
+
+@dataclass(frozen=True)
+class SinkFileEntry:
+    """One line of a file sink log (``SinkFileStatus``)."""
+
+    path: str
+    size: int
+    action: str
+
+
+@dataclass(frozen=True)
+class SinkLogBatch:
+    """A ``_spark_metadata/<id>`` (or ``<id>.compact``) file of the file sink."""
+
+    version: int
+    entries: tuple[SinkFileEntry, ...]
+
+
+@dataclass(frozen=True)
+class OperatorStateMetadata:
+    """``state/<op>/_metadata/metadata`` (4.0+): operator name and its stores with partition counts."""
+
+    version: int
+    operator_id: int
+    operator_name: str
+    stores: tuple[tuple[str, int], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "version": self.version,
+            "operator_id": self.operator_id,
+            "operator_name": self.operator_name,
+            "stores": [{"name": n, "num_partitions": p} for n, p in self.stores],
+        }
+
+
+@dataclass(frozen=True)
+class StateSchemaHeader:
+    """The header of ``state/<op>/0/[<store>/]_metadata/schema``: format version and field names."""
+
+    version: int
+    key_fields: tuple[str, ...]
+    value_fields: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "version": self.version,
+            "key_fields": list(self.key_fields),
+            "value_fields": list(self.value_fields),
+        }
+
+
+@dataclass(frozen=True)
+class RocksDBCheckpointMetadata:
+    """The ``metadata`` entry inside a RocksDB ``<version>.zip``: the SST files the version needs."""
+
+    version: int
+    sst_files: tuple[str, ...]
+    log_files: tuple[str, ...]
+    num_keys: int

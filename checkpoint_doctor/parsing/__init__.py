@@ -1,0 +1,1 @@
+"""Parsers: bytes in, values out. Pure; each raises CheckpointParseError on invalid input."""

@@ -1,0 +1,187 @@
+"""Text rules shared by every Spark checkpoint log parser, written to match the JVM exactly.
+
+Spark reads log files with ``scala.io.Source.getLines`` (a ``BufferedReader.readLine`` loop), parses
+version lines with ``String.toInt`` (``Integer.parseInt``), batch file names with ``toLong``, and JSON
+with json4s on Jackson. Small differences matter: Python's ``int()`` accepts ``" 1"`` and ``"1_0"``,
+Java does not; Jackson ignores trailing content after the first JSON value, Python's ``json.loads``
+does not. Pure functions only; no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from typing import Any
+
+from checkpoint_doctor.errors import CheckpointParseError
+
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+# Stable failure kinds (model.FailureKind mirrors these values).
+EMPTY = "empty"
+HEADER_ONLY = "header-only"
+MALFORMED_HEADER = "malformed-header"
+UNSUPPORTED_VERSION = "unsupported-version"
+BAD_JSON = "bad-json"
+TRUNCATED_JSON = "truncated-json"
+INVALID_CONTENT = "invalid-content"
+NOT_TEXT = "not-text"
+JAVA_SERIALIZED = "java-serialized"
+
+JAVA_SERIALIZATION_MAGIC = b"\xac\xed"
+
+
+def _java_digits(text: str) -> int | None:
+    if not text:
+        return None
+    value = 0
+    for ch in text:
+        try:
+            digit = unicodedata.decimal(ch)
+        except ValueError:
+            return None
+        value = value * 10 + digit
+    return value
+
+
+def _java_parse(text: str, lo: int, hi: int) -> int | None:
+    sign = 1
+    body = text
+    if body[:1] in ("+", "-"):
+        sign = -1 if body[0] == "-" else 1
+        body = body[1:]
+    magnitude = _java_digits(body)
+    if magnitude is None:
+        return None
+    value = sign * magnitude
+    if value < lo or value > hi:
+        return None
+    return value
+
+
+def java_parse_int(text: str) -> int | None:
+    """Return ``Integer.parseInt(text)``, or None where Java throws ``NumberFormatException``."""
+    return _java_parse(text, _INT_MIN, _INT_MAX)
+
+
+def java_parse_long(text: str) -> int | None:
+    """Return ``Long.parseLong(text)``, or None where Java throws ``NumberFormatException``."""
+    return _java_parse(text, _LONG_MIN, _LONG_MAX)
+
+
+def java_trim(text: str) -> str:
+    """Return ``String.trim()``: strips every character <= U+0020 at both ends (not Unicode spaces)."""
+    start, end = 0, len(text)
+    while start < end and text[start] <= " ":
+        start += 1
+    while end > start and text[end - 1] <= " ":
+        end -= 1
+    return text[start:end]
+
+
+def decode_text(data: bytes, *, path: str) -> str:
+    """Decode UTF-8 like Spark's ``Source.fromInputStream(in, UTF_8)``: invalid bytes are an error."""
+    if data.startswith(JAVA_SERIALIZATION_MAGIC):
+        raise CheckpointParseError(
+            path,
+            JAVA_SERIALIZED,
+            "Java-serialized object stream (bytes AC ED), the offsets format of Spark 2.0",
+            line=1,
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise CheckpointParseError(
+            path, NOT_TEXT, f"not UTF-8 text (invalid byte at offset {exc.start})", line=line
+        ) from exc
+
+
+def split_lines(text: str) -> list[str]:
+    r"""Split like ``BufferedReader.readLine``: ``\n``, ``\r`` and ``\r\n`` end a line; no final empty line."""
+    lines: list[str] = []
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n" or ch == "\r":
+            lines.append(text[start:i])
+            if ch == "\r" and i + 1 < n and text[i + 1] == "\n":
+                i += 1
+            start = i + 1
+        i += 1
+    if start < n:
+        lines.append(text[start:])
+    return lines
+
+
+def parse_version_line(text: str, *, max_version: int, path: str, line: int = 1) -> int:
+    """Validate a ``v<N>`` line like ``MetadataVersionUtil.validateVersion`` and return N.
+
+    Raises:
+        CheckpointParseError: ``malformed-header`` when the line is not ``v<positive int>``, or
+            ``unsupported-version`` (with ``version`` set) when N exceeds ``max_version``.
+    """
+    if text[:1] == "v":
+        version = java_parse_int(text[1:])
+        if version is not None and version > 0:
+            if version > max_version:
+                raise CheckpointParseError(
+                    path,
+                    UNSUPPORTED_VERSION,
+                    f"log version v{version} is newer than any Spark release this tool knows "
+                    f"(maximum v{max_version})",
+                    line=line,
+                    version=version,
+                )
+            return version
+    shown = text if len(text) <= 40 else text[:40] + "..."
+    raise CheckpointParseError(
+        path, MALFORMED_HEADER, f"first line {shown!r} is not a version line v<N>", line=line
+    )
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def parse_json_value(text: str, *, path: str, line: int) -> Any:
+    """Parse the first JSON value of ``text`` like json4s/Jackson, which ignore trailing content.
+
+    Raises:
+        CheckpointParseError: ``truncated-json`` when the text ends inside the value, ``bad-json``
+            otherwise.
+    """
+    stripped = text.lstrip(" \t\r\n")
+    if not stripped:
+        raise CheckpointParseError(path, TRUNCATED_JSON, "no JSON value (end of input)", line=line)
+    try:
+        value, _ = _DECODER.raw_decode(stripped)
+    except json.JSONDecodeError as exc:
+        if exc.pos >= len(stripped.rstrip()):
+            raise CheckpointParseError(
+                path, TRUNCATED_JSON, f"JSON ends early ({exc.msg})", line=line
+            ) from exc
+        raise CheckpointParseError(
+            path, BAD_JSON, f"bad JSON at column {exc.colno} ({exc.msg})", line=line
+        ) from exc
+    except ValueError as exc:
+        raise CheckpointParseError(path, BAD_JSON, str(exc), line=line) from exc
+    return value
+
+
+def json_long(obj: dict[str, Any], key: str, *, path: str, line: int, default: int = 0) -> int:
+    """Read an optional JSON number field as json4s does for a ``Long`` case-class field."""
+    value = obj.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise CheckpointParseError(
+            path, INVALID_CONTENT, f"field {key!r} is not a number: {value!r}", line=line
+        )
+    return int(value)

@@ -1,0 +1,576 @@
+"""The checkpoint snapshot: one immutable value for everything in a checkpoint. Pure.
+
+Built in three steps so that I/O stays at the edge (:mod:`checkpoint_doctor.loading` does the I/O):
+``index_listing`` (names) -> :func:`plan_reads` (which files to read at this depth) -> read ->
+:func:`assemble_snapshot` (parse and combine). A damaged file is recorded as a
+:class:`~checkpoint_doctor.model.ParseFailure` on its entry; nothing here raises for bad content.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from checkpoint_doctor.errors import CheckpointParseError, StorageError
+from checkpoint_doctor.layout import (
+    Layout,
+    LogIndex,
+    StoreIndex,
+    hadoop_crc_path,
+    orphan_crcs,
+)
+from checkpoint_doctor.model import (
+    CommitRecord,
+    FileStat,
+    LogEntry,
+    OffsetSeq,
+    OperatorStateMetadata,
+    ParseFailure,
+    QueryMetadata,
+    RocksDBCheckpointMetadata,
+    SinkLogBatch,
+    SourceMetadataRecord,
+    StateSchemaHeader,
+)
+from checkpoint_doctor.parsing.commits import parse_commit
+from checkpoint_doctor.parsing.compactible import parse_sink_log, parse_source_metadata
+from checkpoint_doctor.parsing.metadata import parse_query_metadata
+from checkpoint_doctor.parsing.offsets import parse_offsets
+from checkpoint_doctor.parsing.state_files import (
+    parse_operator_metadata,
+    parse_rocksdb_zip_metadata,
+    parse_schema_header,
+)
+
+T = TypeVar("T")
+
+DEFAULT_DEPTH = "default"
+DEEP = "deep"
+#: How many of the newest batch files of each log are read at default depth besides those a
+#: restart reads (enough to compare the latest batch's sources with the previous ones).
+NEWEST_FEW = 3
+UNREADABLE = "unreadable"
+
+Content = bytes | StorageError
+
+
+@dataclass(frozen=True)
+class BatchLog(Generic[T]):
+    """``offsets/``, ``commits/``, a ``sources/<n>/`` log or a sink's ``_spark_metadata/``.
+
+    ``entries`` are the canonical batch files (and ``.compact`` files), sorted by id numerically.
+    ``noncanonical`` lists names that parse as an id but are not how Spark names it (``007``).
+    ``ignored_dirs`` are subdirectories, which Spark's listing skips.
+    """
+
+    path: str
+    exists: bool
+    entries: tuple[LogEntry[T], ...] = ()
+    noncanonical: tuple[tuple[str, int], ...] = ()
+    ignored_dirs: tuple[str, ...] = ()
+    file_count: int = 0
+    total_bytes: int = 0
+    _by_id: dict[int, LogEntry[T]] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_id", {e.batch_id: e for e in self.entries})
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        """Return the batch ids present, ascending."""
+        return tuple(e.batch_id for e in self.entries)
+
+    @property
+    def latest(self) -> LogEntry[T] | None:
+        """Return the entry with the largest batch id."""
+        return self.entries[-1] if self.entries else None
+
+    @property
+    def latest_id(self) -> int | None:
+        """Return the largest batch id, or None."""
+        return self.entries[-1].batch_id if self.entries else None
+
+    def get(self, batch_id: int) -> LogEntry[T] | None:
+        """Return the entry for a batch id, or None."""
+        return self._by_id.get(batch_id)
+
+    def newest_below(self, batch_id: int) -> LogEntry[T] | None:
+        """Return the entry with the largest id strictly below ``batch_id``."""
+        ids = self.ids
+        i = bisect.bisect_left(ids, batch_id)
+        return self.entries[i - 1] if i > 0 else None
+
+    def holes(self) -> tuple[tuple[int, int], ...]:
+        """Return inclusive ranges of ids missing between the smallest and largest id."""
+        out = []
+        ids = self.ids
+        for a, b in zip(ids, ids[1:]):
+            if b > a + 1:
+                out.append((a + 1, b - 1))
+        return tuple(out)
+
+    def failures(self) -> tuple[ParseFailure, ...]:
+        """Return the parse failures of the entries that were read."""
+        return tuple(e.failure for e in self.entries if e.failure is not None)
+
+
+@dataclass(frozen=True)
+class FileRecord(Generic[T]):
+    """A single non-batch file with its parse result (``metadata``, operator metadata, schema)."""
+
+    file: FileStat
+    record: T | None = None
+    failure: ParseFailure | None = None
+
+    @property
+    def read(self) -> bool:
+        """Return whether the file was read."""
+        return self.record is not None or self.failure is not None
+
+
+@dataclass(frozen=True)
+class StateStore:
+    """One state store instance: ``state/<op>/<partition>/[<store>/]``."""
+
+    operator_id: int
+    partition_id: int
+    store_name: str
+    path: str
+    deltas: tuple[int, ...] = ()
+    snapshots: tuple[int, ...] = ()
+    zips: tuple[int, ...] = ()
+    changelogs: tuple[int, ...] = ()
+    zips_v2: tuple[tuple[int, str], ...] = ()
+    changelogs_v2: tuple[tuple[int, str], ...] = ()
+    sst_files: tuple[str, ...] = ()
+    spark_checksums: int = 0
+    file_count: int = 0
+    total_bytes: int = 0
+    zip_metadata: tuple[tuple[str, FileRecord[RocksDBCheckpointMetadata]], ...] = ()
+    schema: FileRecord[StateSchemaHeader] | None = None
+
+    @property
+    def provider(self) -> str:
+        """Return ``hdfs``, ``rocksdb`` or ``empty`` from the files present."""
+        if self.zips or self.zips_v2 or self.changelogs or self.changelogs_v2 or self.sst_files:
+            return "rocksdb"
+        if self.deltas or self.snapshots:
+            return "hdfs"
+        return "empty"
+
+    def versions(self) -> tuple[int, ...]:
+        """Return every state version with a data file (delta, snapshot, zip or changelog)."""
+        vs = set(self.deltas) | set(self.snapshots) | set(self.zips) | set(self.changelogs)
+        vs |= {v for v, _ in self.zips_v2} | {v for v, _ in self.changelogs_v2}
+        return tuple(sorted(vs))
+
+
+@dataclass(frozen=True)
+class StateOperator:
+    """A stateful operator ``state/<op>/`` with its stores and metadata."""
+
+    operator_id: int
+    stores: tuple[StateStore, ...]
+    partition_dirs: tuple[int, ...]
+    metadata: FileRecord[OperatorStateMetadata] | None = None
+    metadata_v2_batches: tuple[int, ...] = ()
+    file_count: int = 0
+    total_bytes: int = 0
+
+    @property
+    def store_names(self) -> tuple[str, ...]:
+        """Return the store names, ``default`` first."""
+        names = {s.store_name for s in self.stores}
+        return tuple(sorted(names, key=lambda n: (n != "default", n)))
+
+    @property
+    def provider(self) -> str:
+        """Return ``hdfs``, ``rocksdb``, ``mixed`` or ``empty``."""
+        kinds = {s.provider for s in self.stores} - {"empty"}
+        if not kinds:
+            return "empty"
+        return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+@dataclass(frozen=True)
+class StateDir:
+    """``state/``: whether it exists, and its operators."""
+
+    exists: bool
+    operators: tuple[StateOperator, ...] = ()
+    other_files: tuple[FileStat, ...] = ()
+
+    @property
+    def file_count(self) -> int:
+        """Return the number of files under ``state/``."""
+        return sum(o.file_count for o in self.operators) + len(self.other_files)
+
+
+@dataclass(frozen=True)
+class DebrisFile:
+    """A file Spark ignores: a temp file, an orphan Hadoop ``.crc``, an unknown name."""
+
+    file: FileStat
+    kind: str
+    target: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"kind": self.kind, "target": self.target, **self.file.to_dict()}
+
+
+@dataclass(frozen=True)
+class SinkLog:
+    """A file sink's ``_spark_metadata`` log, listed from ``--sink-path``."""
+
+    url: str
+    log: BatchLog[SinkLogBatch]
+    default_compact_interval: int = 10
+
+    @property
+    def compact_ids(self) -> tuple[int, ...]:
+        """Return the ids of the ``.compact`` files present."""
+        return tuple(e.batch_id for e in self.log.entries if e.compact)
+
+    @property
+    def compact_interval(self) -> int:
+        """Return the compact interval as ``CompactibleFileStreamLog`` derives it from the files."""
+        compacts = self.compact_ids
+        if not compacts:
+            return self.default_compact_interval
+        return derive_compact_interval(self.default_compact_interval, compacts[-1])
+
+    def missing_for_readers(self) -> tuple[str, ...]:
+        """Return the files a reader of the latest batch needs but that are absent."""
+        latest = self.log.latest_id
+        if latest is None:
+            return ()
+        interval = self.compact_interval
+        last_compact = ((latest + 1) // interval) * interval - 1
+        needed: list[tuple[int, bool]] = []
+        if last_compact >= 0:
+            needed.append((last_compact, True))
+        needed.extend((b, (b + 1) % interval == 0) for b in range(last_compact + 1, latest + 1))
+        present = {(e.batch_id, e.compact) for e in self.log.entries}
+        return tuple(
+            f"_spark_metadata/{b}{'.compact' if c else ''}" for b, c in needed if (b, c) not in present
+        )
+
+
+def derive_compact_interval(default_interval: int, latest_compact_id: int) -> int:
+    """Return ``CompactibleFileStreamLog.deriveCompactInterval`` for the newest ``.compact`` id."""
+    n = latest_compact_id + 1
+    if n <= default_interval:
+        return n
+    if default_interval < n // 2:
+        for i in range(default_interval, n // 2 + 1):
+            if n % i == 0:
+                return i
+        return n
+    return n
+
+
+@dataclass(frozen=True)
+class CheckpointSnapshot:
+    """Everything in one checkpoint, as read at one moment. Paths are relative to ``root``."""
+
+    root: str
+    depth: str
+    files: tuple[FileStat, ...]
+    dirs: tuple[str, ...]
+    metadata: FileRecord[QueryMetadata] | None
+    offsets: BatchLog[OffsetSeq]
+    commits: BatchLog[CommitRecord]
+    sources: tuple[BatchLog[SourceMetadataRecord], ...]
+    state: StateDir
+    debris: tuple[DebrisFile, ...]
+    hadoop_crcs: frozenset[str]
+    sink: SinkLog | None = None
+    read_count: int = 0
+    _by_path: dict[str, FileStat] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_path", {f.path: f for f in self.files})
+
+    @property
+    def query_id(self) -> str | None:
+        """Return the query id from ``metadata``, if readable."""
+        if self.metadata is not None and self.metadata.record is not None:
+            return self.metadata.record.query_id
+        return None
+
+    @property
+    def total_bytes(self) -> int:
+        """Return the total size of all files."""
+        return sum(f.size for f in self.files)
+
+    def file(self, path: str) -> FileStat | None:
+        """Return the stat of a file by relative path."""
+        return self._by_path.get(path)
+
+    def crc_of(self, path: str) -> str | None:
+        """Return the Hadoop ``.crc`` side file of ``path`` if it is present."""
+        crc = hadoop_crc_path(path)
+        return crc if crc in self.hadoop_crcs else None
+
+    @property
+    def is_checkpoint(self) -> bool:
+        """Return whether this looks like a streaming checkpoint at all."""
+        return (
+            self.metadata is not None
+            or self.offsets.exists
+            or self.commits.exists
+            or self.state.exists
+            or bool(self.sources)
+        )
+
+    def fingerprint(self) -> str:
+        """Return a sha256 over the sorted (path, size, etag or mtime) of every file."""
+        h = hashlib.sha256()
+        for f in self.files:
+            h.update(f"{f.path}\0{f.size}\0{f.etag or f.mtime_ms}\n".encode())
+        return h.hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ reads
+
+
+def _newest(ids: list[int], n: int) -> list[int]:
+    return sorted(ids)[-n:] if n > 0 else []
+
+
+def _expected_next_batch(layout: Layout) -> int:
+    offsets = layout.offsets.batches
+    commits = layout.commits.batches
+    if not offsets:
+        return 0
+    latest = max(offsets)
+    if commits and max(commits) == latest:
+        return latest + 1
+    return latest
+
+
+def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
+    zips = [(p.version, f.path) for p, f in store.data if p.kind == "zip"]
+    if not zips:
+        return []
+    newest_at = max((v for v, _ in zips if v <= version), default=None)
+    wanted = {newest_at, max(v for v, _ in zips)} - {None}
+    return [path for v, path in zips if v in wanted]
+
+
+def plan_reads(layout: Layout, depth: str = DEFAULT_DEPTH, sink: LogIndex | None = None) -> tuple[list[str], list[str]]:
+    """Return (checkpoint paths, sink-log paths) to read for a snapshot of this depth.
+
+    Default depth reads what a restart reads (``metadata``; ``offsets/L``, ``offsets/L-1`` or the
+    newest file below ``L``; ``commits/K``; ``offsets/K`` for continuous mode), the newest few of
+    each log, the newest files of each source log, operator metadata and schema headers, and for
+    RocksDB the zips a restart would load. The count does not grow with retained batches.
+    ``deep`` reads every batch file of every log.
+    """
+    paths: list[str] = []
+    if layout.metadata is not None:
+        paths.append("metadata")
+    deep = depth == DEEP
+    for log in (layout.offsets, layout.commits):
+        ids = sorted(log.batches)
+        chosen = set(ids) if deep else set(_newest(ids, NEWEST_FEW))
+        if ids and not deep:
+            latest = ids[-1]
+            below = [i for i in ids[-NEWEST_FEW - 1 :] if i < latest]
+            if below:
+                chosen.add(below[-1])
+            other = layout.commits if log is layout.offsets else layout.offsets
+            if other.batches:
+                k = max(other.batches)
+                if k in log.batches:
+                    chosen.add(k)
+        paths.extend(log.batches[i].path for i in sorted(chosen))
+    for src in layout.sources.values():
+        ids = sorted(set(src.batches) | set(src.compacts))
+        if deep:
+            paths.extend(src.batches[i].path for i in sorted(src.batches))
+            paths.extend(src.compacts[i].path for i in sorted(src.compacts))
+        else:
+            if 0 in src.batches:
+                paths.append(src.batches[0].path)
+            for i in _newest(ids, 1):
+                if i in src.batches and i != 0:
+                    paths.append(src.batches[i].path)
+                if i in src.compacts:
+                    paths.append(src.compacts[i].path)
+            if src.compacts:
+                paths.append(src.compacts[max(src.compacts)].path)
+    load_version = _expected_next_batch(layout)
+    for op in layout.operators.values():
+        if op.metadata is not None:
+            paths.append(op.metadata.path)
+        for store in op.stores.values():
+            if store.schema is not None:
+                paths.append(store.schema.path)
+            paths.extend(_rocksdb_zip_reads(store, load_version))
+    sink_paths: list[str] = []
+    if sink is not None:
+        ids = sorted(sink.batches)
+        compacts = sorted(sink.compacts)
+        if deep:
+            sink_paths.extend(sink.batches[i].path for i in ids)
+            sink_paths.extend(sink.compacts[i].path for i in compacts)
+        else:
+            sink_paths.extend(sink.batches[i].path for i in _newest(ids, 1))
+            sink_paths.extend(sink.compacts[i].path for i in _newest(compacts, 1))
+    return list(dict.fromkeys(paths)), list(dict.fromkeys(sink_paths))
+
+
+# ------------------------------------------------------------------------------------------ assembly
+
+
+def _parse(
+    parser: Callable[..., T], f: FileStat, contents: Mapping[str, Content], prefix: str = ""
+) -> tuple[T | None, ParseFailure | None]:
+    key = f.path
+    if key not in contents:
+        return None, None
+    data = contents[key]
+    shown = prefix + f.path
+    if isinstance(data, StorageError):
+        return None, ParseFailure(shown, UNREADABLE, data.reason)
+    try:
+        return parser(data, path=shown), None
+    except CheckpointParseError as exc:
+        return None, ParseFailure(shown, exc.kind, exc.reason, exc.line, exc.version)
+
+
+def _log(
+    index: LogIndex, parser: Callable[..., T], contents: Mapping[str, Content], prefix: str = ""
+) -> BatchLog[T]:
+    entries: list[LogEntry[T]] = []
+    for bid, f in index.batches.items():
+        rec, fail = _parse(parser, f, contents, prefix)
+        entries.append(LogEntry(bid, f, rec, fail))
+    for bid, f in index.compacts.items():
+        rec, fail = _parse(parser, f, contents, prefix)
+        entries.append(LogEntry(bid, f, rec, fail, compact=True))
+    entries.sort(key=lambda e: (e.batch_id, e.compact))
+    return BatchLog(
+        path=index.path,
+        exists=index.exists,
+        entries=tuple(entries),
+        noncanonical=tuple(sorted(index.noncanonical, key=lambda x: (x[1], x[0]))),
+        ignored_dirs=tuple(sorted(index.ignored_dirs)),
+        file_count=index.file_count,
+        total_bytes=index.total_bytes,
+    )
+
+
+def _record(parser: Callable[..., T], f: FileStat | None, contents: Mapping[str, Content]) -> FileRecord[T] | None:
+    if f is None:
+        return None
+    rec, fail = _parse(parser, f, contents)
+    return FileRecord(f, rec, fail)
+
+
+def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
+    kinds: dict[str, list[int]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
+    v2: dict[str, list[tuple[int, str]]] = {"zip": [], "changelog": []}
+    zip_meta = []
+    for parsed, f in store.data:
+        if parsed.unique_id is None:
+            kinds[parsed.kind].append(parsed.version)
+        else:
+            v2[parsed.kind].append((parsed.version, parsed.unique_id))
+        if parsed.kind == "zip" and f.path in contents:
+            rec = _record(parse_rocksdb_zip_metadata, f, contents)
+            if rec is not None:
+                zip_meta.append((f.name, rec))
+    return StateStore(
+        operator_id=store.operator_id,
+        partition_id=store.partition_id,
+        store_name=store.store_name,
+        path=store.path,
+        deltas=tuple(sorted(kinds["delta"])),
+        snapshots=tuple(sorted(kinds["snapshot"])),
+        zips=tuple(sorted(kinds["zip"])),
+        changelogs=tuple(sorted(kinds["changelog"])),
+        zips_v2=tuple(sorted(v2["zip"])),
+        changelogs_v2=tuple(sorted(v2["changelog"])),
+        sst_files=tuple(sorted(f.name for f in store.ssts)),
+        spark_checksums=store.spark_checksums,
+        file_count=store.file_count,
+        total_bytes=store.total_bytes,
+        zip_metadata=tuple(sorted(zip_meta, key=lambda x: x[0])),
+        schema=_record(parse_schema_header, store.schema, contents),
+    )
+
+
+def _debris(layout: Layout) -> tuple[DebrisFile, ...]:
+    out = [DebrisFile(f, "temp", target) for f, target in layout.temps]
+    out.extend(DebrisFile(f, "orphan-crc", target) for f, target in orphan_crcs(layout))
+    for log in (layout.offsets, layout.commits, *layout.sources.values()):
+        out.extend(DebrisFile(f, "unknown") for f in log.other)
+    out.extend(DebrisFile(f, "ignored-dir-entry") for f in layout.ignored)
+    out.extend(DebrisFile(f, "unknown") for f in layout.unknown)
+    for op in layout.operators.values():
+        out.extend(DebrisFile(f, "unknown") for f in op.other)
+        for store in op.stores.values():
+            out.extend(DebrisFile(f, "unknown") for f in store.other)
+    out.extend(DebrisFile(f, "unknown") for f in layout.state_other)
+    return tuple(sorted(out, key=lambda d: d.file.path))
+
+
+def assemble_snapshot(
+    root: str,
+    layout: Layout,
+    contents: Mapping[str, Content],
+    *,
+    depth: str = DEFAULT_DEPTH,
+    sink: tuple[str, LogIndex, Mapping[str, Content]] | None = None,
+) -> CheckpointSnapshot:
+    """Parse the read files and combine everything into one :class:`CheckpointSnapshot`."""
+    operators = []
+    for op_id in sorted(layout.operators):
+        op = layout.operators[op_id]
+        stores = tuple(
+            _store(op.stores[k], contents) for k in sorted(op.stores, key=lambda k: (k[1] != "default", k[1], k[0]))
+        )
+        operators.append(
+            StateOperator(
+                operator_id=op_id,
+                stores=tuple(sorted(stores, key=lambda s: (s.partition_id, s.store_name))),
+                partition_dirs=tuple(sorted(op.partition_dirs)),
+                metadata=_record(parse_operator_metadata, op.metadata, contents),
+                metadata_v2_batches=tuple(sorted(op.metadata_v2)),
+                file_count=op.file_count,
+                total_bytes=op.total_bytes,
+            )
+        )
+    sink_log = None
+    if sink is not None:
+        url, index, sink_contents = sink
+        sink_log = SinkLog(url, _log(index, parse_sink_log, sink_contents, prefix="_spark_metadata/"))
+    sources = tuple(
+        _log(layout.sources[name], parse_source_metadata, contents)
+        for name in sorted(layout.sources, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
+    )
+    return CheckpointSnapshot(
+        root=root,
+        depth=depth,
+        files=layout.files,
+        dirs=layout.dirs,
+        metadata=_record(parse_query_metadata, layout.metadata, contents),
+        offsets=_log(layout.offsets, parse_offsets, contents),
+        commits=_log(layout.commits, parse_commit, contents),
+        sources=sources,
+        state=StateDir(
+            exists=layout.state_exists,
+            operators=tuple(operators),
+            other_files=tuple(layout.state_other),
+        ),
+        debris=_debris(layout),
+        hadoop_crcs=frozenset(layout.hadoop_crcs),
+        sink=sink_log,
+        read_count=len(contents) + (len(sink[2]) if sink else 0),
+    )
