@@ -1,0 +1,165 @@
+"""Infer how a checkpoint was written: the execution mode and the Spark release line. Pure.
+
+* Mode (reference §11.2, §11.3): continuous processing writes offsets files with an empty metadata
+  line; asynchronous progress tracking writes sparse logs in which every commit id is also an
+  offsets id and at least one commit follows a gap (``AsyncOffsetSeqLog``/``AsyncCommitLog`` only
+  persist every ``asyncProgressTrackingCheckpointIntervalMs``); anything else is plain micro-batch.
+* Writer (reference §4.4, §13): a Spark driver pins every "relevant" SQL conf it knows into each
+  offsets file, so the set of conf keys in a file names the release line that wrote it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkpoint_doctor.model import OffsetSeq
+from checkpoint_doctor.snapshot import CheckpointSnapshot
+
+MICRO_BATCH = "micro-batch"
+ASYNC = "async"
+CONTINUOUS = "continuous"
+MODES = (MICRO_BATCH, ASYNC, CONTINUOUS)
+
+# OffsetSeqMetadata.relevantSQLConfs by release (reference §4.4).
+_KEYS_SINCE = (
+    ("4.0", ("spark.sql.streaming.stateStore.encodingFormat",)),
+    (
+        "4.2",
+        (
+            "spark.sql.streaming.stateStore.rocksdb.mergeOperatorVersion",
+            "spark.sql.streaming.stateStore.rowChecksum.enabled",
+            "spark.sql.function.protobufExtensions.enabled",
+            "spark.sql.streaming.queryEvolution.enableSourceEvolution",
+        ),
+    ),
+    (
+        "4.3",
+        (
+            "spark.sql.streaming.statefulOperator.alwaysNullableOutput.enabled",
+            "spark.sql.dropDuplicates.deterministicKeyOrder.enabled",
+        ),
+    ),
+)
+_RELEASE_ORDER = ("3.5", "4.0", "4.1", "4.2", "4.3")
+
+
+@dataclass(frozen=True)
+class ModeGuess:
+    """The execution mode that wrote the logs, with the evidence in words."""
+
+    mode: str
+    evidence: str
+
+
+@dataclass(frozen=True)
+class WriterGuess:
+    """The Spark release line that most likely wrote the newest batch.
+
+    ``line`` is ``"3.5"`` (meaning 3.5.x or older), ``"4.0"`` (4.0 or 4.1), ``"4.2"`` or ``"4.3"``
+    (4.3 or newer), read from the newest offsets file; ``minimum`` is the oldest release that can
+    have written every file present (a checkpoint downgraded after a 4.x run keeps 4.x files).
+    """
+
+    line: str | None
+    minimum: str | None
+    evidence: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        """Return a short human-readable label."""
+        if self.line is None:
+            return f">= {self.minimum}" if self.minimum else "unknown"
+        return {
+            "3.5": "3.5.x or older",
+            "4.0": "4.0.x or 4.1.x",
+            "4.1": "4.1.x",
+            "4.2": "4.2.x",
+            "4.3": "4.3.x or newer",
+        }[self.line]
+
+
+def is_async_pattern(offsets: tuple[int, ...], commits: tuple[int, ...]) -> bool:
+    """Return whether offsets/commits ids look written by asynchronous progress tracking.
+
+    Async progress tracking persists a commit only for a batch whose offsets were persisted, so
+    commits are a subset of offsets; and it persists only every interval, so some commit follows
+    a gap in the offsets ids. A hand-deleted ``offsets/N`` leaves ``commits/N`` behind (not a subset),
+    and a run that merely jumped ahead has no commit after its gap.
+    """
+    if len(offsets) < 2 or not commits:
+        return False
+    oset = set(offsets)
+    if not set(commits) <= oset:
+        return False
+    first = offsets[0]
+    return any(c > first and (c - 1) not in oset for c in commits)
+
+
+def detect_mode(snapshot: CheckpointSnapshot) -> ModeGuess:
+    """Return the execution mode that most likely wrote this checkpoint."""
+    read = [e for e in snapshot.offsets.entries if e.record is not None]
+    blank = [e.batch_id for e in read if e.record is not None and e.record.metadata is None]
+    if read and len(blank) == len(read):
+        return ModeGuess(
+            CONTINUOUS,
+            f"offsets files {_ids(blank)} have an empty metadata line, as continuous processing writes",
+        )
+    o, c = snapshot.offsets.ids, snapshot.commits.ids
+    if is_async_pattern(o, c):
+        sparse = [b for b in c if b > o[0] and b - 1 not in set(o)]
+        return ModeGuess(
+            ASYNC,
+            "sparse, aligned logs: every commit has its offsets file and commits "
+            f"{_ids(sparse)} follow gaps in the offsets ids, as asynchronous progress tracking writes",
+        )
+    return ModeGuess(MICRO_BATCH, "offsets and commits written batch by batch")
+
+
+def _ids(ids: list[int]) -> str:
+    shown = ", ".join(str(i) for i in ids[:6])
+    return shown + (", ..." if len(ids) > 6 else "")
+
+
+def writer_line_of(seq: OffsetSeq) -> str | None:
+    """Return the release line whose conf keys this offsets file carries, or None if unknown."""
+    if seq.metadata is None or not seq.metadata.has_conf:
+        return None
+    keys = {k for k, _ in seq.metadata.conf}
+    line = "3.5"
+    for release, wanted in _KEYS_SINCE:
+        if any(k in keys for k in wanted):
+            line = release
+    return line
+
+
+def detect_writer(snapshot: CheckpointSnapshot) -> WriterGuess:
+    """Return the Spark release line that most likely wrote the newest batch, with evidence."""
+    evidence: list[str] = []
+    minimum = "3.5"
+
+    def at_least(release: str, why: str) -> None:
+        nonlocal minimum
+        evidence.append(why)
+        if _RELEASE_ORDER.index(release) > _RELEASE_ORDER.index(minimum):
+            minimum = release
+
+    line = None
+    latest = next((e for e in reversed(snapshot.offsets.entries) if e.record is not None), None)
+    if latest is not None and latest.record is not None:
+        line = writer_line_of(latest.record)
+        if line is not None:
+            at_least(line, f"the conf keys pinned in {latest.file.path} are those of Spark {line}")
+        if latest.record.version >= 2:
+            at_least("4.2", f"{latest.file.path} is offsets log v{latest.record.version}")
+    for e in reversed(snapshot.commits.entries):
+        if e.record is not None:
+            if e.record.version == 2:
+                at_least("4.0", f"{e.file.path} is commit log v2 (state store checkpoint format 2)")
+            elif e.record.version >= 3:
+                at_least("4.2", f"{e.file.path} is commit log v{e.record.version}")
+            break
+    if any(op.metadata is not None for op in snapshot.state.operators):
+        at_least("4.0", "state operator metadata (state/<op>/_metadata/metadata) exists")
+    if any(s.spark_checksums for op in snapshot.state.operators for s in op.stores):
+        at_least("4.1", "state files have Spark checksum side files (<file>.crc)")
+    return WriterGuess(line, minimum, tuple(dict.fromkeys(evidence)))

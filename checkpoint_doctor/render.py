@@ -1,0 +1,212 @@
+"""Format command results as text tables (tabulate) or JSON. No click, no I/O: strings out.
+
+JSON output is always one document ``{"schema_version": 1, "command": ..., "result": ...}``;
+adding keys is compatible, renaming or removing one is a breaking change. Tables use one fixed
+``tablefmt`` and fixed column order, and never truncate paths.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from tabulate import tabulate
+
+SCHEMA_VERSION = 1
+TABLEFMT = "simple"
+
+
+def json_document(command: str, result: Any = None, *, error: dict[str, Any] | None = None) -> str:
+    """Return the one JSON document a command prints."""
+    doc: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "command": command}
+    if error is not None:
+        doc["error"] = error
+    else:
+        doc["result"] = result
+    return json.dumps(doc, indent=2, sort_keys=False, ensure_ascii=False)
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Return a table in the project's fixed format ('-' for empty cells)."""
+    body = [["-" if c is None or c == "" else c for c in row] for row in rows]
+    return tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+
+
+def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
+    """Return aligned ``key  value`` lines."""
+    items = [(k, "-" if v is None or v == "" else str(v)) for k, v in pairs]
+    width = max((len(k) for k, _ in items), default=0)
+    return "\n".join(f"{k.ljust(width)}  {v}" for k, v in items)
+
+
+def human_bytes(n: int) -> str:
+    """Return a byte count in B/KiB/MiB/GiB."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def section(title: str, body: str) -> str:
+    """Return a titled block."""
+    return f"{title}\n{body}" if body else title
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "-"
+
+
+def _ranges_text(runs: list[list[int]]) -> str:
+    if not runs:
+        return "none"
+    return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs)
+
+
+def _log_row(name: str, log: dict[str, Any]) -> list[Any]:
+    if not log["present"]:
+        return [name, "directory missing", 0, "-", "-", "-"]
+    problems = [f"{f['path']}: {f['kind']}" for f in log["failures"]]
+    problems += [f"non-canonical name {n['name']}" for n in log["noncanonical"]]
+    problems += [f"directory {d}/ ignored by Spark" for d in log["ignored_dirs"]]
+    return [
+        name,
+        _ranges_text(log["ranges"]),
+        log["count"],
+        _ranges_text(log["holes"]),
+        ", ".join(f"v{v}" for v in log["versions"]) or "-",
+        "; ".join(problems) or "-",
+    ]
+
+
+def render_inspect(report: dict[str, Any]) -> str:
+    """Return the ``inspect`` report as text."""
+    blocks: list[str] = []
+    meta = report["metadata"]
+    query = report["query_id"] or ("metadata missing" if not meta["present"] else "unreadable")
+    blocks.append(
+        key_values(
+            [
+                ("Checkpoint", report["checkpoint"]),
+                ("Query id", query),
+                ("Mode", f"{report['mode']['mode']} ({report['mode']['evidence']})"),
+                ("Written by", f"Spark {report['written_by']['spark']}"),
+                (
+                    "Files",
+                    f"{report['files']['count']} files, {human_bytes(report['files']['bytes'])} "
+                    f"(read {report['files']['read']}, depth {report['depth']})",
+                ),
+            ]
+        )
+    )
+    blocks.append(
+        section(
+            "Logs",
+            table(
+                ["log", "batches", "count", "holes", "versions", "problems"],
+                [_log_row("offsets", report["offsets"]), _log_row("commits", report["commits"])],
+            ),
+        )
+    )
+    latest = report["latest_batch"]
+    if latest is not None:
+        head = f"Latest batch {latest['batch_id']} ({'committed' if latest['committed'] else 'not committed'})"
+        if latest.get("error"):
+            blocks.append(section(head, f"{latest['error']['path']}: {latest['error']['reason']}"))
+        else:
+            facts = [
+                ("planned at", latest.get("batch_time") or "-"),
+                ("watermark", f"{latest.get('watermark_ms')} ms" if latest.get("watermark_ms") is not None else "-"),
+            ]
+            if latest.get("next_batch_watermark_ms") is not None:
+                facts.append(("next watermark", f"{latest['next_batch_watermark_ms']} ms (latest commit)"))
+            rows = [[s["index"], s["name"], s["type"], s["text"]] for s in latest.get("sources", [])]
+            blocks.append(
+                section(head, key_values(facts) + "\n\n" + table(["source", "name", "type", "offset"], rows))
+            )
+    if report["pinned_conf"]:
+        blocks.append(
+            section(
+                "Pinned confs (from the latest offsets file; applied on restart)",
+                table(["conf", "value"], sorted(report["pinned_conf"].items())),
+            )
+        )
+    if report["sources"]:
+        blocks.append(
+            section(
+                "Source metadata (sources/)",
+                table(
+                    ["path", "kind", "batches", "files", "bytes"],
+                    [[s["path"], s["kind"], s["batches"], s["files"], human_bytes(s["bytes"])] for s in report["sources"]],
+                ),
+            )
+        )
+    state = report["state"]
+    if state["operators"]:
+        rows = [
+            [
+                op["operator_id"],
+                op["operator_name"],
+                op["provider"],
+                op["partitions"],
+                ", ".join(op["stores"]),
+                f"{op['versions']['first']}..{op['versions']['last']}" if op["versions"] else "-",
+                op["files"],
+                human_bytes(op["bytes"]),
+            ]
+            for op in state["operators"]
+        ]
+        blocks.append(
+            section(
+                "State (state/)",
+                table(["op", "name", "provider", "partitions", "stores", "versions", "files", "bytes"], rows),
+            )
+        )
+    elif state["present"]:
+        blocks.append(section("State (state/)", "directory present, no operator directories"))
+    sink = report.get("sink")
+    if sink is not None:
+        blocks.append(
+            section(
+                "File sink log (_spark_metadata)",
+                key_values(
+                    [
+                        ("sink", sink["url"]),
+                        ("batches", sink["batches"] if sink["present"] else "directory missing"),
+                        ("compact interval", sink["compact_interval"]),
+                        ("missing for readers", ", ".join(sink["missing_for_readers"]) or "none"),
+                    ]
+                ),
+            )
+        )
+    if report["debris"]:
+        blocks.append(
+            section(
+                "Debris (ignored by Spark)",
+                table(
+                    ["kind", "path", "for", "bytes"],
+                    [[d["kind"], d["path"], d["target"], d["size"]] for d in report["debris"]],
+                ),
+            )
+        )
+    if report["timeline"]:
+        rows = []
+        for row in report["timeline"]:
+            st = row["state"]
+            rows.append(
+                [
+                    row["batch_id"],
+                    _yes(row["offsets"]),
+                    _yes(row["commit"]),
+                    f"{st['present']}/{st['stores']}" if st is not None else "-",
+                ]
+            )
+        blocks.append(
+            section(
+                "Timeline, newest batch first (state = stores holding version batch+1)",
+                table(["batch", "offsets", "commit", "state"], rows),
+            )
+        )
+    return "\n\n".join(blocks) + "\n"

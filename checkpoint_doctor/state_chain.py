@@ -1,0 +1,140 @@
+"""Which state versions can be loaded, from file names alone. Pure.
+
+State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1`` (reference §9.1).
+
+* HDFS provider (``HDFSBackedStateStoreProvider.loadMap``): if ``<v>.snapshot`` exists it is used;
+  otherwise the newest snapshot below ``v`` (or the empty map at version 0) plus every
+  ``<s+1..v>.delta``. Hence ``ok(v) = snapshot(v) or (delta(v) and ok(v-1))``, ``ok(0) = True``,
+  and the first missing delta, ascending, is the one Spark names in its error.
+* RocksDB, checkpoint format 1 (``RocksDB.load``): the newest ``<s>.zip`` with ``s <= v``
+  (``getLatestSnapshotVersion``) and the changelogs ``s+1..v``; every SST the zip's metadata names
+  must be in ``SSTs/``. Same recurrence with zip/changelog.
+* RocksDB, checkpoint format 2: files are ``<v>_<uniqueId>.zip``/``.changelog`` and the unique id of
+  version ``v`` is recorded in ``commits/(v-1)``; a version is loadable when that file exists (a
+  changelog also needs an older zip of the lineage, approximated by any older v2 zip).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkpoint_doctor.snapshot import StateStore
+
+
+@dataclass(frozen=True)
+class Restorability:
+    """Whether one store can load one state version, and what is missing if not."""
+
+    operator_id: int
+    partition_id: int
+    store_name: str
+    version: int
+    ok: bool
+    missing: tuple[str, ...] = ()
+    basis: str = ""
+
+
+def _file(store: StateStore, name: str) -> str:
+    return f"{store.path}/{name}"
+
+
+def _chain(full: set[int], step: set[int], version: int) -> tuple[bool, int | None, int | None]:
+    """Return (ok, base version used, first missing step version) for the full/step recurrence."""
+    v = version
+    while v > 0 and v not in full:
+        v -= 1
+    base = v
+    for w in range(base + 1, version + 1):
+        if w not in step:
+            return False, base, w
+    return True, base, None
+
+
+def check_version(
+    store: StateStore, version: int, *, unique_id: str | None = None
+) -> Restorability:
+    """Return whether ``store`` can load state ``version``."""
+    head = (store.operator_id, store.partition_id, store.store_name, version)
+    if version <= 0:
+        return Restorability(*head, ok=True, basis="empty state (version 0)")
+    if store.zips_v2 or store.changelogs_v2:
+        return _check_v2(store, version, unique_id)
+    if store.provider == "rocksdb":
+        ok, base, gap = _chain(set(store.zips), set(store.changelogs), version)
+        if not ok:
+            return Restorability(
+                *head, ok=False, missing=(_file(store, f"{gap}.changelog"),),
+                basis=f"zip {base} + changelogs {base + 1 if base is not None else 1}..{version}",
+            )
+        missing = _missing_ssts(store, base) if base else ()
+        basis = f"{base}.zip" + (f" + changelogs {base + 1}..{version}" if base != version else "")
+        return Restorability(*head, ok=not missing, missing=missing, basis=basis)
+    ok, base, gap = _chain(set(store.snapshots), set(store.deltas), version)
+    start = (base or 0) + 1
+    basis = (f"{base}.snapshot" if base else "empty map") + (
+        f" + deltas {start}..{version}" if start <= version else ""
+    )
+    if not ok:
+        return Restorability(*head, ok=False, missing=(_file(store, f"{gap}.delta"),), basis=basis)
+    return Restorability(*head, ok=True, basis=basis)
+
+
+def _missing_ssts(store: StateStore, zip_version: int) -> tuple[str, ...]:
+    wanted = f"{zip_version}.zip"
+    for name, record in store.zip_metadata:
+        if name == wanted and record.record is not None:
+            present = set(store.sst_files)
+            return tuple(
+                _file(store, f"SSTs/{sst}") for sst in record.record.sst_files if sst and sst not in present
+            )
+    return ()
+
+
+def _check_v2(store: StateStore, version: int, unique_id: str | None) -> Restorability:
+    head = (store.operator_id, store.partition_id, store.store_name, version)
+    zips = {(v, u) for v, u in store.zips_v2}
+    logs = {(v, u) for v, u in store.changelogs_v2}
+    candidates = [u for v, u in zips | logs if v == version]
+    if unique_id is not None:
+        if (version, unique_id) in zips:
+            return Restorability(*head, ok=True, basis=f"{version}_{unique_id}.zip")
+        if (version, unique_id) in logs and any(v < version for v, _ in zips):
+            return Restorability(*head, ok=True, basis=f"changelog {version}_{unique_id} on an older zip")
+        return Restorability(
+            *head,
+            ok=False,
+            missing=(_file(store, f"{version}_{unique_id}.zip"),),
+            basis="checkpoint format 2 lineage from the commit log",
+        )
+    if candidates:
+        return Restorability(*head, ok=True, basis=f"version {version} files present (unique id not checked)")
+    return Restorability(
+        *head, ok=False, missing=(_file(store, f"{version}_<uniqueId>.zip"),), basis="checkpoint format 2"
+    )
+
+
+def restorable_versions(store: StateStore, up_to: int) -> set[int]:
+    """Return every version in ``0..up_to`` that the store can load (checkpoint format 1)."""
+    if store.provider == "rocksdb":
+        full, step = set(store.zips), set(store.changelogs)
+    else:
+        full, step = set(store.snapshots), set(store.deltas)
+    ok = {0}
+    prev = True
+    for v in range(1, up_to + 1):
+        prev = v in full or (v in step and prev)
+        if prev:
+            ok.add(v)
+    return ok
+
+
+def version_present(store: StateStore, version: int) -> bool:
+    """Return whether any data file of ``version`` exists in the store."""
+    return (
+        version in store.deltas
+        or version in store.snapshots
+        or version in store.zips
+        or version in store.changelogs
+        or any(v == version for v, _ in store.zips_v2)
+        or any(v == version for v, _ in store.changelogs_v2)
+    )
