@@ -77,7 +77,7 @@ def decode_offset(raw: str) -> DecodedOffset | None:
     """Return the decoded offset of a source line, or None when the format is not recognised."""
     try:
         value = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if _is_int(value):
         return LongOffset(value=value)

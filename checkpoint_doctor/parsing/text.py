@@ -170,8 +170,8 @@ def parse_json_value(text: str, *, path: str, line: int) -> Any:
         raise CheckpointParseError(
             path, BAD_JSON, f"bad JSON at column {exc.colno} ({exc.msg})", line=line
         ) from exc
-    except ValueError as exc:
-        raise CheckpointParseError(path, BAD_JSON, str(exc), line=line) from exc
+    except (ValueError, RecursionError) as exc:
+        raise CheckpointParseError(path, BAD_JSON, str(exc) or "JSON nested too deeply", line=line) from exc
     return value
 
 

@@ -1,0 +1,118 @@
+"""sources/, _spark_metadata/ and state metadata parsers, source offset decoding, robustness."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zipfile
+
+import pytest
+from hypothesis import given
+
+from checkpoint_doctor.errors import CheckpointParseError
+from checkpoint_doctor.model import (
+    ContinuousRateOffset,
+    DeltaOffset,
+    FileSourceLogBatch,
+    FileSourceOffset,
+    KafkaInitialOffsets,
+    KafkaOffset,
+    LongOffset,
+    RateStartTime,
+)
+from checkpoint_doctor.parsing.compactible import parse_sink_log, parse_source_metadata
+from checkpoint_doctor.parsing.source_offsets import decode_offset
+from checkpoint_doctor.parsing.state_files import (
+    parse_operator_metadata,
+    parse_rocksdb_zip_metadata,
+    parse_schema_header,
+)
+from tests.strategies import file_like_bytes
+
+
+@pytest.mark.parametrize(
+    ("raw", "decoded"),
+    [
+        ('{"topicA":{"0":23,"1":42},"topicB":{"0":7}}', KafkaOffset((("topicA", 0, 23), ("topicA", 1, 42), ("topicB", 0, 7)))),
+        ('{"logOffset":6}', FileSourceOffset(6)),
+        ("2", LongOffset(2)),
+        (
+            '{"sourceVersion":1,"reservoirId":"abc","reservoirVersion":12,"index":-1,"isStartingVersion":false}',
+            DeltaOffset("abc", 12, -1, 1, False),
+        ),
+        ('{"0":{"value":10,"runTimeMs":5},"1":{"value":11,"runTimeMs":6}}', ContinuousRateOffset(((0, 10, 5), (1, 11, 6)))),
+        ('{"something":"else"}', None),
+        ("not json", None),
+    ],
+)
+def test_decode_offset_common_sources(raw, decoded):
+    assert decode_offset(raw) == decoded
+
+
+def test_file_source_log_entries():
+    data = b'v1\n{"path":"file:///in/f0.json","timestamp":1795357713197,"batchId":0}'
+    record = parse_source_metadata(data, path="sources/0/0")
+    assert isinstance(record, FileSourceLogBatch)
+    assert record.entries[0].path == "file:///in/f0.json"
+
+
+def test_kafka_initial_offsets_skip_the_leading_nul_byte():
+    record = parse_source_metadata(b'\x00v1\n{"t":{"0":5}}', path="sources/0/0")
+    assert isinstance(record, KafkaInitialOffsets)
+    assert record.offset == KafkaOffset((("t", 0, 5),))
+    legacy = parse_source_metadata(b'\x00{"t":{"0":5}}', path="sources/0/0")
+    assert legacy.legacy_format
+
+
+def test_rate_start_time():
+    assert parse_source_metadata(b"v1\n1795357718920", path="sources/0/0") == RateStartTime(1, 1795357718920)
+
+
+def test_sink_log_entries_and_empty_file():
+    data = b'v1\n{"path":"file:///out/part-0.parquet","size":663,"isDir":false,"modificationTime":1,"blockReplication":1,"blockSize":33554432,"action":"add"}'
+    assert parse_sink_log(data, path="_spark_metadata/0").entries[0].size == 663
+    with pytest.raises(CheckpointParseError) as info:
+        parse_sink_log(b"", path="_spark_metadata/0")
+    assert info.value.kind == "empty"
+
+
+def test_operator_metadata_v1():
+    data = b'v1\n{"operatorInfo":{"operatorId":0,"operatorName":"stateStoreSave"},"stateStoreInfo":[{"storeName":"default","numColsPrefixKey":0,"numPartitions":2}]}'
+    md = parse_operator_metadata(data, path="state/0/_metadata/metadata")
+    assert (md.operator_name, md.stores) == ("stateStoreSave", (("default", 2),))
+
+
+def _utf(s: str) -> bytes:
+    raw = s.encode()
+    return struct.pack(">H", len(raw)) + raw
+
+
+def test_schema_header_v2_chunks():
+    key = json.dumps({"type": "struct", "fields": [{"name": "window"}]})
+    value = json.dumps({"type": "struct", "fields": [{"name": "count"}]})
+    data = _utf("v2") + struct.pack(">i", 2) + _utf(key[:10]) + _utf(key[10:]) + struct.pack(">i", 1) + _utf(value)
+    header = parse_schema_header(data, path="state/0/0/_metadata/schema")
+    assert (header.version, header.key_fields, header.value_fields) == (2, ("window",), ("count",))
+
+
+def test_rocksdb_zip_metadata_names_its_ssts():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("metadata", 'v1\n{"sstFiles":[{"localFileName":"000008.sst","dfsSstFileName":"000008-abc.sst","sizeBytes":1}],"numKeys":2}')
+    md = parse_rocksdb_zip_metadata(buf.getvalue(), path="state/0/0/2.zip")
+    assert md.sst_files == ("000008-abc.sst",) and md.num_keys == 2
+
+
+@given(file_like_bytes)
+def test_other_parsers_return_a_value_or_raise_parse_error(data):
+    for parser in (parse_source_metadata, parse_sink_log, parse_operator_metadata, parse_schema_header, parse_rocksdb_zip_metadata):
+        try:
+            parser(data, path="p")
+        except CheckpointParseError:
+            pass
+
+
+@given(file_like_bytes)
+def test_decode_offset_never_raises(data):
+    decode_offset(data.decode("utf-8", "replace"))
