@@ -114,9 +114,7 @@ def _parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
 @click.option("--deep", is_flag=True, help="Parse every log file, not only what a restart reads.")
 @click.option("--sink-path", metavar="PATH", help="Output path of a file sink, to read its _spark_metadata log.")
 @storage_options
-@click.pass_context
 def inspect_command(
-    ctx: click.Context,
     checkpoint: str,
     output_format: str,
     deep: bool,
@@ -125,10 +123,91 @@ def inspect_command(
 ) -> None:
     """Show everything in a checkpoint: logs, latest batch, confs, state, debris, timeline."""
     from checkpoint_doctor.inspection import inspect_report
-    from checkpoint_doctor.loading import load_checkpoint
     from checkpoint_doctor.render import json_document, render_inspect
 
-    ctx.obj["format"] = output_format
+    snapshot = _load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
+    report = inspect_report(snapshot)
+    emit(json_document("inspect", report) if output_format == "json" else render_inspect(report))
+
+
+@cli.command("diagnose")
+@click.argument("checkpoint")
+@click.option("--spark", "spark_version", type=click.Choice(["3.5", "4.0", "4.1", "4.2", "4.3"]), help="Spark line of the restart (default: newest, 4.3).")
+@click.option("--mode", type=click.Choice(["micro-batch", "async", "continuous"]), help="Restart mode (default: the mode that wrote the checkpoint).")
+@click.option("--sources", type=click.IntRange(min=1), help="Number of sources of the query, to check offsets against.")
+@click.option("--stateful/--stateless", default=None, help="Whether the query has stateful operators (default: inferred from state/).")
+@click.option("--sink-path", metavar="PATH", help="Output path of a file sink, to check its _spark_metadata log.")
+@click.option("--live-window", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="A batch planned or a temp file written this recently means a query may be live (0: off).")
+@click.option("--checkpoint-format-version", type=click.IntRange(1, 2), help="spark.sql.streaming.stateStore.checkpointFormatVersion of the restart (4.0/4.1 only).")
+@click.option("--deep", is_flag=True, help="Parse every log file, not only what a restart reads.")
+@format_option
+@storage_options
+@click.pass_context
+def diagnose_command(
+    ctx: click.Context,
+    checkpoint: str,
+    spark_version: str | None,
+    mode: str | None,
+    sources: int | None,
+    stateful: bool | None,
+    sink_path: str | None,
+    live_window: float,
+    checkpoint_format_version: int | None,
+    deep: bool,
+    output_format: str,
+    storage_option: Sequence[str],
+) -> None:
+    """Predict what Spark does on restart, and list findings with stable codes."""
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.render import json_document, render_diagnosis
+
+    snapshot = _load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
+    result = diagnose(
+        snapshot,
+        DiagnoseOptions(
+            spark=spark_version,
+            mode=mode,
+            sources=sources,
+            stateful=stateful,
+            checkpoint_format_version=checkpoint_format_version,
+            live_window_s=live_window,
+            now_ms=now_ms(),
+        ),
+    )
+    data = result.to_dict()
+    emit(json_document("diagnose", data) if output_format == "json" else render_diagnosis(data))
+    if result.exit_code:
+        raise CommandFailed(result.exit_code)
+
+
+@cli.command("explain")
+@click.argument("code")
+@format_option
+def explain_command(code: str, output_format: str) -> None:
+    """Explain a finding code: what Spark does, why it breaks, what to do, what to search for."""
+    from dataclasses import asdict
+
+    from checkpoint_doctor.diagnosis.codes import CODES, lookup
+    from checkpoint_doctor.render import json_document, render_explain
+
+    info = lookup(code)
+    if info is None:
+        raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")
+    data = asdict(info)
+    data["search"] = list(info.search)
+    emit(json_document("explain", data) if output_format == "json" else render_explain(data))
+
+
+def now_ms() -> int:
+    """Return the wall clock in epoch millis (the one clock the CLI reads; tests patch it)."""
+    import time
+
+    return int(time.time() * 1000)
+
+
+def _load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None) -> Any:
+    from checkpoint_doctor.loading import load_checkpoint
+
     snapshot = load_checkpoint(
         checkpoint,
         storage_options=_parse_storage_options(storage_option),
@@ -137,8 +216,7 @@ def inspect_command(
     )
     if not snapshot.is_checkpoint:
         raise NotACheckpointError(snapshot.root, describe_non_checkpoint(snapshot.files, snapshot.dirs))
-    report = inspect_report(snapshot)
-    emit(json_document("inspect", report) if output_format == "json" else render_inspect(report))
+    return snapshot
 
 
 def describe_non_checkpoint(files: Sequence[Any], dirs: Sequence[str]) -> str:

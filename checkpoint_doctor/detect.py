@@ -40,7 +40,7 @@ _KEYS_SINCE = (
         ),
     ),
 )
-_RELEASE_ORDER = ("3.5", "4.0", "4.1", "4.2", "4.3")
+RELEASE_ORDER = ("3.5", "4.0", "4.1", "4.2", "4.3")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def detect_writer(snapshot: CheckpointSnapshot) -> WriterGuess:
     def at_least(release: str, why: str) -> None:
         nonlocal minimum
         evidence.append(why)
-        if _RELEASE_ORDER.index(release) > _RELEASE_ORDER.index(minimum):
+        if RELEASE_ORDER.index(release) > RELEASE_ORDER.index(minimum):
             minimum = release
 
     line = None

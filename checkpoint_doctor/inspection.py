@@ -11,6 +11,7 @@ import datetime as _dt
 from typing import Any
 
 from checkpoint_doctor.detect import detect_mode, detect_writer
+from checkpoint_doctor.ids import range_text, ranges
 from checkpoint_doctor.model import FileSourceLogBatch, KafkaInitialOffsets, RateStartTime
 from checkpoint_doctor.snapshot import BatchLog, CheckpointSnapshot, SinkLog
 from checkpoint_doctor.state_chain import version_present
@@ -26,24 +27,6 @@ def iso_ms(ms: int | None) -> str | None:
         return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
     except (OverflowError, OSError, ValueError):
         return None
-
-
-def ranges(ids: tuple[int, ...]) -> list[list[int]]:
-    """Return ids as inclusive [first, last] runs."""
-    out: list[list[int]] = []
-    for i in ids:
-        if out and i == out[-1][1] + 1:
-            out[-1][1] = i
-        else:
-            out.append([i, i])
-    return out
-
-
-def range_text(ids: tuple[int, ...]) -> str:
-    """Return ids as compact text: ``0..4, 7, 9..12``."""
-    if not ids:
-        return "none"
-    return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in ranges(ids))
 
 
 def _log_summary(log: BatchLog[Any]) -> dict[str, Any]:

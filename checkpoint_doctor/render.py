@@ -210,3 +210,117 @@ def render_inspect(report: dict[str, Any]) -> str:
             )
         )
     return "\n\n".join(blocks) + "\n"
+
+
+def _offsets_text(items: list[dict[str, Any]] | None) -> str:
+    if items is None:
+        return "-"
+    parts = []
+    for s in items:
+        label = s["name"] or str(s["index"])
+        raw = s["raw"]
+        parts.append(f"[{label}] {'-' if raw is None else raw}")
+    return "; ".join(parts) or "(no sources)"
+
+
+def render_prediction(pred: dict[str, Any]) -> str:
+    """Return the restart prediction block."""
+    lines = [f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}"]
+    facts: list[tuple[str, Any]] = []
+    if pred["next_batch_id"] is not None:
+        unit = "epoch" if pred["mode"] == "continuous" else "batch"
+        kind = {"rerun": "re-run of a planned batch, same end offsets", "new": "new batch, end offsets chosen by the sources"}
+        facts.append((f"next {unit}", f"{pred['next_batch_id']} ({kind[pred['batch_kind']]})"))
+    if pred["start_from"]:
+        facts.append(("start offsets", f"{pred['start_from']}: {_offsets_text(pred['start_offsets'])}"))
+    elif pred["next_batch_id"] is not None:
+        facts.append(("start offsets", "the sources' initial offsets"))
+    if pred["end_from"]:
+        facts.append(("end offsets", f"{pred['end_from']}: {_offsets_text(pred['end_offsets'])}"))
+    if pred["watermark_ms"] is not None:
+        facts.append(("watermark", f"{pred['watermark_ms']} ms"))
+    if pred["new_query_id"]:
+        facts.append(("query id", "a NEW random id (metadata is missing)"))
+    if pred["error"]:
+        facts.append(("Spark error", pred["error"]["message"]))
+        facts.append(("search log for", pred["error"]["search"]))
+    for w in pred["warnings"]:
+        facts.append(("Spark logs", w))
+    if pred["caused_by"]:
+        facts.append(("caused by", ", ".join(pred["caused_by"])))
+    for n in pred["notes"]:
+        facts.append(("note", n))
+    if facts:
+        lines.append(key_values(facts))
+    return "\n".join(lines)
+
+
+def _wrap(text: str, indent: int, width: int = 100) -> str:
+    import textwrap
+
+    return textwrap.fill(
+        text, width=width, initial_indent=" " * indent, subsequent_indent=" " * indent,
+        break_long_words=False, break_on_hyphens=False,
+    )
+
+
+def render_findings(findings: list[dict[str, Any]], counts: dict[str, int]) -> str:
+    """Return the findings as blocks: severity, code and name, the fact, the evidence."""
+    if not findings:
+        return "Findings: none"
+    title = "Findings: " + ", ".join(
+        f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}" for sev, n in counts.items() if n
+    )
+    blocks = []
+    for f in findings:
+        lines = [f"  {f['severity'].upper():<8} {f['code']} {f['slug']}", _wrap(f["message"], 11)]
+        evidence = []
+        if f["paths"]:
+            shown = f["paths"][:8]
+            evidence.append(", ".join(shown) + (f" (+{len(f['paths']) - 8} more)" if len(f["paths"]) > 8 else ""))
+        if f["batch_ids"]:
+            ids = f["batch_ids"]
+            evidence.append("batch " + ", ".join(map(str, ids[:10])) + (" ..." if len(ids) > 10 else ""))
+        if evidence:
+            lines.append(_wrap("evidence: " + "; ".join(evidence), 11))
+        blocks.append("\n".join(lines))
+    return title + "\n" + "\n".join(blocks)
+
+
+def render_diagnosis(result: dict[str, Any]) -> str:
+    """Return the ``diagnose`` result as text: the prediction first, then findings."""
+    head = key_values(
+        [
+            ("Checkpoint", result["checkpoint"]),
+            ("Query id", result["query_id"] or "-"),
+            (
+                "Target",
+                f"Spark {result['spark']}, {result['mode']} restart"
+                + (f" (written in {result['mode_detected']} mode)" if result["mode_detected"] != result["mode"] else ""),
+            ),
+        ]
+    )
+    blocks = [head, render_prediction(result["restart"]), render_findings(result["findings"], result["counts"])]
+    if result["assumptions"]:
+        blocks.append(section("Assumptions", "\n".join(f"- {a}" for a in result["assumptions"])))
+    codes = sorted({f["code"] for f in result["findings"] if f["severity"] != "info"})
+    if codes:
+        blocks.append(f"What to do: checkpoint-doctor explain {codes[0]}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else ""))
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_explain(info: dict[str, Any]) -> str:
+    """Return one code's explanation."""
+    lines = [
+        f"{info['code']} {info['slug']} ({info['severity']})",
+        info["title"],
+        "",
+        section("What Spark does", info["spark_does"]),
+        "",
+        section("Why it breaks", info["why"]),
+        "",
+        section("What you can do", info["action"]),
+    ]
+    if info["search"]:
+        lines += ["", section("Search your driver log for", "\n".join(f"  {s}" for s in info["search"]))]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,72 @@
+"""Diagnosis: findings with stable codes and the restart prediction, from a snapshot. Pure.
+
+``ALL_CHECKS`` is an explicit tuple (nothing registers itself on import). Each check is
+``(Context, RestartPrediction) -> Iterable[Finding]``.
+"""
+
+from __future__ import annotations
+
+from checkpoint_doctor.diagnosis import checks_logs, checks_sink, checks_sources, checks_state, checks_writers
+from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.restart import predict_restart
+from checkpoint_doctor.diagnosis.versions import target
+from checkpoint_doctor.snapshot import CheckpointSnapshot
+
+ALL_CHECKS = (
+    checks_writers.check_live_writer,
+    checks_writers.check_interleaved_runs,
+    checks_logs.check_metadata,
+    checks_logs.check_restart_files,
+    checks_logs.check_offsets_metadata,
+    checks_logs.check_offsets_tail,
+    checks_logs.check_commit_consistency,
+    checks_logs.check_log_holes,
+    checks_logs.check_continuous,
+    checks_sources.check_source_count,
+    checks_sources.check_void_sources,
+    checks_sources.check_source_identity,
+    checks_state.check_state_present,
+    checks_state.check_state_restorable,
+    checks_state.check_restorable_batch,
+    checks_sink.check_sink,
+    checks_writers.check_debris,
+    checks_writers.check_target,
+)
+
+
+def diagnose(snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = None) -> Diagnosis:
+    """Diagnose a snapshot for one Spark line and restart mode.
+
+    Raises:
+        ValueError: for an unsupported Spark version string (the CLI validates it first).
+    """
+    opts = options or DiagnoseOptions()
+    ctx = Context(snapshot, target(opts.spark), opts)
+    prediction = predict_restart(ctx)
+    findings: list[Finding] = []
+    for check in ALL_CHECKS:
+        findings.extend(check(ctx, prediction))
+    unique = list(dict.fromkeys(findings))
+    assumptions = []
+    if opts.mode is None:
+        assumptions.append(f"restart mode {ctx.mode}: detected from the logs ({ctx.detected.evidence})")
+    if opts.stateful is None and ctx.stateful is None:
+        assumptions.append("stateless query assumed (no state/ directory); pass --stateful if it has state")
+    if opts.sources is None:
+        assumptions.append("source count not checked (pass --sources N)")
+    if opts.spark is None:
+        assumptions.append(f"target Spark {ctx.target.line} (the newest supported; pass --spark)")
+    return Diagnosis(
+        checkpoint=snapshot.root,
+        spark=ctx.target.line,
+        mode=ctx.mode,
+        mode_detected=ctx.detected.mode,
+        prediction=prediction,
+        findings=tuple(sorted(unique, key=Finding.sort_key)),
+        assumptions=tuple(assumptions),
+        query_id=snapshot.query_id,
+    )
+
+
+__all__ = ["ALL_CHECKS", "DiagnoseOptions", "Diagnosis", "Finding", "diagnose"]

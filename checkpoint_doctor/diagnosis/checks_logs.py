@@ -1,0 +1,270 @@
+"""Checks on ``metadata``, ``offsets/`` and ``commits/``: readability and consistency. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
+from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.ids import range_text
+from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
+
+
+def check_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD001 missing ``metadata`` with batches in the logs; CD002 unreadable ``metadata``."""
+    snap = ctx.snapshot
+    if snap.metadata is None:
+        if ctx.offsets_ids or ctx.commit_ids:
+            effect = (
+                "Spark " + ctx.target.line + " refuses to start"
+                if ctx.target.missing_metadata_fatal
+                else "Spark " + ctx.target.line + " would silently start under a new query id"
+            )
+            yield Finding(
+                "CD001",
+                f"metadata is missing while offsets/ and commits/ hold batches; {effect}.",
+                paths=("metadata",),
+                details=(("crc_left_behind", ".metadata.crc" in snap.hadoop_crcs),),
+            )
+    elif snap.metadata.failure is not None:
+        f = snap.metadata.failure
+        yield Finding("CD002", f"metadata cannot be read: {f.reason}.", paths=("metadata",), details=(("kind", f.kind),))
+
+
+def _restart_reads(ctx: Context) -> list[tuple[LogEntry[OffsetSeq] | LogEntry[CommitRecord], str]]:
+    out: list[tuple[LogEntry[OffsetSeq] | LogEntry[CommitRecord], str]] = []
+    if ctx.is_continuous:
+        k = ctx.committed
+        c, o = ctx.commit(k), ctx.offsets(k)
+        if c is not None:
+            out.append((c, COMMITS))
+        if o is not None:
+            out.append((o, OFFSETS))
+        return out
+    latest = ctx.offsets(ctx.latest)
+    if latest is not None:
+        out.append((latest, OFFSETS))
+    if ctx.restart_start_entry is not None:
+        out.append((ctx.restart_start_entry, OFFSETS))
+    commit = ctx.commit(ctx.committed)
+    if commit is not None:
+        out.append((commit, COMMITS))
+    return out
+
+
+def check_restart_files(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD003/CD004/CD005/CD006/CD007: files the restart reads that the target cannot read."""
+    restart_paths = set()
+    for entry, log in _restart_reads(ctx):
+        restart_paths.add(entry.file.path)
+        problem = ctx.log_problem(entry, log)
+        if problem is None:
+            continue
+        yield Finding(
+            problem.code,
+            f"{entry.file.path} cannot be read by Spark {ctx.target.line}: {problem.reason}.",
+            paths=(entry.file.path,),
+            batch_ids=(entry.batch_id,),
+            details=(
+                ("kind", entry.failure.kind if entry.failure else "version"),
+                ("size", entry.file.size),
+                ("committed", ctx.commit(entry.batch_id) is not None if log == OFFSETS else True),
+            ),
+        )
+    for log_name, log in ((OFFSETS, ctx.snapshot.offsets), (COMMITS, ctx.snapshot.commits)):
+        for entry in log.entries:
+            if entry.failure is not None and entry.file.path not in restart_paths:
+                yield Finding(
+                    "CD009",
+                    f"{entry.file.path} is damaged ({entry.failure.reason}); a restart does not read it.",
+                    paths=(entry.file.path,),
+                    batch_ids=(entry.batch_id,),
+                    details=(("kind", entry.failure.kind), ("log", log_name)),
+                )
+
+
+def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD008 blank metadata line outside continuous mode; CD010 no pinned confs (2.1 style)."""
+    if ctx.is_continuous:
+        return
+    for entry in ctx.snapshot.offsets.entries:
+        seq = entry.record
+        if seq is not None and seq.metadata is None and seq.version == 1:
+            yield Finding(
+                "CD008",
+                f"{entry.file.path} has an empty metadata line, as only continuous processing writes.",
+                paths=(entry.file.path,),
+                batch_ids=(entry.batch_id,),
+            )
+    latest = ctx.offsets(ctx.latest)
+    if latest is not None and latest.record is not None and latest.record.metadata is not None:
+        if not latest.record.metadata.has_conf:
+            yield Finding(
+                "CD010",
+                f"{latest.file.path} pins no SQL confs (no 'conf' in its metadata line).",
+                paths=(latest.file.path,),
+                batch_ids=(latest.batch_id,),
+            )
+
+
+def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD101/CD102/CD103/CD109: the file below the newest offsets file."""
+    latest = ctx.latest
+    code = ctx.tail_gap_code()
+    if latest is None:
+        return
+    if code is None:
+        if ctx.async_pattern and ctx.is_async:
+            code = "CD102"
+        else:
+            return
+    prev = ctx.snapshot.offsets.newest_below(latest)
+    prev_id = prev.batch_id if prev is not None else None
+    paths = (f"offsets/{latest}",) + ((prev.file.path,) if prev is not None else ())
+    details = (
+        ("latest", latest),
+        ("previous", prev_id),
+        ("offsets", range_text(ctx.offsets_ids)),
+        ("commits", range_text(ctx.commit_ids)),
+        ("async_restart_works", True),
+        ("sync_restart_works", ctx.offsets(latest - 1) is not None),
+    )
+    if code == "CD102":
+        yield Finding(
+            code,
+            f"offsets ({range_text(ctx.offsets_ids)}) and commits ({range_text(ctx.commit_ids)}) are the sparse "
+            f"logs of async progress tracking; an async restart starts batch {latest} from "
+            f"offsets/{prev_id}.",
+            paths=paths,
+            batch_ids=(latest,),
+            details=details,
+        )
+    elif code == "CD101":
+        yield Finding(
+            code,
+            f"offsets/{latest} exists but offsets/{latest - 1} does not: the logs were written by async "
+            f"progress tracking, so a synchronous restart fails ('batch {latest - 1} doesn't exist') while an "
+            "async restart works.",
+            paths=paths,
+            batch_ids=(latest - 1, latest),
+            details=details,
+        )
+    elif code == "CD103":
+        yield Finding(
+            code,
+            f"offsets/{latest} exists but offsets/{latest - 1} does not, and the logs are not those of async "
+            "progress tracking (the file was deleted or lost).",
+            paths=paths,
+            batch_ids=(latest - 1, latest),
+            details=details,
+        )
+    else:
+        yield Finding(
+            code,
+            f"offsets/{latest} jumps ahead of offsets/{prev_id} (missing {prev_id + 1 if prev_id is not None else 0}"
+            f"..{latest - 1}) and no commit follows the gap.",
+            paths=paths,
+            batch_ids=(latest,),
+            details=details,
+        )
+
+
+def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD104 commit ahead; CD105 commits behind; CD106 uncommitted newest; CD110 commits, no offsets."""
+    latest, k = ctx.latest, ctx.committed
+    if latest is None:
+        if k is not None:
+            yield Finding(
+                "CD110",
+                f"commits/ holds batches {range_text(ctx.commit_ids)} but offsets/ holds none.",
+                paths=tuple(f"commits/{c}" for c in ctx.commit_ids[-3:]),
+                batch_ids=ctx.commit_ids[-3:],
+            )
+        return
+    if ctx.is_continuous:
+        return
+    if k is not None and k > latest:
+        ahead = tuple(c for c in ctx.commit_ids if c > latest)
+        yield Finding(
+            "CD104",
+            f"commits/{k} exists but offsets/{k} is missing: the newest commit is ahead of the newest offsets "
+            f"file offsets/{latest}.",
+            paths=tuple(f"commits/{c}" for c in ahead),
+            batch_ids=ahead,
+            details=(("latest_offsets", latest), ("latest_commit", k)),
+        )
+    elif k is not None and k < latest - 1 and not (ctx.is_async and ctx.async_pattern):
+        yield Finding(
+            "CD105",
+            f"the newest commit is commits/{k} but the newest offsets file is offsets/{latest}: batches "
+            f"{k + 1}..{latest - 1} will not be re-run.",
+            paths=(f"commits/{k}", f"offsets/{latest}"),
+            batch_ids=tuple(range(k + 1, latest)),
+            details=(("latest_offsets", latest), ("latest_commit", k)),
+        )
+    elif k is None or k < latest:
+        yield Finding(
+            "CD106",
+            f"offsets/{latest} has no commit"
+            + (" (no commits at all)" if k is None else f" (newest commit: commits/{k})")
+            + f"; Spark re-runs batch {latest} with its logged offsets.",
+            paths=(f"offsets/{latest}",),
+            batch_ids=(latest,),
+        )
+
+
+def check_log_holes(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD107 holes in offsets below L-1; CD108 commits whose offsets are missing."""
+    if ctx.async_pattern:
+        return
+    latest = ctx.latest
+    if latest is None:
+        return
+    for a, b in ctx.snapshot.offsets.holes():
+        if b >= latest - 1:
+            continue
+        yield Finding(
+            "CD107",
+            f"offsets/ has no files for batches {a}..{b} between offsets/{a - 1} and offsets/{b + 1}."
+            if b > a
+            else f"offsets/{a} is missing between offsets/{a - 1} and offsets/{a + 1}.",
+            paths=(f"offsets/{a - 1}", f"offsets/{b + 1}"),
+            batch_ids=tuple(range(a, b + 1)),
+        )
+    first = ctx.offsets_ids[0]
+    orphans = tuple(c for c in ctx.commit_ids if first <= c < latest and ctx.offsets(c) is None)
+    if ctx.is_continuous:
+        orphans = tuple(c for c in orphans if c != ctx.committed)
+    if orphans:
+        yield Finding(
+            "CD108",
+            f"commits/{orphans[0]} exists but offsets/{orphans[0]} is missing"
+            + (f" (also {len(orphans) - 1} more)" if len(orphans) > 1 else "")
+            + ".",
+            paths=tuple(f"commits/{c}" for c in orphans),
+            batch_ids=orphans,
+        )
+
+
+def check_continuous(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD701 newest committed epoch without offsets; CD702 offsets beyond the newest commit."""
+    if not ctx.is_continuous:
+        return
+    k = ctx.committed
+    if k is None:
+        return
+    if ctx.offsets(k) is None:
+        yield Finding(
+            "CD701",
+            f"commits/{k} exists but offsets/{k} is missing; continuous processing resumes from offsets/{k}.",
+            paths=(f"commits/{k}",),
+            batch_ids=(k,),
+        )
+    ahead = tuple(o for o in ctx.offsets_ids if o > k)
+    if ahead:
+        yield Finding(
+            "CD702",
+            f"offsets/ holds epochs {range_text(ahead)} after the newest commit commits/{k}.",
+            paths=tuple(f"offsets/{o}" for o in ahead),
+            batch_ids=ahead,
+        )

@@ -1,0 +1,501 @@
+"""The finding code registry: stable codes, never reused or renumbered; severity belongs to the code.
+
+Ranges: CD0xx files and ``metadata``; CD1xx offsets <-> commits; CD2xx sources; CD3xx state;
+CD4xx file sink; CD5xx writers and debris; CD6xx Spark versions and modes; CD7xx continuous mode.
+A retired code stays here with ``retired=True``. ``explain`` text says what Spark does, why it
+breaks, what the operator can do, and which Spark texts to search for in a driver log.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ERROR = "error"
+WARNING = "warning"
+INFO = "info"
+SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """What a finding code means."""
+
+    code: str
+    slug: str
+    severity: str
+    title: str
+    spark_does: str
+    why: str
+    action: str
+    search: tuple[str, ...] = ()
+    retired: bool = False
+
+
+def _c(code: str, slug: str, severity: str, title: str, spark_does: str, why: str, action: str, *search: str) -> CodeInfo:
+    return CodeInfo(code, slug, severity, title, spark_does, why, action, tuple(search))
+
+
+_ALL = (
+    _c(
+        "CD001", "metadata-missing", ERROR,
+        "The metadata file (query id) is missing while the logs hold batches",
+        "Spark 3.5 to 4.1 silently write a new metadata file with a new random query id and resume from "
+        "the logs. Spark 4.2 and newer refuse to start (StreamingQueryCheckpointMetadata).",
+        "Sinks, listeners and monitoring keyed on the query id see a different query; exactly-once "
+        "sinks that deduplicate by query id may write duplicates.",
+        "Restore the original metadata file (the id is in driver logs and StreamingQueryListener "
+        "events), or let 'checkpoint-doctor plan' recreate it with --query-id.",
+        "STREAMING_CHECKPOINT_MISSING_METADATA_FILE", "the metadata file is missing",
+    ),
+    _c(
+        "CD002", "metadata-unreadable", ERROR,
+        "The metadata file cannot be read",
+        "DataStreamWriter.start() fails while reading it (StreamMetadata.read); the driver log says "
+        "'Error reading stream metadata from <path>' followed by the JSON parser error.",
+        "The query id cannot be recovered from the file.",
+        "Restore the file from a backup or recreate it with the old query id ('plan --strategy "
+        "recreate-metadata --query-id ...').",
+        "Error reading stream metadata", "Unexpected end-of-input",
+    ),
+    _c(
+        "CD003", "offsets-file-unreadable", ERROR,
+        "An offsets file the restart reads is empty, truncated or not valid",
+        "Spark reads offsets/L (and offsets/L-1) on restart (OffsetSeqLog.deserialize); an empty file "
+        "fails with 'Incomplete log file', a file with only its version line with 'next on empty "
+        "iterator', cut JSON with a Jackson parser error.",
+        "A crash during a non-atomic write (object stores, FileSystem rename fallback) or a hand edit "
+        "left a partial file.",
+        "If the batch has no commit, quarantine the file so Spark re-plans the batch ('plan' does "
+        "this); if it was committed, its end offsets are lost and only a source-specific rebuild helps.",
+        "Incomplete log file", "next on empty iterator", "Unexpected end-of-input", "Failed to read log file",
+    ),
+    _c(
+        "CD004", "commit-file-unreadable", ERROR,
+        "The newest commit file is empty or not valid",
+        "Spark reads commits/K on restart (CommitLog.deserialize); an empty file fails with 'Incomplete "
+        "log file in the offset commit log'. A file holding only its version line is valid.",
+        "A crash while writing the commit left a partial file.",
+        "Quarantine the broken commit file: Spark then re-runs that batch (an idempotent sink skips "
+        "it; an at-least-once sink writes it again).",
+        "Incomplete log file in the offset commit log", "Failed to read log file",
+    ),
+    _c(
+        "CD005", "log-version-too-new", ERROR,
+        "A log file the restart reads has a format version the target Spark cannot read",
+        "MetadataVersionUtil.validateVersion rejects versions above the reader's maximum: offsets v2 "
+        "need Spark 4.2+, commits v2/v3 need 4.2+ (or 4.0/4.1 with a matching "
+        "checkpointFormatVersion).",
+        "The checkpoint was written by a newer Spark (or with state store checkpoint format 2, source "
+        "or sink evolution) and is being restarted on an older one.",
+        "Restart on the Spark version that wrote it. There is no general safe downgrade: v2 commits "
+        "carry RocksDB file ids and v2 offsets are keyed by source name.",
+        "UnsupportedLogVersion", "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION",
+    ),
+    _c(
+        "CD006", "commit-version-mismatch", ERROR,
+        "Spark 4.0/4.1 require the commit log version to equal checkpointFormatVersion exactly",
+        "In 4.0.x and 4.1.x CommitLog validates the header against the session's "
+        "spark.sql.streaming.stateStore.checkpointFormatVersion with an exact match.",
+        "The query is restarted with a different spark.sql.streaming.stateStore.checkpointFormatVersion "
+        "than the one that wrote the commit log.",
+        "Set spark.sql.streaming.stateStore.checkpointFormatVersion to the version in the commit "
+        "header, or restart on Spark 4.2+, which reads both.",
+        "INVALID_LOG_VERSION.EXACT_MATCH_VERSION", "The only supported log version is",
+    ),
+    _c(
+        "CD007", "offsets-java-serialized", ERROR,
+        "An offsets file is in the Java-serialized format of Spark 2.0",
+        "Spark 2.1 and newer read offsets as text with a v<N> header; bytes starting AC ED are rejected.",
+        "The checkpoint (or a file copied into it) comes from Spark 2.0.",
+        "Start a new checkpoint; a Spark 2.0 checkpoint cannot be resumed by a supported release.",
+        "Log file was malformed",
+    ),
+    _c(
+        "CD008", "offsets-metadata-line-empty", WARNING,
+        "A micro-batch offsets file has an empty metadata line",
+        "An empty line 2 means no batch watermark, timestamp or pinned confs: Spark then keeps the "
+        "session's confs. Only continuous processing writes offsets like this. Offsets v2 require the "
+        "line ('VERSION_2 offset log requires metadata').",
+        "Stateful queries can restart with different shuffle partitions or state formats than the "
+        "state was written with.",
+        "Check which mode wrote the log; for a micro-batch log, re-plan the batch (quarantine the file "
+        "if it has no commit).",
+        "VERSION_2 offset log requires metadata",
+    ),
+    _c(
+        "CD009", "log-file-unreadable-history", WARNING,
+        "An older offsets or commit file is damaged (not read by a restart)",
+        "A restart reads only the newest offsets files and the newest commit; older files are read "
+        "by sources that replay ranges (file source) and by state data source readers.",
+        "The file is damaged; it does not block a restart but a rollback to it would fail.",
+        "Keep it in mind before rolling back; restore it from a backup if one exists.",
+    ),
+    _c(
+        "CD010", "offsets-without-conf", INFO,
+        "The newest offsets file has no pinned confs (Spark 2.1 style)",
+        "Spark fills every missing conf with its legacy default and logs 'Conf ... was not found in "
+        "the offset log, using default value'.",
+        "Nothing breaks, but the query runs with legacy state formats.",
+        "Nothing to do; confs are pinned again from the next batch on.",
+        "was not found in the offset log",
+    ),
+    _c(
+        "CD101", "async-tail-sync-restart", ERROR,
+        "The logs were written by asynchronous progress tracking and the restart is synchronous",
+        "With asyncProgressTrackingEnabled Spark persists offsets and commits only every "
+        "asyncProgressTrackingCheckpointIntervalMs, so the logs are sparse. A synchronous restart "
+        "(MicroBatchExecution.validateOffsetLogAndGetPrevOffset) needs offsets/L-1 and fails.",
+        "Switching async progress tracking off while the newest two batches are not both durable.",
+        "Restart with async progress tracking on, or bridge the gap ('plan --strategy bridge' writes "
+        "offsets/L-1 as a copy of the previous durable offsets, exactly the start an async restart "
+        "uses), or run the catch-up recipe ('checkpoint-doctor catch-up').",
+        "doesn't exist", "The offset log for batch", "Please ensure there are two subsequent offset logs",
+    ),
+    _c(
+        "CD102", "async-progress-log", INFO,
+        "The logs were written by asynchronous progress tracking",
+        "An async restart uses the newest durable offsets below L as the start (getPrevBatchFromStorage) "
+        "and re-reads the range up to L: batches that were only in memory are read again.",
+        "Nothing breaks while async tracking stays on; turning it off breaks the restart (CD101).",
+        "Before disabling async progress tracking, run 'checkpoint-doctor catch-up' or bridge the gap.",
+    ),
+    _c(
+        "CD103", "offsets-predecessor-missing", ERROR,
+        "offsets/L-1 is missing below the newest offsets file",
+        "A synchronous restart reads offsets/L-1 as the start of batch L and throws "
+        "IllegalStateException 'batch L-1 doesn't exist' (SPARK-38033).",
+        "The file was deleted by hand or lost; the logs are not the sparse pattern of async progress "
+        "tracking.",
+        "Bridge: write offsets/L-1 as a copy of the previous offsets file (batch L then re-reads that "
+        "range), or quarantine offsets/L if it has no commit (Spark re-plans batch L).",
+        "doesn't exist", "The offset log for batch",
+    ),
+    _c(
+        "CD104", "commit-ahead-of-offsets", ERROR,
+        "The newest commit is ahead of the newest offsets file",
+        "Spark re-runs batch L, then its commit fails because commits/L already exists "
+        "(CONCURRENT_STREAM_LOG_UPDATE).",
+        "offsets files were deleted, or two queries wrote to one checkpoint.",
+        "Quarantine the commits above the newest offsets id; Spark then re-runs batch L.",
+        "CONCURRENT_STREAM_LOG_UPDATE", "Multiple streaming jobs detected",
+    ),
+    _c(
+        "CD105", "commits-behind", WARNING,
+        "The newest commit is more than one batch behind the newest offsets file",
+        "Spark logs 'Batch completion log latest batch id is K, which is not trailing batchid L by one' "
+        "and re-runs only batch L; batches K+1..L-1 are assumed done and are not re-run.",
+        "Commit files were lost or deleted; output of the batches in between may be missing.",
+        "Check the sink for batches K+1..L-1; roll back to K if they must be re-run.",
+        "which is not trailing batchid",
+    ),
+    _c(
+        "CD106", "latest-batch-uncommitted", INFO,
+        "The newest planned batch has no commit",
+        "Spark re-runs batch L with its logged offsets (exactly the same range).",
+        "The query stopped or crashed between planning and committing the batch: normal.",
+        "Nothing; make sure the sink is idempotent per batch id.",
+        "no commit log present",
+    ),
+    _c(
+        "CD107", "offsets-hole", WARNING,
+        "The offsets log has a hole below its two newest files",
+        "A restart does not look there, but sources that replay ranges (file source) and rollbacks do.",
+        "Files were deleted by hand or lost.",
+        "Do not roll back across the hole.",
+    ),
+    _c(
+        "CD108", "commit-without-offsets", WARNING,
+        "A commit file exists for a batch whose offsets file is missing",
+        "Spark never reads it on restart, but it shows files were deleted or logs mixed.",
+        "Manual deletion or a copy of parts of two checkpoints.",
+        "Check where the checkpoint came from.",
+    ),
+    _c(
+        "CD109", "offsets-jump-ahead", ERROR,
+        "The newest offsets file jumps more than one batch ahead of the previous one",
+        "A synchronous restart needs offsets/L-1 and fails with 'batch L-1 doesn't exist'.",
+        "Another run (or a copy) wrote offsets far ahead, or several files were deleted.",
+        "Quarantine offsets/L if it has no commit (Spark re-plans), or bridge the gap.",
+        "doesn't exist",
+    ),
+    _c(
+        "CD110", "commits-without-offsets-log", ERROR,
+        "The commit log holds batches but the offsets log is empty",
+        "Spark 3.5 starts a new query, runs batch 0 and fails on its commit "
+        "(CONCURRENT_STREAM_LOG_UPDATE for 0); Spark 4.3 fails at start with 'assertion failed'.",
+        "offsets/ was deleted or not copied.",
+        "Restore offsets/, or quarantine commits/ to start the query from scratch.",
+        "CONCURRENT_STREAM_LOG_UPDATE", "assertion failed",
+    ),
+    _c(
+        "CD201", "source-count-mismatch", ERROR,
+        "The number of sources in offsets/L differs from the query's",
+        "OffsetSeq.toStreamProgress asserts the counts match: 'There are [k] sources in the checkpoint "
+        "offsets and now there are [m] sources requested by the query. Cannot continue.'",
+        "The query gained or lost a source (a union, a join) since the checkpoint was written.",
+        "Restore the original query, or start a new checkpoint (Spark 4.2+ named sources allow source "
+        "evolution).",
+        "sources in the checkpoint offsets and now there are",
+    ),
+    _c(
+        "CD202", "source-offset-void", ERROR,
+        "A source has no offset ('-') in the batch to re-run although it had offsets before",
+        "Planning the re-run batch with a void offset failed in Spark 3.5.9 with an internal planning "
+        "error.",
+        "A hand edit or a broken writer.",
+        "Quarantine the offsets file if it has no commit so Spark re-plans the batch.",
+        "INTERNAL_ERROR",
+    ),
+    _c(
+        "CD203", "kafka-partitions-changed", WARNING,
+        "Kafka partitions appear or vanish between batches",
+        "The Kafka source reads new partitions from the earliest offset and fails on vanished ones when "
+        "failOnDataLoss=true.",
+        "Topics were re-partitioned, deleted or recreated.",
+        "Check the topics; set startingOffsets or failOnDataLoss deliberately.",
+        "failOnDataLoss",
+    ),
+    _c(
+        "CD204", "delta-table-changed", ERROR,
+        "A Delta source's table id changes between batches",
+        "The Delta source refuses to continue: DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE.",
+        "The source table was replaced (CREATE OR REPLACE, drop and recreate).",
+        "Start a new checkpoint for the new table, with a starting version.",
+        "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE",
+    ),
+    _c(
+        "CD301", "state-missing", ERROR,
+        "The query is stateful but state/ is missing or empty",
+        "Spark 3.5 fails inside the first batch's tasks ('Error reading delta file ... does not exist'); "
+        "Spark 4.2+ fails the first batch with STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY.",
+        "state/ was deleted, not copied, or expired by a lifecycle rule.",
+        "Restore state/ from a backup, or start a new checkpoint and rebuild state from the sources.",
+        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY", "Error reading delta file",
+    ),
+    _c(
+        "CD302", "state-version-not-restorable", ERROR,
+        "State files needed by the next batch are missing",
+        "Batch B loads state version B in every partition: the HDFS provider needs the newest snapshot "
+        "at or below B plus every delta after it; RocksDB needs the zip plus changelogs up to B.",
+        "Files were deleted by hand, by a lifecycle rule, or lost.",
+        "Roll back to the newest batch restorable in every partition ('plan --strategy rollback'), or "
+        "restore the files.",
+        "Error reading delta file", "CANNOT_LOAD_STATE_STORE", "does not exist",
+    ),
+    _c(
+        "CD303", "rocksdb-sst-missing", ERROR,
+        "A RocksDB checkpoint zip names SST files that are missing",
+        "RocksDBFileManager copies every SST named in the zip's metadata; a missing one fails the load.",
+        "SSTs deleted by hand, by a lifecycle rule, or by a maintenance race.",
+        "Roll back to a version whose SSTs are all present, or restore the files.",
+        "does not exist", "CANNOT_LOAD_STATE_STORE",
+    ),
+    _c(
+        "CD304", "state-partitions-missing", ERROR,
+        "State partition directories are missing",
+        "State is hash-partitioned over the pinned spark.sql.shuffle.partitions; every partition loads "
+        "its own files.",
+        "Partition directories were deleted or not copied.",
+        "Restore them, or start a new checkpoint.",
+        "Error reading delta file",
+    ),
+    _c(
+        "CD305", "state-partitions-extra", WARNING,
+        "There are more state partition directories than the pinned shuffle partitions",
+        "Spark only loads partitions 0..n-1 of the pinned count; the others are ignored.",
+        "Files from another checkpoint were mixed in.",
+        "Check where the extra directories came from.",
+    ),
+    _c(
+        "CD306", "state-unique-ids-missing", ERROR,
+        "State files named by the commit log (checkpoint format 2) are missing",
+        "With state store checkpoint format 2, commits/B-1 names the unique ids of the state files of "
+        "version B; a missing one fails the load.",
+        "State files deleted, or commit and state repaired separately.",
+        "Roll back commit and state together, or restore the files.",
+        "CANNOT_LOAD_STATE_STORE",
+    ),
+    _c(
+        "CD307", "state-restorable-batch", INFO,
+        "The newest batch whose state is restorable in every partition",
+        "Rollback planning needs a batch whose state version exists in all partitions.",
+        "Informational.",
+        "Use it as the rollback target if the newest state is damaged.",
+    ),
+    _c(
+        "CD308", "state-directory-unexpected", WARNING,
+        "state/ holds operator directories although the query was declared stateless",
+        "Spark ignores state of operators the plan does not have.",
+        "The query changed, or --stateless was given by mistake.",
+        "Check the query.",
+    ),
+    _c(
+        "CD401", "sink-holds-uncommitted-batch", INFO,
+        "The file sink already holds the batch that will be re-run",
+        "FileStreamSink skips a batch whose id is at or below the latest id in _spark_metadata "
+        "('Skipping already committed batch'), so the re-run writes nothing twice.",
+        "The query stopped between the sink's commit and the commit log: normal.",
+        "Nothing.",
+        "Skipping already committed batch",
+    ),
+    _c(
+        "CD402", "sink-ahead-of-offsets", ERROR,
+        "The file sink log holds batch ids that the query has not planned",
+        "The sink will silently skip every future batch whose id it already holds: that data is lost.",
+        "The checkpoint was rolled back, replaced or copied without the sink output.",
+        "Roll the sink log back with the checkpoint, or use a new output path with a new checkpoint.",
+        "Skipping already committed batch",
+    ),
+    _c(
+        "CD403", "sink-behind-commits", WARNING,
+        "Committed batches are missing from the file sink log",
+        "Readers of the output list files through _spark_metadata; batches missing there are invisible.",
+        "The sink log was truncated, deleted or belongs to another checkpoint.",
+        "Check that --sink-path is the output of this query.",
+    ),
+    _c(
+        "CD404", "sink-log-file-missing", ERROR,
+        "Files of the file sink log that readers need are missing",
+        "Reading the output fails: '<path> doesn't exist (latestId: <id>, compactInterval: <n>)'.",
+        "Compact or batch files deleted by hand or by a lifecycle rule.",
+        "Restore them; without them readers of the output fail.",
+        "doesn't exist (latestId",
+    ),
+    _c(
+        "CD405", "sink-log-file-unreadable", ERROR,
+        "A file of the file sink log is damaged",
+        "The sink and readers of the output fail to parse it.",
+        "A partial write or a hand edit.",
+        "Restore it from a backup.",
+        "Incomplete log file",
+    ),
+    _c(
+        "CD406", "sink-log-missing", WARNING,
+        "The given sink path has no _spark_metadata log",
+        "Without the log readers list the directory directly and see uncommitted files, and the sink "
+        "cannot skip re-run batches.",
+        "Wrong --sink-path, or the log was deleted.",
+        "Check the path.",
+    ),
+    _c(
+        "CD501", "live-writer", WARNING,
+        "A streaming query may be writing to this checkpoint right now",
+        "Spark takes no lock on a checkpoint; two writers corrupt it (CONCURRENT_STREAM_LOG_UPDATE, "
+        "'Multiple streaming queries are concurrently using').",
+        "The newest batch was planned, or files changed, within the live window.",
+        "Stop the query before any repair; checkpoint-doctor refuses to repair while this is reported.",
+        "Multiple streaming queries are concurrently using",
+    ),
+    _c(
+        "CD502", "fresh-temp-file", WARNING,
+        "A temp file was written within the live window",
+        "CheckpointFileManager.createAtomic writes .<name>.<uuid>.tmp and renames it; a fresh one means a "
+        "write is in progress or just crashed.",
+        "A writer may be live.",
+        "Stop the query before any repair.",
+    ),
+    _c(
+        "CD503", "interleaved-runs", WARNING,
+        "Batch planning times go backwards between consecutive batches",
+        "Each batch records its planning time (batchTimestampMs); two runs writing one checkpoint "
+        "interleave them.",
+        "Two queries used the same checkpoint at the same time.",
+        "Make sure only one query uses the checkpoint.",
+        "Multiple streaming jobs detected",
+    ),
+    _c(
+        "CD504", "orphan-crc-blocks-write", ERROR,
+        "A Hadoop .crc file without its data file sits where Spark writes next",
+        "On a local file system the rename of the new file fails on the stale checksum file, and Spark "
+        "reports 'Multiple streaming queries are concurrently using <dir>'.",
+        "The data file was deleted without its hidden .<name>.crc.",
+        "Quarantine the orphan .crc file.",
+        "Multiple streaming queries are concurrently using",
+    ),
+    _c(
+        "CD505", "orphan-crc", INFO,
+        "Hadoop .crc files without their data files",
+        "Harmless unless Spark writes that name again (see CD504).",
+        "Data files deleted without their .crc.",
+        "Quarantine them.",
+    ),
+    _c(
+        "CD506", "temp-files", INFO,
+        "Leftover temp files from interrupted writes",
+        "Spark's listing ignores them.",
+        "A writer crashed between writing and renaming.",
+        "Quarantine them when no query is running.",
+    ),
+    _c(
+        "CD507", "fresh-checkpoint-not-empty", ERROR,
+        "A checkpoint with no batches has files in offsets/, commits/ or state/",
+        "Spark 4.1+ refuses to start a new query there: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY "
+        "(spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart).",
+        "Leftovers of a crashed first run.",
+        "Quarantine the leftover files.",
+        "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
+    ),
+    _c(
+        "CD508", "empty-log-directory", INFO,
+        "A log directory exists but holds no batch files",
+        "Spark treats it as an empty log.",
+        "A query that never completed a batch, or files deleted.",
+        "Nothing, unless files are expected there.",
+    ),
+    _c(
+        "CD509", "unknown-files", INFO,
+        "Files Spark does not recognise",
+        "Spark's listings ignore them.",
+        "Files copied in by hand or by other tools.",
+        "Nothing; remove them if they are not needed.",
+    ),
+    _c(
+        "CD510", "noncanonical-batch-name", WARNING,
+        "A log file name parses as a batch id but is not how Spark names it",
+        "Spark's listing counts '007' as batch 7 but reads batch 7 from the file '7'.",
+        "A file renamed or copied by hand.",
+        "Rename or remove it.",
+    ),
+    _c(
+        "CD601", "written-by-newer-spark", INFO,
+        "The checkpoint was last written by a newer Spark than the restart target",
+        "Older Spark ignores conf keys and metadata it does not know; log formats it cannot read fail "
+        "(CD005).",
+        "A downgrade or rollback of the Spark version.",
+        "Prefer restarting on the version that wrote it.",
+    ),
+    _c(
+        "CD602", "async-stateful", ERROR,
+        "Asynchronous progress tracking does not support stateful queries",
+        "The first batch fails: 'Stateful streaming queries does not support async progress tracking "
+        "at this moment.'",
+        "A restart with asyncProgressTrackingEnabled of a query that has state.",
+        "Restart without async progress tracking.",
+        "does not support async progress tracking",
+    ),
+    _c(
+        "CD701", "continuous-commit-without-offsets", ERROR,
+        "Continuous mode: the newest committed epoch has no offsets file",
+        "ContinuousExecution.getStartOffsets resumes after max(commits) and needs offsets/K: "
+        "'Batch K was committed without end epoch offsets!'",
+        "offsets/K was deleted or lost.",
+        "Quarantine commits/K so the restart resumes from the previous epoch.",
+        "was committed without end epoch offsets",
+    ),
+    _c(
+        "CD702", "continuous-epochs-ahead", INFO,
+        "Continuous mode: offsets exist for epochs after the newest commit",
+        "A continuous restart resumes after max(commits); existing offsets files of later epochs are "
+        "kept and reused when those epochs commit.",
+        "Normal after a stop.",
+        "Nothing.",
+    ),
+)
+
+CODES: dict[str, CodeInfo] = {c.code: c for c in _ALL}
+CODES_BY_SLUG: dict[str, CodeInfo] = {c.slug: c for c in _ALL}
+
+
+def lookup(code_or_slug: str) -> CodeInfo | None:
+    """Return the code info by code (case-insensitive) or slug."""
+    return CODES.get(code_or_slug.upper()) or CODES_BY_SLUG.get(code_or_slug.lower())

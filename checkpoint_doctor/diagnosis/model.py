@@ -1,0 +1,204 @@
+"""Values produced by diagnosis: findings, the restart prediction, the diagnosis. Immutable, JSON-safe."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING
+from checkpoint_doctor.diagnosis.versions import SparkError
+from checkpoint_doctor.model import SourceOffset
+
+#: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
+LIVE_WRITER_CODES = frozenset({"CD501", "CD502", "CD503"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One observed fact about a checkpoint, with its evidence. Severity comes from the code."""
+
+    code: str
+    message: str
+    paths: tuple[str, ...] = ()
+    batch_ids: tuple[int, ...] = ()
+    details: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def severity(self) -> str:
+        """Return the severity of the finding's code."""
+        return CODES[self.code].severity
+
+    @property
+    def slug(self) -> str:
+        """Return the code's slug."""
+        return CODES[self.code].slug
+
+    def detail(self, key: str, default: Any = None) -> Any:
+        """Return one detail value."""
+        for k, v in self.details:
+            if k == key:
+                return v
+        return default
+
+    def sort_key(self) -> tuple[int, int, str, tuple[int, ...], tuple[str, ...]]:
+        """Live-writer findings first, then by severity, code and evidence."""
+        return (0 if self.code in LIVE_WRITER_CODES else 1, SEVERITY_ORDER[self.severity], self.code, self.batch_ids, self.paths)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "code": self.code,
+            "slug": self.slug,
+            "severity": self.severity,
+            "message": self.message,
+            "paths": list(self.paths),
+            "batch_ids": list(self.batch_ids),
+            "details": dict(self.details),
+        }
+
+
+@dataclass(frozen=True)
+class RestartPrediction:
+    """What Spark does when the query is restarted on this checkpoint.
+
+    ``next_batch_id`` is the batch (or epoch) the restart runs first; ``rerun`` says whether it
+    re-executes a batch already planned in the offsets log (same end offsets) or plans a new one.
+    ``start_offsets``/``end_offsets`` come from the offsets files named in ``start_from``/``end_from``
+    (no end offsets for a new batch: the source decides them). ``warnings`` are the WARN/ERROR lines
+    Spark logs that matter. ``error`` is set when the restart fails, with ``caused_by`` naming the
+    finding codes behind it.
+    """
+
+    spark: str
+    mode: str
+    starts: bool
+    next_batch_id: int | None = None
+    rerun: bool = False
+    start_from: str | None = None
+    start_offsets: tuple[SourceOffset, ...] | None = None
+    end_from: str | None = None
+    end_offsets: tuple[SourceOffset, ...] | None = None
+    watermark_ms: int | None = None
+    warnings: tuple[str, ...] = ()
+    error: SparkError | None = None
+    caused_by: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    new_query_id: bool = False
+
+    @property
+    def summary(self) -> str:
+        """Return the prediction in one sentence."""
+        if not self.starts and self.error is not None:
+            when = {
+                "start": "at start()",
+                "init": "before running any batch",
+                "batch": f"in batch {self.next_batch_id}",
+                "task": f"in the tasks of batch {self.next_batch_id}",
+                "commit": f"when committing batch {self.next_batch_id}",
+            }.get(self.error.phase, "")
+            return f"FAILS {when}: {self.error.search}".strip()
+        unit = "epoch" if self.mode == "continuous" else "batch"
+        kind = "re-runs planned" if self.rerun else "starts new"
+        return f"STARTS: {kind} {unit} {self.next_batch_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+
+        def offsets(items: tuple[SourceOffset, ...] | None) -> list[dict[str, Any]] | None:
+            return None if items is None else [s.to_dict() for s in items]
+
+        return {
+            "spark": self.spark,
+            "mode": self.mode,
+            "outcome": "starts" if self.starts else "fails",
+            "summary": self.summary,
+            "next_batch_id": self.next_batch_id,
+            "batch_kind": None if self.next_batch_id is None else ("rerun" if self.rerun else "new"),
+            "start_from": self.start_from,
+            "start_offsets": offsets(self.start_offsets),
+            "end_from": self.end_from,
+            "end_offsets": offsets(self.end_offsets),
+            "watermark_ms": self.watermark_ms,
+            "new_query_id": self.new_query_id,
+            "warnings": list(self.warnings),
+            "error": self.error.to_dict() if self.error else None,
+            "caused_by": list(self.caused_by),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class DiagnoseOptions:
+    """What the operator tells diagnosis about the restart they plan.
+
+    ``spark`` None means the newest supported line; ``mode`` None means the mode that wrote the
+    checkpoint; ``sources``/``stateful`` None mean unknown (inferred where the checkpoint shows it).
+    ``checkpoint_format_version`` is the session's state store checkpoint format (4.0/4.1 commit
+    headers must equal it). ``now_ms`` and ``live_window_s`` drive live-writer detection
+    (``live_window_s`` 0 disables it).
+    """
+
+    spark: str | None = None
+    mode: str | None = None
+    sources: int | None = None
+    stateful: bool | None = None
+    checkpoint_format_version: int | None = None
+    live_window_s: float = 600.0
+    now_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The result of diagnosing one checkpoint for one Spark line and mode."""
+
+    checkpoint: str
+    spark: str
+    mode: str
+    mode_detected: str
+    prediction: RestartPrediction
+    findings: tuple[Finding, ...]
+    assumptions: tuple[str, ...] = ()
+    query_id: str | None = None
+    extra: tuple[tuple[str, Any], ...] = field(default=())
+
+    @property
+    def codes(self) -> tuple[str, ...]:
+        """Return the sorted distinct codes found."""
+        return tuple(sorted({f.code for f in self.findings}))
+
+    @property
+    def worst(self) -> str | None:
+        """Return the worst severity found, or None."""
+        if not self.findings:
+            return None
+        return min((f.severity for f in self.findings), key=lambda s: SEVERITY_ORDER[s])
+
+    @property
+    def exit_code(self) -> int:
+        """0 nothing of warning or error severity, 1 warnings only, 4 an error finding."""
+        worst = self.worst
+        if worst == ERROR or not self.prediction.starts:
+            return 4
+        if worst == WARNING:
+            return 1
+        return 0
+
+    def by_code(self, code: str) -> tuple[Finding, ...]:
+        """Return the findings with one code."""
+        return tuple(f for f in self.findings if f.code == code)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+        return {
+            "checkpoint": self.checkpoint,
+            "query_id": self.query_id,
+            "spark": self.spark,
+            "mode": self.mode,
+            "mode_detected": self.mode_detected,
+            "assumptions": list(self.assumptions),
+            "restart": self.prediction.to_dict(),
+            "findings": [f.to_dict() for f in self.findings],
+            "counts": counts,
+            "exit_code": self.exit_code,
+        }

@@ -1,0 +1,297 @@
+"""Predict what Spark does on restart, step by step in Spark's own order. Pure.
+
+Micro-batch and async follow ``MicroBatchExecution.populateStartOffsets`` (reference §11.1, §11.2):
+metadata, then ``offsets/L`` (parse, source count), then ``offsets/L-1`` (async: the newest durable
+file below L), then ``commits/K`` and the K-vs-L cases, then the first batch's state load and writes.
+Continuous processing follows ``ContinuousExecution.getStartOffsets`` (§11.3). The first failure in
+that order is the one Spark raises; everything else is reported as findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
+from checkpoint_doctor.diagnosis.model import RestartPrediction
+from checkpoint_doctor.diagnosis.versions import SparkError
+from checkpoint_doctor.layout import hadoop_crc_path
+from checkpoint_doctor.model import OffsetSeq, SourceOffset
+from checkpoint_doctor.state_chain import check_version
+
+
+@dataclass
+class _Run:
+    """The prediction being built (mutable scratch, frozen into a RestartPrediction at the end)."""
+
+    ctx: Context
+    next_batch_id: int | None = None
+    rerun: bool = False
+    start_from: str | None = None
+    start_offsets: tuple[SourceOffset, ...] | None = None
+    end_from: str | None = None
+    end_offsets: tuple[SourceOffset, ...] | None = None
+    watermark_ms: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    new_query_id: bool = False
+
+    def done(self, error: SparkError | None = None, *caused_by: str) -> RestartPrediction:
+        return RestartPrediction(
+            spark=self.ctx.target.line,
+            mode=self.ctx.mode,
+            starts=error is None,
+            next_batch_id=self.next_batch_id,
+            rerun=self.rerun,
+            start_from=self.start_from,
+            start_offsets=self.start_offsets,
+            end_from=self.end_from,
+            end_offsets=self.end_offsets,
+            watermark_ms=self.watermark_ms,
+            warnings=tuple(self.warnings),
+            error=error,
+            caused_by=tuple(caused_by),
+            notes=tuple(self.notes),
+            new_query_id=self.new_query_id,
+        )
+
+
+def _sources(seq: OffsetSeq | None) -> tuple[SourceOffset, ...] | None:
+    return None if seq is None else seq.sources
+
+
+def _metadata_step(run: _Run) -> RestartPrediction | None:
+    ctx = run.ctx
+    snap = ctx.snapshot
+    has_logs = bool(ctx.offsets_ids or ctx.commit_ids)
+    if snap.metadata is None:
+        if has_logs:
+            if ctx.target.missing_metadata_fatal:
+                return run.done(ctx.target.missing_metadata(), "CD001")
+            run.new_query_id = True
+            run.notes.append("metadata is missing: Spark writes a new one with a new random query id")
+            if ctx.local_fs and ".metadata.crc" in snap.hadoop_crcs:
+                run.notes.append(
+                    "an orphan .metadata.crc is present: writing the new metadata file may fail on it"
+                )
+        return None
+    if snap.metadata.failure is not None:
+        return run.done(ctx.target.metadata_unreadable(snap.metadata.failure), "CD002")
+    return None
+
+
+def _orphan_crc_blocks(ctx: Context, log: str, batch_id: int) -> bool:
+    return ctx.local_fs and hadoop_crc_path(f"{log}/{batch_id}") in ctx.snapshot.hadoop_crcs and (
+        ctx.snapshot.file(f"{log}/{batch_id}") is None
+    )
+
+
+def _writes_step(run: _Run) -> RestartPrediction | None:
+    """The first batch's own writes: offsets/B for a new batch, then commits/B."""
+    ctx = run.ctx
+    b = run.next_batch_id
+    if b is None:
+        return None
+    if not run.rerun and _orphan_crc_blocks(ctx, OFFSETS, b):
+        return run.done(ctx.target.concurrent_rename(OFFSETS, "batch"), "CD504")
+    if _orphan_crc_blocks(ctx, COMMITS, b):
+        return run.done(ctx.target.concurrent_rename(COMMITS, "commit"), "CD504")
+    return None
+
+
+def _state_step(run: _Run) -> RestartPrediction | None:
+    """Batch B loads state version B in every operator, partition and store."""
+    ctx = run.ctx
+    b = run.next_batch_id
+    if b is None or ctx.stateful is not True:
+        return None
+    if ctx.is_async:
+        return run.done(ctx.target.async_stateful(), "CD602")
+    state = ctx.snapshot.state
+    stores = [s for op in state.operators for s in op.stores]
+    if not stores:
+        if b == 0:
+            return None
+        if ctx.target.missing_state_dir_error:
+            return run.done(ctx.target.state_missing_dir(), "CD301")
+        return run.done(
+            SparkError(
+                "Error reading delta file <cp>/state/0/<partition>/1.delta of HDFSStateStoreProvider[...]: "
+                "... does not exist",
+                "Error reading delta file",
+                "task",
+            ),
+            "CD301",
+        )
+    expected = ctx.pinned_partitions
+    for op in state.operators:
+        if expected is not None and b > 0:
+            missing_parts = [p for p in range(expected) if p not in op.partition_dirs]
+            if missing_parts:
+                p = missing_parts[0]
+                return run.done(ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p), "CD304")
+    prev_commit = ctx.commit(b - 1)
+    ids = dict(prev_commit.record.state_unique_ids or ()) if prev_commit and prev_commit.record else {}
+    for op in state.operators:
+        names = op.store_names
+        for store in op.stores:
+            uid = None
+            parts = ids.get(op.operator_id)
+            if parts is not None and store.partition_id < len(parts):
+                per_store = parts[store.partition_id]
+                idx = names.index(store.store_name) if store.store_name in names else 0
+                uid = per_store[idx] if idx < len(per_store) else None
+            result = check_version(store, b, unique_id=uid)
+            if result.ok:
+                continue
+            missing = result.missing[0]
+            if missing.endswith(".delta"):
+                version = int(missing.rpartition("/")[2].split(".")[0])
+                return run.done(
+                    ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), "CD302"
+                )
+            code = "CD303" if "/SSTs/" in missing else ("CD306" if uid else "CD302")
+            return run.done(ctx.target.state_file_missing(missing), code)
+    return None
+
+
+def _fresh_start(run: _Run) -> RestartPrediction:
+    ctx = run.ctx
+    t = ctx.target
+    run.next_batch_id = 0
+    run.rerun = False
+    run.notes.append("no offsets: Spark starts a new query at batch 0 from the sources' initial offsets")
+    if ctx.commit_ids and t.empty_offsets_with_commits_asserts:
+        return run.done(t.empty_offsets_assertion(), "CD110")
+    if t.fresh_dir_must_be_empty:
+        for directory in ("offsets", "commits", "state"):
+            if _lists_entries(ctx, directory):
+                return run.done(t.fresh_not_empty(directory), "CD507" if not ctx.commit_ids else "CD110")
+    blocked = _writes_step(run)
+    if blocked is not None:
+        return blocked
+    if 0 in ctx.commit_ids:
+        return run.done(t.concurrent_update(0), "CD110")
+    return run.done()
+
+
+def _lists_entries(ctx: Context, directory: str) -> bool:
+    """Whether Spark's listing of ``directory`` shows anything (local Hadoop .crc files are hidden)."""
+    snap = ctx.snapshot
+    prefix = directory + "/"
+    for f in snap.files:
+        if f.path.startswith(prefix):
+            name = f.name
+            if ctx.local_fs and name.startswith(".") and name.endswith(".crc"):
+                continue
+            return True
+    return any(d.startswith(prefix) for d in snap.dirs)
+
+
+def _continuous(run: _Run) -> RestartPrediction:
+    ctx = run.ctx
+    t = ctx.target
+    k = ctx.committed
+    if k is None:
+        run.next_batch_id = 0
+        run.notes.append("no commits: continuous processing starts at epoch 0 from the initial offsets")
+        return run.done()
+    commit = ctx.commit(k)
+    if commit is not None:
+        problem = ctx.log_problem(commit, COMMITS)
+        if problem is not None:
+            return run.done(problem.error, problem.code)
+    run.next_batch_id = k + 1
+    entry = ctx.offsets(k)
+    if entry is None:
+        return run.done(t.continuous_commit_without_offsets(k), "CD701")
+    problem = ctx.log_problem(entry, OFFSETS)
+    if problem is not None:
+        return run.done(problem.error, problem.code)
+    run.start_from = entry.file.path
+    run.start_offsets = _sources(entry.record)
+    run.notes.append(f"continuous processing resumes after the newest commit, at epoch {k + 1}")
+    return run.done()
+
+
+def predict_restart(ctx: Context) -> RestartPrediction:
+    """Return what the target Spark does when the query restarts on this checkpoint."""
+    run = _Run(ctx)
+    failed = _metadata_step(run)
+    if failed is not None:
+        return failed
+    if ctx.is_continuous:
+        return _continuous(run)
+    t = ctx.target
+    latest = ctx.latest
+    if latest is None:
+        return _fresh_start(run)
+    entry = ctx.offsets(latest)
+    assert entry is not None
+    run.next_batch_id = latest
+    run.rerun = True
+    problem = ctx.log_problem(entry, OFFSETS)
+    if problem is not None:
+        return run.done(problem.error, problem.code)
+    seq = entry.record
+    if seq is None:
+        run.notes.append(f"{entry.file.path} was not read; prediction incomplete")
+        return run.done()
+    wanted = ctx.options.sources
+    if wanted is not None and seq.version == 1 and len(seq.sources) != wanted:
+        return run.done(t.source_count(len(seq.sources), wanted), "CD201")
+    run.end_from = entry.file.path
+    run.end_offsets = seq.sources
+    if latest != 0:
+        prev = ctx.restart_start_entry
+        if prev is None:
+            if not ctx.is_async:
+                run.warnings.append(t.batch_missing_log(latest - 1, latest))
+                return run.done(t.batch_missing(latest - 1), ctx.tail_gap_code() or "CD103")
+            run.notes.append("async restart with no durable offsets below L: batch L starts from the initial offsets")
+        else:
+            problem = ctx.log_problem(prev, OFFSETS)
+            if problem is not None:
+                return run.done(problem.error, problem.code)
+            if prev.record is not None:
+                if wanted is not None and prev.record.version == 1 and len(prev.record.sources) != wanted:
+                    return run.done(t.source_count(len(prev.record.sources), wanted), "CD201")
+                run.start_from = prev.file.path
+                run.start_offsets = prev.record.sources
+    if seq.metadata is not None:
+        run.watermark_ms = seq.metadata.batch_watermark_ms
+    k = ctx.committed
+    if k is None:
+        run.notes.append(f"no commit log present: Spark re-runs batch {latest}")
+    else:
+        commit = ctx.commit(k)
+        assert commit is not None
+        problem = ctx.log_problem(commit, COMMITS)
+        if problem is not None:
+            return run.done(problem.error, problem.code)
+        if k == latest:
+            run.next_batch_id = latest + 1
+            run.rerun = False
+            run.start_from, run.start_offsets = entry.file.path, seq.sources
+            run.end_from, run.end_offsets = None, None
+            if commit.record is not None:
+                run.watermark_ms = max(run.watermark_ms or 0, commit.record.next_batch_watermark_ms)
+        elif k == latest - 1:
+            pass
+        elif k < latest - 1:
+            run.warnings.append(t.commits_behind_warning(k, latest))
+        else:
+            state_failed = _state_step(run)
+            if state_failed is not None:
+                return state_failed
+            return run.done(t.concurrent_update(latest), "CD104")
+    state_failed = _state_step(run)
+    if state_failed is not None:
+        return state_failed
+    blocked = _writes_step(run)
+    if blocked is not None:
+        return blocked
+    sink = ctx.snapshot.sink
+    if sink is not None and run.next_batch_id is not None and sink.log.latest_id is not None:
+        if run.next_batch_id <= sink.log.latest_id:
+            run.warnings.append(f"Skipping already committed batch {run.next_batch_id}")
+    return run.done()

@@ -1,0 +1,300 @@
+"""What each supported Spark release line does differently on restart, and the texts it prints.
+
+Texts are verbatim from the release jars and real runs (reference §2.1, §3, §4, §5, §11, §12).
+``<cp>`` stands for the checkpoint root as Spark qualifies it (``file:/abs/path``, ``s3a://b/p``).
+Messages are templates here; :func:`qualify_root` turns a root URL into Spark's form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from checkpoint_doctor.model import ParseFailure
+
+LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
+NEWEST = LINES[-1]
+
+
+@dataclass(frozen=True)
+class SparkError:
+    """An error Spark raises on restart.
+
+    ``message`` is the text that release prints (with ``<cp>`` for the checkpoint root);
+    ``search`` is the part of it that is stable enough to grep a driver log for;
+    ``phase`` is when it happens: ``start`` (DataStreamWriter.start), ``init`` (query thread before
+    the first batch), ``batch`` (planning or running the first batch), ``commit`` (end of the first
+    batch), ``task`` (inside the first batch's tasks).
+    """
+
+    message: str
+    search: str
+    phase: str
+    error_class: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        """Return a JSON-safe dict."""
+        return {
+            "error_class": self.error_class,
+            "message": self.message,
+            "search": self.search,
+            "phase": self.phase,
+        }
+
+
+@dataclass(frozen=True)
+class SparkTarget:
+    """A Spark release line and its restart rules."""
+
+    line: str
+
+    def _at_least(self, line: str) -> bool:
+        return LINES.index(self.line) >= LINES.index(line)
+
+    @property
+    def error_classes(self) -> bool:
+        """4.0+ prefix errors with ``[ERROR_CLASS]`` and append ``SQLSTATE``."""
+        return self._at_least("4.0")
+
+    @property
+    def max_offsets_version(self) -> int:
+        """Highest offsets log version the reader accepts (v2 "OffsetMap" from 4.2)."""
+        return 2 if self._at_least("4.2") else 1
+
+    @property
+    def commits_exact_match(self) -> bool:
+        """4.0/4.1 validate the commit header against checkpointFormatVersion exactly."""
+        return self.line in ("4.0", "4.1")
+
+    @property
+    def max_commits_version(self) -> int:
+        """Highest commit log version the reader accepts (exact-match lines: the conf value)."""
+        if self._at_least("4.2"):
+            return 3
+        return 1
+
+    @property
+    def missing_metadata_fatal(self) -> bool:
+        """4.2+: a missing metadata file with non-empty logs fails the start."""
+        return self._at_least("4.2")
+
+    @property
+    def fresh_dir_must_be_empty(self) -> bool:
+        """4.1+: a new query refuses offsets/, commits/ or state/ that list any entry."""
+        return self._at_least("4.1")
+
+    @property
+    def missing_state_dir_error(self) -> bool:
+        """4.2+: a stateful restart with an empty/missing state/ fails with a named error."""
+        return self._at_least("4.2")
+
+    @property
+    def empty_offsets_with_commits_asserts(self) -> bool:
+        """4.3: offsets empty but commits not fails at start with a bare assertion."""
+        return self._at_least("4.3")
+
+    @property
+    def state_operator_metadata(self) -> bool:
+        """4.0+ write and read ``state/<op>/_metadata``."""
+        return self._at_least("4.0")
+
+    def sqlstate(self, state: str) -> str:
+        """Return the `` SQLSTATE: X`` suffix 4.x appends."""
+        return f" SQLSTATE: {state}" if self.error_classes else ""
+
+    # ------------------------------------------------------------------------- texts
+    def read_failure(self, failure: ParseFailure, *, log: str, phase: str = "init") -> SparkError:
+        """Return the error Spark raises reading a damaged offsets or commit file."""
+        path = f"<cp>/{failure.path}"
+        prefix = f"Failed to read log file {path}. "
+        kind = failure.kind
+        if kind == "empty":
+            tail = "Incomplete log file in the offset commit log" if log == "commits" else "Incomplete log file"
+            return SparkError(prefix + tail, tail, phase)
+        if kind == "header-only":
+            # offsets only: lines.next() on the missing metadata line (not wrapped, no file name)
+            text = "next on empty iterator"
+            return SparkError(text, text, phase)
+        if kind in ("malformed-header", "java-serialized", "not-text"):
+            found = failure.reason
+            if self.error_classes:
+                text = "[MALFORMED_LOG_FILE] Log file was malformed: failed to read correct log version from"
+                return SparkError(prefix + text + " ..." + self.sqlstate("KD002"), "Log file was malformed", phase, "MALFORMED_LOG_FILE")
+            text = "Log file was malformed: failed to read correct log version from"
+            del found
+            return SparkError(prefix + text + " ...", text, phase)
+        if kind == "unsupported-version" and failure.version is not None:
+            return self.too_new(failure.path, failure.version, log=log, phase=phase)
+        if kind in ("truncated-json", "bad-json"):
+            search = "Unexpected end-of-input" if kind == "truncated-json" else "Unexpected character"
+            return SparkError(
+                f"{search} ... (Jackson parser error reading {path}; the message does not name the file)",
+                search,
+                phase,
+            )
+        text = failure.reason
+        return SparkError(prefix + text, text[:60], phase)
+
+    def too_new(self, rel_path: str, version: int, *, log: str, phase: str = "init", exact: int | None = None) -> SparkError:
+        """Return the UnsupportedLogVersion error for a header newer than this line reads."""
+        path = f"<cp>/{rel_path}"
+        prefix = f"Failed to read log file {path}. "
+        if exact is not None:
+            text = (
+                "[INVALID_LOG_VERSION.EXACT_MATCH_VERSION] UnsupportedLogVersion. "
+                f"The only supported log version is v{exact}, but encountered v{version}."
+            )
+            return SparkError(prefix + text + self.sqlstate("KD002"), f"The only supported log version is v{exact}", phase, "INVALID_LOG_VERSION.EXACT_MATCH_VERSION")
+        maximum = self.max_offsets_version if log == "offsets" else self.max_commits_version
+        if self.error_classes:
+            text = (
+                "[INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION] UnsupportedLogVersion. The maximum supported "
+                f"log version is v{maximum}, but encountered v{version}. The log file was produced by a "
+                "newer version of Spark and cannot be read by this version. You need to upgrade."
+            )
+            return SparkError(
+                prefix + text + self.sqlstate("KD002"),
+                f"maximum supported log version is v{maximum}, but encountered v{version}",
+                phase,
+                "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION",
+            )
+        text = (
+            f"UnsupportedLogVersion: maximum supported log version is v{maximum}, but encountered "
+            f"v{version}. The log file was produced by a newer version of Spark and cannot be read by "
+            "this version. Please upgrade."
+        )
+        return SparkError(prefix + text, f"maximum supported log version is v{maximum}, but encountered v{version}", phase)
+
+    def batch_missing(self, batch_id: int) -> SparkError:
+        """``IllegalStateException: batch N doesn't exist`` (SPARK-38033 adds the ERROR log line)."""
+        text = f"batch {batch_id} doesn't exist"
+        return SparkError(text, text, "init")
+
+    def batch_missing_log(self, missing: int, latest: int) -> str:
+        """The ERROR log line Spark writes before ``batch N doesn't exist``."""
+        return (
+            f"The offset log for batch {missing} doesn't exist, which is required to restart the query "
+            f"from the latest batch {latest} from the offset log. Please ensure there are two subsequent "
+            "offset logs available for the latest batch via manually deleting the offset file(s). Please "
+            "also ensure the latest batch for commit log is equal or one batch earlier than the latest "
+            "batch for offset log."
+        )
+
+    def concurrent_update(self, batch_id: int, phase: str = "commit") -> SparkError:
+        """``CONCURRENT_STREAM_LOG_UPDATE`` when a log entry to write already exists."""
+        text = (
+            f"[CONCURRENT_STREAM_LOG_UPDATE] Concurrent update to the log. Multiple streaming jobs "
+            f"detected for {batch_id}."
+        )
+        return SparkError(
+            text + " Please make sure only one streaming job runs on a specific checkpoint location at a time." + self.sqlstate("40000"),
+            f"Multiple streaming jobs detected for {batch_id}",
+            phase,
+            "CONCURRENT_STREAM_LOG_UPDATE",
+        )
+
+    def concurrent_rename(self, directory: str, phase: str) -> SparkError:
+        """The rename failure of ``createAtomic`` when the target (or its .crc) already exists."""
+        text = f"Multiple streaming queries are concurrently using <cp>/{directory}."
+        return SparkError(text + self.sqlstate("XXKST"), f"Multiple streaming queries are concurrently using <cp>/{directory}", phase)
+
+    def missing_metadata(self) -> SparkError:
+        """4.2+: ``STREAMING_CHECKPOINT_MISSING_METADATA_FILE`` at start()."""
+        text = (
+            "[STREAMING_CHECKPOINT_MISSING_METADATA_FILE] Checkpoint location <cp> is in an inconsistent "
+            "state: the metadata file is missing but offset and/or commit logs contain data. Please restore "
+            "the metadata file or create a new checkpoint directory."
+        )
+        return SparkError(text + self.sqlstate("42K03"), "STREAMING_CHECKPOINT_MISSING_METADATA_FILE", "start", "STREAMING_CHECKPOINT_MISSING_METADATA_FILE")
+
+    def metadata_unreadable(self, failure: ParseFailure) -> SparkError:
+        """An unreadable ``metadata`` fails DataStreamWriter.start() with the parser's message."""
+        search = "Unexpected end-of-input" if failure.kind in ("truncated-json", "empty") else "Unexpected"
+        return SparkError(
+            f"{search} ... (driver log: Error reading stream metadata from <cp>/metadata)", search, "start"
+        )
+
+    def source_count(self, in_log: int, in_query: int) -> SparkError:
+        """``OffsetSeq.toStreamProgress`` assertion."""
+        text = (
+            f"assertion failed: There are [{in_log}] sources in the checkpoint offsets and now there are "
+            f"[{in_query}] sources requested by the query. Cannot continue."
+        )
+        return SparkError(text, f"There are [{in_log}] sources in the checkpoint offsets", "init")
+
+    def fresh_not_empty(self, directory: str) -> SparkError:
+        """4.1+: a new query in a directory whose log dirs list entries."""
+        text = (
+            f"[STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY] The checkpoint location <cp>/{directory} should be "
+            "empty on batch 0 Please either use a new checkpoint location, or delete the existing data in "
+            "the checkpoint location."
+        )
+        return SparkError(text + self.sqlstate("42K03"), "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY", "init", "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY")
+
+    def empty_offsets_assertion(self) -> SparkError:
+        """4.3: offsets empty while commits hold batches."""
+        return SparkError("assertion failed", "assertion failed", "init")
+
+    def state_missing_dir(self) -> SparkError:
+        """4.2+: stateful restart with empty or missing state/."""
+        text = (
+            "[STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY] Cannot restart streaming query with "
+            "stateful operators because the state directory is empty or missing."
+        )
+        return SparkError(text, "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY", "batch", "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY")
+
+    def delta_missing(self, store_path: str, version: int, operator_id: int, partition_id: int) -> SparkError:
+        """HDFS provider: a delta file of the chain is missing."""
+        f = f"<cp>/{store_path}/{version}.delta"
+        if self.error_classes:
+            text = (
+                "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] An error occurred during loading "
+                f"state. Error reading delta file {f} of HDFSStateStoreProvider[...]: {f} does not exist."
+            )
+            return SparkError(text + self.sqlstate("58030"), f"{version}.delta does not exist", "task", "CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS")
+        text = (
+            f"Error reading delta file {f} of HDFSStateStoreProvider[id = (op={operator_id},part={partition_id}),"
+            f"dir = <cp>/{store_path}]: {f} does not exist"
+        )
+        return SparkError(text, f"{version}.delta does not exist", "task")
+
+    def state_file_missing(self, rel_path: str) -> SparkError:
+        """RocksDB: a zip, changelog or SST of the version to load is missing."""
+        name = rel_path.rpartition("/")[2]
+        return SparkError(f"... <cp>/{rel_path} does not exist", name, "task")
+
+    def continuous_commit_without_offsets(self, epoch: int) -> SparkError:
+        """ContinuousExecution.getStartOffsets."""
+        text = f"Batch {epoch} was committed without end epoch offsets!"
+        return SparkError(text, text, "init")
+
+    def async_stateful(self) -> SparkError:
+        """Async progress tracking on a stateful plan."""
+        text = "Stateful streaming queries does not support async progress tracking at this moment."
+        return SparkError(text, text, "batch")
+
+    def commits_behind_warning(self, committed: int, latest: int) -> str:
+        """The WARN line for K < L-1."""
+        return (
+            f"Batch completion log latest batch id is {committed}, which is not trailing batchid {latest} by one"
+        )
+
+
+def target(line: str | None) -> SparkTarget:
+    """Return the target for a release line like ``3.5`` or ``4.3.0`` (default: newest)."""
+    if line is None:
+        return SparkTarget(NEWEST)
+    short = ".".join(line.split(".")[:2])
+    if short not in LINES:
+        raise ValueError(f"unsupported Spark version {line!r}; supported: {', '.join(LINES)}")
+    return SparkTarget(short)
+
+
+def qualify_root(root: str) -> str:
+    """Return the checkpoint root as Spark prints it (``file:/abs``, ``s3a://bucket/prefix``)."""
+    if root.startswith("file://"):
+        return "file:" + root[len("file://") :]
+    if root.startswith("/"):
+        return "file:" + root
+    if root.startswith("s3://"):
+        return "s3a://" + root[len("s3://") :]
+    return root
