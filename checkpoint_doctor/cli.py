@@ -79,6 +79,37 @@ def storage_options(func: F) -> F:
     )(func)
 
 
+def diagnosis_options(func: F) -> F:
+    """Add the options that describe the restart (shared by diagnose and plan)."""
+    for opt in reversed(
+        [
+            click.option("--spark", "spark_version", type=click.Choice(["3.5", "4.0", "4.1", "4.2", "4.3"]), help="Spark line of the restart (default: newest, 4.3)."),
+            click.option("--mode", type=click.Choice(["micro-batch", "async", "continuous"]), help="Restart mode (default: the mode that wrote the checkpoint)."),
+            click.option("--sources", type=click.IntRange(min=1), help="Number of sources of the query, to check offsets against."),
+            click.option("--stateful/--stateless", default=None, help="Whether the query has stateful operators (default: inferred from state/)."),
+            click.option("--sink-path", metavar="PATH", help="Output path of a file sink, to check its _spark_metadata log."),
+            click.option("--live-window", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="A batch planned or a temp file written this recently means a query may be live (0: off)."),
+            click.option("--checkpoint-format-version", type=click.IntRange(1, 2), help="spark.sql.streaming.stateStore.checkpointFormatVersion of the restart (4.0/4.1 only)."),
+        ]
+    ):
+        func = opt(func)
+    return func
+
+
+def _diagnose_options(kw: dict[str, Any]) -> Any:
+    from checkpoint_doctor.diagnosis import DiagnoseOptions
+
+    return DiagnoseOptions(
+        spark=kw["spark_version"],
+        mode=kw["mode"],
+        sources=kw["sources"],
+        stateful=kw["stateful"],
+        checkpoint_format_version=kw["checkpoint_format_version"],
+        live_window_s=kw["live_window"],
+        now_ms=now_ms(),
+    )
+
+
 def emit(text: str) -> None:
     """Write command output to stdout."""
     click.echo(text, nl=not text.endswith("\n"))
@@ -132,48 +163,17 @@ def inspect_command(
 
 @cli.command("diagnose")
 @click.argument("checkpoint")
-@click.option("--spark", "spark_version", type=click.Choice(["3.5", "4.0", "4.1", "4.2", "4.3"]), help="Spark line of the restart (default: newest, 4.3).")
-@click.option("--mode", type=click.Choice(["micro-batch", "async", "continuous"]), help="Restart mode (default: the mode that wrote the checkpoint).")
-@click.option("--sources", type=click.IntRange(min=1), help="Number of sources of the query, to check offsets against.")
-@click.option("--stateful/--stateless", default=None, help="Whether the query has stateful operators (default: inferred from state/).")
-@click.option("--sink-path", metavar="PATH", help="Output path of a file sink, to check its _spark_metadata log.")
-@click.option("--live-window", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="A batch planned or a temp file written this recently means a query may be live (0: off).")
-@click.option("--checkpoint-format-version", type=click.IntRange(1, 2), help="spark.sql.streaming.stateStore.checkpointFormatVersion of the restart (4.0/4.1 only).")
+@diagnosis_options
 @click.option("--deep", is_flag=True, help="Parse every log file, not only what a restart reads.")
 @format_option
 @storage_options
-@click.pass_context
-def diagnose_command(
-    ctx: click.Context,
-    checkpoint: str,
-    spark_version: str | None,
-    mode: str | None,
-    sources: int | None,
-    stateful: bool | None,
-    sink_path: str | None,
-    live_window: float,
-    checkpoint_format_version: int | None,
-    deep: bool,
-    output_format: str,
-    storage_option: Sequence[str],
-) -> None:
+def diagnose_command(checkpoint: str, deep: bool, output_format: str, storage_option: Sequence[str], **kw: Any) -> None:
     """Predict what Spark does on restart, and list findings with stable codes."""
-    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.diagnosis import diagnose
     from checkpoint_doctor.render import json_document, render_diagnosis
 
-    snapshot = _load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-    result = diagnose(
-        snapshot,
-        DiagnoseOptions(
-            spark=spark_version,
-            mode=mode,
-            sources=sources,
-            stateful=stateful,
-            checkpoint_format_version=checkpoint_format_version,
-            live_window_s=live_window,
-            now_ms=now_ms(),
-        ),
-    )
+    snapshot = _load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    result = diagnose(snapshot, _diagnose_options(kw))
     data = result.to_dict()
     emit(json_document("diagnose", data) if output_format == "json" else render_diagnosis(data))
     if result.exit_code:
@@ -196,6 +196,107 @@ def explain_command(code: str, output_format: str) -> None:
     data = asdict(info)
     data["search"] = list(info.search)
     emit(json_document("explain", data) if output_format == "json" else render_explain(data))
+
+
+@cli.command("plan")
+@click.argument("checkpoint")
+@click.option("--strategy", type=click.Choice(["bridge", "quarantine", "rollback", "recreate-metadata", "catch-up"]), help="Prefer this strategy where it applies (default: the safest ranked option).")
+@click.option("-o", "--output", "output", metavar="FILE", help="Write the plan JSON to FILE.")
+@click.option("--accept-data-loss", is_flag=True, help="Allow options that re-plan batches a sink already committed.")
+@click.option("--query-id", metavar="UUID", help="Query id for recreate-metadata (the old id, from driver logs).")
+@click.option("--job", metavar="MODULE:FUNCTION", help="The streaming job, recorded in a catch-up step's command.")
+@diagnosis_options
+@format_option
+@storage_options
+def plan_command(checkpoint: str, strategy: str | None, output: str | None, accept_data_loss: bool, query_id: str | None, job: str | None, output_format: str, storage_option: Sequence[str], **kw: Any) -> None:
+    """Propose a repair plan (read-only): ranked options, consequences, steps, preconditions."""
+    from checkpoint_doctor.diagnosis import diagnose
+    from checkpoint_doctor.planning import PlanOptions, plan_repair
+    from checkpoint_doctor.render import json_document, render_plan
+
+    snapshot = _load(checkpoint, storage_option, deep=False, sink_path=kw["sink_path"])
+    dopts = _diagnose_options(kw)
+    diagnosis = diagnose(snapshot, dopts)
+    plan = plan_repair(snapshot, diagnosis, PlanOptions(strategy=strategy, accept_data_loss=accept_data_loss, query_id=query_id, job=job, diagnose=dopts))
+    if output:
+        _write_local(output, plan.to_json())
+    data = plan.to_dict()
+    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output))
+    if plan.unresolved:
+        raise CommandFailed(EXIT_ERRORS)
+
+
+def _write_local(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path") from exc
+
+
+def _read_plan(path: str) -> Any:
+    from checkpoint_doctor.planning.plan import RepairPlan
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise UsageError(f"cannot read plan {path}: {exc.strerror or exc}", hint="pass the file written by 'plan -o'") from exc
+    return RepairPlan.from_json(text)
+
+
+@cli.command("apply")
+@click.argument("plan_file", metavar="PLAN.json")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option("--backup-dir", metavar="URI", help="Where backups and the journal go (default: <checkpoint>.checkpoint-doctor/<plan-id>/).")
+@click.option("--dry-run", is_flag=True, help="Check every precondition, then stop.")
+@format_option
+@storage_options
+def apply_command(plan_file: str, yes: bool, backup_dir: str | None, dry_run: bool, output_format: str, storage_option: Sequence[str]) -> None:
+    """Apply a plan: check preconditions, back up, change, journal, re-diagnose."""
+    from checkpoint_doctor.execution.executor import apply_plan, default_backup_url
+    from checkpoint_doctor.render import json_document, render_apply, render_plan
+    from checkpoint_doctor.storage import open_store
+
+    plan = _read_plan(plan_file)
+    options = _parse_storage_options(storage_option)
+    checkpoint = open_store(plan.checkpoint, options)
+    sink = open_store(plan.sink, options) if plan.sink else None
+    backup = open_store(backup_dir or default_backup_url(checkpoint.url, plan.plan_id), options)
+
+    def confirm(p: Any) -> bool:
+        if yes:
+            return True
+        if not sys.stdin.isatty():
+            raise UsageError("apply changes the checkpoint and needs confirmation", hint="pass --yes when not on a terminal")
+        click.echo(render_plan(p.to_dict(), None), err=True)
+        return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
+
+    result = apply_plan(plan, checkpoint, sink=sink, backup=backup, now_ms=now_ms(), dry_run=dry_run, confirm=None if dry_run else confirm)
+    data = result.to_dict()
+    emit(json_document("apply", data) if output_format == "json" else render_apply(data))
+    if not dry_run and result.steps_done == 0 and result.journal_url is None and plan.executable_steps:
+        raise CommandFailed(EXIT_USAGE, "not applied: confirmation declined")
+    if result.after is not None and result.after.exit_code:
+        raise CommandFailed(result.after.exit_code)
+
+
+@cli.command("undo")
+@click.argument("journal")
+@click.option("--force", is_flag=True, help="Undo even if the checkpoint changed since the apply.")
+@format_option
+@storage_options
+def undo_command(journal: str, force: bool, output_format: str, storage_option: Sequence[str]) -> None:
+    """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
+    from checkpoint_doctor.execution.executor import undo_journal
+    from checkpoint_doctor.render import json_document, render_undo
+    from checkpoint_doctor.storage import open_store
+
+    options = _parse_storage_options(storage_option)
+    location = journal[: -len("/journal.jsonl")] if journal.endswith("/journal.jsonl") else journal
+    result = undo_journal(open_store(location, options), lambda url: open_store(url, options), force=force)
+    data = result.to_dict()
+    emit(json_document("undo", data) if output_format == "json" else render_undo(data))
 
 
 def now_ms() -> int:

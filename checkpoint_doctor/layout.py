@@ -17,6 +17,7 @@ Rules (reference §2, §6, §9, §15.1):
 
 from __future__ import annotations
 
+import operator
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -32,6 +33,8 @@ _V2_STATE = re.compile(r"^(?P<version>\d+)_(?P<uid>[0-9A-Za-z-]+)\.(?P<ext>zip|c
 STATE_DATA_SUFFIXES = ("delta", "snapshot", "zip", "changelog")
 LOG_DIRS = ("offsets", "commits")
 STATE_RESERVED = ("_metadata", "SSTs", "logs")
+_PATH = operator.attrgetter("path")
+_UNPARSED = object()
 
 
 def hadoop_crc_name(name: str) -> str:
@@ -271,10 +274,49 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     store.other.append(f)
 
 
+class _StoreDir:
+    """A directory holding a state store's data files (``state/<op>/<part>[/<store>]``)."""
+
+    __slots__ = ("op", "part_id", "key", "base", "store")
+
+    def __init__(self, op: OperatorIndex, part_id: int, key: tuple[int, str], base: str) -> None:
+        self.op = op
+        self.part_id = part_id
+        self.key = key
+        self.base = base
+        self.store: StoreIndex | None = None
+
+
+def _store_dir(layout: Layout, parent: str) -> _StoreDir | None:
+    """Return the store context of a directory whose files are state data files, else None.
+
+    Those directories hold nearly all the files of a big checkpoint; every other file goes through
+    the general per-file rules (:func:`_index_state_file`), which this shortcut must match exactly.
+    """
+    parts = parent.split("/")
+    if parts[0] != "state" or len(parts) not in (3, 4):
+        return None
+    if len(parts) == 4 and parts[3] in STATE_RESERVED:
+        return None
+    op_id = java_parse_int(parts[1])
+    part_id = java_parse_int(parts[2])
+    if op_id is None or parts[1] != str(op_id) or part_id is None or parts[2] != str(part_id):
+        return None
+    op = layout.operators.get(op_id)
+    if op is None:
+        op = layout.operators[op_id] = OperatorIndex(op_id)
+    store_name = parts[3] if len(parts) == 4 else "default"
+    return _StoreDir(op, part_id, (part_id, store_name), parent)
+
+
 def index_listing(listing: Listing) -> Layout:
-    """Index a checkpoint listing by role (one pass over the files)."""
+    """Index a checkpoint listing by role (one pass over the files).
+
+    Files are classified per directory: a directory's role is worked out once (cached by parent
+    path), so the per-file work in the large state store directories is a name parse.
+    """
     layout = Layout(files=listing.files, dirs=listing.dirs)
-    layout.present = {f.path for f in listing.files}
+    layout.present = set(map(_PATH, listing.files))
     for d in listing.dirs:
         top = d.partition("/")[0]
         if d in LOG_DIRS:
@@ -294,38 +336,88 @@ def index_listing(listing: Listing) -> Layout:
                 pid = java_parse_int(op_part[2])
                 if pid is not None and op_part[2] == str(pid):
                     op.partition_dirs.add(pid)
+    store_dirs: dict[str, _StoreDir | None] = {}
+    parsed_names: dict[str, StateFileName | None] = {}
+    crcs = layout.hadoop_crcs
+    temps = layout.temps
     for f in listing.files:
         path = f.path
-        top, sep, rest = path.partition("/")
-        if not sep:
-            if path == "metadata":
-                layout.metadata = f
-            elif path.startswith(".") and path.endswith(".crc"):
-                layout.hadoop_crcs[path] = f
-            elif temp_target(path) is not None:
-                layout.temps.append((f, temp_target(path) or ""))
-            else:
-                layout.unknown.append(f)
-            continue
-        if top == "offsets" or top == "commits":
-            log = layout.offsets if top == "offsets" else layout.commits
-            log.exists = True
-            _index_log_file(log, f, rest.split("/"), layout, compactible=False)
-        elif top == "sources":
-            src_name, sep2, tail = rest.partition("/")
-            if not sep2:
-                layout.unknown.append(f)
-                continue
-            log = layout.sources.get(src_name)
-            if log is None:
-                log = layout.sources[src_name] = LogIndex(f"sources/{src_name}", exists=True)
-            _index_log_file(log, f, tail.split("/"), layout, compactible=True)
-        elif top == "state":
+        parent, _, name = path.rpartition("/")
+        if parent in store_dirs:
+            ctx = store_dirs[parent]
+        elif parent[:6] == "state/":
+            ctx = store_dirs[parent] = _store_dir(layout, parent)
             layout.state_exists = True
-            _index_state_file(layout, f, path.split("/"))
+        else:
+            ctx = store_dirs[parent] = None
+        if ctx is not None:
+            # Same rules, in the same order, as _index_state_file for a file directly in a store dir.
+            op = ctx.op
+            op.file_count += 1
+            op.total_bytes += f.size
+            if name[:1] == ".":
+                if name.endswith(".crc"):
+                    crcs[path] = f
+                    continue
+                target = temp_target(name)
+                if target is not None:
+                    temps.append((f, f"{parent}/{target}"))
+                    continue
+            store = ctx.store
+            if store is None:
+                op.partition_dirs.add(ctx.part_id)
+                store = op.stores.get(ctx.key)
+                if store is None:
+                    store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
+                ctx.store = store
+            store.file_count += 1
+            store.total_bytes += f.size
+            parsed = parsed_names.get(name, _UNPARSED)
+            if parsed is _UNPARSED:
+                parsed = parsed_names[name] = parse_state_file_name(name)
+            if parsed is not None:
+                store.data.append((parsed, f))  # type: ignore[arg-type]
+            elif name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
+                store.spark_checksums += 1
+            else:
+                store.other.append(f)
+            continue
+        _index_file(layout, f)
+    return layout
+
+
+def _index_file(layout: Layout, f: FileStat) -> None:
+    """Index one file by the general rules (everything but state store data directories)."""
+    path = f.path
+    top, sep, rest = path.partition("/")
+    if not sep:
+        if path == "metadata":
+            layout.metadata = f
+        elif path.startswith(".") and path.endswith(".crc"):
+            layout.hadoop_crcs[path] = f
+        elif temp_target(path) is not None:
+            layout.temps.append((f, temp_target(path) or ""))
         else:
             layout.unknown.append(f)
-    return layout
+        return
+    if top == "offsets" or top == "commits":
+        log = layout.offsets if top == "offsets" else layout.commits
+        log.exists = True
+        _index_log_file(log, f, rest.split("/"), layout, compactible=False)
+    elif top == "sources":
+        src_name, sep2, tail = rest.partition("/")
+        if not sep2:
+            layout.unknown.append(f)
+            return
+        log = layout.sources.get(src_name)
+        if log is None:
+            log = layout.sources[src_name] = LogIndex(f"sources/{src_name}", exists=True)
+        _index_log_file(log, f, tail.split("/"), layout, compactible=True)
+    elif top == "state":
+        layout.state_exists = True
+        _index_state_file(layout, f, path.split("/"))
+    else:
+        layout.unknown.append(f)
 
 
 def index_sink_listing(listing: Listing) -> LogIndex:
@@ -340,14 +432,15 @@ def index_sink_listing(listing: Listing) -> LogIndex:
 
 def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
     """Return Hadoop ``.crc`` files whose data file is gone, with the missing file's path."""
+    present = layout.present
     out = []
     for path, f in layout.hadoop_crcs.items():
-        parent, _, name = path.rpartition("/")
-        target = crc_target(name)
-        if target is None:
+        cut = path.rfind("/") + 1
+        # path[cut:] is ".<name>.crc" (checked when indexed); crc_target's rules, inlined.
+        if len(path) - cut <= 5 or path[cut] != "." or not path.endswith(".crc"):
             continue
-        target_path = f"{parent}/{target}" if parent else target
-        if target_path not in layout.present:
+        target_path = path[:cut] + path[cut + 1 : -4]
+        if target_path not in present:
             out.append((f, target_path))
     return out
 

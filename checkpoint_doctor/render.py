@@ -324,3 +324,116 @@ def render_explain(info: dict[str, Any]) -> str:
     if info["search"]:
         lines += ["", section("Search your driver log for", "\n".join(f"  {s}" for s in info["search"]))]
     return "\n".join(lines) + "\n"
+
+
+def _pre_text(p: dict[str, Any]) -> str:
+    kind = p["kind"]
+    if kind == "query_id":
+        return f"query id is {p['value']}" if p["value"] else "metadata is absent"
+    if kind == "latest_batches":
+        return f"newest offsets id {p['offsets']}, newest commit id {p['commits']}"
+    if kind == "file_unchanged":
+        stamp = f"ETag {p['etag']}" if p.get("etag") else f"mtime {p.get('mtime_ms')}"
+        return f"{p['area']}:{p['path']} unchanged ({p['size']} bytes, {stamp})"
+    if kind == "file_absent":
+        return f"{p['area']}:{p['path']} does not exist"
+    return f"no live writer (window {p.get('window_s')} s)"
+
+
+def _step_text(s: dict[str, Any]) -> str:
+    kind = s["kind"]
+    if kind == "quarantine":
+        return f"quarantine {s['area']}:{s['path']}"
+    if kind == "copy":
+        return f"copy {s['source']} -> {s['path']}"
+    if kind == "write":
+        return f"write {s['path']} = {s['content']}"
+    return f"run: {s['command']}"
+
+
+def render_plan(plan: dict[str, Any], written_to: str | None) -> str:
+    """Return a plan as text: options with consequences, steps, preconditions, expected result."""
+    blocks = [
+        key_values(
+            [
+                ("Plan", plan["plan_id"]),
+                ("Checkpoint", plan["checkpoint"]),
+                ("Sink", plan["sink"]),
+                ("Restart", f"Spark {plan['spark']}, {plan['mode']}"),
+                ("Strategy", plan["strategy"] or "none"),
+                ("Addresses", ", ".join(plan["addresses"]) or "nothing"),
+            ]
+        )
+    ]
+    for group in plan["options"]:
+        lines = [f"{group['finding']}: {group['message']}"]
+        for opt in group["options"]:
+            if opt.get("available") is False:
+                lines.append(f"  -  {opt['strategy']}: not possible ({opt['reason']})")
+                continue
+            mark = " (chosen)" if opt["chosen"] else ""
+            lines.append(f"  {opt['rank']}. {opt['strategy']}{mark}" + (f": {opt['note']}" if opt["note"] else ""))
+            summary = opt["consequences"].get("summary")
+            if summary:
+                lines.append(_wrap(summary, 6))
+        blocks.append(section("Options", "\n".join(lines)) if group is plan["options"][0] else "\n".join(lines))
+    if plan["steps"]:
+        blocks.append(
+            section(
+                "Steps, in order",
+                "\n".join(f"  {i}. {_step_text(s)}  ({s['reason']})" for i, s in enumerate(plan["steps"], 1)),
+            )
+        )
+        blocks.append(section("Preconditions checked by apply", "\n".join(f"  - {_pre_text(p)}" for p in plan["preconditions"])))
+        exp = plan["expected"]
+        blocks.append(
+            "Expected after apply: "
+            + exp["restart"]
+            + (f" (remaining codes: {', '.join(exp['codes'])})" if exp.get("codes") else "")
+            + (f"\nThen: {exp['after']}" if exp.get("after") else "")
+        )
+    for w in plan["warnings"]:
+        blocks.append(f"WARNING: {w}")
+    if plan["unresolved"]:
+        blocks.append(
+            section(
+                "Unresolved (no safe automatic repair)",
+                "\n".join(f"  - {u['code']}: {u['reason']}\n    what you can do: {u['manual']}" for u in plan["unresolved"]),
+            )
+        )
+    if written_to:
+        runnable = any(s["kind"] != "run" for s in plan["steps"])
+        blocks.append(f"Plan written to {written_to}." + (f" Apply it with: checkpoint-doctor apply {written_to}" if runnable else ""))
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_apply(result: dict[str, Any]) -> str:
+    """Return an apply result as text."""
+    if result["dry_run"]:
+        text = f"Dry run of plan {result['plan_id']}: every precondition holds; nothing was changed."
+    elif result["steps_done"] == 0 and not result["journal"]:
+        text = f"Plan {result['plan_id']} has no changes to make."
+    else:
+        text = (
+            f"Applied plan {result['plan_id']}: {result['steps_done']} step(s).\n"
+            f"Backups and journal: {result['backup']}\n"
+            f"Undo with: checkpoint-doctor undo {result['journal']}"
+        )
+    blocks = [text]
+    for cmd in result["manual_steps"]:
+        blocks.append(f"Run this yourself next (the plan's catch-up step):\n  {cmd}")
+    if result["after"] is not None:
+        blocks.append("Diagnosis after apply:\n" + render_prediction(result["after"]["restart"]))
+    return "\n\n".join(blocks) + "\n"
+
+
+def render_undo(result: dict[str, Any]) -> str:
+    """Return an undo result as text."""
+    lines = [f"Undid {result['journal']}"]
+    for p in result["restored"]:
+        lines.append(f"  restored {p}")
+    for p in result["removed"]:
+        lines.append(f"  removed {p}")
+    for p in result["already_as_before"]:
+        lines.append(f"  already as before: {p}")
+    return "\n".join(lines) + "\n"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -20,11 +20,14 @@ from checkpoint_doctor.layout import (
     LogIndex,
     StoreIndex,
     hadoop_crc_path,
+    index_listing,
+    index_sink_listing,
     orphan_crcs,
 )
 from checkpoint_doctor.model import (
     CommitRecord,
     FileStat,
+    Listing,
     LogEntry,
     OffsetSeq,
     OperatorStateMetadata,
@@ -290,6 +293,8 @@ class CheckpointSnapshot:
     hadoop_crcs: frozenset[str]
     sink: SinkLog | None = None
     read_count: int = 0
+    raw: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    sink_raw: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     _by_path: dict[str, FileStat] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -573,4 +578,48 @@ def assemble_snapshot(
         hadoop_crcs=frozenset(layout.hadoop_crcs),
         sink=sink_log,
         read_count=len(contents) + (len(sink[2]) if sink else 0),
+        raw={k: v for k, v in contents.items() if isinstance(v, bytes)},
+        sink_raw={k: v for k, v in sink[2].items() if isinstance(v, bytes)} if sink else {},
     )
+
+
+def simulate_changes(
+    snapshot: CheckpointSnapshot,
+    *,
+    removed: Iterable[tuple[str, str]] = (),
+    added: Mapping[tuple[str, str], bytes] | None = None,
+) -> CheckpointSnapshot:
+    """Return the snapshot as it would be after removing and adding files. Pure.
+
+    ``removed``/``added`` are keyed by (area, path): area ``checkpoint`` (path relative to the root)
+    or ``sink`` (path relative to the sink root, ``_spark_metadata/<id>``). Used to compute the
+    diagnosis a repair plan expects, without touching storage.
+    """
+    added = dict(added or {})
+    gone = {p for a, p in removed if a == "checkpoint"}
+    new_files = {p: d for (a, p), d in added.items() if a == "checkpoint"}
+    files = [f for f in snapshot.files if f.path not in gone and f.path not in new_files]
+    files += [FileStat(p, len(d), None) for p, d in new_files.items()]
+    files.sort(key=lambda f: f.path)
+    dirs = set(snapshot.dirs)
+    for p in new_files:
+        parent = p.rpartition("/")[0]
+        while parent:
+            dirs.add(parent)
+            parent = parent.rpartition("/")[0]
+    contents: dict[str, Content] = {k: v for k, v in snapshot.raw.items() if k not in gone}
+    contents.update(new_files)
+    layout = index_listing(Listing(tuple(files), tuple(sorted(dirs))))
+    sink_arg = None
+    if snapshot.sink is not None:
+        prefix = "_spark_metadata/"
+        sink_gone = {p[len(prefix):] for a, p in removed if a == "sink"}
+        sink_new = {p[len(prefix):]: d for (a, p), d in added.items() if a == "sink"}
+        sink_files = [e.file for e in snapshot.sink.log.entries if e.file.path not in sink_gone]
+        sink_files += [FileStat(p, len(d), None) for p, d in sink_new.items()]
+        sink_contents: dict[str, Content] = {k: v for k, v in snapshot.sink_raw.items() if k not in sink_gone}
+        sink_contents.update(sink_new)
+        index = index_sink_listing(Listing(tuple(sorted(sink_files, key=lambda f: f.path)), ()))
+        index.exists = snapshot.sink.log.exists
+        sink_arg = (snapshot.sink.url, index, sink_contents)
+    return assemble_snapshot(snapshot.root, layout, contents, depth=snapshot.depth, sink=sink_arg)
