@@ -432,17 +432,17 @@ def index_sink_listing(listing: Listing) -> LogIndex:
 
 def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
     """Return Hadoop ``.crc`` files whose data file is gone, with the missing file's path."""
-    present = layout.present
-    out = []
-    for path, f in layout.hadoop_crcs.items():
-        cut = path.rfind("/") + 1
-        # path[cut:] is ".<name>.crc" (checked when indexed); crc_target's rules, inlined.
-        if len(path) - cut <= 5 or path[cut] != "." or not path.endswith(".crc"):
-            continue
-        target_path = path[:cut] + path[cut + 1 : -4]
-        if target_path not in present:
-            out.append((f, target_path))
-    return out
+    crcs = layout.hadoop_crcs
+    # Every key is ".../.<name>.crc" (checked when indexed): the data file is ".../<name>".
+    targets = [parent + sep + name[1:-4] for parent, sep, name in map(str.rpartition, crcs, ["/"] * len(crcs))]
+    missing = set(targets).difference(layout.present)
+    if not missing:
+        return []
+    return [
+        (f, target)
+        for (path, f), target in zip(crcs.items(), targets)
+        if target in missing and crc_target(path.rpartition("/")[2]) is not None
+    ]
 
 
 def group_by_version(data: list[tuple[StateFileName, FileStat]]) -> dict[str, list[int]]:

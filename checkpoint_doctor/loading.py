@@ -13,7 +13,13 @@ from typing import Any
 from checkpoint_doctor.errors import CheckpointNotFoundError
 from checkpoint_doctor.layout import index_listing, index_sink_listing
 from checkpoint_doctor.model import Listing
-from checkpoint_doctor.snapshot import DEFAULT_DEPTH, CheckpointSnapshot, assemble_snapshot, plan_reads
+from checkpoint_doctor.snapshot import (
+    DEFAULT_DEPTH,
+    CheckpointSnapshot,
+    assemble_snapshot,
+    follow_up_reads,
+    plan_reads,
+)
 from checkpoint_doctor.storage import CheckpointStore, open_store
 
 
@@ -47,7 +53,12 @@ def load_snapshot(
     sink_arg = None
     if sink_store is not None and sink_index is not None and sink_meta is not None:
         sink_arg = (sink_store.url, sink_index, sink_meta.read_many(sink_paths))
-    return assemble_snapshot(store.url, layout, contents, depth=depth, sink=sink_arg)
+    snapshot = assemble_snapshot(store.url, layout, contents, depth=depth, sink=sink_arg)
+    extra = follow_up_reads(snapshot)
+    if extra:
+        contents = {**contents, **store.read_many(extra)}
+        snapshot = assemble_snapshot(store.url, layout, contents, depth=depth, sink=sink_arg)
+    return snapshot
 
 
 def load_checkpoint(

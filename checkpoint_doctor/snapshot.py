@@ -430,6 +430,24 @@ def plan_reads(layout: Layout, depth: str = DEFAULT_DEPTH, sink: LogIndex | None
     return list(dict.fromkeys(paths)), list(dict.fromkeys(sink_paths))
 
 
+def follow_up_reads(snapshot: CheckpointSnapshot) -> list[str]:
+    """Return files worth reading after a first assembly: older RocksDB zips of a store whose
+    newest zip names missing SSTs (Spark 4.3's auto snapshot repair falls back to them)."""
+    paths: list[str] = []
+    for op in snapshot.state.operators:
+        for store in op.stores:
+            present = set(store.sst_files)
+            damaged = any(
+                rec.record is not None and any(sst not in present for sst in rec.record.sst_files)
+                for _, rec in store.zip_metadata
+            )
+            if not damaged:
+                continue
+            read = {name for name, _ in store.zip_metadata}
+            paths.extend(f"{store.path}/{v}.zip" for v in store.zips if f"{v}.zip" not in read)
+    return paths
+
+
 # ------------------------------------------------------------------------------------------ assembly
 
 

@@ -50,25 +50,63 @@ def _chain(full: set[int], step: set[int], version: int) -> tuple[bool, int | No
     return True, base, None
 
 
+#: RocksDB autoSnapshotRepair replays at most this many changelog files (maxChangeFileReplay).
+MAX_CHANGE_FILE_REPLAY = 500
+
+
+def _rocksdb(store: StateStore, version: int, auto_repair: bool) -> Restorability:
+    head = (store.operator_id, store.partition_id, store.store_name, version)
+    changelogs = set(store.changelogs)
+    bases = [z for z in sorted(store.zips, reverse=True) if z <= version]
+
+    def chain(base: int) -> int | None:
+        return next((v for v in range(base + 1, version + 1) if v not in changelogs), None)
+
+    def basis(base: int) -> str:
+        head_text = f"{base}.zip" if base else "empty state"
+        return head_text + (f" + changelogs {base + 1}..{version}" if base < version else "")
+
+    if not (auto_repair and changelogs):
+        base = bases[0] if bases else 0
+        missing_ssts = _missing_ssts(store, base) if base else ()
+        if missing_ssts:
+            return Restorability(*head, ok=False, missing=missing_ssts, basis=basis(base))
+        gap = chain(base)
+        if gap is not None:
+            return Restorability(*head, ok=False, missing=(_file(store, f"{gap}.changelog"),), basis=basis(base))
+        return Restorability(*head, ok=True, basis=basis(base))
+    # RocksDBStateStoreProvider + AutoSnapshotLoader (4.3): skip snapshots that fail to load and
+    # fall back to older ones, down to the empty version 0, replaying changelogs on top.
+    skipped = []
+    for base in [*bases, 0]:
+        if base and _missing_ssts(store, base):
+            skipped.append(base)
+            continue
+        if version - base > MAX_CHANGE_FILE_REPLAY:
+            continue
+        if chain(base) is None:
+            note = f" (auto snapshot repair skips {', '.join(map(str, skipped))}.zip)" if skipped else ""
+            return Restorability(*head, ok=True, basis=basis(base) + note)
+    gap = chain(0)
+    return Restorability(
+        *head,
+        ok=False,
+        missing=(_file(store, f"{gap}.changelog"),) if gap is not None else _missing_ssts(store, bases[0]),
+        basis="auto snapshot repair found no loadable snapshot with changelogs up to the version",
+    )
+
+
 def check_version(
-    store: StateStore, version: int, *, unique_id: str | None = None
+    store: StateStore, version: int, *, unique_id: str | None = None, auto_repair: bool = False
 ) -> Restorability:
-    """Return whether ``store`` can load state ``version``."""
+    """Return whether ``store`` can load state ``version`` (``auto_repair``: 4.3 RocksDB fallback)."""
     head = (store.operator_id, store.partition_id, store.store_name, version)
     if version <= 0:
         return Restorability(*head, ok=True, basis="empty state (version 0)")
     if store.zips_v2 or store.changelogs_v2:
         return _check_v2(store, version, unique_id)
     if store.provider == "rocksdb":
-        ok, base, gap = _chain(set(store.zips), set(store.changelogs), version)
-        if not ok:
-            return Restorability(
-                *head, ok=False, missing=(_file(store, f"{gap}.changelog"),),
-                basis=f"zip {base} + changelogs {base + 1 if base is not None else 1}..{version}",
-            )
-        missing = _missing_ssts(store, base) if base else ()
-        basis = f"{base}.zip" + (f" + changelogs {base + 1}..{version}" if base != version else "")
-        return Restorability(*head, ok=not missing, missing=missing, basis=basis)
+        return _rocksdb(store, version, auto_repair)
     ok, base, gap = _chain(set(store.snapshots), set(store.deltas), version)
     start = (base or 0) + 1
     basis = (f"{base}.snapshot" if base else "empty map") + (

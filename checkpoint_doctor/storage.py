@@ -37,6 +37,14 @@ from checkpoint_doctor.model import FileStat, Listing
 _PATH = operator.attrgetter("path")
 _EXTRA_FOR_PROTOCOL = {"s3": ("s3", "s3fs"), "s3a": ("s3", "s3fs"), "gs": ("gcs", "gcsfs")}
 _NO_CREDENTIALS = ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError")
+_REJECTED_CREDENTIALS = (
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "InvalidToken",
+    "ExpiredToken",
+    "TokenRefreshRequired",
+    "InvalidClientTokenId",
+)
 _UNREACHABLE = (
     "EndpointConnectionError",
     "ConnectTimeoutError",
@@ -53,26 +61,47 @@ def parse_storage_options(pairs: Iterable[str]) -> dict[str, Any]:
     """Turn ``key=value`` strings into fsspec storage options.
 
     ``endpoint_url`` (and ``region_name``) go into ``client_kwargs`` as s3fs expects; ``true``/
-    ``false`` become booleans.
+    ``false`` become booleans. A dotted key sets a nested option, and its value becomes an int or a
+    float when it reads as one: ``config_kwargs.connect_timeout=2`` and
+    ``config_kwargs.retries.total_max_attempts=1`` give
+    ``{"config_kwargs": {"connect_timeout": 2, "retries": {"total_max_attempts": 1}}}`` (botocore's
+    ``Config``: fail fast on an unreachable endpoint).
 
     Raises:
-        UsageError: when an item has no ``=``.
+        UsageError: when an item has no ``=``, or a dotted key clashes with a plain one.
     """
     options: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
-        if not sep or not key:
+        if not sep or not key or any(not part for part in key.split(".")):
             raise UsageError(
                 f"storage option {pair!r} is not key=value", hint="e.g. --storage-option endpoint_url=http://127.0.0.1:9000"
             )
         parsed: Any = value
         if value.lower() in ("true", "false"):
             parsed = value.lower() == "true"
+        elif "." in key:
+            parsed = _number(value)
         if key in ("endpoint_url", "region_name"):
             options.setdefault("client_kwargs", {})[key] = parsed
-        else:
-            options[key] = parsed
+            continue
+        *parents, leaf = key.split(".")
+        target = options
+        for part in parents:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                raise UsageError(f"storage option {pair!r} clashes with {part}={target!r}")
+        target[leaf] = parsed
     return options
+
+
+def _number(value: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(value)
+        except ValueError:
+            continue
+    return value
 
 
 def _is_local(fs: Any) -> bool:
@@ -90,6 +119,21 @@ def _class_names(exc: BaseException) -> set[str]:
     return names
 
 
+def _error_code(exc: BaseException) -> str | None:
+    """Return the service error code (botocore ``ClientError``) found in the exception chain."""
+    current: BaseException | None = exc
+    seen = 0
+    while current is not None and seen < 8:
+        response = getattr(current, "response", None)
+        if isinstance(response, Mapping):
+            code = response.get("Error", {}).get("Code")
+            if code:
+                return str(code)
+        current = current.__cause__ or current.__context__
+        seen += 1
+    return None
+
+
 def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
     """Map a backend exception to the project's :class:`StorageError` family."""
     names = _class_names(exc)
@@ -100,6 +144,14 @@ def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
             op,
             "no credentials found",
             hint="set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or pass --storage-option key=... secret=...",
+        )
+    code = _error_code(exc)
+    if code in _REJECTED_CREDENTIALS:
+        return CredentialsError(
+            url,
+            op,
+            f"the credentials were rejected ({code})",
+            hint="check the access key, secret and session token (AWS_* variables, AWS_PROFILE or --storage-option key=... secret=...)",
         )
     if isinstance(exc, FileNotFoundError):
         return CheckpointNotFoundError(url, op, "no such file or directory", hint="check the path")
@@ -131,9 +183,23 @@ def _translated(url: str, op: str) -> Iterator[None]:
     except StorageError:
         raise
     except ImportError as exc:
-        raise MissingDependencyError(f"{url}", "s3", exc.name or "s3fs") from exc
+        raise _missing_dependency(url, exc) from exc
     except Exception as exc:  # noqa: BLE001 - every backend error is translated at this boundary
         raise translate_error(exc, url, op) from exc
+
+
+def _missing_dependency(url: str, exc: ImportError) -> MissingDependencyError:
+    """Name the URL, the package that is missing and how to install it."""
+    protocol = _split_protocol(url)[0]
+    known = _EXTRA_FOR_PROTOCOL.get(protocol)
+    if known is not None:
+        return MissingDependencyError(url, *known)
+    cause = exc.__cause__ if isinstance(exc.__cause__, ImportError) else None
+    module = (exc.name or (cause.name if cause is not None else None) or protocol).partition(".")[0]
+    error = MissingDependencyError(url, "", module)
+    # No checkpoint-doctor extra installs it: point at the package itself.
+    error.hint = f"install it with: pip install {module}"
+    return error
 
 
 def _split_protocol(url: str) -> tuple[str, str]:
@@ -244,14 +310,8 @@ class CheckpointStore:
             return listing
 
     def _check_root_is_directory(self) -> None:
-        info = None
-        try:
-            info = self.fs.info(self.root)
-        except FileNotFoundError:
-            if self.protocol in ("s3", "s3a", "gs", "gcs", "abfs", "az"):
-                # An object store "directory" with no keys below it does not exist.
-                raise
-            raise
+        # Raises FileNotFoundError when missing (an object store prefix with no keys below it).
+        info = self.fs.info(self.root)
         if info.get("type") != "directory":
             raise NotADirectoryError(self.root)
 
@@ -347,20 +407,21 @@ class CheckpointStore:
                 tmp = os.path.join(
                     os.path.dirname(final), f".{os.path.basename(final)}.{uuid.uuid4()}.cdtmp"
                 )
-                with open(tmp, "xb") as fh:
-                    fh.write(data)
-                    fh.flush()
-                    os.fsync(fh.fileno())
+                # The temp file goes whatever fails (a full disk in write or fsync included).
                 try:
-                    os.link(tmp, final)
-                except FileExistsError:
-                    raise
-                except OSError:
-                    # No hard links here (some network or FAT file systems): check, then rename.
-                    if os.path.lexists(final):
-                        raise FileExistsError(final) from None
-                    os.replace(tmp, final)
-                    return
+                    with open(tmp, "xb") as fh:
+                        fh.write(data)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                    try:
+                        os.link(tmp, final)
+                    except FileExistsError:
+                        raise
+                    except OSError:
+                        # No hard links here (some network or FAT file systems): check, then rename.
+                        if os.path.lexists(final):
+                            raise FileExistsError(final) from None
+                        os.replace(tmp, final)
                 finally:
                     if os.path.lexists(tmp):
                         os.unlink(tmp)
@@ -483,8 +544,7 @@ def open_store(url: str, storage_options: Mapping[str, Any] | None = None) -> Ch
     except ValueError as exc:
         raise UsageError(f"unknown storage protocol {protocol!r} in {url}") from exc
     except ImportError as exc:
-        extra, module = _EXTRA_FOR_PROTOCOL.get(protocol, (protocol, protocol))
-        raise MissingDependencyError(f"{protocol}:// URLs", extra, module) from exc
+        raise _missing_dependency(url, exc) from exc
     with _translated(url, "open"):
         fs = cls(**options)
         root = cls._strip_protocol(url)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.state_chain import check_version, restorable_versions
+from checkpoint_doctor.state_chain import restorable_versions
 
 
 def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -27,13 +27,6 @@ def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator
         yield Finding("CD301", f"the query is stateful but state/ {what}.", paths=("state",))
 
 
-def _unique_ids(ctx: Context, batch_id: int) -> dict[int, tuple[tuple[str, ...], ...]]:
-    commit = ctx.commit(batch_id - 1)
-    if commit is None or commit.record is None or commit.record.state_unique_ids is None:
-        return {}
-    return dict(commit.record.state_unique_ids)
-
-
 def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD302/CD303/CD306: the next batch's state version in every store; CD304/CD305 partitions."""
     b = prediction.next_batch_id
@@ -41,7 +34,6 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
     if b is None or not state.operators or ctx.is_continuous:
         return
     expected = ctx.pinned_partitions
-    ids = _unique_ids(ctx, b)
     for op in state.operators:
         if not op.stores:
             continue
@@ -66,19 +58,10 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
                     paths=tuple(f"state/{op.operator_id}/{p}" for p in extra),
                     details=(("operator", op.operator_id),),
                 )
-        names = op.store_names
         for store in op.stores:
-            uid = None
-            parts = ids.get(op.operator_id)
-            if parts is not None and store.partition_id < len(parts):
-                idx = names.index(store.store_name)
-                per = parts[store.partition_id]
-                uid = per[idx] if idx < len(per) else None
-            result = check_version(store, b, unique_id=uid)
-            if result.ok:
+            result, code = ctx.restorability(store, b)
+            if code is None:
                 continue
-            missing_file = result.missing[0]
-            code = "CD303" if "/SSTs/" in missing_file else ("CD306" if uid else "CD302")
             yield Finding(
                 code,
                 f"batch {b} loads state version {b} from {store.path} but {', '.join(result.missing)} "

@@ -111,16 +111,17 @@ _ALL = (
         "Log file was malformed",
     ),
     _c(
-        "CD008", "offsets-metadata-line-empty", WARNING,
-        "A micro-batch offsets file has an empty metadata line",
-        "An empty line 2 means no batch watermark, timestamp or pinned confs: Spark then keeps the "
-        "session's confs. Only continuous processing writes offsets like this. Offsets v2 require the "
-        "line ('VERSION_2 offset log requires metadata').",
-        "Stateful queries can restart with different shuffle partitions or state formats than the "
-        "state was written with.",
-        "Check which mode wrote the log; for a micro-batch log, re-plan the batch (quarantine the file "
-        "if it has no commit).",
-        "VERSION_2 offset log requires metadata",
+        "CD008", "offsets-metadata-line-empty", ERROR,
+        "A micro-batch offsets file the restart reads has an empty metadata line",
+        "An empty line 2 means no batch watermark, timestamp or pinned confs. Only continuous "
+        "processing writes offsets like this. A micro-batch restart then leaves "
+        "MicroBatchExecution.watermarkTracker unset and fails with a NullPointerException (Spark 3.5.9 "
+        "and 4.3.0, stateless queries too); 4.3 with an uncommitted newest batch fails earlier with "
+        "'requirement failed: Batch L metadata not found'. Offsets v2 require the line.",
+        "A hand edit, a broken writer, or a continuous-mode log restarted in micro-batch mode.",
+        "Quarantine the file if its batch has no commit, so Spark re-plans the batch; restart a "
+        "continuous-mode log in continuous mode.",
+        "WatermarkTracker.currentWatermark()", "metadata not found", "VERSION_2 offset log requires metadata",
     ),
     _c(
         "CD009", "log-file-unreadable-history", WARNING,
@@ -138,6 +139,28 @@ _ALL = (
         "Nothing breaks, but the query runs with legacy state formats.",
         "Nothing to do; confs are pinned again from the next batch on.",
         "was not found in the offset log",
+    ),
+    _c(
+        "CD011", "offsets-without-conf-fatal", ERROR,
+        "The newest offsets file pins no SQL confs and this restart cannot do without them",
+        "Spark fills every missing conf with its legacy default, so state written with newer formats is "
+        "read with the legacy ones (spark.sql.streaming.aggregation.stateFormatVersion=1): 3.5 fails in "
+        "the tasks (InvalidUnsafeRowException or a schema mismatch), 4.x with "
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE. Spark 4.3 with an uncommitted newest batch fails "
+        "earlier, reading spark.sql.shuffle.partitions from it ('None.get').",
+        "The conf map of the metadata line was removed by a hand edit or an old tool.",
+        "If the batch has no commit, quarantine the file so Spark re-plans it with pinned confs; "
+        "otherwise restore the file.",
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", "state format invalidation", "None.get",
+    ),
+    _c(
+        "CD012", "unfinished-repartition", ERROR,
+        "The uncommitted newest batch pins other shuffle partitions than the batch before it",
+        "Spark 4.3 treats such a batch as an unfinished offline state repartition "
+        "(checkUnfinishedRepartitionOnRestart) and refuses to start.",
+        "spark.sql.shuffle.partitions was edited in offsets/L, or an offline repartition did not finish.",
+        "Finish the repartition, or quarantine offsets/L so Spark re-plans the batch.",
+        "STREAMING_UNFINISHED_REPARTITION_DETECTED",
     ),
     _c(
         "CD101", "async-tail-sync-restart", ERROR,
@@ -238,13 +261,12 @@ _ALL = (
         "sources in the checkpoint offsets and now there are",
     ),
     _c(
-        "CD202", "source-offset-void", ERROR,
+        "CD202", "source-offset-void", WARNING,
         "A source has no offset ('-') in the batch to re-run although it had offsets before",
-        "Planning the re-run batch with a void offset failed in Spark 3.5.9 with an internal planning "
-        "error.",
+        "Spark re-runs the batch with no end offset for that source: the batch reads nothing from it "
+        "(seen on 3.5.9 and 4.3.0), and the next batch plans that source again from its committed start.",
         "A hand edit or a broken writer.",
         "Quarantine the offsets file if it has no commit so Spark re-plans the batch.",
-        "INTERNAL_ERROR",
     ),
     _c(
         "CD203", "kafka-partitions-changed", WARNING,

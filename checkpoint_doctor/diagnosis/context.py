@@ -9,10 +9,19 @@ from checkpoint_doctor.detect import ASYNC, CONTINUOUS, MICRO_BATCH, detect_mode
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
-from checkpoint_doctor.snapshot import CheckpointSnapshot
+from checkpoint_doctor.snapshot import CheckpointSnapshot, StateStore
+from checkpoint_doctor.state_chain import Restorability, check_version
 
 OFFSETS = "offsets"
 COMMITS = "commits"
+
+#: State format confs whose legacy default (used when an offsets file has no conf map) differs
+#: from what current releases write (OffsetSeqMetadata.relevantSQLConfDefaultValues).
+LEGACY_STATE_FORMATS = (
+    ("spark.sql.streaming.aggregation.stateFormatVersion", "1"),
+    ("spark.sql.streaming.join.stateFormatVersion", "1"),
+    ("spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion", "1"),
+)
 
 
 @dataclass(frozen=True)
@@ -93,18 +102,19 @@ class Context:
             return self.snapshot.offsets.newest_below(latest)
         return self.offsets(latest - 1)
 
-    def tail_gap_code(self) -> str | None:
+    def tail_gap_code(self, *, strict: bool = False) -> str | None:
         """Return the code for a missing ``offsets/L-1`` under the restart mode, or None if present.
 
         CD101/CD102: the sparse pattern of async progress tracking (sync restart fails, async works);
         CD103: one file missing right below L; CD109: L jumps further ahead of the previous file.
+        ``strict``: the restart needs ``offsets/L-1`` whatever the mode (4.3's repartition check).
         """
         latest = self.latest
         if latest is None or latest == 0 or self.offsets(latest - 1) is not None or self.is_continuous:
             return None
         if self.async_pattern:
-            return "CD102" if self.is_async else "CD101"
-        if self.is_async:
+            return "CD101" if (strict or not self.is_async) else "CD102"
+        if self.is_async and not strict:
             return None
         return "CD103" if (latest == 1 or self.offsets(latest - 2) is not None) else "CD109"
 
@@ -128,6 +138,49 @@ class Context:
                     return int(value)
                 return None
         return None
+
+    def store_unique_id(self, store: StateStore, version: int) -> str | None:
+        """Return the checkpoint-format-2 unique id of a store's ``version`` from commits/(version-1)."""
+        commit = self.commit(version - 1)
+        if commit is None or commit.record is None or not commit.record.state_unique_ids:
+            return None
+        parts = dict(commit.record.state_unique_ids).get(store.operator_id)
+        if parts is None or store.partition_id >= len(parts):
+            return None
+        op = next(o for o in self.snapshot.state.operators if o.operator_id == store.operator_id)
+        idx = op.store_names.index(store.store_name) if store.store_name in op.store_names else 0
+        per = parts[store.partition_id]
+        return per[idx] if idx < len(per) else None
+
+    def restorability(self, store: StateStore, version: int) -> tuple[Restorability, str | None]:
+        """Return whether the restart loads ``version`` in ``store``, and the code if it cannot."""
+        uid = self.store_unique_id(store, version)
+        result = check_version(store, version, unique_id=uid, auto_repair=self.auto_snapshot_repair)
+        if result.ok:
+            return result, None
+        missing = result.missing[0] if result.missing else ""
+        return result, "CD303" if "/SSTs/" in missing else ("CD306" if uid else "CD302")
+
+    def legacy_state_formats_differ(self, seq: OffsetSeq) -> bool:
+        """Whether restoring confs from ``seq`` (no conf map) changes the state formats in use."""
+        if seq.metadata is None or seq.metadata.has_conf:
+            return False
+        for e in reversed(self.snapshot.offsets.entries):
+            md = e.record.metadata if e.record is not None else None
+            if md is None or not md.has_conf:
+                continue
+            return any(md.conf_value(key) not in (None, legacy) for key, legacy in LEGACY_STATE_FORMATS)
+        return True
+
+    def session_conf(self, key: str) -> str | None:
+        """Return a session conf the operator passed for the restart."""
+        return dict(self.options.confs).get(key)
+
+    @property
+    def auto_snapshot_repair(self) -> bool:
+        """Whether the target falls back to older RocksDB snapshots (4.3, on unless disabled)."""
+        value = self.session_conf("spark.sql.streaming.stateStore.autoSnapshotRepair.enabled")
+        return self.target.auto_snapshot_repair and (value is None or value.lower() == "true")
 
     @property
     def local_fs(self) -> bool:

@@ -135,7 +135,8 @@ class DiagnoseOptions:
     checkpoint; ``sources``/``stateful`` None mean unknown (inferred where the checkpoint shows it).
     ``checkpoint_format_version`` is the session's state store checkpoint format (4.0/4.1 commit
     headers must equal it). ``now_ms`` and ``live_window_s`` drive live-writer detection
-    (``live_window_s`` 0 disables it).
+    (``live_window_s`` 0 disables it). ``confs`` are session confs of the restart that change what
+    Spark does (e.g. ``spark.sql.streaming.stateStore.autoSnapshotRepair.enabled``).
     """
 
     spark: str | None = None
@@ -145,6 +146,7 @@ class DiagnoseOptions:
     checkpoint_format_version: int | None = None
     live_window_s: float = 600.0
     now_ms: int | None = None
+    confs: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)

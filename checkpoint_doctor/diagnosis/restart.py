@@ -16,7 +16,7 @@ from checkpoint_doctor.diagnosis.model import RestartPrediction
 from checkpoint_doctor.diagnosis.versions import SparkError
 from checkpoint_doctor.layout import hadoop_crc_path
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
-from checkpoint_doctor.state_chain import check_version
+
 
 
 @dataclass
@@ -129,28 +129,58 @@ def _state_step(run: _Run) -> RestartPrediction | None:
             if missing_parts:
                 p = missing_parts[0]
                 return run.done(ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p), "CD304")
-    prev_commit = ctx.commit(b - 1)
-    ids = dict(prev_commit.record.state_unique_ids or ()) if prev_commit and prev_commit.record else {}
     for op in state.operators:
-        names = op.store_names
         for store in op.stores:
-            uid = None
-            parts = ids.get(op.operator_id)
-            if parts is not None and store.partition_id < len(parts):
-                per_store = parts[store.partition_id]
-                idx = names.index(store.store_name) if store.store_name in names else 0
-                uid = per_store[idx] if idx < len(per_store) else None
-            result = check_version(store, b, unique_id=uid)
-            if result.ok:
+            result, code = ctx.restorability(store, b)
+            if code is None:
                 continue
             missing = result.missing[0]
             if missing.endswith(".delta"):
                 version = int(missing.rpartition("/")[2].split(".")[0])
-                return run.done(
-                    ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), "CD302"
-                )
-            code = "CD303" if "/SSTs/" in missing else ("CD306" if uid else "CD302")
+                return run.done(ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), code)
             return run.done(ctx.target.state_file_missing(missing), code)
+    latest = ctx.offsets(ctx.latest)
+    if latest is not None and latest.record is not None and ctx.legacy_state_formats_differ(latest.record):
+        return run.done(ctx.target.state_format_mismatch(), "CD011")
+    return None
+
+
+def _repartition_check(run: _Run) -> RestartPrediction | None:
+    """4.3 ``checkUnfinishedRepartitionOnRestart``: when L > K it reads offsets/L and offsets/L-1
+    (``OfflineStateRepartitionUtils.isRepartitionBatch``) before anything else, async mode included."""
+    ctx = run.ctx
+    t = ctx.target
+    latest, k = ctx.latest, ctx.committed
+    if not t.repartition_check or latest is None or k is None or latest <= k:
+        return None
+    entry = ctx.offsets(latest)
+    assert entry is not None
+    problem = ctx.log_problem(entry, OFFSETS)
+    if problem is not None:
+        return run.done(problem.error, problem.code)
+    if latest == 0:
+        return None
+    prev = ctx.offsets(latest - 1)
+    if prev is None:
+        return run.done(t.requirement_failed(f"Previous batch {latest - 1} not found in offset log"), ctx.tail_gap_code(strict=True) or "CD103")
+    problem = ctx.log_problem(prev, OFFSETS)
+    if problem is not None:
+        return run.done(problem.error, problem.code)
+    seq, prev_seq = entry.record, prev.record
+    if seq is None or prev_seq is None:
+        return None
+    if seq.metadata is None:
+        return run.done(t.requirement_failed(f"Batch {latest} metadata not found"), "CD008")
+    parts = seq.metadata.conf_value("spark.sql.shuffle.partitions")
+    if parts is None:
+        return run.done(SparkError("java.util.NoSuchElementException: None.get", "None.get", "init"), "CD011")
+    if prev_seq.metadata is None:
+        return run.done(t.requirement_failed(f"Previous batch {latest - 1} metadata not found"), "CD008")
+    prev_parts = prev_seq.metadata.conf_value("spark.sql.shuffle.partitions")
+    if prev_parts is None:
+        return run.done(SparkError("java.util.NoSuchElementException: None.get", "None.get", "init"), "CD011")
+    if prev_parts != parts:
+        return run.done(t.unfinished_repartition(latest, k), "CD012")
     return None
 
 
@@ -229,6 +259,9 @@ def predict_restart(ctx: Context) -> RestartPrediction:
     assert entry is not None
     run.next_batch_id = latest
     run.rerun = True
+    failed = _repartition_check(run)
+    if failed is not None:
+        return failed
     problem = ctx.log_problem(entry, OFFSETS)
     if problem is not None:
         return run.done(problem.error, problem.code)
@@ -260,6 +293,9 @@ def predict_restart(ctx: Context) -> RestartPrediction:
     if seq.metadata is not None:
         run.watermark_ms = seq.metadata.batch_watermark_ms
     k = ctx.committed
+    if seq.metadata is None and seq.version == 1:
+        # populateStartOffsets creates the WatermarkTracker only from the metadata line.
+        return run.done(t.no_watermark_tracker(), "CD008")
     if k is None:
         run.notes.append(f"no commit log present: Spark re-runs batch {latest}")
     else:

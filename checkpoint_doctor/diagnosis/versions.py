@@ -30,13 +30,19 @@ class SparkError:
     search: str
     phase: str
     error_class: str | None = None
+    alternatives: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, str | None]:
+    def matches(self, text: str) -> bool:
+        """Return whether a driver log or exception text shows this error."""
+        return self.search in text or any(a in text for a in self.alternatives)
+
+    def to_dict(self) -> dict[str, object]:
         """Return a JSON-safe dict."""
         return {
             "error_class": self.error_class,
             "message": self.message,
             "search": self.search,
+            "also_seen_as": list(self.alternatives),
             "phase": self.phase,
         }
 
@@ -93,6 +99,16 @@ class SparkTarget:
         return self._at_least("4.3")
 
     @property
+    def repartition_check(self) -> bool:
+        """4.3: checkUnfinishedRepartitionOnRestart reads offsets/L and L-1 first when L > K."""
+        return self._at_least("4.3")
+
+    @property
+    def auto_snapshot_repair(self) -> bool:
+        """4.3: a RocksDB store with changelogs falls back to older snapshots (autoSnapshotRepair)."""
+        return self._at_least("4.3")
+
+    @property
     def state_operator_metadata(self) -> bool:
         """4.0+ write and read ``state/<op>/_metadata``."""
         return self._at_least("4.0")
@@ -114,7 +130,12 @@ class SparkTarget:
             # offsets only: lines.next() on the missing metadata line (not wrapped, no file name)
             text = "next on empty iterator"
             return SparkError(text, text, phase)
-        if kind in ("malformed-header", "java-serialized", "not-text"):
+        if kind in ("java-serialized", "not-text"):
+            # Source.getLines with a UTF-8 decoder: java.nio.charset.MalformedInputException,
+            # not wrapped, no file name [exp 3.5.9, 4.3.0: fixture offsets-java-serialized].
+            text = "Input length = 1" if kind == "java-serialized" else "Input length = "
+            return SparkError(f"{text} (MalformedInputException reading {path})", text, phase)
+        if kind == "malformed-header":
             found = failure.reason
             if self.error_classes:
                 text = "[MALFORMED_LOG_FILE] Log file was malformed: failed to read correct log version from"
@@ -163,6 +184,43 @@ class SparkTarget:
             "this version. Please upgrade."
         )
         return SparkError(prefix + text, f"maximum supported log version is v{maximum}, but encountered v{version}", phase)
+
+    def requirement_failed(self, what: str) -> SparkError:
+        """4.3 ``OfflineStateRepartitionUtils.isRepartitionBatch`` ``require`` failures."""
+        text = f"requirement failed: {what}"
+        return SparkError(text + self.sqlstate("XXKST"), text, "init")
+
+    def unfinished_repartition(self, batch_id: int, committed: int) -> SparkError:
+        """4.3: offsets/L pins other shuffle partitions than offsets/L-1 (a repartition batch)."""
+        text = (
+            f"[STREAMING_UNFINISHED_REPARTITION_DETECTED] The latest batch {batch_id} is for an unfinished "
+            f"state repartitioning i.e. last committed batch is: {committed})."
+        )
+        return SparkError(text, "STREAMING_UNFINISHED_REPARTITION_DETECTED", "init", "STREAMING_UNFINISHED_REPARTITION_DETECTED")
+
+    def no_watermark_tracker(self) -> SparkError:
+        """An offsets/L without metadata leaves MicroBatchExecution.watermarkTracker null."""
+        text = 'Cannot invoke "...WatermarkTracker.currentWatermark()" because the return value of "...MicroBatchExecution.watermarkTracker()" is null'
+        return SparkError(text, "WatermarkTracker.currentWatermark()", "init")
+
+    def state_format_mismatch(self) -> SparkError:
+        """Legacy state formats (no pinned confs) against state written with newer formats."""
+        if self.error_classes:
+            return SparkError(
+                "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing state value schema.",
+                "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+                "batch",
+                "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+                ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",),
+            )
+        return SparkError(
+            "InvalidUnsafeRowException: The streaming query failed by state format invalidation. ... (or: Provided "
+            "schema doesn't match to the schema for existing state!)",
+            "state format invalidation",
+            "task",
+            None,
+            ("schema doesn't match", "StateSchemaNotCompatible"),
+        )
 
     def batch_missing(self, batch_id: int) -> SparkError:
         """``IllegalStateException: batch N doesn't exist`` (SPARK-38033 adds the ERROR log line)."""
@@ -260,7 +318,13 @@ class SparkTarget:
     def state_file_missing(self, rel_path: str) -> SparkError:
         """RocksDB: a zip, changelog or SST of the version to load is missing."""
         name = rel_path.rpartition("/")[2]
-        return SparkError(f"... <cp>/{rel_path} does not exist", name, "task")
+        if self.error_classes and name.endswith(".changelog"):
+            text = (
+                "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE] An error occurred during loading state. "
+                f"Error reading streaming state file of <cp>/{rel_path} does not exist."
+            )
+            return SparkError(text, f"{name} does not exist", "task", "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE")
+        return SparkError(f"java.io.FileNotFoundException: File <cp>/{rel_path} does not exist", f"{name} does not exist", "task")
 
     def continuous_commit_without_offsets(self, epoch: int) -> SparkError:
         """ContinuousExecution.getStartOffsets."""

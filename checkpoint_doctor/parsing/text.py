@@ -163,7 +163,8 @@ def parse_json_value(text: str, *, path: str, line: int) -> Any:
     try:
         value, _ = _DECODER.raw_decode(stripped)
     except json.JSONDecodeError as exc:
-        if exc.pos >= len(stripped.rstrip()):
+        # Cut inside a string: Python reports the string's start, Jackson "end-of-input".
+        if exc.pos >= len(stripped.rstrip()) or exc.msg.startswith("Unterminated string"):
             raise CheckpointParseError(
                 path, TRUNCATED_JSON, f"JSON ends early ({exc.msg})", line=line
             ) from exc

@@ -1,0 +1,80 @@
+"""Helpers to use the real Spark fixtures in tests: copy, load, and describe their restarts."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.loading import load_checkpoint
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+TWO_SOURCE_QUERIES = {"stateless_two_sources": 2, "stream_join": 2}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One fixture scenario directory and its scenario.json."""
+
+    path: Path
+    data: dict
+
+    @property
+    def id(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name}"
+
+    @property
+    def name(self) -> str:
+        return self.data["name"]
+
+    @property
+    def has_sink(self) -> bool:
+        return (self.path / "sink").exists()
+
+    def copy_to(self, dest: Path) -> Path:
+        """Copy checkpoint (and sink/input) to dest, recreating empty dirs git drops."""
+        dest.mkdir(parents=True, exist_ok=True)
+        for part in ("checkpoint", "sink", "input"):
+            if (self.path / part).exists():
+                shutil.copytree(self.path / part, dest / part)
+        cp = dest / "checkpoint"
+        cp.mkdir(exist_ok=True)
+        for d in self.data.get("facts", {}).get("empty_dirs", []):
+            (cp / d).mkdir(parents=True, exist_ok=True)
+        return cp
+
+    def load(self, dest: Path, **kw):
+        """Copy and load a snapshot (with the sink when the scenario has one)."""
+        cp = self.copy_to(dest)
+        sink = str(dest / "sink") if self.has_sink else None
+        return load_checkpoint(str(cp), sink_path=sink, **kw)
+
+
+def all_scenarios() -> list[Scenario]:
+    """Return every scenario, sorted by id."""
+    out = []
+    for p in sorted(FIXTURES.glob("spark-*/*/scenario.json")):
+        out.append(Scenario(p.parent, json.loads(p.read_text())))
+    return out
+
+
+def restart_cases() -> list[tuple[Scenario, int, dict]]:
+    """Return (scenario, index, restart record) for every recorded Spark restart."""
+    return [(s, i, r) for s in all_scenarios() for i, r in enumerate(s.data.get("restarts", []))]
+
+
+def options_for_restart(scenario: Scenario, restart: dict) -> DiagnoseOptions:
+    """Return the diagnose options that describe one recorded restart."""
+    query = restart.get("query") or scenario.data["query"]["name"]
+    sources = TWO_SOURCE_QUERIES.get(query, scenario.data["query"].get("sources", 1))
+    return DiagnoseOptions(
+        spark=".".join(restart["spark"].split(".")[:2]),
+        mode=restart["mode"],
+        sources=sources,
+        stateful=bool(scenario.data["query"].get("stateful")),
+        live_window_s=0,
+        confs=tuple(sorted((restart.get("confs") or {}).items())),
+    )
