@@ -138,11 +138,12 @@ def _check_v2(store: StateStore, version: int, unique_id: str | None) -> Restora
             return Restorability(*head, ok=True, basis=f"{version}_{unique_id}.zip")
         if (version, unique_id) in logs and any(v < version for v, _ in zips):
             return Restorability(*head, ok=True, basis=f"changelog {version}_{unique_id} on an older zip")
+        # Without the zip Spark looks for the version's changelog, and names it in the error.
         return Restorability(
             *head,
             ok=False,
-            missing=(_file(store, f"{version}_{unique_id}.zip"),),
-            basis="checkpoint format 2 lineage from the commit log",
+            missing=(_file(store, f"{version}_{unique_id}.changelog"),),
+            basis=f"checkpoint format 2: neither {version}_{unique_id}.zip nor its changelog exists",
         )
     if candidates:
         return Restorability(*head, ok=True, basis=f"version {version} files present (unique id not checked)")
@@ -176,3 +177,9 @@ def version_present(store: StateStore, version: int) -> bool:
         or any(v == version for v, _ in store.zips_v2)
         or any(v == version for v, _ in store.changelogs_v2)
     )
+
+
+def skipped_snapshot_ssts(store: StateStore, version: int) -> tuple[str, ...]:
+    """Return the missing SSTs of the newest zip at or below ``version`` (what auto repair skips)."""
+    bases = [z for z in store.zips if z <= version]
+    return _missing_ssts(store, max(bases)) if bases else ()

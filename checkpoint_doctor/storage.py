@@ -154,6 +154,8 @@ def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
             hint="check the access key, secret and session token (AWS_* variables, AWS_PROFILE or --storage-option key=... secret=...)",
         )
     if isinstance(exc, FileNotFoundError):
+        if code == "NoSuchBucket":
+            return CheckpointNotFoundError(url, op, "no such bucket", hint="check the bucket name and the endpoint")
         return CheckpointNotFoundError(url, op, "no such file or directory", hint="check the path")
     if isinstance(exc, NotADirectoryError):
         return NotADirectoryStorageError(

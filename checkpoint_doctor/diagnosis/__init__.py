@@ -19,6 +19,7 @@ ALL_CHECKS = (
     checks_logs.check_metadata,
     checks_logs.check_restart_files,
     checks_logs.check_offsets_metadata,
+    checks_logs.check_repartition_marker,
     checks_logs.check_offsets_tail,
     checks_logs.check_commit_consistency,
     checks_logs.check_log_holes,

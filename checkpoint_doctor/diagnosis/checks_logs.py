@@ -115,6 +115,28 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
             )
 
 
+def check_repartition_marker(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD012: 4.3 treats an uncommitted offsets/L pinning other shuffle partitions as a repartition."""
+    latest, k = ctx.latest, ctx.committed
+    if not ctx.target.repartition_check or latest is None or k is None or latest <= k or latest == 0:
+        return
+    cur, prev = ctx.offsets(latest), ctx.offsets(latest - 1)
+    if cur is None or prev is None or cur.record is None or prev.record is None:
+        return
+    if cur.record.metadata is None or prev.record.metadata is None:
+        return
+    a = prev.record.metadata.conf_value("spark.sql.shuffle.partitions")
+    b = cur.record.metadata.conf_value("spark.sql.shuffle.partitions")
+    if a is not None and b is not None and a != b:
+        yield Finding(
+            "CD012",
+            f"{cur.file.path} pins spark.sql.shuffle.partitions={b} but {prev.file.path} pins {a}, and batch "
+            f"{latest} has no commit.",
+            paths=(prev.file.path, cur.file.path),
+            batch_ids=(latest,),
+        )
+
+
 def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD101/CD102/CD103/CD109: the file below the newest offsets file."""
     latest = ctx.latest

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.state_chain import restorable_versions
+from checkpoint_doctor.state_chain import restorable_versions, skipped_snapshot_ssts
 
 
 def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -61,6 +61,16 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
         for store in op.stores:
             result, code = ctx.restorability(store, b)
             if code is None:
+                skipped = skipped_snapshot_ssts(store, b) if store.provider == "rocksdb" else ()
+                if skipped:
+                    yield Finding(
+                        "CD309",
+                        f"{store.path} needs {', '.join(skipped)} for its newest snapshot, which is missing; "
+                        f"Spark {ctx.target.line} loads state version {b} without it ({result.basis}).",
+                        paths=skipped,
+                        batch_ids=(b,),
+                        details=(("operator", store.operator_id), ("partition", store.partition_id)),
+                    )
                 continue
             yield Finding(
                 code,

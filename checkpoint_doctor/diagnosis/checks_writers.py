@@ -78,8 +78,11 @@ def check_interleaved_runs(ctx: Context, prediction: RestartPrediction) -> Itera
             )
 
 
-def _written_at_or_after(path: str, next_batch: int | None) -> bool:
+def _written_at_or_after(path: str, next_batch: int | None, ctx: Context) -> bool:
     """Whether Spark will write ``path`` again from the next batch on."""
+    if path == "metadata":
+        # 3.5-4.1 write a new metadata file when it is missing; 4.2+ refuse to start first.
+        return ctx.snapshot.metadata is None and not ctx.target.missing_metadata_fatal
     if next_batch is None:
         return False
     parts = path.split("/")
@@ -99,7 +102,7 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
     blocking, harmless, temps, unknown = [], [], [], []
     for d in snap.debris:
         if d.kind == "orphan-crc":
-            (blocking if _written_at_or_after(d.target or "", prediction.next_batch_id) else harmless).append(d)
+            (blocking if _written_at_or_after(d.target or "", prediction.next_batch_id, ctx) else harmless).append(d)
         elif d.kind == "temp":
             temps.append(d)
         elif d.kind in ("unknown", "ignored-dir-entry"):

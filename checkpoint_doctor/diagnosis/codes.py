@@ -352,6 +352,18 @@ _ALL = (
         "Check the query.",
     ),
     _c(
+        "CD309", "rocksdb-snapshot-skipped", WARNING,
+        "A RocksDB snapshot zip names missing SSTs; Spark 4.3 rebuilds the state without it",
+        "With changelog checkpointing, Spark 4.3's auto snapshot repair "
+        "(spark.sql.streaming.stateStore.autoSnapshotRepair.enabled, on by default) skips a snapshot "
+        "that fails to load and replays changelogs from an older one or from version 0. Spark 3.5, or "
+        "4.3 with the repair disabled, fails the load.",
+        "SSTs deleted by hand, by a lifecycle rule, or by a maintenance race.",
+        "Nothing is needed for 4.3 while the changelogs last; restoring the SSTs keeps older Spark "
+        "releases able to restart.",
+        "does not exist",
+    ),
+    _c(
         "CD401", "sink-holds-uncommitted-batch", INFO,
         "The file sink already holds the batch that will be re-run",
         "FileStreamSink skips a batch whose id is at or below the latest id in _spark_metadata "

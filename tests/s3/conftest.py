@@ -8,7 +8,7 @@ s3fs's instance cache cleared, a bucket ``ckpt-bucket`` and an empty request log
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -41,13 +41,8 @@ class S3:
     """The S3 side of a test: endpoint, bucket, and an s3fs of its own to arrange and observe."""
 
     server: MotoServer
+    fs: Any
     bucket: str = BUCKET
-    fs: Any = field(init=False)
-
-    def __post_init__(self) -> None:
-        # A separate instance with no listings cache: what a test writes or reads through it never
-        # warms the cache of the store under test.
-        self.fs = s3fs.S3FileSystem(**self.options, skip_instance_cache=True, use_listings_cache=False)
 
     @property
     def endpoint(self) -> str:
@@ -75,15 +70,29 @@ def moto_server() -> Iterator[MotoServer]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def s3_observer(moto_server: MotoServer) -> Any:
+    """An s3fs of the tests' own to arrange and observe objects: explicit keys, no listings cache,
+    never shared with the store under test (skip_instance_cache)."""
+    return s3fs.S3FileSystem(
+        key=AWS_ENV["AWS_ACCESS_KEY_ID"],
+        secret=AWS_ENV["AWS_SECRET_ACCESS_KEY"],
+        client_kwargs={"endpoint_url": moto_server.endpoint},
+        skip_instance_cache=True,
+        use_listings_cache=False,
+    )
+
+
 @pytest.fixture
-def s3(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3]:
+def s3(moto_server: MotoServer, s3_observer: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3]:
     for key, value in AWS_ENV.items():
         monkeypatch.setenv(key, value)
     for key in AWS_UNSET:
         monkeypatch.delenv(key, raising=False)
+    moto_server.enforce_iam(False)
     moto_server.reset()
     s3fs.S3FileSystem.clear_instance_cache()
-    env = S3(moto_server)
+    env = S3(moto_server, s3_observer)
     env.fs.mkdir(env.bucket)
     moto_server.log.clear()
     yield env

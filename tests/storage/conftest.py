@@ -14,7 +14,7 @@ from typing import Any
 import fsspec
 import pytest
 
-from tests.s3.conftest import S3, moto_server, s3  # noqa: F401 - fixtures shared with tests/s3
+from tests.s3.conftest import S3, moto_server, s3, s3_observer  # noqa: F401 - fixtures shared with tests/s3
 from tests.storage.builders import write_files
 
 BACKENDS = ("local", "memory", "s3")

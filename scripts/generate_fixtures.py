@@ -1,0 +1,1131 @@
+#!/usr/bin/env python3
+"""Regenerate the real-Spark checkpoint fixtures under ``fixtures/``.
+
+Stdlib only; runs with any python3. Spark work happens in ``scripts/sparklab.py``, executed by
+the python of a per-version venv made by ``scripts/spark_envs.py`` (one process per Spark
+version per stage).
+
+    python scripts/generate_fixtures.py                       # all stages, both versions
+    python scripts/generate_fixtures.py --stage damage         # re-derive damaged scenarios
+    python scripts/generate_fixtures.py --stage oracle --spark 4.3.0 --scenario uncommitted-tail
+
+Stages:
+
+1. ``base``: run the real queries of ``BASES`` and copy the result to
+   ``fixtures/spark-<v>/<base>/{checkpoint,sink,input}``.
+2. ``damage``: derive every scenario of ``SCENARIOS`` from its base by applying its damage
+   operations (pure file operations, deterministic: same base bytes in, same bytes out).
+   Restart results recorded earlier are kept while the checkpoint's fingerprint is unchanged.
+3. ``oracle``: for every scenario and every declared restart without a result for the current
+   fingerprint (all of them with ``--force``), copy the scenario to a scratch directory,
+   restart it with sparklab and record what Spark did in ``scenario.json`` under ``restarts``.
+
+Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
+output file paths), so every Spark run happens under one fixed scratch root,
+``/tmp/checkpoint-doctor-fixtures`` (env ``CHECKPOINT_DOCTOR_FIXTURE_SCRATCH``), and the oracle
+restores a file-source input directory at the path recorded in ``written_with.input_path``
+before restarting, so a restarted file source sees the files it has already read.
+
+Git does not keep empty directories: ``facts.empty_dirs`` lists them (the oracle recreates
+them in its copies; consumers of the fixtures should do the same). The fingerprint covers
+files only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import time
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+SCRIPTS = Path(__file__).resolve().parent
+sys.path.insert(0, str(SCRIPTS))
+import spark_envs  # noqa: E402  (sibling module, stdlib only)
+
+REPO = SCRIPTS.parent
+FIXTURES = REPO / "fixtures"
+SPARKLAB = SCRIPTS / "sparklab.py"
+SCRATCH = Path(os.environ.get("CHECKPOINT_DOCTOR_FIXTURE_SCRATCH", "/tmp/checkpoint-doctor-fixtures"))
+VERSIONS = ("3.5.9", "4.3.0")
+SCHEMA_VERSION = 1
+RESTART_TIMEOUT_S = 45
+RUN_TIMEOUT_S = 90
+# Fixed ids for the temp files that damage operations create (no randomness, no clocks).
+TMP_UUID_1 = "6f1e2d3c-4b5a-4697-8877-665544332211"
+TMP_UUID_2 = "0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d"
+# Input files of the file-source base get fixed modification times: the file source orders
+# files by mtime, so with maxFilesPerTrigger=1 this fixes which file each batch reads.
+INPUT_MTIME_BASE = 1_700_000_000
+DEFAULT_TRIGGER = {"micro-batch": "once", "async": "processing", "continuous": "continuous"}
+DEFAULT_TRIGGER_INTERVAL = {"async": "100 milliseconds", "continuous": "1 second"}
+
+# ------------------------------------------------------------------------------------------
+# BASES: real queries. "runs" = number of jobs (each job is one start..stop of the query);
+# "batches" = batches per run for self-stopping triggers only used as a sanity value.
+# ------------------------------------------------------------------------------------------
+
+_HDFS = {"spark.sql.streaming.stateStore.providerClass":
+         "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"}
+
+
+def _q(name, *, sources=1, stateful=False, mode="micro-batch", sink="noop", args=None):
+    return {"name": name, "args": args or {}, "sources": sources, "stateful": stateful,
+            "mode": mode, "sink": sink}
+
+
+BASES: dict[str, dict[str, Any]] = {
+    "stateless": {
+        "description": "rate-micro-batch -> select -> noop, 4 runs with Trigger.Once: offsets and commits 0..3.",
+        "query": _q("stateless"), "trigger": "once", "runs": 4, "confs": {}, "options": {},
+        "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+    "stateless_purged": {
+        "description": "stateless query with minBatchesToRetain=3 run for 8 batches (Trigger.Once): "
+                       "batches 0..3 purged, offsets and commits 4..7 remain.",
+        "query": _q("stateless"), "trigger": "once", "runs": 8,
+        "confs": {"spark.sql.streaming.minBatchesToRetain": "3",
+                  # synchronous purge so that the purged prefix does not depend on timing
+                  "spark.sql.streaming.asyncLogPurge.enabled": "false"},
+        "options": {}, "shape": {"offsets": [4, 5, 6, 7], "commits": [4, 5, 6, 7]},
+    },
+    "window_agg": {
+        "description": "withWatermark + groupBy(window).count, append, HDFS state store, 4 runs with "
+                       "Trigger.Once: offsets/commits 0..3, state versions 1..4.",
+        "query": _q("window_agg", stateful=True), "trigger": "once", "runs": 4, "confs": dict(_HDFS),
+        "options": {}, "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+    "dedup": {
+        "description": "withWatermark + dropDuplicates(key, timestamp), HDFS state store, 4 Trigger.Once runs.",
+        "query": _q("dedup", stateful=True), "trigger": "once", "runs": 4, "confs": dict(_HDFS),
+        "options": {}, "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+    "stream_join": {
+        "description": "stream-stream inner join of two rate-micro-batch sources with watermarks and a "
+                       "time-range condition, HDFS state store, 4 Trigger.Once runs.",
+        "query": _q("stream_join", sources=2, stateful=True), "trigger": "once", "runs": 4,
+        "confs": dict(_HDFS), "options": {},
+        "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+    "file_to_file": {
+        "description": "json file source (maxFilesPerTrigger=1) -> json file sink, one AvailableNow run "
+                       "over 12 input files: batches 0..11, sink log compacted at 9 (9.compact); "
+                       "2 more input files added afterwards so a restart has new data.",
+        "query": _q("file_to_file", sink="file"), "trigger": "available-now", "runs": 1,
+        "confs": {}, "options": {}, "input_files": 12, "extra_input_files": 2,
+        "shape": {"offsets": list(range(12)), "commits": list(range(12))},
+    },
+    "rocksdb_changelog": {
+        "description": "window_agg with the RocksDB provider and changelog checkpointing "
+                       "(minDeltasForSnapshot=2), 7 batches in one processing-time run (1 s) so that "
+                       "the maintenance thread uploads some snapshot zips (timing-dependent).",
+        "query": _q("rocksdb_changelog", stateful=True), "trigger": "processing",
+        "trigger_interval": "1 second", "runs": 1, "batches": 7, "confs": {}, "options": {},
+        "attempts": 2, "shape": {"offsets": list(range(7)), "commits": list(range(7))},
+    },
+    "async": {
+        "description": "stateless rate-micro-batch -> noop with async progress tracking (interval 1000 ms, "
+                       "trigger 100 ms), ~40 batches: sparse offsets/commits, stopped when the newest "
+                       "offsets and commit were aligned on disk.",
+        "query": _q("async", mode="async"), "trigger": "processing",
+        "trigger_interval": "100 milliseconds", "async_interval_ms": 1000, "runs": 1, "batches": 40,
+        "stop_when_aligned": True, "confs": {}, "options": {}, "attempts": 3,
+    },
+    "continuous": {
+        "description": "continuous-mode rate source -> noop, trigger Continuous(1 second), stopped after "
+                       "4 committed epochs.",
+        "query": _q("continuous", mode="continuous"), "trigger": "continuous",
+        "trigger_interval": "1 second", "runs": 1, "batches": 4, "confs": {}, "options": {},
+    },
+    "rocksdb_v2": {
+        "description": "window_agg on RocksDB with stateStore.checkpointFormatVersion=2 (commits v2 with "
+                       "stateUniqueIds, <version>_<uuid>.zip state files), 4 Trigger.Once runs.",
+        "query": _q("rocksdb_v2", stateful=True), "trigger": "once", "runs": 4, "confs": {},
+        "options": {}, "versions": ["4.3.0"],
+        "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+    "offsets_v2": {
+        "description": "stateless query whose source is named (DataStreamReader.name('src_a')) with "
+                       "queryEvolution.enableSourceEvolution=true: offsets files are v2, 4 Trigger.Once runs.",
+        "query": _q("offsets_v2"), "trigger": "once", "runs": 4, "confs": {}, "options": {},
+        "versions": ["4.3.0"], "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+}
+for _b in BASES.values():
+    _b.setdefault("expect_codes", [])
+    _b.setdefault("expect_more", [])
+
+# ------------------------------------------------------------------------------------------
+# SCENARIOS: damaged copies of the bases. Paths are relative to the checkpoint root (or to the
+# sink with "in": "sink"). Templates in paths: {L} = newest offsets id of the base, {K} = newest
+# commit id, {P} = newest offsets id below L, with optional +n/-n ({L-1}).
+# Ops: delete (file or dir; a file's Hadoop ".<name>.crc" goes too unless keep_crc), truncate,
+# write (text or hex), replace_line (1-based), edit_json_line (drop_keys, set: nested merge), copy,
+# copy_dir, delete_glob (one delete per matching file), mkdir,
+# keep_only, delete_rocksdb_sst (resolved to a delete of one SST named by the newest zip of the
+# first partition that has one, plus "also_delete" names in that partition).
+# Content changes rewrite a valid Hadoop checksum when the file had one ("crc": "rewrite",
+# default), or leave it stale ("keep") or remove it ("drop"); new files get one only with
+# "crc": "create" (copies inherit the source's).
+# restarts: list of {"spark": "both"|"own"|"other"|"3.5.9"|"4.3.0", "mode", "query", "confs"};
+# default: own version and the other one, same mode as written.
+# ------------------------------------------------------------------------------------------
+
+SCENARIOS: list[dict[str, Any]] = [
+    # --- async progress tracking -----------------------------------------------------------
+    {"name": "async-tail", "base": "async",
+     "description": "Healthy async-progress-tracking checkpoint (sparse aligned logs) restarted with "
+                    "async off (needs offsets/{L-1}) and with async on.",
+     "damage": [],
+     "restarts": [{"spark": "both", "mode": "micro-batch"}, {"spark": "both", "mode": "async"}]},
+    # --- offsets / commits consistency (window_agg, L = K = 3) -----------------------------
+    {"name": "uncommitted-tail", "base": "window_agg",
+     "description": "commits/{L} deleted: the newest batch is planned but not committed.",
+     "damage": [{"op": "delete", "path": "commits/{L}"}]},
+    {"name": "missing-prev-offsets", "base": "window_agg",
+     "description": "offsets/{L-1} deleted by hand in a synchronous (non-async) log.",
+     "damage": [{"op": "delete", "path": "offsets/{L-1}"}]},
+    {"name": "missing-prev-offsets-uncommitted", "base": "window_agg",
+     "description": "offsets/{L-1} deleted by hand and commits/{L} missing too (uncommitted tail).",
+     "damage": [{"op": "delete", "path": "offsets/{L-1}"}, {"op": "delete", "path": "commits/{L}"}]},
+    {"name": "offsets-latest-empty", "base": "window_agg",
+     "description": "offsets/{L} is 0 bytes and has no commit.",
+     "damage": [{"op": "delete", "path": "commits/{L}"},
+                {"op": "truncate", "path": "offsets/{L}", "bytes": 0}]},
+    {"name": "offsets-latest-truncated", "base": "window_agg",
+     "description": "offsets/{L} cut after 300 bytes (inside the metadata JSON) and has no commit.",
+     "damage": [{"op": "delete", "path": "commits/{L}"},
+                {"op": "truncate", "path": "offsets/{L}", "bytes": 300}]},
+    {"name": "offsets-latest-header-only", "base": "window_agg",
+     "description": "offsets/{L} holds only the version line 'v1' and has no commit.",
+     "damage": [{"op": "delete", "path": "commits/{L}"},
+                {"op": "write", "path": "offsets/{L}", "text": "v1"}]},
+    {"name": "commit-latest-empty", "base": "window_agg",
+     "description": "commits/{L} is 0 bytes.",
+     "damage": [{"op": "truncate", "path": "commits/{L}", "bytes": 0}]},
+    {"name": "commit-latest-header-only", "base": "window_agg",
+     "description": "commits/{L} holds only the version line 'v1'.",
+     "damage": [{"op": "write", "path": "commits/{L}", "text": "v1"}]},
+    {"name": "commit-ahead", "base": "window_agg",
+     "description": "offsets/{L} deleted while commits/{L} is kept: the newest commit is ahead of the "
+                    "newest offsets.",
+     "damage": [{"op": "delete", "path": "offsets/{L}"}]},
+    {"name": "offsets-too-new", "base": "window_agg",
+     "description": "offsets/{L} has the version line v99.",
+     "damage": [{"op": "replace_line", "path": "offsets/{L}", "line": 1, "text": "v99"}]},
+    {"name": "commit-too-new", "base": "window_agg",
+     "description": "commits/{L} has the version line v99.",
+     "damage": [{"op": "replace_line", "path": "commits/{L}", "line": 1, "text": "v99"}]},
+    {"name": "metadata-missing", "base": "window_agg",
+     "description": "The metadata file (query id) deleted while offsets and commits exist.",
+     "damage": [{"op": "delete", "path": "metadata"}]},
+    {"name": "metadata-unreadable", "base": "window_agg",
+     "description": "The metadata file replaced by the truncated JSON '{'.",
+     "damage": [{"op": "write", "path": "metadata", "text": "{"}]},
+    {"name": "orphan-crc", "base": "window_agg",
+     "description": "commits/{L} deleted with rm, leaving its Hadoop checksum commits/.{L}.crc behind.",
+     "damage": [{"op": "delete", "path": "commits/{L}", "keep_crc": True}]},
+    {"name": "commits-two-behind", "base": "window_agg",
+     "description": "commits/{L} and commits/{L-1} deleted: the newest commit is two batches behind.",
+     "damage": [{"op": "delete", "path": "commits/{L}"}, {"op": "delete", "path": "commits/{L-1}"}]},
+    {"name": "offsets-gap-ahead", "base": "window_agg",
+     "description": "offsets/{L-1}, commits/{L-1} and commits/{L} deleted: offsets jump from {L-2} to "
+                    "{L} and the newest offsets have no commit.",
+     "damage": [{"op": "delete", "path": "offsets/{L-1}"}, {"op": "delete", "path": "commits/{L-1}"},
+                {"op": "delete", "path": "commits/{L}"}]},
+    {"name": "commits-hole", "base": "window_agg",
+     "description": "commits/1 deleted: a hole in the middle of the commit log.",
+     "damage": [{"op": "delete", "path": "commits/1"}]},
+    {"name": "commits-dir-deleted", "base": "window_agg",
+     "description": "The whole commits/ directory deleted.",
+     "damage": [{"op": "delete", "path": "commits"}]},
+    {"name": "leftover-temp-files", "base": "window_agg",
+     "description": "Healthy checkpoint plus leftover hidden temp files of a crashed writer: "
+                    "offsets/.{L+1}.<uuid>.tmp (complete copy of offsets/{L}) and an empty "
+                    "commits/.{L}.<uuid>.tmp.",
+     "damage": [{"op": "copy", "src": "offsets/{L}", "path": f"offsets/.{{L+1}}.{TMP_UUID_1}.tmp"},
+                {"op": "write", "path": f"commits/.{{L}}.{TMP_UUID_2}.tmp", "text": "", "crc": "create"}]},
+    {"name": "noncanonical-names", "base": "window_agg",
+     "description": "offsets/03 (copy of offsets/1, with its .03.crc) next to offsets/3, and an unknown "
+                    "file offsets/foo.",
+     "damage": [{"op": "copy", "src": "offsets/1", "path": "offsets/03"},
+                {"op": "write", "path": "offsets/foo", "text": "not a batch\n"}]},
+    {"name": "offsets-void-source", "base": "window_agg",
+     "description": "The source line of offsets/{L} replaced by '-' (no offset), no commit for {L}.",
+     "damage": [{"op": "delete", "path": "commits/{L}"},
+                {"op": "replace_line", "path": "offsets/{L}", "line": 3, "text": "-"}]},
+    {"name": "offsets-java-serialized", "base": "window_agg",
+     "description": "offsets/{L} replaced by a Spark 2.0-style Java-serialized object (bytes AC ED 00 05 ...).",
+     "damage": [{"op": "write", "path": "offsets/{L}",
+                 "hex": "aced0005737200386f72672e6170616368652e737061726b2e73716c2e657865637574696f6e2e"
+                        "73747265616d696e672e436f6d706f736974654f6666736574"
+                        "c4a3f1e20b5d6a7f0200014c00076f6666736574737400164c7363616c612f636f6c6c656374696f6e"
+                        "2f5365713b7870"}]},
+    {"name": "offsets-no-conf", "base": "stateless",
+     "description": "Spark 2.1-style offsets/{L} of a stateless query: metadata line without the 'conf' map.",
+     "damage": [{"op": "edit_json_line", "path": "offsets/{L}", "line": 2, "drop_keys": ["conf"]}]},
+    {"name": "offsets-no-conf-stateful", "base": "window_agg",
+     "description": "Spark 2.1-style offsets/{L} of a stateful aggregation: metadata line without the "
+                    "'conf' map (state format versions fall back to their legacy defaults).",
+     "damage": [{"op": "edit_json_line", "path": "offsets/{L}", "line": 2, "drop_keys": ["conf"]}]},
+    {"name": "offsets-blank-metadata", "base": "window_agg",
+     "description": "Line 2 (batch metadata) of micro-batch offsets/{L} is blank (query with a watermark).",
+     "damage": [{"op": "replace_line", "path": "offsets/{L}", "line": 2, "text": ""}]},
+    {"name": "offsets-blank-metadata-stateless", "base": "stateless",
+     "description": "Line 2 (batch metadata) of micro-batch offsets/{L} of a stateless query is blank.",
+     "damage": [{"op": "replace_line", "path": "offsets/{L}", "line": 2, "text": ""}]},
+    {"name": "offsets-dir-deleted", "base": "window_agg",
+     "description": "The whole offsets/ directory deleted while commits/ is kept.",
+     "damage": [{"op": "delete", "path": "offsets"}]},
+    {"name": "commit-stale-crc", "base": "window_agg",
+     "description": "commits/{L} rewritten with different content of the same length, its Hadoop "
+                    "checksum .{L}.crc left stale.",
+     "damage": [{"op": "replace_line", "path": "commits/{L}", "line": 2,
+                 "text": "{\"nextBatchWatermarkMs\":9000}", "crc": "keep"}]},
+    # --- state store -----------------------------------------------------------------------
+    {"name": "state-delta-missing", "base": "window_agg",
+     "description": "state/0/0/{L+1}.delta deleted: the state version the restart (batch {L+1}) loads.",
+     "damage": [{"op": "delete", "path": "state/0/0/{L+1}.delta"}]},
+    {"name": "state-deleted", "base": "window_agg",
+     "description": "The whole state/ directory deleted.",
+     "damage": [{"op": "delete", "path": "state"}]},
+    {"name": "state-partition-deleted", "base": "window_agg",
+     "description": "state/0/1 (one shuffle partition of operator 0) deleted.",
+     "damage": [{"op": "delete", "path": "state/0/1"}]},
+    {"name": "state-operator-metadata-deleted", "base": "window_agg", "versions": ["4.3.0"],
+     "description": "state/0/_metadata (4.x operator metadata) deleted.",
+     "damage": [{"op": "delete", "path": "state/0/_metadata"}]},
+    {"name": "rocksdb-sst-missing", "base": "rocksdb_changelog",
+     "description": "One SST file named by the newest snapshot zip of a partition deleted (all "
+                    "changelog files kept).",
+     "damage": [{"op": "delete_rocksdb_sst", "operator_dir": "state/0"}],
+     "restarts": [{"spark": "both"},
+                  {"spark": "4.3.0",
+                   "confs": {"spark.sql.streaming.stateStore.autoSnapshotRepair.enabled": "false"}}]},
+    {"name": "rocksdb-sst-missing-no-changelog", "base": "rocksdb_changelog",
+     "description": "One SST file named by the newest snapshot zip of a partition deleted, and that "
+                    "partition's 1.changelog too (no full changelog chain from version 0).",
+     "damage": [{"op": "delete_rocksdb_sst", "operator_dir": "state/0", "also_delete": ["1.changelog"]}]},
+    # --- fresh / empty directories ---------------------------------------------------------
+    {"name": "fresh-temp-only", "base": "stateless",
+     "description": "A checkpoint directory that contains only offsets/.0.<uuid>.tmp (with its Hadoop "
+                    "checksum): a first start that crashed before its first rename.",
+     "damage": [{"op": "copy", "src": "offsets/0", "path": f"offsets/.0.{TMP_UUID_1}.tmp"},
+                {"op": "keep_only", "paths": [f"offsets/.0.{TMP_UUID_1}.tmp"]}]},
+    {"name": "fresh-empty-commits-dir", "base": "stateless",
+     "description": "A checkpoint directory that contains only an empty commits/ directory "
+                    "(git does not keep it: see facts.empty_dirs).",
+     "damage": [{"op": "keep_only", "paths": []}, {"op": "mkdir", "path": "commits"}]},
+    # --- sources ---------------------------------------------------------------------------
+    {"name": "source-count-mismatch", "base": "stateless",
+     "description": "Healthy one-source checkpoint restarted by a query with two sources (union).",
+     "damage": [], "restart_query": "stateless_two_sources"},
+    # --- continuous ------------------------------------------------------------------------
+    {"name": "continuous-commit-without-offsets", "base": "continuous",
+     "description": "offsets/{K} deleted while commits/{K} is kept (continuous mode).",
+     "damage": [{"op": "delete", "path": "offsets/{K}"}]},
+    # --- file source / file sink (L = K = 11, sink log has 0..8, 9.compact, 10, 11) ------------
+    {"name": "file-sink-uncommitted", "base": "file_to_file",
+     "description": "commits/{L} deleted while the file sink's _spark_metadata/{L} exists.",
+     "damage": [{"op": "delete", "path": "commits/{L}"}]},
+    {"name": "file-sink-rollback", "base": "file_to_file",
+     "description": "offsets/{L} and commits/{L} deleted (rolled back) while the file sink already "
+                    "committed batch {L} in _spark_metadata.",
+     "damage": [{"op": "delete", "path": "offsets/{L}"}, {"op": "delete", "path": "commits/{L}"}]},
+    {"name": "file-sink-compact-missing", "base": "file_to_file",
+     "description": "The sink's first compaction file _spark_metadata/9.compact deleted.",
+     "damage": [{"op": "delete", "in": "sink", "path": "_spark_metadata/9.compact"}]},
+    # --- newer formats restarted on 3.5.9 ----------------------------------------------------
+    {"name": "rocksdb_v2-on-3.5.9", "base": "rocksdb_v2",
+     "description": "Healthy 4.3.0 RocksDB checkpoint-format-2 checkpoint (commits v2) restarted on 3.5.9.",
+     "damage": [], "restarts": [{"spark": "3.5.9"}]},
+    {"name": "offsets_v2-on-3.5.9", "base": "offsets_v2",
+     "description": "Healthy 4.3.0 checkpoint with named sources (offsets v2) restarted on 3.5.9.",
+     "damage": [], "restarts": [{"spark": "3.5.9"}]},
+    # --- more consistency and history damage (added with the diagnosis codes) -----------------
+    {"name": "async-tail-uncommitted", "base": "async",
+     "description": "Async-progress-tracking checkpoint whose newest commit commits/{L} is gone: sparse "
+                    "logs with an uncommitted newest batch, restarted with async off and on.",
+     "damage": [{"op": "delete", "path": "commits/{L}"}],
+     "restarts": [{"spark": "both", "mode": "micro-batch"}, {"spark": "both", "mode": "async"}]},
+    {"name": "metadata-missing-keep-crc", "base": "window_agg",
+     "description": "metadata deleted with rm, leaving its Hadoop checksum .metadata.crc behind.",
+     "damage": [{"op": "delete", "path": "metadata", "keep_crc": True}]},
+    {"name": "unfinished-repartition", "base": "window_agg",
+     "description": "commits/{L} deleted and offsets/{L} pins spark.sql.shuffle.partitions=3 while "
+                    "offsets/{L-1} pins 2 (what an unfinished offline repartition leaves).",
+     "damage": [{"op": "delete", "path": "commits/{L}"},
+                {"op": "edit_json_line", "path": "offsets/{L}", "line": 2,
+                 "set": {"conf": {"spark.sql.shuffle.partitions": "3"}}}]},
+    {"name": "offsets-hole-with-commit", "base": "window_agg",
+     "description": "offsets/1 deleted while commits/1 stays: a hole in the middle of the offsets log.",
+     "damage": [{"op": "delete", "path": "offsets/1"}]},
+    {"name": "offsets-history-truncated", "base": "window_agg",
+     "description": "offsets/1 (an old batch a restart does not read) cut to 20 bytes.",
+     "damage": [{"op": "truncate", "path": "offsets/1", "bytes": 20}]},
+    {"name": "orphan-crc-old", "base": "window_agg",
+     "description": "offsets/1 deleted with rm, leaving offsets/.1.crc behind (batch 1 is never "
+                    "written again).",
+     "damage": [{"op": "delete", "path": "offsets/1", "keep_crc": True}]},
+    {"name": "commits-emptied", "base": "window_agg",
+     "description": "Every file in commits/ deleted, the directory kept (see facts.empty_dirs).",
+     "damage": [{"op": "delete", "path": "commits"}, {"op": "mkdir", "path": "commits"}]},
+    {"name": "interleaved-runs", "base": "window_agg",
+     "description": "commits/{L} deleted and offsets/{L}'s batchTimestampMs set before offsets/{L-1}'s, "
+                    "as when two runs write one checkpoint.",
+     "damage": [{"op": "delete", "path": "commits/{L}"},
+                {"op": "edit_json_line", "path": "offsets/{L}", "line": 2, "set": {"batchTimestampMs": 1000}}]},
+    {"name": "state-partition-extra", "base": "window_agg",
+     "description": "state/0/1 copied to state/0/5: a partition directory beyond the 2 pinned shuffle "
+                    "partitions.",
+     "damage": [{"op": "copy_dir", "src": "state/0/1", "path": "state/0/5"}]},
+    {"name": "rocksdb-v2-state-missing", "base": "rocksdb_v2",
+     "description": "The checkpoint-format-2 zip of state version {L+1} named by commits/{L} deleted in "
+                    "partition 0.",
+     "damage": [{"op": "delete_glob", "pattern": "state/0/0/{L+1}_*.zip"}]},
+    {"name": "stateful-async-restart", "base": "window_agg",
+     "description": "Healthy stateful checkpoint restarted with async progress tracking on.",
+     "damage": [], "restarts": [{"spark": "both", "mode": "async"}]},
+    {"name": "sink-log-behind", "base": "file_to_file",
+     "description": "The file sink's _spark_metadata/{L} and /{L-1} deleted: committed batches missing "
+                    "from the sink log.",
+     "damage": [{"op": "delete", "in": "sink", "path": "_spark_metadata/{L}"},
+                {"op": "delete", "in": "sink", "path": "_spark_metadata/{L-1}"}]},
+    {"name": "sink-log-unreadable", "base": "file_to_file",
+     "description": "The file sink's newest log file _spark_metadata/{L} is 0 bytes.",
+     "damage": [{"op": "truncate", "in": "sink", "path": "_spark_metadata/{L}", "bytes": 0}]},
+    {"name": "sink-log-missing", "base": "file_to_file",
+     "description": "The file sink's whole _spark_metadata directory deleted.",
+     "damage": [{"op": "delete", "in": "sink", "path": "_spark_metadata"}]},
+    {"name": "offsets-jump-ahead", "base": "window_agg",
+     "description": "offsets/{L} copied to offsets/{L+3}: the newest offsets file jumps three ids ahead "
+                    "of the previous one, with no commit after the gap.",
+     "damage": [{"op": "copy", "src": "offsets/{L}", "path": "offsets/{L+3}"}]},
+    {"name": "continuous-uncommitted-epoch", "base": "continuous",
+     "description": "commits/{K} deleted in a continuous-mode checkpoint: offsets/{K} is now an epoch "
+                    "after the newest commit.",
+     "damage": [{"op": "delete", "path": "commits/{K}"}]},
+    # --- sources whose connectors are not installable here (no Maven): offsets transplanted --
+    {"name": "kafka-partitions-changed", "base": "stateless",
+     "description": "Transplant (no Kafka connector here): the source lines of offsets/{L-1} and "
+                    "offsets/{L} replaced by Kafka offsets in KafkaSourceOffset JSON, partition 1 "
+                    "vanishing and partition 2 appearing between them. Not restarted with Spark.",
+     "damage": [{"op": "replace_line", "path": "offsets/{L-1}", "line": 3, "text": '{"events":{"0":120,"1":98}}'},
+                {"op": "replace_line", "path": "offsets/{L}", "line": 3, "text": '{"events":{"0":131,"2":7}}'}],
+     "restarts": []},
+    {"name": "delta-table-changed", "base": "stateless",
+     "description": "Transplant (no Delta connector here): the source lines of offsets/{L-1} and "
+                    "offsets/{L} replaced by DeltaSourceOffset JSON naming two different table ids. "
+                    "Not restarted with Spark.",
+     "damage": [{"op": "replace_line", "path": "offsets/{L-1}", "line": 3,
+                 "text": '{"sourceVersion":1,"reservoirId":"2f9a3c1e-0b6d-4c53-9d43-7a1c9e0b5d11","reservoirVersion":12,"index":-1,"isStartingVersion":false}'},
+                {"op": "replace_line", "path": "offsets/{L}", "line": 3,
+                 "text": '{"sourceVersion":1,"reservoirId":"8c0d4e27-51f3-4d8a-b6e2-3f9c1a7d2e45","reservoirVersion":0,"index":-1,"isStartingVersion":true}'}],
+     "restarts": []},
+]
+for _s in SCENARIOS:
+    _s.setdefault("expect_codes", [])
+    _s.setdefault("expect_more", [])
+
+
+# ------------------------------------------------------------------------------------------
+# helpers: files, checksums, facts, fingerprint
+# ------------------------------------------------------------------------------------------
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def crc_path(path: Path) -> Path:
+    """Hadoop LocalFileSystem checksum side file of ``path``."""
+    return path.with_name(f".{path.name}.crc")
+
+
+def hadoop_crc(data: bytes, bytes_per_checksum: int = 512) -> bytes:
+    """Bytes of a Hadoop ChecksumFileSystem ``.crc`` file: 'crc\\0', int chunk size, CRC32s."""
+    out = bytearray(b"crc\x00" + struct.pack(">i", bytes_per_checksum))
+    for i in range(0, len(data), bytes_per_checksum):
+        out += struct.pack(">I", zlib.crc32(data[i:i + bytes_per_checksum]) & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def batch_ids(directory: Path, compact: bool = False) -> list[int]:
+    """Ids of the regular files whose whole name parses as a long, as Spark lists them."""
+    if not directory.is_dir():
+        return []
+    ids = set()
+    pattern = r"[+-]?\d+(\.compact)?" if compact else r"[+-]?\d+"
+    for entry in directory.iterdir():
+        if entry.is_file() and re.fullmatch(pattern, entry.name):
+            ids.add(int(entry.name.split(".")[0]))
+    return sorted(ids)
+
+
+def fingerprint(scen: Path) -> str:
+    h = hashlib.sha256()
+    entries = []
+    for sub in ("checkpoint", "sink"):
+        root = scen / sub
+        if root.is_dir():
+            for p in root.rglob("*"):
+                if p.is_file():
+                    entries.append((p.relative_to(scen).as_posix(),
+                                    hashlib.sha256(p.read_bytes()).hexdigest()))
+    for rel, digest in sorted(entries):
+        h.update(f"{rel}\0{digest}\n".encode())
+    return h.hexdigest()
+
+
+def empty_dirs(scen: Path) -> list[str]:
+    out = []
+    for sub in ("checkpoint", "sink"):
+        root = scen / sub
+        if root.is_dir():
+            for p in sorted(root.rglob("*")):
+                if p.is_dir() and not any(p.iterdir()):
+                    out.append(p.relative_to(scen).as_posix())
+    return out
+
+
+def _read_lines(path: Path) -> list[str] | None:
+    try:
+        return path.read_bytes().decode("utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def compute_facts(scen: Path, query: dict, fallback: dict | None = None) -> dict:
+    cp = scen / "checkpoint"
+    query_id = None
+    try:
+        query_id = json.loads((cp / "metadata").read_text(encoding="utf-8")).get("id")
+    except (OSError, ValueError, AttributeError):
+        pass
+    offsets = batch_ids(cp / "offsets")
+    commits = batch_ids(cp / "commits")
+    shuffle = None
+    if offsets:
+        lines = _read_lines(cp / "offsets" / str(offsets[-1]))
+        if lines and len(lines) > 1:
+            try:
+                shuffle = int(json.loads(lines[1])["conf"]["spark.sql.shuffle.partitions"])
+            except (ValueError, KeyError, TypeError):
+                shuffle = None
+    if shuffle is None and fallback:
+        shuffle = fallback.get("shuffle_partitions")
+    state = cp / "state"
+    ops = sorted(int(p.name) for p in state.iterdir() if p.is_dir() and p.name.isdigit()) \
+        if state.is_dir() else []
+    facts: dict[str, Any] = {
+        "query_id": query_id,
+        "offsets": offsets,
+        "commits": commits,
+        "sources": query["sources"],
+        "state_operators": ops,
+        "shuffle_partitions": shuffle if shuffle is not None else 2,
+        "empty_dirs": empty_dirs(scen),
+    }
+    sink_log = scen / "sink" / "_spark_metadata"
+    if sink_log.is_dir():
+        facts["sink_log"] = sorted(
+            e.name for e in sink_log.iterdir() if e.is_file() and not e.name.startswith("."))
+        facts["sink_log"].sort(key=lambda n: int(n.split(".")[0]))
+    return facts
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    if dst.exists():
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst, symlinks=False)
+
+
+def remove_stray_outputs(root: Path) -> None:
+    for p in sorted(root.rglob("_temporary"), reverse=True):
+        if p.is_dir():
+            shutil.rmtree(p)
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def run_sparklab(version: str, jobs: list[dict], label: str) -> list[dict]:
+    """Run the jobs in ONE sparklab process of the given Spark version."""
+    python = spark_envs.ensure_spark_python(version)
+    work = SCRATCH / "jobs"
+    work.mkdir(parents=True, exist_ok=True)
+    jobs_path = work / f"{label}-{version}.jobs.json"
+    results_path = work / f"{label}-{version}.results.json"
+    log_path = work / f"{label}-{version}.log"
+    write_json(jobs_path, jobs)
+    if results_path.exists():
+        results_path.unlink()
+    log(f"== sparklab {version}: {len(jobs)} jobs ({label}); log: {log_path}")
+    with open(log_path, "w", encoding="utf-8") as log_fh:
+        proc = subprocess.run([str(python), str(SPARKLAB), str(jobs_path), str(results_path)],
+                              stdout=log_fh, stderr=subprocess.STDOUT, cwd=str(REPO))
+    results = load_json(results_path) if results_path.exists() else []
+    if proc.returncode != 0 or len(results) != len(jobs):
+        raise RuntimeError(f"sparklab {version} ({label}) exited {proc.returncode} after "
+                           f"{len(results)}/{len(jobs)} jobs; see {log_path}")
+    return results
+
+
+def input_mtime(name: str) -> int:
+    m = re.search(r"(\d+)", name)
+    return INPUT_MTIME_BASE + (int(m.group(1)) if m else 0)
+
+
+def write_input_file(directory: Path, i: int) -> None:
+    path = directory / f"f{i:02d}.json"
+    path.write_text(json.dumps({"id": i, "text": f"row {i}"}) + "\n", encoding="utf-8")
+    os.utime(path, (input_mtime(path.name), input_mtime(path.name)))
+
+
+def restore_input(src: Path, dst: Path) -> None:
+    """Put a fixture's input files back at the path the file source recorded."""
+    if dst.exists():
+        shutil.rmtree(dst)
+    dst.mkdir(parents=True)
+    for f in sorted(src.iterdir()):
+        if f.is_file():
+            shutil.copyfile(f, dst / f.name)
+            os.utime(dst / f.name, (input_mtime(f.name), input_mtime(f.name)))
+
+
+# ------------------------------------------------------------------------------------------
+# stage 1: base
+# ------------------------------------------------------------------------------------------
+
+
+def _base_versions(name: str) -> list[str]:
+    return list(BASES[name].get("versions", VERSIONS))
+
+
+def _restart_specs(declared: list[dict] | None, own: str, mode: str, query: str,
+                   confs: dict) -> list[dict]:
+    """Expand restart declarations into concrete {spark, mode, query, confs} entries."""
+    other = [v for v in VERSIONS if v != own]
+    out = []
+    for decl in declared if declared is not None else [{"spark": "both"}]:
+        target = decl.get("spark", "both")
+        targets = {"both": [own, *other], "own": [own], "other": other}.get(target, [target])
+        for spark in targets:
+            merged = dict(confs)
+            merged.update(decl.get("confs") or {})
+            out.append({"spark": spark, "mode": decl.get("mode", mode),
+                        "query": decl.get("query", query), "confs": merged,
+                        "fingerprint": None, "result": None})
+    return out
+
+
+def _base_jobs(version: str, name: str, attempt: int) -> tuple[list[dict], Path]:
+    spec = BASES[name]
+    root = SCRATCH / "base" / f"spark-{version}" / (name if attempt == 0 else f"{name}.try{attempt}")
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    q = spec["query"]
+    job = {
+        "op": "run", "query": q["name"], "query_args": q["args"],
+        "checkpoint": str(root / "checkpoint"), "sink": None, "input": None,
+        "mode": q["mode"], "trigger": spec["trigger"], "batches": spec.get("batches", 1),
+        "timeout_s": RUN_TIMEOUT_S, "confs": spec["confs"], "options": spec["options"],
+    }
+    for key in ("trigger_interval", "async_interval_ms", "stop_when_aligned"):
+        if key in spec:
+            job[key] = spec[key]
+    if q["sink"] == "file":
+        job["sink"] = str(root / "sink")
+    if "input_files" in spec:
+        inp = SCRATCH / "input" / f"spark-{version}" / name
+        if inp.exists():
+            shutil.rmtree(inp)
+        inp.mkdir(parents=True)
+        for i in range(spec["input_files"]):
+            write_input_file(inp, i)
+        job["input"] = str(inp)
+    jobs = [dict(job, id=f"base/{version}/{name}/try{attempt}/run{r}") for r in range(spec["runs"])]
+    return jobs, root
+
+
+def _validate_base(name: str, root: Path) -> list[str]:
+    """Problems with the shape of a freshly written base (empty list = fine)."""
+    spec = BASES[name]
+    cp = root / "checkpoint"
+    offsets, commits = batch_ids(cp / "offsets"), batch_ids(cp / "commits")
+    problems = []
+    shape = spec.get("shape")
+    if shape:
+        if offsets != shape["offsets"]:
+            problems.append(f"offsets {offsets} != {shape['offsets']}")
+        if commits != shape["commits"]:
+            problems.append(f"commits {commits} != {shape['commits']}")
+    if name == "async":
+        if not offsets or not commits or offsets[-1] != commits[-1]:
+            problems.append(f"async logs not aligned: offsets {offsets} commits {commits}")
+        if len(offsets) < 3 or offsets == list(range(offsets[0], offsets[-1] + 1)):
+            problems.append(f"async offsets not sparse: {offsets}")
+    if name == "continuous" and len(commits) < 3:
+        problems.append(f"continuous: only {len(commits)} epochs committed")
+    if name == "file_to_file" and not (root / "sink" / "_spark_metadata" / "9.compact").is_file():
+        problems.append("file sink has no _spark_metadata/9.compact")
+    if name == "rocksdb_changelog" and not _newest_zip_ssts(cp / "state" / "0"):
+        problems.append("no snapshot zip that names an SST file")
+    return problems
+
+
+def stage_base(versions: list[str], names: list[str] | None) -> None:
+    for version in versions:
+        selected = [n for n in BASES if version in _base_versions(n) and (not names or n in names)]
+        if not selected:
+            continue
+        pending = {n: 0 for n in selected}
+        chosen: dict[str, tuple[Path, list[dict], list[str]]] = {}
+        while pending:
+            jobs, roots = [], {}
+            for name, attempt in pending.items():
+                j, root = _base_jobs(version, name, attempt)
+                jobs += j
+                roots[name] = (root, len(jobs) - len(j), len(j))
+            results = run_sparklab(version, jobs, "base")
+            nxt = {}
+            for name, attempt in pending.items():
+                root, start, count = roots[name]
+                res = results[start:start + count]
+                problems = _validate_base(name, root)
+                problems += [f"{r['id']}: {r['error']['message'].splitlines()[0]}" for r in res
+                             if r.get("error")]
+                if problems and attempt + 1 < BASES[name].get("attempts", 1):
+                    log(f"   base {version}/{name} attempt {attempt}: {problems}; retrying")
+                    nxt[name] = attempt + 1
+                else:
+                    if problems:
+                        log(f"   WARNING base {version}/{name}: {problems}")
+                    chosen[name] = (root, res, problems)
+            pending = nxt
+        for name in selected:
+            root, res, problems = chosen[name]
+            _install_base(version, name, root, res, problems)
+
+
+def _install_base(version: str, name: str, root: Path, results: list[dict],
+                  problems: list[str]) -> None:
+    spec = BASES[name]
+    dest = FIXTURES / f"spark-{version}" / name
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    remove_stray_outputs(root)
+    copy_tree(root / "checkpoint", dest / "checkpoint")
+    if (root / "sink").is_dir():
+        copy_tree(root / "sink", dest / "sink")
+    written_with: dict[str, Any] = {
+        "trigger": spec["trigger"],
+        "confs": results[0].get("confs", spec["confs"]) if results else spec["confs"],
+        "options": spec["options"],
+        "runs": spec["runs"],
+    }
+    for key in ("trigger_interval", "async_interval_ms", "batches"):
+        if key in spec:
+            written_with[key] = spec[key]
+    if "input_files" in spec:
+        inp = SCRATCH / "input" / f"spark-{version}" / name
+        for i in range(spec["input_files"], spec["input_files"] + spec.get("extra_input_files", 0)):
+            write_input_file(inp, i)
+        copy_tree(inp, dest / "input")
+        written_with["input_path"] = str(inp)
+        written_with["input_files_read"] = spec["input_files"]
+    written_with["batches_run"] = [b["batchId"] for r in results for b in r.get("batches", [])]
+    facts = compute_facts(dest, spec["query"])
+    scenario = {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "spark_version": version,
+        "kind": "base",
+        "base": None,
+        "description": spec["description"],
+        "query": spec["query"],
+        "written_with": written_with,
+        "damage": [],
+        "expect_codes": list(spec["expect_codes"]),
+        "expect_more": list(spec["expect_more"]),
+        "facts": facts,
+        "fingerprint": fingerprint(dest),
+        "restarts": _restart_specs(None, version, spec["query"]["mode"], spec["query"]["name"],
+                                   spec["confs"]),
+    }
+    if problems:
+        scenario["generation_problems"] = problems
+    write_json(dest / "scenario.json", scenario)
+    log(f"   base {version}/{name}: offsets {facts['offsets']} commits {facts['commits']}")
+
+
+# ------------------------------------------------------------------------------------------
+# stage 2: damage
+# ------------------------------------------------------------------------------------------
+
+_TEMPLATE = re.compile(r"\{([LKP])([+-]\d+)?\}")
+
+
+def _resolve(value: Any, env: dict[str, int]) -> Any:
+    if isinstance(value, str):
+        return _TEMPLATE.sub(lambda m: str(env[m.group(1)] + int(m.group(2) or 0)), value)
+    if isinstance(value, list):
+        return [_resolve(v, env) for v in value]
+    if isinstance(value, dict):
+        return {k: _resolve(v, env) for k, v in value.items()}
+    return value
+
+
+def _template_env(facts: dict) -> dict[str, int]:
+    offsets, commits = facts["offsets"], facts["commits"]
+    latest = offsets[-1] if offsets else -1
+    return {
+        "L": latest,
+        "K": commits[-1] if commits else -1,
+        "P": max((o for o in offsets if o < latest), default=-1),
+    }
+
+
+def _write_with_crc(path: Path, data: bytes, crc: str, existed_crc: bool) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    cpath = crc_path(path)
+    if crc == "drop":
+        if cpath.exists():
+            cpath.unlink()
+    elif crc == "create" or (crc == "rewrite" and existed_crc):
+        cpath.write_bytes(hadoop_crc(data))
+
+
+def _newest_zip_ssts(operator_dir: Path) -> list[tuple[str, str]]:
+    """[(partition dir name, SST file name)] named by the newest zip of each partition."""
+    out = []
+    if not operator_dir.is_dir():
+        return out
+    for part in sorted((p for p in operator_dir.iterdir() if p.is_dir() and p.name.isdigit()),
+                       key=lambda p: int(p.name)):
+        zips = [z for z in part.iterdir() if z.is_file() and re.fullmatch(r"\d+(_[\w-]+)?\.zip", z.name)]
+        if not zips:
+            continue
+        newest = max(zips, key=lambda z: (int(re.match(r"\d+", z.name).group(0)), z.name))
+        with zipfile.ZipFile(newest) as zf:
+            text = zf.read("metadata").decode("utf-8")
+        meta = json.loads(text.split("\n", 1)[1])
+        for sst in sorted(f["dfsSstFileName"] for f in meta.get("sstFiles", [])):
+            out.append((part.name, sst))
+    return out
+
+
+def _deep_set(obj: dict, updates: dict) -> None:
+    for key, value in updates.items():
+        if isinstance(value, dict) and isinstance(obj.get(key), dict):
+            _deep_set(obj[key], value)
+        else:
+            obj[key] = value
+
+
+def apply_op(scen: Path, op: dict) -> list[dict]:
+    """Apply one damage operation; returns the concrete operations recorded in scenario.json."""
+    root = scen / op.get("in", "checkpoint")
+    kind = op["op"]
+    if kind == "delete":
+        path = root / op["path"]
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.is_file():
+            path.unlink()
+            if not op.get("keep_crc") and crc_path(path).exists():
+                crc_path(path).unlink()
+        else:
+            raise FileNotFoundError(f"delete: {path} does not exist")
+        return [op]
+    if kind == "truncate":
+        path = root / op["path"]
+        data = path.read_bytes()[: op["bytes"]]
+        _write_with_crc(path, data, op.get("crc", "rewrite"), crc_path(path).exists())
+        return [op]
+    if kind == "write":
+        path = root / op["path"]
+        data = bytes.fromhex(op["hex"]) if "hex" in op else op["text"].encode("utf-8")
+        _write_with_crc(path, data, op.get("crc", "rewrite"), crc_path(path).exists())
+        return [op]
+    if kind in ("replace_line", "edit_json_line"):
+        path = root / op["path"]
+        lines = path.read_bytes().decode("utf-8").split("\n")
+        idx = op["line"] - 1
+        if kind == "replace_line":
+            lines[idx] = op["text"]
+        else:
+            obj = json.loads(lines[idx])
+            for key in op.get("drop_keys", []):
+                obj.pop(key, None)
+            _deep_set(obj, op.get("set", {}))
+            lines[idx] = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+        _write_with_crc(path, "\n".join(lines).encode("utf-8"), op.get("crc", "rewrite"),
+                        crc_path(path).exists())
+        return [op]
+    if kind == "copy":
+        src, dst = root / op["src"], root / op["path"]
+        data = src.read_bytes()
+        crc = op.get("crc", "create" if crc_path(src).exists() else "none")
+        _write_with_crc(dst, data, crc, False)
+        return [op]
+    if kind == "delete_glob":
+        matches = sorted(p for p in root.glob(op["pattern"]) if p.is_file())
+        if not matches:
+            raise FileNotFoundError(f"delete_glob: nothing matches {op['pattern']}")
+        out = []
+        for m in matches:
+            out += apply_op(scen, {"op": "delete", "path": str(m.relative_to(root)), "resolved_from": op})
+        return out
+    if kind == "copy_dir":
+        shutil.copytree(root / op["src"], root / op["path"])
+        return [op]
+    if kind == "mkdir":
+        (root / op["path"]).mkdir(parents=True, exist_ok=True)
+        return [op]
+    if kind == "keep_only":
+        keep = set()
+        for rel in op["paths"]:
+            keep.add((root / rel).resolve())
+            keep.add(crc_path(root / rel).resolve())
+        for p in sorted(root.rglob("*"), key=lambda p: len(p.parts), reverse=True):
+            if p.is_file() and p.resolve() not in keep:
+                p.unlink()
+            elif p.is_dir() and not any(p.iterdir()):
+                p.rmdir()
+        # the sink (if any) goes too: a fresh checkpoint has no sink output
+        sink = scen / "sink"
+        if sink.is_dir() and root != sink:
+            shutil.rmtree(sink)
+        return [op]
+    if kind == "delete_rocksdb_sst":
+        found = _newest_zip_ssts(root / op["operator_dir"])
+        if not found:
+            raise RuntimeError(f"no SST named by a zip under {op['operator_dir']}")
+        part, sst = found[0]
+        pdir = f"{op['operator_dir']}/{part}"
+        out = apply_op(scen, {"op": "delete", "path": f"{pdir}/SSTs/{sst}", "resolved_from": op})
+        for name in op.get("also_delete", []):
+            out += apply_op(scen, {"op": "delete", "path": f"{pdir}/{name}", "resolved_from": op})
+        return out
+    raise ValueError(f"unknown damage op {kind!r}")
+
+
+def _scenario_versions(spec: dict) -> list[str]:
+    return [v for v in spec.get("versions", _base_versions(spec["base"]))]
+
+
+def _merge_restarts(new: list[dict], old: list[dict] | None, fp: str) -> list[dict]:
+    """Keep a recorded result when the same restart was recorded against the same bytes."""
+    old = old or []
+    out = []
+    for entry in new:
+        key = (entry["spark"], entry["mode"], entry["query"], json.dumps(entry["confs"], sort_keys=True))
+        for prev in old:
+            pkey = (prev["spark"], prev["mode"], prev["query"], json.dumps(prev["confs"], sort_keys=True))
+            if pkey == key and prev.get("fingerprint") == fp and prev.get("result") is not None:
+                entry = prev
+                break
+        out.append(entry)
+    return out
+
+
+def _refresh_base_expectations(vdir: Path, names: list[str] | None) -> None:
+    """Bases are only rewritten by the base stage (real Spark); their expectations live here."""
+    for name, spec in BASES.items():
+        sfile = vdir / name / "scenario.json"
+        if (names and name not in names) or not sfile.is_file():
+            continue
+        scen = load_json(sfile)
+        if scen.get("expect_codes") != spec["expect_codes"] or scen.get("expect_more") != spec["expect_more"]:
+            scen["expect_codes"] = list(spec["expect_codes"])
+            scen["expect_more"] = list(spec["expect_more"])
+            write_json(sfile, scen)
+
+
+def stage_damage(versions: list[str], names: list[str] | None) -> None:
+    for version in versions:
+        vdir = FIXTURES / f"spark-{version}"
+        _refresh_base_expectations(vdir, names)
+        declared = set(BASES)
+        for spec in SCENARIOS:
+            if version not in _scenario_versions(spec):
+                continue
+            declared.add(spec["name"])
+            if names and spec["name"] not in names:
+                continue
+            base_dir = vdir / spec["base"]
+            if not (base_dir / "scenario.json").is_file():
+                log(f"   SKIP {version}/{spec['name']}: base {spec['base']} missing (run --stage base)")
+                continue
+            _build_scenario(version, spec, base_dir, vdir / spec["name"])
+        if not names and vdir.is_dir():
+            for d in sorted(vdir.iterdir()):
+                if d.is_dir() and d.name not in declared and (d / "scenario.json").is_file():
+                    log(f"   removing stale scenario {version}/{d.name}")
+                    shutil.rmtree(d)
+
+
+def _build_scenario(version: str, spec: dict, base_dir: Path, dest: Path) -> None:
+    base = load_json(base_dir / "scenario.json")
+    old = load_json(dest / "scenario.json") if (dest / "scenario.json").is_file() else None
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for sub in ("checkpoint", "sink", "input"):
+        if (base_dir / sub).is_dir():
+            copy_tree(base_dir / sub, dest / sub)
+    env = _template_env(base["facts"])
+    applied: list[dict] = []
+    for op in spec["damage"]:
+        applied += apply_op(dest, _resolve(op, env))
+    facts = compute_facts(dest, base["query"], base["facts"])
+    fp = fingerprint(dest)
+    restarts = _restart_specs(
+        _resolve(spec.get("restarts"), env), version, base["query"]["mode"],
+        spec.get("restart_query", base["query"]["name"]), BASES[spec["base"]]["confs"])
+    scenario = {
+        "schema_version": SCHEMA_VERSION,
+        "name": spec["name"],
+        "spark_version": version,
+        "kind": "damaged",
+        "base": spec["base"],
+        "description": _resolve(spec["description"], env),
+        "query": base["query"],
+        "written_with": base["written_with"],
+        "damage": applied,
+        "expect_codes": list(spec["expect_codes"]),
+        "expect_more": list(spec["expect_more"]),
+        "facts": facts,
+        "fingerprint": fp,
+        "restarts": _merge_restarts(restarts, old.get("restarts") if old else None, fp),
+    }
+    write_json(dest / "scenario.json", scenario)
+    kept = sum(1 for r in scenario["restarts"] if r.get("result") is not None)
+    log(f"   scenario {version}/{spec['name']}: offsets {facts['offsets']} commits {facts['commits']}"
+        f" ({kept}/{len(scenario['restarts'])} restart results kept)")
+
+
+# ------------------------------------------------------------------------------------------
+# stage 3: oracle
+# ------------------------------------------------------------------------------------------
+
+
+def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> None:
+    work: dict[str, list[tuple[Path, int, dict]]] = {v: [] for v in versions}
+    for vdir in sorted(FIXTURES.glob("spark-*")):
+        for sfile in sorted(vdir.glob("*/scenario.json")):
+            scen = load_json(sfile)
+            if names and scen["name"] not in names:
+                continue
+            fp = fingerprint(sfile.parent)
+            if fp != scen["fingerprint"]:
+                raise RuntimeError(f"{sfile.parent}: bytes changed since generation "
+                                   f"(fingerprint mismatch); re-run --stage damage")
+            for idx, entry in enumerate(scen["restarts"]):
+                if entry["spark"] not in work:
+                    continue
+                if force or entry.get("result") is None or entry.get("fingerprint") != fp:
+                    work[entry["spark"]].append((sfile, idx, entry))
+    for version, items in work.items():
+        if not items:
+            continue
+        oracle_root = SCRATCH / "oracle" / f"spark-{version}"
+        if oracle_root.exists():
+            shutil.rmtree(oracle_root)
+        jobs = []
+        restored_inputs: set[str] = set()
+        for n, (sfile, idx, entry) in enumerate(items):
+            scen_dir = sfile.parent
+            scen = load_json(sfile)
+            tmp = oracle_root / f"{n:03d}-{scen['spark_version']}-{scen['name']}"
+            copy_tree(scen_dir / "checkpoint", tmp / "checkpoint")
+            for rel in scen["facts"].get("empty_dirs", []):
+                (tmp / rel).mkdir(parents=True, exist_ok=True)
+            sink = None
+            if scen["query"]["sink"] == "file":
+                sink = tmp / "sink"
+                if (scen_dir / "sink").is_dir():
+                    copy_tree(scen_dir / "sink", sink)
+            inp = scen["written_with"].get("input_path")
+            if inp and inp not in restored_inputs:
+                restore_input(scen_dir / "input", Path(inp))
+                restored_inputs.add(inp)
+            mode = entry["mode"]
+            job = {
+                "id": f"{scen['spark_version']}/{scen['name']}#{idx}",
+                "op": "restart", "query": entry["query"], "query_args": scen["query"]["args"],
+                "checkpoint": str(tmp / "checkpoint"), "sink": str(sink) if sink else None,
+                "input": inp, "mode": mode, "trigger": DEFAULT_TRIGGER[mode],
+                "async_interval_ms": 1000, "batches": 1, "timeout_s": RESTART_TIMEOUT_S,
+                "confs": entry["confs"], "options": {},
+            }
+            if mode in DEFAULT_TRIGGER_INTERVAL:
+                job["trigger_interval"] = DEFAULT_TRIGGER_INTERVAL[mode]
+            jobs.append(job)
+        results = run_sparklab(version, jobs, "oracle")
+        for (sfile, idx, entry), result in zip(items, results):
+            scen = load_json(sfile)
+            rec = scen["restarts"][idx]
+            rec["fingerprint"] = scen["fingerprint"]
+            rec["result"] = result
+            write_json(sfile, scen)
+            err = result.get("error")
+            log(f"   {result['id']} on {version}: started={result['started']} "
+                f"batches={[b['batchId'] for b in result['batches']]} "
+                f"error={(err['message'].splitlines() or [''])[0][:140] if err else None}")
+        shutil.rmtree(oracle_root, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stage", choices=("base", "damage", "oracle", "all"), default="all")
+    parser.add_argument("--spark", action="append", choices=VERSIONS,
+                        help="restrict to this Spark version (repeatable)")
+    parser.add_argument("--scenario", action="append",
+                        help="restrict to this base or scenario name (repeatable)")
+    parser.add_argument("--force", action="store_true",
+                        help="oracle: re-run restarts that already have a result")
+    args = parser.parse_args(argv)
+    versions = [v for v in VERSIONS if not args.spark or v in args.spark]
+    stages = ("base", "damage", "oracle") if args.stage == "all" else (args.stage,)
+    timings = {}
+    for stage in stages:
+        t0 = time.monotonic()
+        log(f"=== stage {stage} ({', '.join(versions)})")
+        if stage == "base":
+            stage_base(versions, args.scenario)
+        elif stage == "damage":
+            stage_damage(versions, args.scenario)
+        else:
+            stage_oracle(versions, args.scenario, args.force)
+        timings[stage] = round(time.monotonic() - t0, 1)
+        log(f"=== stage {stage} done in {timings[stage]} s")
+    log("timings: " + ", ".join(f"{k} {v} s" for k, v in timings.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,154 @@
+"""S3 failures a user meets, against a real moto server: each becomes one exception type whose
+message names the URL and says what to do."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+
+import boto3
+import pytest
+
+from checkpoint_doctor.errors import (
+    AccessDeniedError,
+    CheckpointNotFoundError,
+    CredentialsError,
+    EndpointUnreachableError,
+)
+from checkpoint_doctor.loading import load_checkpoint
+from checkpoint_doctor.storage import open_store
+from tests.s3.conftest import S3
+from tests.storage.builders import checkpoint_files
+
+NO_CREDENTIALS_HINT = "set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or pass --storage-option key=... secret=..."
+FAIL_FAST = {"config_kwargs": {"connect_timeout": 1, "retries": {"total_max_attempts": 1}}}
+
+
+@pytest.fixture
+def closed_port() -> Iterator[int]:
+    """A local port that refuses connections: bound (so nothing else takes it) but not listening."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def denied_user(s3: S3) -> Iterator[dict[str, str]]:
+    """Credentials of an IAM user whose policy denies everything on the bucket; IAM enforced."""
+    iam = boto3.client(
+        "iam",
+        endpoint_url=s3.endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    iam.create_user(UserName="reader")
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+            {
+                "Effect": "Deny",
+                "Action": "s3:*",
+                "Resource": [f"arn:aws:s3:::{s3.bucket}", f"arn:aws:s3:::{s3.bucket}/*"],
+            },
+        ],
+    }
+    iam.put_user_policy(UserName="reader", PolicyName="deny-bucket", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName="reader")["AccessKey"]
+    s3.server.enforce_iam(True)
+    try:
+        yield {"key": key["AccessKeyId"], "secret": key["SecretAccessKey"]}
+    finally:
+        s3.server.enforce_iam(False)
+
+
+def test_no_credentials(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
+    s3.fs.pipe_file(s3.key("ckpt/metadata"), b"{}")
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+    s3.server.log.clear()
+    url = s3.url("ckpt")
+
+    with pytest.raises(CredentialsError) as info:
+        open_store(url, s3.options).list_tree()
+
+    assert info.value.url == url
+    assert str(info.value) == f"cannot list {url}: no credentials found; {NO_CREDENTIALS_HINT}"
+    assert s3.server.log.requests == []  # refused before anything was sent
+
+
+def test_rejected_credentials(s3: S3, denied_user: dict[str, str]) -> None:
+    url = s3.url("ckpt")
+
+    with pytest.raises(CredentialsError) as info:
+        open_store(url, {**s3.options, "key": "AKIANOSUCHKEY0000000", "secret": "x"}).list_tree()
+
+    assert info.value.url == url
+    assert str(info.value).startswith(f"cannot list {url}: the credentials were rejected (InvalidAccessKeyId); ")
+    assert "check the access key, secret and session token" in str(info.value)
+
+
+def test_access_denied(s3: S3, denied_user: dict[str, str]) -> None:
+    url = s3.url("ckpt")
+    store = open_store(url, {**s3.options, **denied_user})
+
+    with pytest.raises(AccessDeniedError) as info:
+        store.list_tree()
+    with pytest.raises(AccessDeniedError) as read_info:
+        store.read("metadata")
+    per_file = store.read_many(["metadata"])
+
+    hint = "access denied; check the permissions or bucket policy for this path"
+    assert str(info.value) == f"cannot list {url}: {hint}"
+    assert str(read_info.value) == f"cannot read {url}/metadata: {hint}"
+    assert isinstance(per_file["metadata"], AccessDeniedError)
+    assert s3.server.log.kinds()["ListObjectsV2"] >= 1  # the server itself refused
+
+
+def test_access_denied_loading_a_checkpoint(s3: S3, denied_user: dict[str, str]) -> None:
+    with pytest.raises(AccessDeniedError) as info:
+        load_checkpoint(s3.url("ckpt"), storage_options={**s3.options, **denied_user})
+
+    assert info.value.url == s3.url("ckpt")
+
+
+def test_unreachable_endpoint_fails_fast(s3: S3, closed_port: int) -> None:
+    url = s3.url("ckpt")
+    options = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{closed_port}"}, **FAIL_FAST}
+    start = time.monotonic()
+
+    with pytest.raises(EndpointUnreachableError) as info:
+        open_store(url, options).list_tree()
+
+    assert time.monotonic() - start < 5
+    message = str(info.value)
+    assert message.startswith(f"cannot list {url}: endpoint unreachable (Could not connect to the endpoint URL: ")
+    assert f"127.0.0.1:{closed_port}" in message
+    assert message.endswith("; check the network and --storage-option endpoint_url")
+
+
+def test_missing_bucket(s3: S3) -> None:
+    url = "s3://no-such-bucket/ckpt"
+
+    with pytest.raises(CheckpointNotFoundError) as info:
+        open_store(url, s3.options).list_tree()
+
+    assert str(info.value) == f"cannot list {url}: no such bucket; check the bucket name and the endpoint"
+
+
+def test_missing_prefix_and_a_key_where_the_prefix_should_be(s3: S3) -> None:
+    for rel, data in checkpoint_files().items():
+        s3.fs.pipe_file(s3.key(f"ckpt/{rel}"), data)
+
+    with pytest.raises(CheckpointNotFoundError) as missing:
+        open_store(s3.url("ckp"), s3.options).list_tree()  # a prefix of "ckpt/", not a directory
+    listing = open_store(s3.url("ckpt/offsets"), s3.options).list_tree()
+
+    assert missing.value.url == s3.url("ckp")
+    assert [f.path for f in listing.files] == ["0", "1", "2"]
