@@ -160,9 +160,6 @@ BASES: dict[str, dict[str, Any]] = {
         "versions": ["4.3.0"], "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
     },
 }
-for _b in BASES.values():
-    _b.setdefault("expect_codes", [])
-    _b.setdefault("expect_more", [])
 
 # ------------------------------------------------------------------------------------------
 # SCENARIOS: damaged copies of the bases. Paths are relative to the checkpoint root (or to the
@@ -432,9 +429,122 @@ SCENARIOS: list[dict[str, Any]] = [
                  "text": '{"sourceVersion":1,"reservoirId":"8c0d4e27-51f3-4d8a-b6e2-3f9c1a7d2e45","reservoirVersion":0,"index":-1,"isStartingVersion":true}'}],
      "restarts": []},
 ]
+SCENARIOS.append(
+    {"name": "continuous-as-micro-batch", "base": "continuous",
+     "description": "Healthy continuous-mode checkpoint (blank metadata lines) restarted in micro-batch mode.",
+     "damage": [], "restarts": [{"spark": "both", "mode": "micro-batch"}]})
+
+# ------------------------------------------------------------------------------------------
+# EXPECT: the diagnosis codes each scenario must produce, reviewed by hand against what Spark
+# did on the recorded restarts. "codes" is for `diagnose` with the scenario's own Spark line,
+# the detected mode, and the query's source count and statefulness, live detection off; a dict
+# gives codes per Spark version. "more" lists other diagnose arguments and their codes ("now":
+# "latest+5s" = 5 s after the newest batch was planned; "fresh_temp" = temp files just written).
+# tests/diagnosis/test_codes.py checks every scenario, and that every code has a scenario.
+# ------------------------------------------------------------------------------------------
+_LIVE = {"live_window_s": 600}
+EXPECT: dict[str, dict[str, Any]] = {
+    "stateless": {"codes": [], "more": [
+        {"args": {"spark": "3.5"}, "codes": {"3.5.9": [], "4.3.0": ["CD601"]}},
+        {"args": {**_LIVE, "now": "latest+5s"}, "codes": ["CD501"]}]},
+    "stateless_purged": {"codes": []},
+    "window_agg": {"codes": [], "more": [{"args": {"stateful": False}, "codes": ["CD308"]}]},
+    "dedup": {"codes": []},
+    "stream_join": {"codes": []},
+    "file_to_file": {"codes": []},
+    "rocksdb_changelog": {"codes": []},
+    "async": {"codes": ["CD102"]},
+    "continuous": {"codes": []},
+    "rocksdb_v2": {"codes": [], "more": [
+        {"args": {"spark": "3.5"}, "codes": ["CD005", "CD601"]},
+        {"args": {"spark": "4.1"}, "codes": ["CD006", "CD601"]},
+        {"args": {"spark": "4.1", "checkpoint_format_version": 2}, "codes": ["CD601"]}]},
+    "offsets_v2": {"codes": [], "more": [{"args": {"spark": "3.5"}, "codes": ["CD005", "CD601"]}]},
+    "async-tail": {"codes": ["CD102"], "more": [{"args": {"mode": "micro-batch"}, "codes": ["CD101"]}]},
+    "async-tail-uncommitted": {"codes": ["CD102", "CD106"],
+                               "more": [{"args": {"mode": "micro-batch"}, "codes": ["CD101", "CD105"]}]},
+    "uncommitted-tail": {"codes": ["CD106"]},
+    "missing-prev-offsets": {"codes": ["CD103", "CD108"]},
+    "missing-prev-offsets-uncommitted": {"codes": ["CD103", "CD106", "CD108"]},
+    "offsets-latest-empty": {"codes": ["CD003", "CD106"]},
+    "offsets-latest-truncated": {"codes": ["CD003", "CD106"]},
+    "offsets-latest-header-only": {"codes": ["CD003", "CD106"]},
+    "commit-latest-empty": {"codes": ["CD004"]},
+    "commit-latest-header-only": {"codes": []},
+    "commit-stale-crc": {"codes": []},
+    "commit-ahead": {"codes": ["CD104"]},
+    "offsets-too-new": {"codes": ["CD005"]},
+    "commit-too-new": {"codes": ["CD005"]},
+    "metadata-missing": {"codes": ["CD001"]},
+    "metadata-missing-keep-crc": {"codes": {"3.5.9": ["CD001", "CD504"], "4.3.0": ["CD001", "CD505"]}},
+    "metadata-unreadable": {"codes": ["CD002"]},
+    "orphan-crc": {"codes": ["CD106", "CD504"]},
+    "orphan-crc-old": {"codes": ["CD107", "CD108", "CD505"]},
+    "commits-two-behind": {"codes": ["CD105"]},
+    "offsets-gap-ahead": {"codes": ["CD103", "CD105"]},
+    "offsets-jump-ahead": {"codes": ["CD105", "CD109", "CD302"]},
+    "commits-hole": {"codes": []},
+    "commits-dir-deleted": {"codes": ["CD106"]},
+    "commits-emptied": {"codes": ["CD106", "CD508"]},
+    "offsets-dir-deleted": {"codes": ["CD110"]},
+    "leftover-temp-files": {"codes": ["CD506"],
+                            "more": [{"args": {**_LIVE, "now": "fresh_temp"}, "codes": ["CD502", "CD506"]}]},
+    "noncanonical-names": {"codes": ["CD509", "CD510"]},
+    "offsets-void-source": {"codes": ["CD106", "CD202"]},
+    "offsets-java-serialized": {"codes": ["CD007"]},
+    "offsets-no-conf": {"codes": ["CD010"]},
+    "offsets-no-conf-stateful": {"codes": ["CD011"]},
+    "offsets-blank-metadata": {"codes": ["CD008"]},
+    "offsets-blank-metadata-stateless": {"codes": ["CD008"]},
+    "offsets-history-truncated": {"codes": ["CD009"]},
+    "offsets-hole-with-commit": {"codes": ["CD107", "CD108"]},
+    "interleaved-runs": {"codes": ["CD106", "CD503"]},
+    "unfinished-repartition": {"codes": {"3.5.9": ["CD106", "CD304"], "4.3.0": ["CD012", "CD106", "CD304"]}},
+    "state-delta-missing": {"codes": ["CD302", "CD307"]},
+    "state-deleted": {"codes": ["CD301"]},
+    "state-partition-deleted": {"codes": ["CD304"]},
+    "state-partition-extra": {"codes": ["CD305"]},
+    "state-operator-metadata-deleted": {"codes": []},
+    "rocksdb-sst-missing": {"codes": {"3.5.9": ["CD303"], "4.3.0": ["CD309"]}, "more": [
+        {"args": {"confs": {"spark.sql.streaming.stateStore.autoSnapshotRepair.enabled": "false"}},
+         "codes": ["CD303"]}]},
+    "rocksdb-sst-missing-no-changelog": {"codes": {"3.5.9": ["CD303"], "4.3.0": ["CD302"]}},
+    "rocksdb-v2-state-missing": {"codes": ["CD306"]},
+    "stateful-async-restart": {"codes": [], "more": [{"args": {"mode": "async"}, "codes": ["CD602"]}]},
+    "fresh-temp-only": {"codes": {"3.5.9": ["CD506"], "4.3.0": ["CD507"]}},
+    "fresh-empty-commits-dir": {"codes": []},
+    "source-count-mismatch": {"codes": [], "more": [{"args": {"sources": 2}, "codes": ["CD201"]}]},
+    "continuous-commit-without-offsets": {"codes": ["CD701"]},
+    "continuous-uncommitted-epoch": {"codes": ["CD702"]},
+    "continuous-as-micro-batch": {"codes": [], "more": [{"args": {"mode": "micro-batch"}, "codes": ["CD008"]}]},
+    "file-sink-uncommitted": {"codes": ["CD106", "CD401"]},
+    "file-sink-rollback": {"codes": ["CD402"]},
+    "file-sink-compact-missing": {"codes": ["CD404"]},
+    "sink-log-behind": {"codes": ["CD403"]},
+    "sink-log-unreadable": {"codes": ["CD405"]},
+    "sink-log-missing": {"codes": ["CD406"]},
+    "rocksdb_v2-on-3.5.9": {"codes": [], "more": [{"args": {"spark": "3.5"}, "codes": ["CD005", "CD601"]}]},
+    "offsets_v2-on-3.5.9": {"codes": [], "more": [{"args": {"spark": "3.5"}, "codes": ["CD005", "CD601"]}]},
+    "kafka-partitions-changed": {"codes": ["CD203"]},
+    "delta-table-changed": {"codes": ["CD204"]},
+}
+
+
+def _expected(name: str) -> tuple[Any, list[dict]]:
+    exp = EXPECT.get(name)
+    if exp is None:
+        raise KeyError(f"scenario {name} has no entry in EXPECT")
+    return exp["codes"], exp.get("more", [])
+
+
+def _for_version(codes: Any, version: str) -> list[str]:
+    return sorted(codes.get(version, []) if isinstance(codes, dict) else codes)
+
+
+for _name, _b in BASES.items():
+    _b["expect_codes"], _b["expect_more"] = _expected(_name)
 for _s in SCENARIOS:
-    _s.setdefault("expect_codes", [])
-    _s.setdefault("expect_more", [])
+    _s["expect_codes"], _s["expect_more"] = _expected(_s["name"])
 
 
 # ------------------------------------------------------------------------------------------
@@ -764,8 +874,8 @@ def _install_base(version: str, name: str, root: Path, results: list[dict],
         "query": spec["query"],
         "written_with": written_with,
         "damage": [],
-        "expect_codes": list(spec["expect_codes"]),
-        "expect_more": list(spec["expect_more"]),
+        "expect_codes": _for_version(spec["expect_codes"], version),
+        "expect_more": [{"args": m["args"], "codes": _for_version(m["codes"], version)} for m in spec["expect_more"]],
         "facts": facts,
         "fingerprint": fingerprint(dest),
         "restarts": _restart_specs(None, version, spec["query"]["mode"], spec["query"]["name"],
@@ -956,9 +1066,11 @@ def _refresh_base_expectations(vdir: Path, names: list[str] | None) -> None:
         if (names and name not in names) or not sfile.is_file():
             continue
         scen = load_json(sfile)
-        if scen.get("expect_codes") != spec["expect_codes"] or scen.get("expect_more") != spec["expect_more"]:
-            scen["expect_codes"] = list(spec["expect_codes"])
-            scen["expect_more"] = list(spec["expect_more"])
+        version = scen["spark_version"]
+        codes = _for_version(spec["expect_codes"], version)
+        more = [{"args": m["args"], "codes": _for_version(m["codes"], version)} for m in spec["expect_more"]]
+        if scen.get("expect_codes") != codes or scen.get("expect_more") != more:
+            scen["expect_codes"], scen["expect_more"] = codes, more
             write_json(sfile, scen)
 
 
@@ -1013,8 +1125,8 @@ def _build_scenario(version: str, spec: dict, base_dir: Path, dest: Path) -> Non
         "query": base["query"],
         "written_with": base["written_with"],
         "damage": applied,
-        "expect_codes": list(spec["expect_codes"]),
-        "expect_more": list(spec["expect_more"]),
+        "expect_codes": _for_version(spec["expect_codes"], version),
+        "expect_more": [{"args": m["args"], "codes": _for_version(m["codes"], version)} for m in spec["expect_more"]],
         "facts": facts,
         "fingerprint": fp,
         "restarts": _merge_restarts(restarts, old.get("restarts") if old else None, fp),

@@ -180,14 +180,18 @@ def test_inspect_every_fixture_alike_on_local_memory_and_s3(
     for scenario in (p for p in all_scenarios() if p.parent.name == spark):
         name = scenario_id(scenario)
         parts = [part for part in ("checkpoint", "sink") if (scenario / part).is_dir()]
-        full, files_only = tmp_path / name / "full", tmp_path / name / "files"
-        for part in parts:
-            shutil.copytree(scenario / part, full / part)
-            copy_files_only(scenario / part, files_only / part)
-        for empty in load_scenario(scenario).get("facts", {}).get("empty_dirs", []):
-            (full / empty).mkdir(parents=True, exist_ok=True)
+        empty_dirs = load_scenario(scenario).get("facts", {}).get("empty_dirs", [])
+        full = files_only = scenario  # read in place: inspect never writes
+        if empty_dirs:
+            full, files_only = tmp_path / name / "full", tmp_path / name / "files"
+            for part in parts:
+                shutil.copytree(scenario / part, full / part)
+                copy_files_only(scenario / part, files_only / part)
+            for empty in empty_dirs:
+                (full / empty).mkdir(parents=True, exist_ok=True)
+        files = {f"{part}/{rel}": data for part in parts for rel, data in read_files(files_only / part).items()}
         memory.put_tree(full, name)
-        seed_objects(s3.bucket, name, read_files(files_only) if files_only.exists() else {})
+        seed_objects(s3.bucket, name, files)
         with subtests.test(msg=name):
             bases = {"full": str(full), "files": str(files_only), "memory": memory.url(name), "s3": s3.url(name)}
             results = {}

@@ -97,8 +97,11 @@ class MemoryBackend(Backend):
         return self.url(rel)
 
     def cleanup(self) -> None:
-        if self.fs.exists(self.prefix):
-            self.fs.rm(self.prefix, recursive=True)
+        # The in-memory file system is process-wide: drop this test's entries (fs.rm is quadratic).
+        below = self.prefix + "/"
+        for path in [p for p in self.fs.store if p == self.prefix or p.startswith(below)]:
+            del self.fs.store[path]
+        self.fs.pseudo_dirs[:] = [d for d in self.fs.pseudo_dirs if d != self.prefix and not d.startswith(below)]
 
 
 class S3Backend(Backend):

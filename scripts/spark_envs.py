@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Create (once) one virtualenv per PySpark version, for fixture generation and Spark tests.
+
+Stdlib only. ``ensure_spark_python("3.5.9")`` returns the path of a python interpreter that
+can ``import pyspark`` at exactly that version (and ``checkpoint_doctor`` too, once the
+package has a ``setup.cfg``).
+
+Layout: ``<repo>/.spark-envs/pyspark-<version>/`` (the parent directory can be moved with the
+environment variable ``CHECKPOINT_DOCTOR_SPARK_ENVS``). A marker file ``.installed`` holding
+the version is written after a successful install; while it is present and matches, nothing
+is done, so calling this again is fast.
+
+CLI: ``python scripts/spark_envs.py 3.5.9 4.3.0`` ensures both and prints the python paths.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+ENV_VAR = "CHECKPOINT_DOCTOR_SPARK_ENVS"
+MARKER = ".installed"
+
+
+def envs_root() -> pathlib.Path:
+    """Parent directory of all the PySpark venvs."""
+    override = os.environ.get(ENV_VAR)
+    return pathlib.Path(override).expanduser().resolve() if override else REPO / ".spark-envs"
+
+
+def env_dir(version: str) -> pathlib.Path:
+    return envs_root() / f"pyspark-{version}"
+
+
+def _python_of(venv: pathlib.Path) -> pathlib.Path:
+    if os.name == "nt":  # pragma: no cover - the project targets Linux/macOS
+        return venv / "Scripts" / "python.exe"
+    return venv / "bin" / "python"
+
+
+def _marker_text(version: str, editable: bool) -> str:
+    return f"pyspark=={version}\neditable={'yes' if editable else 'no'}\n"
+
+
+def _run(cmd: list[str]) -> None:
+    print("+ " + " ".join(cmd), file=sys.stderr, flush=True)
+    subprocess.run(cmd, check=True)
+
+
+def ensure_spark_python(version: str) -> pathlib.Path:
+    """Return the python of a venv with ``pyspark==version`` installed, creating it if needed.
+
+    Also installs the repository in editable mode when ``<repo>/setup.cfg`` exists. The venv
+    is considered ready when its marker file matches the version and the editable state; a
+    venv without a valid marker (for example from an interrupted install) is rebuilt.
+    """
+    venv = env_dir(version)
+    python = _python_of(venv)
+    marker = venv / MARKER
+    want_editable = (REPO / "setup.cfg").is_file()
+    expected = _marker_text(version, want_editable)
+    if python.exists() and marker.is_file():
+        current = marker.read_text(encoding="utf-8")
+        if current == expected:
+            return python
+        if current == _marker_text(version, False) and want_editable:
+            # pyspark is there already; only the package is new since the last run.
+            _run([str(python), "-m", "pip", "install", "--quiet", "-e", str(REPO)])
+            marker.write_text(expected, encoding="utf-8")
+            return python
+    if venv.exists():
+        shutil.rmtree(venv)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([str(python), "-m", "pip", "install", "--quiet", f"pyspark=={version}"])
+    if want_editable:
+        _run([str(python), "-m", "pip", "install", "--quiet", "-e", str(REPO)])
+    check = subprocess.run(
+        [str(python), "-c", "import pyspark; print(pyspark.__version__)"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    installed = check.stdout.strip()
+    if installed != version:
+        raise RuntimeError(f"venv {venv} has pyspark {installed!r}, expected {version!r}")
+    marker.write_text(expected, encoding="utf-8")
+    return python
+
+
+def main(argv: list[str]) -> int:
+    versions = argv or ["3.5.9", "4.3.0"]
+    for version in versions:
+        print(f"{version} {ensure_spark_python(version)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,648 @@
+#!/usr/bin/env python3
+"""Spark harness: run a list of streaming jobs in ONE SparkSession and report what Spark did.
+
+Runs INSIDE a pyspark venv (see ``scripts/spark_envs.py``); stdlib + pyspark only.
+
+    <spark-python> scripts/sparklab.py JOBS.json RESULTS.json
+
+JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
+
+    {"id": "any string", "op": "run" | "restart",
+     "query": "<name in QUERIES>", "query_args": {},
+     "checkpoint": "/abs/path", "sink": "/abs/path or null", "input": "/abs/path or null",
+     "mode": "micro-batch" | "async" | "continuous", "async_interval_ms": 1000,
+     "trigger": "once" | "processing" | "available-now" | "continuous",
+     "trigger_interval": "0 seconds",            # optional, processing/continuous only
+     "batches": 1, "timeout_s": 60, "confs": {"k": "v"}, "options": {"k": "v"},
+     "stop_when_aligned": false}                 # optional, see _aligned_on_disk
+
+* ``run``: start the query, stop it cleanly once ``batches`` batches have completed (Once and
+  AvailableNow stop by themselves) or at ``timeout_s``.
+* ``restart``: start on an existing checkpoint and stop after the FIRST batch's progress, when
+  the query fails, or at ``timeout_s``.
+
+RESULTS.json is a JSON list with one result per job, same order, rewritten after every job::
+
+    {"id": ..., "spark_version": "3.5.9", "started": true | false,
+     "batches": [{"batchId": 3, "numInputRows": 5,
+                  "sources": [{"description", "startOffset", "endOffset", "numInputRows"}]}],
+     "error": null | {"phase": "start" | "run", "type": "...", "message": "..."},
+     "timed_out": false, "query_id": "<StreamingQuery.id>",
+     "confs": {<session confs applied for this job>},
+     "log": ["WARN MicroBatchExecution: ...", ...],   # streaming WARN/ERROR log records
+     "elapsed_s": 4.2}
+
+Error messages have JVM stack frames removed, the root causes appended (so a task failure
+shows the state store's own text, not only "Job aborted"), and the checkpoint, sink and input
+paths replaced by ``<cp>``, ``<sink>`` and ``<input>`` (plain, ``file:`` and ``file://`` forms).
+A job failure is a result, never a crash of the harness.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import DataStreamWriter
+
+MESSAGE_LIMIT = 2000
+POLL_S = 0.05
+
+HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+# Session-wide settings. Everything that must be identical for all jobs lives here; per-job
+# settings go into the job's "confs".
+SESSION_CONFS = {
+    "spark.master": "local[2]",
+    "spark.app.name": "checkpoint-doctor-sparklab",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.default.parallelism": "2",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.streaming.noDataProgressEventInterval": "200ms",
+    "spark.sql.streaming.stopTimeout": "60s",
+    # Small, fixed state-store maintenance cadence: lets the RocksDB changelog fixture get
+    # uploaded snapshots (zips) within a few seconds. HDFS fixtures never reach
+    # minDeltasForSnapshot (10 deltas), so for them maintenance is a no-op.
+    "spark.sql.streaming.stateStore.maintenanceInterval": "1s",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# QUERIES catalog: name -> builder(spark, job) returning an UNSTARTED DataStreamWriter without
+# checkpointLocation. QUERY_CONFS holds the session confs a query needs (job confs win).
+# --------------------------------------------------------------------------------------------
+
+QUERIES: dict[str, Callable[[SparkSession, dict], DataStreamWriter]] = {}
+QUERY_CONFS: dict[str, dict[str, str]] = {}
+
+
+def query(name: str, confs: dict[str, str] | None = None):
+    def register(fn):
+        QUERIES[name] = fn
+        QUERY_CONFS[name] = dict(confs or {})
+        return fn
+
+    return register
+
+
+def _args(job: dict) -> dict:
+    return job.get("query_args") or {}
+
+
+def rate_micro_batch(spark: SparkSession, job: dict, name: str | None = None) -> DataFrame:
+    """The deterministic micro-batch source: batch b reads values [5b, 5b+5) at time b seconds."""
+    args = _args(job)
+    reader = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", str(args.get("rowsPerBatch", 5)))
+        .option("numPartitions", str(args.get("numPartitions", 1)))
+        .option("startTimestamp", "0")
+        .option("advanceMillisPerBatch", "1000")
+    )
+    if name is not None and hasattr(reader, "name"):
+        reader = reader.name(name)  # 4.2+ only; older readers stay unnamed (positional)
+    return reader.load()
+
+
+def _noop(df: DataFrame, output_mode: str = "append") -> DataStreamWriter:
+    return df.writeStream.format("noop").outputMode(output_mode)
+
+
+@query("stateless")
+def q_stateless(spark, job):
+    df = rate_micro_batch(spark, job).select(F.col("value"), (F.col("value") % 3).alias("key"))
+    return _noop(df)
+
+
+@query("stateless_two_sources")
+def q_stateless_two_sources(spark, job):
+    a = rate_micro_batch(spark, job).select("value", "timestamp")
+    b = rate_micro_batch(spark, job).select("value", "timestamp")
+    return _noop(a.union(b).select(F.col("value"), (F.col("value") % 3).alias("key")))
+
+
+def _window_agg_df(spark, job):
+    return (
+        rate_micro_batch(spark, job)
+        .withWatermark("timestamp", "2 seconds")
+        .groupBy(F.window("timestamp", "2 seconds"))
+        .count()
+    )
+
+
+@query("window_agg", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
+def q_window_agg(spark, job):
+    return _noop(_window_agg_df(spark, job))
+
+
+@query("dedup", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
+def q_dedup(spark, job):
+    df = (
+        rate_micro_batch(spark, job)
+        .withWatermark("timestamp", "2 seconds")
+        .select((F.col("value") % 3).alias("key"), "timestamp")
+        .dropDuplicates(["key", "timestamp"])
+    )
+    return _noop(df)
+
+
+@query("stream_join", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
+def q_stream_join(spark, job):
+    left = (
+        rate_micro_batch(spark, job)
+        .select(F.col("value").alias("lkey"), F.col("timestamp").alias("lts"))
+        .withWatermark("lts", "2 seconds")
+    )
+    right = (
+        rate_micro_batch(spark, job)
+        .select(F.col("value").alias("rkey"), F.col("timestamp").alias("rts"))
+        .withWatermark("rts", "2 seconds")
+    )
+    cond = (
+        (F.col("lkey") == F.col("rkey"))
+        & (F.col("rts") >= F.col("lts") - F.expr("INTERVAL 1 SECOND"))
+        & (F.col("rts") <= F.col("lts") + F.expr("INTERVAL 1 SECOND"))
+    )
+    return _noop(left.join(right, cond, "inner"))
+
+
+@query("file_to_file")
+def q_file_to_file(spark, job):
+    args = _args(job)
+    df = (
+        spark.readStream.schema("id LONG, text STRING")
+        .option("maxFilesPerTrigger", "1")
+        .json(job["input"])
+    )
+    return (
+        df.writeStream.format(args.get("format", "json"))
+        .option("path", job["sink"])
+        .outputMode("append")
+    )
+
+
+@query(
+    "rocksdb_changelog",
+    {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+        "spark.sql.streaming.stateStore.minDeltasForSnapshot": "2",
+    },
+)
+def q_rocksdb_changelog(spark, job):
+    return _noop(_window_agg_df(spark, job))
+
+
+@query(
+    "rocksdb_v2",
+    {
+        "spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER,
+        "spark.sql.streaming.stateStore.checkpointFormatVersion": "2",
+    },
+)
+def q_rocksdb_v2(spark, job):
+    return _noop(_window_agg_df(spark, job))
+
+
+@query("offsets_v2", {"spark.sql.streaming.queryEvolution.enableSourceEvolution": "true"})
+def q_offsets_v2(spark, job):
+    df = rate_micro_batch(spark, job, name="src_a")
+    return _noop(df.select(F.col("value"), (F.col("value") % 3).alias("key")))
+
+
+@query("continuous")
+def q_continuous(spark, job):
+    args = _args(job)
+    df = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", str(args.get("rowsPerSecond", 5)))
+        .option("numPartitions", str(args.get("numPartitions", 1)))
+        .load()
+    )
+    return df.select("value", "timestamp").writeStream.format(args.get("sink", "noop"))
+
+
+@query("async")
+def q_async(spark, job):
+    return q_stateless(spark, job)
+
+
+# --------------------------------------------------------------------------------------------
+# error text
+# --------------------------------------------------------------------------------------------
+
+_STACK_LINE = re.compile(r"^\s*(at [\w$.<>/]+\(.*\)|at [\w$.<>/]+|\.\.\. \d+ more|Driver stacktrace:)\s*$")
+
+
+def _strip_stack(text: str) -> str:
+    lines = [ln for ln in text.splitlines() if not _STACK_LINE.match(ln)]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
+
+
+def _path_forms(path: str | None) -> list[str]:
+    if not path:
+        return []
+    forms = set()
+    for p in {path.rstrip("/"), os.path.realpath(path).rstrip("/")}:
+        forms.update({"file://" + p, "file:" + p, p})
+    return sorted(forms, key=len, reverse=True)
+
+
+def _scrub(text: str, job: dict) -> str:
+    pairs = []
+    for key, token in (("checkpoint", "<cp>"), ("sink", "<sink>"), ("input", "<input>")):
+        pairs += [(form, token) for form in _path_forms(job.get(key))]
+    for form, token in sorted(pairs, key=lambda p: len(p[0]), reverse=True):
+        text = text.replace(form, token)
+    return text
+
+
+def _java_chain(jt: Any) -> tuple[str, str]:
+    """(simple class name, message with stack frames removed and root causes appended)."""
+    type_name = jt.getClass().getSimpleName()
+    message = _strip_stack(jt.getMessage() or jt.toString())
+    # StreamingQueryException messages end with a long "=== Streaming Query ===" section
+    # (offsets + logical plan); causes go before it so that truncation drops the plan first.
+    head, sep, tail = message.partition("\n=== Streaming Query ===")
+    cause = jt.getCause()
+    depth = 0
+    while cause is not None and depth < 12:
+        depth += 1
+        cmsg = cause.getMessage()
+        if cmsg:
+            cmsg = _strip_stack(cmsg)
+            first = cmsg.splitlines()[0] if cmsg.splitlines() else cmsg
+            if first and first not in head:
+                head += f"\nCaused by: {cause.getClass().getName()}: {cmsg}"
+        nxt = cause.getCause()
+        if nxt is None or nxt.equals(cause):
+            break
+        cause = nxt
+    return type_name, head + sep + tail
+
+
+def describe_error(exc: Any, phase: str, job: dict) -> dict:
+    """Error dict from a Python exception (raised by start()) or a Java Throwable."""
+    jt = None
+    if exc is not None and hasattr(exc, "getClass"):
+        jt = exc
+    else:
+        jt = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    try:
+        if jt is not None:
+            type_name, message = _java_chain(jt)
+        else:
+            type_name, message = type(exc).__name__, str(exc)
+    except Exception:  # noqa: BLE001 - describing must never fail
+        type_name, message = type(exc).__name__, str(exc)
+    return {"phase": phase, "type": type_name, "message": _scrub(message, job)[:MESSAGE_LIMIT]}
+
+
+# --------------------------------------------------------------------------------------------
+# running one job
+# --------------------------------------------------------------------------------------------
+
+
+def _conf_get(spark: SparkSession, key: str) -> str | None:
+    try:
+        return spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _progress(q) -> list[dict]:
+    out = []
+    try:
+        for p in q._jsq.recentProgress():
+            out.append(json.loads(p.json()))
+    except Exception:  # noqa: BLE001 - a dead query may refuse; keep what we have
+        pass
+    return out
+
+
+def _read_offset_line(offsets_dir: str, epoch: int) -> Any:
+    try:
+        with open(os.path.join(offsets_dir, str(epoch)), encoding="utf-8") as fh:
+            lines = fh.read().split("\n")
+        return json.loads(lines[2]) if len(lines) > 2 and lines[2] != "-" else None
+    except (OSError, ValueError):
+        return None
+
+
+def _epoch_summary(offsets_dir: str, epoch: int) -> dict:
+    """A continuous epoch seen on disk; offsets read from offsets/<epoch-1> and offsets/<epoch>."""
+    return {
+        "batchId": epoch,
+        "numInputRows": None,
+        "from_disk": True,
+        "sources": [
+            {
+                "description": None,
+                "startOffset": _read_offset_line(offsets_dir, epoch - 1),
+                "endOffset": _read_offset_line(offsets_dir, epoch),
+                "numInputRows": None,
+            }
+        ],
+    }
+
+
+def _batch_summary(progress: dict) -> dict:
+    return {
+        "batchId": progress.get("batchId"),
+        "numInputRows": progress.get("numInputRows"),
+        "sources": [
+            {
+                "description": s.get("description"),
+                "startOffset": s.get("startOffset"),
+                "endOffset": s.get("endOffset"),
+                "numInputRows": s.get("numInputRows"),
+            }
+            for s in progress.get("sources") or []
+        ],
+    }
+
+
+def _ids_on_disk(directory: str) -> set[int]:
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return set()
+    return {int(n) for n in names if n.isdigit() and os.path.isfile(os.path.join(directory, n))}
+
+
+def _aligned_on_disk(checkpoint: str) -> bool:
+    offsets = _ids_on_disk(os.path.join(checkpoint, "offsets"))
+    commits = _ids_on_disk(os.path.join(checkpoint, "commits"))
+    return bool(offsets) and bool(commits) and max(offsets) == max(commits)
+
+
+def _apply_trigger(writer: DataStreamWriter, trigger: str, job: dict) -> DataStreamWriter:
+    if trigger == "once":
+        return writer.trigger(once=True)
+    if trigger == "available-now":
+        return writer.trigger(availableNow=True)
+    if trigger == "processing":
+        return writer.trigger(processingTime=job.get("trigger_interval") or "0 seconds")
+    if trigger == "continuous":
+        return writer.trigger(continuous=job.get("trigger_interval") or "1 second")
+    raise ValueError(f"unknown trigger {trigger!r}")
+
+
+DEFAULT_TRIGGER = {"micro-batch": "once", "async": "processing", "continuous": "continuous"}
+
+
+def run_job(spark: SparkSession, job: dict) -> dict:
+    t0 = time.monotonic()
+    mode = job.get("mode") or "micro-batch"
+    trigger = job.get("trigger") or DEFAULT_TRIGGER[mode]
+    result: dict[str, Any] = {
+        "id": job.get("id"),
+        "spark_version": spark.version,
+        "started": False,
+        "batches": [],
+        "error": None,
+        "timed_out": False,
+        "query_id": None,
+        "elapsed_s": 0.0,
+    }
+    saved: dict[str, str | None] = {}
+    log_offset = _log_offset()
+    try:
+        name = job["query"]
+        if name not in QUERIES:
+            raise KeyError(f"unknown query {name!r}; known: {sorted(QUERIES)}")
+        confs = dict(QUERY_CONFS[name])
+        confs.update({k: str(v) for k, v in (job.get("confs") or {}).items()})
+        result["confs"] = confs
+        for key, value in confs.items():
+            saved[key] = _conf_get(spark, key)
+            spark.conf.set(key, value)
+        try:
+            writer = QUERIES[name](spark, job)
+            writer = writer.option("checkpointLocation", job["checkpoint"])
+            if mode == "async":
+                writer = writer.option("asyncProgressTrackingEnabled", "true").option(
+                    "asyncProgressTrackingCheckpointIntervalMs",
+                    str(job.get("async_interval_ms", 1000)),
+                )
+            for key, value in (job.get("options") or {}).items():
+                writer = writer.option(key, str(value))
+            writer = _apply_trigger(writer, trigger, job)
+            q = writer.start()
+        except Exception as exc:  # noqa: BLE001 - start failures are results
+            result["error"] = describe_error(exc, "start", job)
+            return result
+        _watch(q, job, result, continuous=(trigger == "continuous"), trigger=trigger)
+    except Exception as exc:  # noqa: BLE001 - harness-level failure of this job only
+        result["error"] = {
+            "phase": "start",
+            "type": type(exc).__name__,
+            "message": _scrub("".join(traceback.format_exception_only(type(exc), exc)), job)[
+                :MESSAGE_LIMIT
+            ],
+        }
+    finally:
+        for key, old in saved.items():
+            try:
+                if old is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, old)
+            except Exception:  # noqa: BLE001
+                pass
+        result["log"] = _log_since(log_offset, job)
+        result["elapsed_s"] = round(time.monotonic() - t0, 2)
+    return result
+
+
+def _watch(q, job: dict, result: dict, *, continuous: bool, trigger: str) -> None:
+    op = job.get("op", "run")
+    try:
+        result["query_id"] = str(q.id)
+    except Exception:  # noqa: BLE001
+        result["query_id"] = None
+    want = int(job.get("batches", 1))
+    timeout = float(job.get("timeout_s", 60))
+    deadline = time.monotonic() + timeout
+    self_stopping = trigger in ("once", "available-now")
+    executed: dict[int, dict] = {}
+    commits_dir = os.path.join(job["checkpoint"], "commits")
+    offsets_dir = os.path.join(job["checkpoint"], "offsets")
+    before = max(_ids_on_disk(commits_dir), default=-1)
+
+    def collect() -> None:
+        if continuous:
+            # Continuous queries report no progress events (observed on 3.5.9 and 4.3.0), so
+            # completed epochs are read from disk: every new commits/<epoch> file.
+            for epoch in _ids_on_disk(commits_dir):
+                if epoch > before and epoch not in executed:
+                    executed[epoch] = _epoch_summary(offsets_dir, epoch)
+            return
+        for p in _progress(q):
+            if "addBatch" in (p.get("durationMs") or {}) and p.get("batchId") is not None:
+                executed.setdefault(int(p["batchId"]), _batch_summary(p))
+
+    while True:
+        collect()
+        if not q.isActive:
+            break
+        if op == "restart" and executed:
+            break
+        if op == "run" and not self_stopping and len(executed) >= want:
+            if not job.get("stop_when_aligned") or _aligned_on_disk(job["checkpoint"]):
+                break
+        if time.monotonic() > deadline:
+            result["timed_out"] = True
+            break
+        time.sleep(POLL_S)
+    stop_error = None
+    if q.isActive:
+        try:
+            q.stop()
+        except Exception as exc:  # noqa: BLE001
+            stop_error = exc
+    collect()
+    jexc = q._jsq.exception()
+    if jexc.isDefined():
+        result["error"] = describe_error(jexc.get(), "run", job)
+    elif stop_error is not None:
+        result["error"] = describe_error(stop_error, "run", job)
+    ids = sorted(executed)
+    if op == "restart":
+        ids = ids[:1]
+    result["batches"] = [executed[i] for i in ids]
+    result["started"] = result["error"] is None or bool(result["batches"])
+
+
+# Streaming WARN/ERROR log records go to a side file (one record per line) so that each job
+# can report the log lines written while it ran; the console stays at ERROR.
+LOG4J2_TEMPLATE = """\
+status = error
+rootLogger.level = error
+rootLogger.appenderRef.console.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+appender.lab.type = File
+appender.lab.name = lab
+appender.lab.fileName = @FILE@
+appender.lab.append = false
+appender.lab.layout.type = PatternLayout
+appender.lab.layout.alwaysWriteExceptions = false
+appender.lab.layout.pattern = %p %c{1}: %enc{%m}{CRLF}%notEmpty{ <%enc{%ex{short.message}}{CRLF}>}%n
+logger.ss.name = org.apache.spark.sql.execution.streaming
+logger.ss.level = warn
+logger.ss.additivity = false
+logger.ss.appenderRef.lab.ref = lab
+logger.sq.name = org.apache.spark.sql.streaming
+logger.sq.level = warn
+logger.sq.additivity = false
+logger.sq.appenderRef.lab.ref = lab
+"""
+LOG_LINES_LIMIT = 60
+LOG_LINE_CHARS = 600
+# Warnings every job prints; they say nothing about the checkpoint.
+LOG_NOISE = (
+    "spark.sql.adaptive.enabled is not supported in streaming",
+    "is ignored when Trigger.Once is used",
+    "Disabling AQE since AQE is not supported in stateful workloads",
+)
+_JVM_LOG: str | None = None
+
+
+def _log_offset() -> int:
+    try:
+        return os.path.getsize(_JVM_LOG) if _JVM_LOG else 0
+    except OSError:
+        return 0
+
+
+def _log_since(offset: int, job: dict) -> list[str]:
+    """Streaming WARN/ERROR records logged since ``offset`` (scrubbed, deduplicated, capped)."""
+    if not _JVM_LOG:
+        return []
+    try:
+        with open(_JVM_LOG, "rb") as fh:
+            fh.seek(offset)
+            text = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    out: list[str] = []
+    for line in text.splitlines():
+        if any(noise in line for noise in LOG_NOISE):
+            continue
+        line = _scrub(line, job)[:LOG_LINE_CHARS]
+        if line and line not in out:
+            out.append(line)
+    return out[:LOG_LINES_LIMIT]
+
+
+def build_session(log_path: str | None = None) -> SparkSession:
+    global _JVM_LOG
+    builder = SparkSession.builder
+    for key, value in SESSION_CONFS.items():
+        builder = builder.config(key, value)
+    if log_path:
+        _JVM_LOG = os.path.abspath(log_path)
+        config = _JVM_LOG + ".log4j2.properties"
+        with open(config, "w", encoding="utf-8") as fh:
+            fh.write(LOG4J2_TEMPLATE.replace("@FILE@", _JVM_LOG))
+        builder = builder.config(
+            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{config}"
+        )
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    jobs_path, results_path = argv
+    with open(jobs_path, encoding="utf-8") as fh:
+        jobs = json.load(fh)
+    if isinstance(jobs, dict):
+        jobs = jobs["jobs"]
+    spark = build_session(results_path + ".jvm.log")
+    results: list[dict] = []
+    try:
+        for job in jobs:
+            print(f"[sparklab {spark.version}] {job.get('id')} ...", file=sys.stderr, flush=True)
+            res = run_job(spark, job)
+            results.append(res)
+            err = res["error"]
+            print(
+                f"[sparklab {spark.version}] {job.get('id')}: started={res['started']} "
+                f"batches={[b['batchId'] for b in res['batches']]} "
+                f"error={(err['message'].splitlines() or [''])[0][:160] if err else None}",
+                file=sys.stderr,
+                flush=True,
+            )
+            tmp = results_path + ".tmp"
+            with open(tmp, "w", encoding="utf-8") as fh:
+                json.dump(results, fh, indent=1)
+            os.replace(tmp, results_path)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

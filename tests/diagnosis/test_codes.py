@@ -1,0 +1,96 @@
+"""The code registry, the checks and the fixtures agree.
+
+Every scenario's expected codes (maintained in the EXPECT table of scripts/generate_fixtures.py,
+reviewed against what Spark did) equal what diagnose reports; every registered code is triggered
+by at least one scenario; codes are never dropped from the registry.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from checkpoint_doctor.diagnosis import ALL_CHECKS, DiagnoseOptions, diagnose
+from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER
+from checkpoint_doctor.loading import load_checkpoint
+from tests.scenarios import all_scenarios
+
+SCENARIOS = all_scenarios()
+
+#: Every code ever released. A code may be retired (kept, marked) but never removed or reused.
+KNOWN_CODES = frozenset(
+    "CD001 CD002 CD003 CD004 CD005 CD006 CD007 CD008 CD009 CD010 CD011 CD012 "
+    "CD101 CD102 CD103 CD104 CD105 CD106 CD107 CD108 CD109 CD110 "
+    "CD201 CD202 CD203 CD204 CD301 CD302 CD303 CD304 CD305 CD306 CD307 CD308 CD309 "
+    "CD401 CD402 CD403 CD404 CD405 CD406 CD501 CD502 CD503 CD504 CD505 CD506 CD507 CD508 CD509 CD510 "
+    "CD601 CD602 CD701 CD702".split()
+)
+
+
+def options(scenario, args: dict, snapshot) -> DiagnoseOptions:
+    """Turn a scenario's expectation arguments into diagnose options."""
+    q = scenario.data["query"]
+    a = dict(args)
+    now = a.pop("now", None)
+    if now == "latest+5s":
+        entry = [e for e in snapshot.offsets.entries if e.record and e.record.metadata][-1]
+        now = entry.record.metadata.batch_timestamp_ms + 5_000
+    elif now == "fresh_temp":
+        now = max(d.file.mtime_ms for d in snapshot.debris if d.kind == "temp") + 1_000
+    if "confs" in a:
+        a["confs"] = tuple(sorted(a["confs"].items()))
+    a.setdefault("spark", ".".join(scenario.data["spark_version"].split(".")[:2]))
+    a.setdefault("sources", q.get("sources"))
+    a.setdefault("stateful", q.get("stateful"))
+    a.setdefault("live_window_s", 0)
+    return DiagnoseOptions(now_ms=now, **a)
+
+
+def _freshen_temp_files(cp, snapshot) -> None:
+    """Make temp files look just written, long after the newest batch (the clock is the mock)."""
+    entry = [e for e in snapshot.offsets.entries if e.record and e.record.metadata][-1]
+    stamp = (entry.record.metadata.batch_timestamp_ms + 3_600_000) / 1000
+    for d in snapshot.debris:
+        if d.kind == "temp":
+            os.utime(cp / d.file.path, (stamp, stamp))
+
+
+CASES = [(s, {}, s.data["expect_codes"]) for s in SCENARIOS] + [
+    (s, m["args"], m["codes"]) for s in SCENARIOS for m in s.data.get("expect_more", [])
+]
+
+
+@pytest.mark.parametrize(
+    ("scenario", "args", "expected"), CASES, ids=[f"{s.id}:{a}" for s, a, _ in CASES]
+)
+def test_scenario_codes(scenario, args, expected, tmp_path):
+    snapshot = scenario.load(tmp_path)
+    if args.get("now") == "fresh_temp":
+        _freshen_temp_files(tmp_path / "checkpoint", snapshot)
+        snapshot = load_checkpoint(str(tmp_path / "checkpoint"))
+    result = diagnose(snapshot, options(scenario, args, snapshot))
+    assert list(result.codes) == sorted(expected), result.prediction.summary
+    for code in result.prediction.caused_by:
+        assert code in result.codes
+
+
+def test_every_registered_code_is_triggered_by_a_fixture():
+    triggered = {c for _, _, codes in CASES for c in codes}
+    untested = sorted(set(CODES) - triggered)
+    assert not untested, f"codes without a fixture scenario: {untested}"
+
+
+def test_codes_are_never_removed_and_well_formed():
+    assert KNOWN_CODES <= set(CODES), f"codes removed from the registry: {sorted(KNOWN_CODES - set(CODES))}"
+    assert set(CODES) <= KNOWN_CODES, "a new code must be added to KNOWN_CODES (and never removed)"
+    slugs = [c.slug for c in CODES.values()]
+    assert len(slugs) == len(set(slugs))
+    for info in CODES.values():
+        assert info.severity in SEVERITY_ORDER
+        assert info.title and info.spark_does and info.why and info.action
+
+
+def test_checks_are_an_explicit_tuple_of_callables():
+    assert isinstance(ALL_CHECKS, tuple) and all(callable(c) for c in ALL_CHECKS)
+    assert len({c.__name__ for c in ALL_CHECKS}) == len(ALL_CHECKS)
