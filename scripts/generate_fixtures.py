@@ -1142,6 +1142,43 @@ def _build_scenario(version: str, spec: dict, base_dir: Path, dest: Path) -> Non
 # ------------------------------------------------------------------------------------------
 
 
+def restart_job(scen_dir: Path, scen: dict, idx: int, entry: dict, tmp: Path,
+                restored_inputs: set[str] | None = None, checkpoint: Path | None = None) -> dict:
+    """Return the sparklab job that restarts a copy of a scenario as the oracle does.
+
+    Copies the scenario's checkpoint (or uses ``checkpoint``, already prepared) and sink to
+    ``tmp``, recreates empty dirs, restores file-source input at its recorded path. Tests use
+    this too, so a re-run restarts exactly like the recorded one.
+    """
+    if checkpoint is None:
+        copy_tree(scen_dir / "checkpoint", tmp / "checkpoint")
+        for rel in scen["facts"].get("empty_dirs", []):
+            (tmp / rel).mkdir(parents=True, exist_ok=True)
+        checkpoint = tmp / "checkpoint"
+    sink = None
+    if scen["query"]["sink"] == "file":
+        sink = checkpoint.parent / "sink"
+        if not sink.exists() and (scen_dir / "sink").is_dir():
+            copy_tree(scen_dir / "sink", sink)
+    inp = scen["written_with"].get("input_path")
+    if inp and (restored_inputs is None or inp not in restored_inputs):
+        restore_input(scen_dir / "input", Path(inp))
+        if restored_inputs is not None:
+            restored_inputs.add(inp)
+    mode = entry["mode"]
+    job = {
+        "id": f"{scen['spark_version']}/{scen['name']}#{idx}",
+        "op": "restart", "query": entry["query"], "query_args": scen["query"]["args"],
+        "checkpoint": str(checkpoint), "sink": str(sink) if sink else None,
+        "input": inp, "mode": mode, "trigger": DEFAULT_TRIGGER[mode],
+        "async_interval_ms": 1000, "batches": 1, "timeout_s": RESTART_TIMEOUT_S,
+        "confs": entry["confs"], "options": {},
+    }
+    if mode in DEFAULT_TRIGGER_INTERVAL:
+        job["trigger_interval"] = DEFAULT_TRIGGER_INTERVAL[mode]
+    return job
+
+
 def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> None:
     work: dict[str, list[tuple[Path, int, dict]]] = {v: [] for v in versions}
     for vdir in sorted(FIXTURES.glob("spark-*")):
@@ -1167,33 +1204,9 @@ def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> N
         jobs = []
         restored_inputs: set[str] = set()
         for n, (sfile, idx, entry) in enumerate(items):
-            scen_dir = sfile.parent
             scen = load_json(sfile)
             tmp = oracle_root / f"{n:03d}-{scen['spark_version']}-{scen['name']}"
-            copy_tree(scen_dir / "checkpoint", tmp / "checkpoint")
-            for rel in scen["facts"].get("empty_dirs", []):
-                (tmp / rel).mkdir(parents=True, exist_ok=True)
-            sink = None
-            if scen["query"]["sink"] == "file":
-                sink = tmp / "sink"
-                if (scen_dir / "sink").is_dir():
-                    copy_tree(scen_dir / "sink", sink)
-            inp = scen["written_with"].get("input_path")
-            if inp and inp not in restored_inputs:
-                restore_input(scen_dir / "input", Path(inp))
-                restored_inputs.add(inp)
-            mode = entry["mode"]
-            job = {
-                "id": f"{scen['spark_version']}/{scen['name']}#{idx}",
-                "op": "restart", "query": entry["query"], "query_args": scen["query"]["args"],
-                "checkpoint": str(tmp / "checkpoint"), "sink": str(sink) if sink else None,
-                "input": inp, "mode": mode, "trigger": DEFAULT_TRIGGER[mode],
-                "async_interval_ms": 1000, "batches": 1, "timeout_s": RESTART_TIMEOUT_S,
-                "confs": entry["confs"], "options": {},
-            }
-            if mode in DEFAULT_TRIGGER_INTERVAL:
-                job["trigger_interval"] = DEFAULT_TRIGGER_INTERVAL[mode]
-            jobs.append(job)
+            jobs.append(restart_job(sfile.parent, scen, idx, entry, tmp, restored_inputs))
         results = run_sparklab(version, jobs, "oracle")
         for (sfile, idx, entry), result in zip(items, results):
             scen = load_json(sfile)

@@ -243,10 +243,20 @@ def undo_journal(
     actions: list[tuple[str, int, Step, bytes | None]] = []
     conflicts: list[str] = []
     unchanged: list[str] = []
+    # What each touched path holds as the undo proceeds backwards (a path may be quarantined
+    # and then rewritten by one plan: undo removes the rewrite, then restores the original).
+    state: dict[tuple[str, str], bytes | None] = {}
+
+    def current_of(step: Step) -> bytes | None:
+        key = (step.area, step.path)
+        if key not in state:
+            store = areas.store(step.area)
+            state[key] = store.read(step.path) if store.exists(step.path) else None
+        return state[key]
+
     for i in reversed(range(len(steps))):
         step = steps[i]
-        store = areas.store(step.area)
-        current = store.read(step.path) if store.exists(step.path) else None
+        current = current_of(step)
         if step.kind == "quarantine":
             info = backups.get(i)
             if info is None:
@@ -258,12 +268,14 @@ def undo_journal(
                 raise JournalError(f"backup of {step.path} is corrupt (sha256 differs)", hint="nothing was restored")
             if current is None:
                 actions.append(("restore", i, step, saved))
+                state[(step.area, step.path)] = saved
             elif sha256(current) == info["sha256"]:
                 unchanged.append(step.path)
             else:
                 conflicts.append(step.path)
                 if force:
                     actions.append(("replace", i, step, saved))
+                    state[(step.area, step.path)] = saved
         else:
             written = step.content.encode() if step.kind == "write" and step.content is not None else None
             expected = sha256(written) if written is not None else step.source_sha256
@@ -271,10 +283,12 @@ def undo_journal(
                 unchanged.append(step.path)
             elif sha256(current) == expected:
                 actions.append(("remove", i, step, None))
+                state[(step.area, step.path)] = None
             else:
                 conflicts.append(step.path)
                 if force:
                     actions.append(("remove", i, step, None))
+                    state[(step.area, step.path)] = None
     if conflicts and not force:
         raise JournalError(f"files changed since the apply: {', '.join(conflicts)}", hint="nothing was restored; pass --force to undo anyway")
     journal.append({"event": "undo-begin", "force": force})

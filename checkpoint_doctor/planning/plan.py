@@ -138,7 +138,7 @@ class Precondition:
             return {"kind": self.kind, "area": self.area, "path": self.path, "size": self.size, "mtime_ms": self.mtime_ms, "etag": self.etag}
         if self.kind == "file_absent":
             return {"kind": self.kind, "area": self.area, "path": self.path}
-        return {"kind": self.kind, "window_s": self.window_s}
+        return {"kind": self.kind, "window_s": float(self.window_s or 0)}
 
     @staticmethod
     def from_dict(data: dict[str, Any]) -> Precondition:

@@ -209,7 +209,7 @@ def _options_for(finding: Finding, snapshot: CheckpointSnapshot, diagnosis: Diag
         steps = [s for c in commits.entries if c.batch_id > latest for s in _quarantine(snapshot, c.file.path, "commit ahead of offsets")]
         out.append(_Option(QUARANTINE, steps, (code,), note=f"Spark re-runs batch {latest}"))
         out.append(rollback())
-    elif code in ("CD003", "CD202", "CD008"):
+    elif code in ("CD003", "CD202", "CD008", "CD011", "CD012"):
         path = finding.paths[0]
         batch = finding.batch_ids[0] if finding.batch_ids else None
         if batch is not None and batch == latest and commits.get(batch) is None:
@@ -325,6 +325,8 @@ def _consequences(option: _Option, snapshot: CheckpointSnapshot, before: Diagnos
     sink_rolled_back = any(s.area == SINK for s in option.steps)
     loss = False
     loss_why = ""
+    if kind == "replanned" and b is not None and after.mode == "continuous":
+        kind = "rerun"  # continuous processing re-runs an epoch from the previous offsets: at-least-once
     if kind == "replanned" and b is not None:
         committed_replanned = [i for i in planned if i >= b and (snapshot.commits.get(i) is not None)]
         if sink_latest is not None and sink_latest >= b and not sink_rolled_back:
@@ -378,12 +380,15 @@ def _preconditions(snapshot: CheckpointSnapshot, steps: list[Step], live_window_
         Precondition(kind="latest_batches", offsets=snapshot.offsets.latest_id, commits=snapshot.commits.latest_id),
     ]
     seen: set[tuple[str, str, str]] = set()
+    quarantined: set[tuple[str, str]] = set()
     for s in steps:
         touched: list[tuple[str, str, str]] = []
         if s.kind == "quarantine":
             touched.append(("file_unchanged", s.area, s.path))
+            quarantined.add((s.area, s.path))
         elif s.kind in ("copy", "write"):
-            touched.append(("file_absent", s.area, s.path))
+            if (s.area, s.path) not in quarantined:
+                touched.append(("file_absent", s.area, s.path))
             if s.kind == "copy" and s.source:
                 touched.append(("file_unchanged", s.area, s.source))
         for kind, area, path in touched:
@@ -419,18 +424,26 @@ def _sink_stat(snapshot: CheckpointSnapshot, path: str) -> Any:
 
 
 def _merge(steps: list[Step], new: list[Step]) -> list[str]:
-    """Add steps, skipping duplicates and conflicts; return conflict warnings."""
+    """Add steps, skipping duplicates and conflicts; return conflict warnings.
+
+    A path may be quarantined and then written (recreate a broken file); anything else touching a
+    path twice is a conflict and the later step is dropped.
+    """
     warnings = []
-    touched = {(s.area, s.path): s for s in steps if s.kind != "run"}
+    done = {(s.area, s.path, s.kind) for s in steps if s.kind != "run"}
     for s in new:
-        key = (s.area, s.path)
-        if s.kind != "run" and key in touched:
-            if touched[key].kind != s.kind:
-                warnings.append(f"skipped {s.kind} of {s.path}: another step already changes it")
+        if s.kind == "run":
+            if s not in steps:
+                steps.append(s)
+            continue
+        if (s.area, s.path, s.kind) in done:
+            continue
+        kinds = {k for a, p, k in done if (a, p) == (s.area, s.path)}
+        if kinds and not (kinds == {"quarantine"} and s.kind in ("write", "copy")):
+            warnings.append(f"skipped {s.kind} of {s.path}: another step already changes it")
             continue
         steps.append(s)
-        if s.kind != "run":
-            touched[key] = s
+        done.add((s.area, s.path, s.kind))
     return warnings
 
 
@@ -502,6 +515,9 @@ def plan_repair(snapshot: CheckpointSnapshot, diagnosis: Diagnosis, options: Pla
                 unresolved.append({"code": finding.code, "reason": CODES[finding.code].title, "manual": MANUAL.get(finding.code, CODES[finding.code].action)})
     executable = [s for s in steps if s.kind != "run"]
     expected = _expected(snapshot, executable, dopts) if executable else diagnosis
+    # A finding another option's steps already resolve is not unresolved.
+    remaining = set(expected.codes)
+    unresolved = [u for u in unresolved if u["code"] in remaining or u["code"] in LIVE_WRITER_CODES]
     expected_doc = {
         "restart": expected.prediction.summary,
         "starts": expected.prediction.starts,

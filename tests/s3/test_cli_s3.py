@@ -17,7 +17,12 @@ from checkpoint_doctor.cli import main
 from tests.conftest import FIXTURES, all_scenarios, load_scenario, scenario_id
 from tests.s3.conftest import S3
 from tests.s3.server import seed_objects
-from tests.storage.builders import checkpoint_files, copy_files_only, read_files, write_files
+from tests.storage.builders import (
+    checkpoint_files,
+    copy_files_only,
+    read_files,
+    write_files,
+)
 from tests.storage.conftest import MemoryBackend
 
 VOLATILE = ("mtime_ms", "etag")

@@ -11,7 +11,11 @@ import time
 
 import pytest
 
-from checkpoint_doctor.errors import CheckpointNotFoundError, StorageError, TargetExistsError
+from checkpoint_doctor.errors import (
+    CheckpointNotFoundError,
+    StorageError,
+    TargetExistsError,
+)
 from checkpoint_doctor.model import FileStat
 from checkpoint_doctor.storage import open_store
 from tests.storage.conftest import Backend

@@ -1,0 +1,45 @@
+"""Fault injection for the executor: a store wrapper that fails on the Nth storage operation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checkpoint_doctor.errors import StorageError
+from checkpoint_doctor.storage import CheckpointStore
+
+OPERATIONS = ("list_tree", "read", "read_many", "stat", "exists", "write", "write_exclusive", "delete")
+
+
+class FaultInjector:
+    """Counts operations across every wrapped store and fails the ``fail_at``-th one (1-based)."""
+
+    def __init__(self, fail_at: int | None = None) -> None:
+        self.fail_at = fail_at
+        self.count = 0
+        self.failed = False
+
+    def tick(self, url: str, op: str) -> None:
+        self.count += 1
+        if self.fail_at is not None and self.count == self.fail_at:
+            self.failed = True
+            raise StorageError(url, op, f"injected fault at operation {self.count}")
+
+
+class FailingStore:
+    """A CheckpointStore that fails when its injector says so (everything else is delegated)."""
+
+    def __init__(self, inner: CheckpointStore, injector: FaultInjector) -> None:
+        self._inner = inner
+        self._injector = injector
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name in OPERATIONS:
+            def wrapped(*args: Any, **kwargs: Any) -> Any:
+                self._injector.tick(self._inner.url, name)
+                return attr(*args, **kwargs)
+
+            return wrapped
+        if name == "child":
+            return lambda rel: FailingStore(self._inner.child(rel), self._injector)
+        return attr
