@@ -105,6 +105,8 @@ class StoreIndex:
     path: str
     data: list[tuple[StateFileName, FileStat]] = field(default_factory=list)
     ssts: list[FileStat] = field(default_factory=list)
+    #: ``logs/*``: archived RocksDB WAL files, named as ``logFiles`` in a zip's metadata.
+    wal_logs: list[FileStat] = field(default_factory=list)
     schema: FileStat | None = None
     spark_checksums: int = 0
     other: list[FileStat] = field(default_factory=list)
@@ -259,6 +261,9 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
             store.spark_checksums += 1
         else:
             store.other.append(f)
+        return
+    if rest[0] == "logs" and len(rest) == 2:
+        store.wal_logs.append(f)
         return
     if rest[0] == "SSTs" and len(rest) == 2:
         if name.endswith(".sst"):
