@@ -21,6 +21,7 @@ import operator
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import Any
 
 from checkpoint_doctor.model import FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
@@ -34,7 +35,6 @@ STATE_DATA_SUFFIXES = ("delta", "snapshot", "zip", "changelog")
 LOG_DIRS = ("offsets", "commits")
 STATE_RESERVED = ("_metadata", "SSTs", "logs")
 _PATH = operator.attrgetter("path")
-_UNPARSED = object()
 
 
 def hadoop_crc_name(name: str) -> str:
@@ -282,7 +282,7 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
 class _StoreDir:
     """A directory holding a state store's data files (``state/<op>/<part>[/<store>]``)."""
 
-    __slots__ = ("op", "part_id", "key", "base", "store")
+    __slots__ = ("base", "key", "op", "part_id", "store")
 
     def __init__(self, op: OperatorIndex, part_id: int, key: tuple[int, str], base: str) -> None:
         self.op = op
@@ -342,7 +342,7 @@ def index_listing(listing: Listing) -> Layout:
                 if pid is not None and op_part[2] == str(pid):
                     op.partition_dirs.add(pid)
     store_dirs: dict[str, _StoreDir | None] = {}
-    parsed_names: dict[str, StateFileName | None] = {}
+    roles: dict[str, tuple[int, Any]] = {}
     crcs = layout.hadoop_crcs
     temps = layout.temps
     for f in listing.files:
@@ -355,40 +355,59 @@ def index_listing(listing: Listing) -> Layout:
             layout.state_exists = True
         else:
             ctx = store_dirs[parent] = None
-        if ctx is not None:
-            # Same rules, in the same order, as _index_state_file for a file directly in a store dir.
-            op = ctx.op
-            op.file_count += 1
-            op.total_bytes += f.size
-            if name[:1] == ".":
-                if name.endswith(".crc"):
-                    crcs[path] = f
-                    continue
-                target = temp_target(name)
-                if target is not None:
-                    temps.append((f, f"{parent}/{target}"))
-                    continue
-            store = ctx.store
-            if store is None:
-                op.partition_dirs.add(ctx.part_id)
-                store = op.stores.get(ctx.key)
-                if store is None:
-                    store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
-                ctx.store = store
-            store.file_count += 1
-            store.total_bytes += f.size
-            parsed = parsed_names.get(name, _UNPARSED)
-            if parsed is _UNPARSED:
-                parsed = parsed_names[name] = parse_state_file_name(name)
-            if parsed is not None:
-                store.data.append((parsed, f))  # type: ignore[arg-type]
-            elif name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
-                store.spark_checksums += 1
-            else:
-                store.other.append(f)
+        if ctx is None:
+            _index_file(layout, f)
             continue
-        _index_file(layout, f)
+        # Same rules, in the same order, as _index_state_file for a file directly in a store dir;
+        # a name's role does not depend on the directory, so it is worked out once per name.
+        role = roles.get(name)
+        if role is None:
+            role = roles[name] = _store_file_role(name)
+        kind, value = role
+        op = ctx.op
+        op.file_count += 1
+        op.total_bytes += f.size
+        if kind == _ROLE_HADOOP_CRC:
+            crcs[path] = f
+            continue
+        if kind == _ROLE_TEMP:
+            temps.append((f, f"{parent}/{value}"))
+            continue
+        store = ctx.store
+        if store is None:
+            op.partition_dirs.add(ctx.part_id)
+            store = op.stores.get(ctx.key)
+            if store is None:
+                store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
+            ctx.store = store
+        store.file_count += 1
+        store.total_bytes += f.size
+        if kind == _ROLE_DATA:
+            store.data.append((value, f))
+        elif kind == _ROLE_SPARK_CHECKSUM:
+            store.spark_checksums += 1
+        else:
+            store.other.append(f)
     return layout
+
+
+_ROLE_HADOOP_CRC, _ROLE_TEMP, _ROLE_DATA, _ROLE_SPARK_CHECKSUM, _ROLE_OTHER = range(5)
+
+
+def _store_file_role(name: str) -> tuple[int, Any]:
+    """Return the role of a file directly in a state store directory, by name alone."""
+    if name[:1] == ".":
+        if name.endswith(".crc"):
+            return _ROLE_HADOOP_CRC, None
+        target = temp_target(name)
+        if target is not None:
+            return _ROLE_TEMP, target
+    parsed = parse_state_file_name(name)
+    if parsed is not None:
+        return _ROLE_DATA, parsed
+    if name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
+        return _ROLE_SPARK_CHECKSUM, None
+    return _ROLE_OTHER, None
 
 
 def _index_file(layout: Layout, f: FileStat) -> None:

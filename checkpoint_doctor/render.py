@@ -227,6 +227,14 @@ def render_prediction(pred: dict[str, Any]) -> str:
     """Return the restart prediction block."""
     lines = [f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}"]
     facts: list[tuple[str, Any]] = []
+    if pred["outcome"] == "fails":
+        facts.append(("Spark error", pred["error"]["message"]))
+        facts.append(("search log for", pred["error"]["search"]))
+        facts.extend(("also seen as", a) for a in pred["error"].get("also_seen_as", []))
+        facts.extend(("Spark logs", w) for w in pred["warnings"])
+        facts.append(("caused by", ", ".join(pred["caused_by"])))
+        facts.extend(("note", n) for n in pred["notes"])
+        return "\n".join([*lines, key_values(facts)])
     if pred["next_batch_id"] is not None:
         unit = "epoch" if pred["mode"] == "continuous" else "batch"
         kind = {"rerun": "re-run of a planned batch, same end offsets", "new": "new batch, end offsets chosen by the sources"}
@@ -241,9 +249,6 @@ def render_prediction(pred: dict[str, Any]) -> str:
         facts.append(("watermark", f"{pred['watermark_ms']} ms"))
     if pred["new_query_id"]:
         facts.append(("query id", "a NEW random id (metadata is missing)"))
-    if pred["error"]:
-        facts.append(("Spark error", pred["error"]["message"]))
-        facts.append(("search log for", pred["error"]["search"]))
     for w in pred["warnings"]:
         facts.append(("Spark logs", w))
     if pred["caused_by"]:
