@@ -464,7 +464,7 @@ def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
         return []
     return [
         (f, target)
-        for (path, f), target in zip(crcs.items(), targets)
+        for (path, f), target in zip(crcs.items(), targets, strict=True)
         if target in missing and crc_target(path.rpartition("/")[2]) is not None
     ]
 

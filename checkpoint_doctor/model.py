@@ -8,7 +8,7 @@ except :mod:`checkpoint_doctor.errors`-free stdlib, and does no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar, Union
+from typing import Any, ClassVar, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -224,14 +224,9 @@ class ContinuousRateOffset:
         }
 
 
-DecodedOffset = Union[
-    KafkaOffset,
-    FileSourceOffset,
-    RatePerMicroBatchOffset,
-    LongOffset,
-    DeltaOffset,
-    ContinuousRateOffset,
-]
+DecodedOffset = (
+    KafkaOffset | FileSourceOffset | RatePerMicroBatchOffset | LongOffset | DeltaOffset | ContinuousRateOffset
+)
 
 
 @dataclass(frozen=True)
@@ -399,7 +394,7 @@ class RateStartTime:
     start_time_ms: int
 
 
-SourceMetadataRecord = Union[FileSourceLogBatch, KafkaInitialOffsets, RateStartTime]
+SourceMetadataRecord = FileSourceLogBatch | KafkaInitialOffsets | RateStartTime
 
 
 @dataclass(frozen=True)

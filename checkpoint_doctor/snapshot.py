@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -110,7 +111,7 @@ class BatchLog(Generic[T]):
         """Return inclusive ranges of ids missing between the smallest and largest id."""
         out = []
         ids = self.ids
-        for a, b in zip(ids, ids[1:]):
+        for a, b in itertools.pairwise(ids):
             if b > a + 1:
                 out.append((a + 1, b - 1))
         return tuple(out)

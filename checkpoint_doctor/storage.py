@@ -186,7 +186,7 @@ def _translated(url: str, op: str) -> Iterator[None]:
         raise
     except ImportError as exc:
         raise _missing_dependency(url, exc) from exc
-    except Exception as exc:  # noqa: BLE001 - every backend error is translated at this boundary
+    except Exception as exc:
         raise translate_error(exc, url, op) from exc
 
 
@@ -352,7 +352,7 @@ class CheckpointStore:
         if not isinstance(results, Mapping):
             results = {full[0]: results}
         by_norm = {k.rstrip("/").lstrip("/"): v for k, v in results.items()}
-        for rel, path in zip(paths, full):
+        for rel, path in zip(paths, full, strict=True):
             value = results.get(path, by_norm.get(path.lstrip("/")))
             if isinstance(value, BaseException) or value is None:
                 exc = value if isinstance(value, BaseException) else FileNotFoundError(path)

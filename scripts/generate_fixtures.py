@@ -34,6 +34,7 @@ files only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -50,7 +51,7 @@ from typing import Any
 
 SCRIPTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(SCRIPTS))
-import spark_envs  # noqa: E402  (sibling module, stdlib only)
+import spark_envs
 
 REPO = SCRIPTS.parent
 FIXTURES = REPO / "fixtures"
@@ -617,10 +618,8 @@ def _read_lines(path: Path) -> list[str] | None:
 def compute_facts(scen: Path, query: dict, fallback: dict | None = None) -> dict:
     cp = scen / "checkpoint"
     query_id = None
-    try:
+    with contextlib.suppress(OSError, ValueError, AttributeError):
         query_id = json.loads((cp / "metadata").read_text(encoding="utf-8")).get("id")
-    except (OSError, ValueError, AttributeError):
-        pass
     offsets = batch_ids(cp / "offsets")
     commits = batch_ids(cp / "commits")
     shuffle = None
@@ -806,7 +805,7 @@ def stage_base(versions: list[str], names: list[str] | None) -> None:
         selected = [n for n in BASES if version in _base_versions(n) and (not names or n in names)]
         if not selected:
             continue
-        pending = {n: 0 for n in selected}
+        pending = dict.fromkeys(selected, 0)
         chosen: dict[str, tuple[Path, list[dict], list[str]]] = {}
         while pending:
             jobs, roots = [], {}
@@ -1041,7 +1040,7 @@ def apply_op(scen: Path, op: dict) -> list[dict]:
 
 
 def _scenario_versions(spec: dict) -> list[str]:
-    return [v for v in spec.get("versions", _base_versions(spec["base"]))]
+    return list(spec.get("versions", _base_versions(spec["base"])))
 
 
 def _merge_restarts(new: list[dict], old: list[dict] | None, fp: str) -> list[dict]:
@@ -1208,7 +1207,7 @@ def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> N
             tmp = oracle_root / f"{n:03d}-{scen['spark_version']}-{scen['name']}"
             jobs.append(restart_job(sfile.parent, scen, idx, entry, tmp, restored_inputs))
         results = run_sparklab(version, jobs, "oracle")
-        for (sfile, idx, entry), result in zip(items, results):
+        for (sfile, idx, _entry), result in zip(items, results, strict=True):
             scen = load_json(sfile)
             rec = scen["restarts"][idx]
             rec["fingerprint"] = scen["fingerprint"]

@@ -46,7 +46,8 @@ import re
 import sys
 import time
 import traceback
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -502,9 +503,13 @@ def _watch(q, job: dict, result: dict, *, continuous: bool, trigger: str) -> Non
             break
         if op == "restart" and executed:
             break
-        if op == "run" and not self_stopping and len(executed) >= want:
-            if not job.get("stop_when_aligned") or _aligned_on_disk(job["checkpoint"]):
-                break
+        if (
+            op == "run"
+            and not self_stopping
+            and len(executed) >= want
+            and (not job.get("stop_when_aligned") or _aligned_on_disk(job["checkpoint"]))
+        ):
+            break
         if time.monotonic() > deadline:
             result["timed_out"] = True
             break

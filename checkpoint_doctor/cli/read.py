@@ -8,7 +8,13 @@ from typing import Any
 import click
 
 from checkpoint_doctor.cli.app import CommandFailed, emit
-from checkpoint_doctor.cli.options import diagnosis_options, diagnose_options_from, format_option, load, storage_options
+from checkpoint_doctor.cli.options import (
+    diagnose_options_from,
+    diagnosis_options,
+    format_option,
+    load,
+    storage_options,
+)
 from checkpoint_doctor.errors import UsageError
 
 

@@ -10,8 +10,8 @@ import click
 
 from checkpoint_doctor.cli.app import EXIT_ERRORS, EXIT_USAGE, CommandFailed, emit, now_ms
 from checkpoint_doctor.cli.options import (
-    diagnosis_options,
     diagnose_options_from,
+    diagnosis_options,
     format_option,
     load,
     parse_storage_options,

@@ -97,22 +97,22 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
                 batch_ids=(entry.batch_id,),
             )
     latest = ctx.offsets(ctx.latest)
-    if latest is not None and latest.record is not None and latest.record.metadata is not None:
-        if not latest.record.metadata.has_conf:
-            fatal_state = ctx.stateful is True and ctx.legacy_state_formats_differ(latest.record)
-            fatal_43 = ctx.target.repartition_check and ctx.committed is not None and latest.batch_id > ctx.committed
-            code = "CD011" if (fatal_state or fatal_43) else "CD010"
-            why = (
-                "; the state was written with newer state formats than the legacy defaults Spark falls back to"
-                if fatal_state
-                else ("; Spark 4.3 reads spark.sql.shuffle.partitions from it" if fatal_43 else "")
-            )
-            yield Finding(
-                code,
-                f"{latest.file.path} pins no SQL confs (no 'conf' in its metadata line){why}.",
-                paths=(latest.file.path,),
-                batch_ids=(latest.batch_id,),
-            )
+    md = latest.record.metadata if latest is not None and latest.record is not None else None
+    if latest is not None and md is not None and not md.has_conf:
+        fatal_state = ctx.stateful is True and ctx.legacy_state_formats_differ(latest.record)
+        fatal_43 = ctx.target.repartition_check and ctx.committed is not None and latest.batch_id > ctx.committed
+        code = "CD011" if (fatal_state or fatal_43) else "CD010"
+        why = (
+            "; the state was written with newer state formats than the legacy defaults Spark falls back to"
+            if fatal_state
+            else ("; Spark 4.3 reads spark.sql.shuffle.partitions from it" if fatal_43 else "")
+        )
+        yield Finding(
+            code,
+            f"{latest.file.path} pins no SQL confs (no 'conf' in its metadata line){why}.",
+            paths=(latest.file.path,),
+            batch_ids=(latest.batch_id,),
+        )
 
 
 def check_repartition_marker(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.context import Context
@@ -58,8 +59,8 @@ def check_void_sources(ctx: Context, prediction: RestartPrediction) -> Iterator[
 def check_source_identity(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD203 Kafka partitions appear/vanish; CD204 a Delta table id changes, between read batches."""
     entries = _read_offsets(ctx)
-    for prev, cur in zip(entries, entries[1:]):
-        for a, b in zip(prev.record.sources, cur.record.sources):
+    for prev, cur in itertools.pairwise(entries):
+        for a, b in zip(prev.record.sources, cur.record.sources, strict=False):
             if isinstance(a.decoded, KafkaOffset) and isinstance(b.decoded, KafkaOffset):
                 before, after = a.decoded.topic_partitions(), b.decoded.topic_partitions()
                 if before != after:
@@ -78,12 +79,15 @@ def check_source_identity(ctx: Context, prediction: RestartPrediction) -> Iterat
                         batch_ids=(prev.batch_id, cur.batch_id),
                         details=(("appeared", len(new)), ("vanished", len(gone))),
                     )
-            if isinstance(a.decoded, DeltaOffset) and isinstance(b.decoded, DeltaOffset):
-                if a.decoded.reservoir_id != b.decoded.reservoir_id:
-                    yield Finding(
-                        "CD204",
-                        f"Delta source {b.index} reads table {b.decoded.reservoir_id} in {cur.file.path} but "
-                        f"table {a.decoded.reservoir_id} in {prev.file.path}.",
-                        paths=(prev.file.path, cur.file.path),
-                        batch_ids=(prev.batch_id, cur.batch_id),
-                    )
+            if (
+                isinstance(a.decoded, DeltaOffset)
+                and isinstance(b.decoded, DeltaOffset)
+                and a.decoded.reservoir_id != b.decoded.reservoir_id
+            ):
+                yield Finding(
+                    "CD204",
+                    f"Delta source {b.index} reads table {b.decoded.reservoir_id} in {cur.file.path} but "
+                    f"table {a.decoded.reservoir_id} in {prev.file.path}.",
+                    paths=(prev.file.path, cur.file.path),
+                    batch_ids=(prev.batch_id, cur.batch_id),
+                )

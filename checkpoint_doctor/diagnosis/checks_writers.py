@@ -3,6 +3,7 @@ and the target's mode and version. Pure: the current time comes in through the o
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 
 from checkpoint_doctor.detect import RELEASE_ORDER, detect_writer
@@ -66,7 +67,7 @@ def check_live_writer(ctx: Context, prediction: RestartPrediction) -> Iterator[F
 def check_interleaved_runs(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD503: batchTimestampMs goes backwards between consecutive read offsets files."""
     entries = [e for e in ctx.snapshot.offsets.entries if e.record is not None and e.record.metadata is not None]
-    for prev, cur in zip(entries, entries[1:]):
+    for prev, cur in itertools.pairwise(entries):
         a, b = prev.record.metadata.batch_timestamp_ms, cur.record.metadata.batch_timestamp_ms
         if cur.batch_id == prev.batch_id + 1 and b < a:
             yield Finding(

@@ -186,7 +186,7 @@ class Context:
     def local_fs(self) -> bool:
         """Return whether the checkpoint is on a local file system (Hadoop .crc files exist)."""
         root = self.snapshot.root
-        return root.startswith("/") or root.startswith("file:")
+        return root.startswith(("/", "file:"))
 
     # ------------------------------------------------------------------------ reading problems
     def log_problem(self, entry: LogEntry[OffsetSeq] | LogEntry[CommitRecord], log: str) -> LogProblem | None:

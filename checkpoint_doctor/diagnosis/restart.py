@@ -18,7 +18,6 @@ from checkpoint_doctor.layout import hadoop_crc_path
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
 
 
-
 @dataclass
 class _Run:
     """The prediction being built (mutable scratch, frozen into a RestartPrediction at the end)."""
@@ -328,7 +327,7 @@ def predict_restart(ctx: Context) -> RestartPrediction:
     if blocked is not None:
         return blocked
     sink = ctx.snapshot.sink
-    if sink is not None and run.next_batch_id is not None and sink.log.latest_id is not None:
-        if run.next_batch_id <= sink.log.latest_id:
-            run.warnings.append(f"Skipping already committed batch {run.next_batch_id}")
+    top = sink.log.latest_id if sink is not None else None
+    if run.next_batch_id is not None and top is not None and run.next_batch_id <= top:
+        run.warnings.append(f"Skipping already committed batch {run.next_batch_id}")
     return run.done()

@@ -30,7 +30,7 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.errors import JournalError, PlanFormatError, PreconditionFailedError, StorageError
 from checkpoint_doctor.execution.journal import JOURNAL, PLAN, Journal, backup_path
 from checkpoint_doctor.loading import load_snapshot
-from checkpoint_doctor.planning.plan import CHECKPOINT, SINK, RepairPlan, Step
+from checkpoint_doctor.planning.plan import SINK, RepairPlan, Step
 from checkpoint_doctor.planning.preconditions import check_preconditions
 from checkpoint_doctor.storage import CheckpointStore
 

@@ -319,7 +319,7 @@ def _consequences(option: _Option, snapshot: CheckpointSnapshot, before: Diagnos
     if k is not None and start_batch is not None and start_batch < k:
         reread = list(range(start_batch + 1, k + 1))
     elif k is not None and start is None and b is not None and b <= k:
-        reread = list(range(0, k + 1))
+        reread = list(range(k + 1))
     sink = snapshot.sink
     sink_latest = sink.log.latest_id if sink is not None else None
     sink_rolled_back = any(s.area == SINK for s in option.steps)

@@ -20,11 +20,7 @@ SCENARIOS = all_scenarios()
 
 #: Every code ever released. A code may be retired (kept, marked) but never removed or reused.
 KNOWN_CODES = frozenset(
-    "CD001 CD002 CD003 CD004 CD005 CD006 CD007 CD008 CD009 CD010 CD011 CD012 "
-    "CD101 CD102 CD103 CD104 CD105 CD106 CD107 CD108 CD109 CD110 "
-    "CD201 CD202 CD203 CD204 CD301 CD302 CD303 CD304 CD305 CD306 CD307 CD308 CD309 "
-    "CD401 CD402 CD403 CD404 CD405 CD406 CD501 CD502 CD503 CD504 CD505 CD506 CD507 CD508 CD509 CD510 "
-    "CD601 CD602 CD701 CD702".split()
+    ["CD001", "CD002", "CD003", "CD004", "CD005", "CD006", "CD007", "CD008", "CD009", "CD010", "CD011", "CD012", "CD101", "CD102", "CD103", "CD104", "CD105", "CD106", "CD107", "CD108", "CD109", "CD110", "CD201", "CD202", "CD203", "CD204", "CD301", "CD302", "CD303", "CD304", "CD305", "CD306", "CD307", "CD308", "CD309", "CD401", "CD402", "CD403", "CD404", "CD405", "CD406", "CD501", "CD502", "CD503", "CD504", "CD505", "CD506", "CD507", "CD508", "CD509", "CD510", "CD601", "CD602", "CD701", "CD702"]
 )
 
 
@@ -82,7 +78,7 @@ def test_every_registered_code_is_triggered_by_a_fixture():
 
 
 def test_codes_are_never_removed_and_well_formed():
-    assert KNOWN_CODES <= set(CODES), f"codes removed from the registry: {sorted(KNOWN_CODES - set(CODES))}"
+    assert set(CODES) >= KNOWN_CODES, f"codes removed from the registry: {sorted(KNOWN_CODES - set(CODES))}"
     assert set(CODES) <= KNOWN_CODES, "a new code must be added to KNOWN_CODES (and never removed)"
     slugs = [c.slug for c in CODES.values()]
     assert len(slugs) == len(set(slugs))

@@ -81,7 +81,7 @@ def test_apply_twice_fails_cleanly_on_preconditions(tmp_path):
     cp, plan = prepared(scenario, restart, tmp_path)
     apply_plan(plan, *stores(cp, plan)[:1], sink=None, backup=stores(cp, plan)[2], now_ms=None)
     snapshot_before = tree_bytes(cp)
-    checkpoint, sink, backup = stores(cp, plan)
+    checkpoint, sink, _ = stores(cp, plan)
     with pytest.raises(PreconditionFailedError) as info:
         apply_plan(plan, checkpoint, sink=sink, backup=open_store(str(tmp_path / "other-backup")), now_ms=None)
     assert any("offsets/2 exists now" in f for f in info.value.failures)

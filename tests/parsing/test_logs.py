@@ -119,4 +119,7 @@ def test_log_parsers_return_a_value_or_raise_parse_error(data):
         try:
             parser(data, path="p")
         except CheckpointParseError as exc:
-            assert exc.kind and exc.path == "p"
+            problem = (exc.kind, exc.path)
+        else:
+            problem = ("ok", "p")
+        assert problem[0] and problem[1] == "p"

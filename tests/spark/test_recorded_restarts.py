@@ -25,7 +25,7 @@ def test_recorded_outcomes_are_still_what_spark_does(version, tmp_path, subtests
     assert len(cases) >= 25
     jobs = [restart_job(s.path, s.data, i, r, tmp_path / f"{n:03d}") for n, (s, i, r) in enumerate(cases)]
     results = run_jobs(version, jobs, tmp_path)
-    for (scenario, index, restart), result in zip(cases, results):
+    for (scenario, index, restart), result in zip(cases, results, strict=True):
         with subtests.test(msg=f"{scenario.id}#{index}"):
             recorded = restart["result"]
             assert result["started"] == recorded["started"], error_text(result)[:500]

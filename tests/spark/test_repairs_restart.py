@@ -73,7 +73,7 @@ def test_repaired_checkpoints_restart_without_skipping_data(version, tmp_path, s
         job = restart_job(scenario.path, scenario.data, index, restart, spark_copy.parent, checkpoint=spark_copy)
         prepared.append((scenario, index, snapshot, plan, before, cp, backup, job))
     results = run_jobs(version, [p[-1] for p in prepared], tmp_path / "spark")
-    for (scenario, index, snapshot, plan, before, cp, backup, _), result in zip(prepared, results):
+    for (scenario, index, snapshot, plan, before, cp, backup, _), result in zip(prepared, results, strict=True):
         with subtests.test(msg=f"{scenario.id}#{index} {plan.strategy}"):
             assert result["started"], f"plan {plan.strategy} did not make Spark start: {error_text(result)[:600]}"
             end = committed_end(snapshot)

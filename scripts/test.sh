@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the test requirements and run every test (CI runs exactly this, see .ci/run).
+#
+# - .venv/                   the package with its test extra (pytest, hypothesis, s3fs, moto[server])
+# - .spark-envs/pyspark-*/   PySpark 3.5.9 and 4.3.0, each with the package, for the `spark` tests
+# - chromium                 Debian's headless browser, for the audit HTML report test
+# Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+.venv/bin/python scripts/spark_envs.py 3.5.9 4.3.0
+
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+      || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+  else
+    echo "scripts/test.sh: chromium is needed for the audit HTML test; install Debian's 'chromium' package" >&2
+    exit 2
+  fi
+fi
+
+exec .venv/bin/python -m pytest "$@"
