@@ -99,7 +99,7 @@ def _sources(snapshot: CheckpointSnapshot) -> list[dict[str, Any]]:
         item: dict[str, Any] = {
             "path": log.path,
             "kind": kinds[0] if len(kinds) == 1 else ("mixed" if kinds else "unread"),
-            "batches": range_text(tuple(e.batch_id for e in log.entries if not e.compact)),
+            "batches": range_text(tuple(e.batch_id for e in log.entries)),
             "compacts": [e.batch_id for e in log.entries if e.compact],
             "files": log.file_count,
             "bytes": log.total_bytes,

@@ -138,8 +138,11 @@ def render_inspect(report: dict[str, Any]) -> str:
             section(
                 "Source metadata (sources/)",
                 table(
-                    ["path", "kind", "batches", "files", "bytes"],
-                    [[s["path"], s["kind"], s["batches"], s["files"], human_bytes(s["bytes"])] for s in report["sources"]],
+                    ["path", "kind", "batches", "compact", "files", "bytes"],
+                    [
+                        [s["path"], s["kind"], s["batches"], ", ".join(map(str, s["compacts"])), s["files"], human_bytes(s["bytes"])]
+                        for s in report["sources"]
+                    ],
                 ),
             )
         )
@@ -311,6 +314,8 @@ def render_diagnosis(result: dict[str, Any]) -> str:
     codes = sorted({f["code"] for f in result["findings"] if f["severity"] != "info"})
     if codes:
         blocks.append(f"What to do: checkpoint-doctor explain {codes[0]}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else ""))
+    if result["restart"]["outcome"] == "fails" or any(f["severity"] == "error" for f in result["findings"]):
+        blocks.append(f"Repair options: checkpoint-doctor plan {result['checkpoint']}")
     return "\n\n".join(blocks) + "\n"
 
 

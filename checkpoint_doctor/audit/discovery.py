@@ -1,0 +1,266 @@
+"""Find the checkpoints and file sink outputs in one recursive listing. Pure.
+
+A fleet audit lists each root once (one recursive listing: on S3 one ListObjectsV2 per 1,000 keys)
+and works out everything else from that listing:
+
+* a directory is a **checkpoint** when it holds ``offsets/``, ``commits/`` or a ``metadata`` file;
+* a directory is a **file sink output** when it holds ``_spark_metadata/``;
+* a directory holding ``_delta_log/`` is a Delta table: skipped, with a note;
+* a directory with files but none of the above anywhere below it is skipped, with a note.
+
+Targets nest: a checkpoint inside a checkpoint (``a/`` and ``a/old/``), a checkpoint inside a sink's
+output (``out/_checkpoint/``), a checkpoint inside a Delta table's directory. What lies inside the
+directories a checkpoint or a sink owns (``offsets/``, ``commits/``, ``state/``, ``sources/``,
+``_spark_metadata/``, ``_delta_log/``) never makes a target: ``state/0/_metadata/metadata`` is an
+operator's metadata, not a checkpoint. A ``metadata`` file in a directory named ``_metadata`` is
+never a checkpoint's either.
+
+Each target is then audited from its **slice** of the listing (:class:`TreeIndex`): the files
+below it with paths made relative to it, exactly what listing the target itself would return.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from checkpoint_doctor.model import FileStat, Listing
+
+CHECKPOINT = "checkpoint"
+SINK = "sink"
+
+#: Subdirectories a checkpoint owns: nothing inside them is a target of its own.
+CHECKPOINT_OWNED = ("offsets", "commits", "state", "sources")
+SINK_LOG = "_spark_metadata"
+DELTA_LOG = "_delta_log"
+
+NOTE_DELTA = "delta-table"
+NOTE_NEITHER = "not-a-checkpoint"
+NOTE_STRAY = "stray-files"
+NOTE_EXCLUDED = "excluded"
+NOTE_EMPTY = "nothing-found"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A directory to audit: ``kind`` is ``checkpoint`` or ``sink``; ``path`` is relative to the
+    listed root ('' for the root itself); ``evidence`` names what made it one."""
+
+    kind: str
+    path: str
+    evidence: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Note:
+    """Something found and skipped (or left out), with why."""
+
+    path: str
+    kind: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        """Return a JSON-safe dict."""
+        return {"path": self.path, "kind": self.kind, "message": self.message}
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one listing holds: targets (sorted by path, checkpoints before sinks) and notes."""
+
+    targets: tuple[Target, ...]
+    notes: tuple[Note, ...]
+
+
+def parent_of(path: str) -> str:
+    """Return the parent of a relative path ('' for a top-level name)."""
+    return path.rpartition("/")[0]
+
+
+def join(parent: str, name: str) -> str:
+    """Join relative path parts ('' is the root)."""
+    return f"{parent}/{name}" if parent else name
+
+
+def _ancestors(path: str) -> Iterable[str]:
+    """Yield the proper ancestors of a relative path, nearest first, ending with '' (the root)."""
+    while path:
+        path = parent_of(path)
+        yield path
+
+
+def _candidates(listing: Listing) -> tuple[dict[tuple[str, str], list[str]], list[str]]:
+    """Return {(kind, dir): evidence} and the Delta table directories, from names alone."""
+    found: dict[tuple[str, str], list[str]] = {}
+    deltas: list[str] = []
+    for d in listing.dirs:
+        parent, _, name = d.rpartition("/")
+        if name == "offsets" or name == "commits":
+            found.setdefault((CHECKPOINT, parent), []).append(f"{name}/")
+        elif name == SINK_LOG:
+            found.setdefault((SINK, parent), []).append(f"{SINK_LOG}/")
+        elif name == DELTA_LOG:
+            deltas.append(parent)
+    for f in listing.files:
+        path = f.path
+        if path == "metadata" or path.endswith("/metadata"):
+            parent = path[: -len("metadata")].rstrip("/")
+            if parent.rpartition("/")[2] != "_metadata":
+                found.setdefault((CHECKPOINT, parent), []).append("metadata")
+    return found, deltas
+
+
+def _owned_by(kind: str, path: str) -> tuple[str, ...]:
+    if kind == CHECKPOINT:
+        return tuple(join(path, d) for d in CHECKPOINT_OWNED)
+    if kind == SINK:
+        return (join(path, SINK_LOG),)
+    return (join(path, DELTA_LOG),)
+
+
+def _depth(path: str) -> int:
+    return path.count("/") + 1 if path else 0
+
+
+def matches(globs: Sequence[str], rel: str, url: str) -> str | None:
+    """Return the first glob matching the relative path or the URL (``fnmatch``: ``*`` crosses ``/``)."""
+    for glob in globs:
+        if fnmatch.fnmatchcase(rel, glob) or fnmatch.fnmatchcase(url, glob):
+            return glob
+    return None
+
+
+def discover(
+    listing: Listing,
+    *,
+    root_url: str = "",
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Discovery:
+    """Return the checkpoints and sink outputs in a listing, and notes for what was skipped.
+
+    ``include``/``exclude`` are globs matched against each target's path relative to the root and
+    against its URL (``root_url`` + path): with includes, only matching targets are kept; a target
+    matching an exclude is dropped. Left-out targets get a note.
+    """
+    found, deltas = _candidates(listing)
+    owned: set[str] = set()
+    accepted: list[Target] = []
+    kept_deltas: list[str] = []
+    # Shallow first, so a directory's owner is known before anything below it is considered.
+    order = sorted([*found, *((DELTA_LOG, d) for d in deltas)], key=lambda kp: (_depth(kp[1]), kp[1], kp[0]))
+    for kind, path in order:
+        if path in owned or any(a in owned for a in _ancestors(path)):
+            continue
+        owned.update(_owned_by(kind, path))
+        if kind == DELTA_LOG:
+            kept_deltas.append(path)
+        else:
+            accepted.append(Target(kind, path, tuple(sorted(set(found[(kind, path)])))))
+    notes: list[Note] = []
+    targets: list[Target] = []
+    for target in accepted:
+        url = url_join(root_url, target.path)
+        if include and matches(include, target.path, url) is None:
+            notes.append(Note(target.path, NOTE_EXCLUDED, f"{_what(target)} left out: matches no --include"))
+            continue
+        glob = matches(exclude, target.path, url)
+        if glob is not None:
+            notes.append(Note(target.path, NOTE_EXCLUDED, f"{_what(target)} left out: matches --exclude {glob!r}"))
+            continue
+        targets.append(target)
+    notes.extend(
+        Note(d, NOTE_DELTA, "a Delta table (_delta_log/), not a streaming checkpoint: skipped") for d in kept_deltas
+    )
+    notes.extend(_uncovered_notes(listing, [t.path for t in accepted] + kept_deltas))
+    targets.sort(key=lambda t: (t.path, t.kind != CHECKPOINT))
+    notes.sort(key=lambda n: (n.path, n.kind))
+    return Discovery(tuple(targets), tuple(notes))
+
+
+def _what(target: Target) -> str:
+    return "checkpoint" if target.kind == CHECKPOINT else "file sink output"
+
+
+def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:
+    """Notes for directories holding files but no target, and for files lying outside every target."""
+    if not covered:
+        if listing.files:
+            return [Note("", NOTE_EMPTY, f"no checkpoint, file sink output or Delta table in {len(listing.files)} files")]
+        return [Note("", NOTE_EMPTY, "no checkpoint, file sink output or Delta table: nothing is listed")]
+    inside = set(covered)
+    leading: set[str] = set()
+    for path in covered:
+        leading.update(_ancestors(path))
+    index = TreeIndex(listing)
+    notes = []
+    for d in listing.dirs:
+        if d in leading or d in inside:
+            continue
+        parent = parent_of(d)
+        if parent not in leading:
+            continue  # inside a target, or below a directory already noted
+        count = index.count(d)
+        if count:
+            noun = "file" if count == 1 else "files"
+            notes.append(Note(d, NOTE_NEITHER, f"neither a checkpoint nor a file sink output ({count} {noun}): skipped"))
+    stray: dict[str, int] = {}
+    for f in listing.files:
+        parent = parent_of(f.path)
+        if parent in leading:
+            stray[parent] = stray.get(parent, 0) + 1
+    for parent, count in stray.items():
+        noun = "file lies" if count == 1 else "files lie"
+        notes.append(Note(parent, NOTE_STRAY, f"{count} {noun} here outside any checkpoint: skipped"))
+    return notes
+
+
+def url_join(root_url: str, rel: str) -> str:
+    """Return the URL of a path relative to a root URL."""
+    if not rel:
+        return root_url
+    return f"{root_url.rstrip('/')}/{rel}" if root_url else rel
+
+
+class TreeIndex:
+    """A sorted listing, sliced per directory with two binary searches.
+
+    Paths sharing the prefix ``d/`` form one contiguous run of a sorted listing: exactly the
+    strings ``s`` with ``"d/" <= s < "d0"`` (``'0'`` follows ``'/'``).
+    """
+
+    def __init__(self, listing: Listing) -> None:
+        self.listing = listing
+        self._files = [f.path for f in listing.files]
+        self._dirs = list(listing.dirs)
+        if any(a > b for a, b in zip(self._files, self._files[1:])):
+            order = sorted(range(len(self._files)), key=self._files.__getitem__)
+            files = tuple(listing.files[i] for i in order)
+            self.listing = Listing(files, listing.dirs)
+            self._files = [f.path for f in files]
+        if any(a > b for a, b in zip(self._dirs, self._dirs[1:])):
+            self._dirs.sort()
+
+    def _span(self, paths: list[str], prefix: str) -> tuple[int, int]:
+        if not prefix:
+            return 0, len(paths)
+        return bisect.bisect_left(paths, prefix + "/"), bisect.bisect_left(paths, prefix + "0")
+
+    def count(self, prefix: str) -> int:
+        """Return the number of files below a directory."""
+        lo, hi = self._span(self._files, prefix)
+        return hi - lo
+
+    def slice(self, prefix: str) -> Listing:
+        """Return the listing of a directory, with paths relative to it."""
+        if not prefix:
+            return self.listing
+        lo, hi = self._span(self._files, prefix)
+        cut = len(prefix) + 1
+        files = tuple(
+            FileStat(f.path[cut:], f.size, f.mtime_ms, f.etag) for f in self.listing.files[lo:hi]
+        )
+        dlo, dhi = self._span(self._dirs, prefix)
+        return Listing(files, tuple(d[cut:] for d in self._dirs[dlo:dhi]))
