@@ -116,7 +116,7 @@ def test_non_checkpoint_directories_say_so_in_one_line(layout, words, tmp_path, 
     for rel, text in layout.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text)
-    code, out, err = run(capsys, "inspect", str(tmp_path))
+    code, _out, err = run(capsys, "inspect", str(tmp_path))
     assert code == 8 and words in err and err.count("\n") == 1
 
 
@@ -131,7 +131,7 @@ def test_garbage_bytes_are_findings_not_tracebacks(tmp_path, capsys):
 
 
 def test_json_errors_are_json(tmp_path, capsys):
-    code, out, err = run(capsys, "inspect", str(tmp_path / "nope"), "--format", "json")
+    code, out, _err = run(capsys, "inspect", str(tmp_path / "nope"), "--format", "json")
     doc = json.loads(out)
     assert code == 8 and doc["error"]["type"] == "CheckpointNotFoundError"
     assert "nope" in doc["error"]["message"]
@@ -184,7 +184,7 @@ def test_plan_apply_undo_round_trip(tmp_path, capsys):
     plan_file = tmp_path / "plan.json"
     code, out, _ = run(capsys, "plan", str(cp), "-o", str(plan_file), "--live-window", "0")
     assert code == 0 and "Apply it with" in out
-    code, out, err = run(capsys, "apply", str(plan_file))
+    code, _, err = run(capsys, "apply", str(plan_file))
     assert code == 2 and "--yes" in err  # not a terminal: confirmation needed
     assert (cp / "offsets" / "3").exists()
     code, out, _ = run(capsys, "apply", str(plan_file), "--dry-run")
