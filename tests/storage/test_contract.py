@@ -184,6 +184,16 @@ def test_write_exclusive_failing_midway_leaves_nothing_on_local_disk(tmp_path, m
     assert os.listdir(tmp_path / "ckpt/commits") == []
 
 
+def test_write_creates_or_replaces_and_leaves_no_temp_file(backend: Backend, root: str, populated: str) -> None:
+    store = open_store(populated, backend.options)
+
+    store.write("journal/plan 1.json", b"{}")
+    store.write("journal/plan 1.json", b'{"step":2}')
+
+    assert backend.get(f"{root}/journal/plan 1.json") == b'{"step":2}'
+    assert [f.path for f in store.list_tree().files if f.path.startswith("journal/")] == ["journal/plan 1.json"]
+
+
 def test_delete_removes_one_file(backend: Backend, root: str, populated: str) -> None:
     store = open_store(populated, backend.options)
 

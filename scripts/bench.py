@@ -1,0 +1,555 @@
+#!/usr/bin/env python3
+"""Benchmarks of checkpoint-doctor. Not timed tests: every figure is a ratio against a baseline
+measured in the same run, on the same machine, in the same process where it can be.
+
+    python scripts/bench.py                      # every section
+    python scripts/bench.py --section inspect    # only the inspect section
+    python scripts/bench.py --section inspect --skip-s3 --repeat 3
+
+Sections live in ``SECTIONS`` (name -> function taking the parsed arguments and returning rows of
+``(figure, value, baseline, ratio, goal)``); a later piece of work adds its own section there.
+
+Section ``inspect``:
+
+* Builds a synthetic checkpoint in a temp dir (about 50,000 files with the defaults): ``metadata``;
+  100 retained batches ``offsets/900..999`` and ``commits/900..999`` (valid Spark 3.5 content, Hadoop
+  ``.N.crc`` side files; ids start at 900 so the older batches look purged); two stateful operators
+  with 200 partitions each (HDFS provider: ``<v>.delta`` for the retained state versions, a
+  ``<v>.snapshot`` every 10 versions, ``.crc`` side files, ``state/<op>/_metadata/metadata`` and
+  ``state/<op>/0/_metadata/schema``); and a few leftover ``createAtomic`` temp files.
+  The state keeps its newest 56 versions (``--state-versions``): with 100 versions, 2 x 200
+  partitions and ``.crc`` files the tree would hold ~88,000 files instead of ~50,000.
+* Local: the library call behind ``inspect --deep`` (``load_checkpoint(path, depth="deep")`` then
+  ``inspect_report``) against a bare recursive ``os.scandir`` walk that ``stat``-s every file of the
+  same tree (best of ``--repeat`` runs each; goal: ratio <= 1.5), and the wall time of
+  ``checkpoint-doctor inspect --deep <path>`` as a subprocess (also as a ratio to the walk).
+* S3: a moto server on 127.0.0.1 (in this process, ``ThreadedMotoServer``); requests are counted on
+  the server side from its access log (the ``werkzeug`` logger), by kind. ``inspect`` at default
+  depth through s3fs, exactly as a user runs it: list requests per 1,000 keys (goal: 1, i.e.
+  ceil(N/1000) ListObjectsV2 for N keys, no HEAD per file), and GETs with 100 vs 300 retained batches
+  (goal: the same number). Uploading 50,000 objects through HTTP into moto takes minutes (its
+  server handles ~150-250 PUTs/s here), so by default the trees are seeded directly into the moto
+  server's S3 backend (same process; the objects, keys, sizes and ETags are the ones an upload would
+  create) after timing a real ``s3fs.put`` of a sample to report the upload rate;
+  ``--s3-seed http`` uploads the whole trees with ``s3fs.put(..., recursive=True)`` instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import logging
+import math
+import os
+import pstats
+import re
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+Row = tuple[str, str, str, str, str]
+
+QUERY_ID = "3f1c2a4e-5b6d-4e7f-8a9b-0c1d2e3f4a5b"
+CONF = {
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
+    ),
+    "spark.sql.streaming.join.stateFormatVersion": "2",
+    "spark.sql.streaming.stateStore.compression.codec": "lz4",
+    "spark.sql.streaming.stateStore.rocksdb.formatVersion": "5",
+    "spark.sql.streaming.statefulOperator.useStrictDistribution": "true",
+    "spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion": "2",
+    "spark.sql.streaming.multipleWatermarkPolicy": "min",
+    "spark.sql.streaming.aggregation.stateFormatVersion": "2",
+    "spark.sql.shuffle.partitions": "200",
+}
+KEY_SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {
+                "name": "window",
+                "type": {
+                    "type": "struct",
+                    "fields": [
+                        {"name": "start", "type": "timestamp", "nullable": True, "metadata": {}},
+                        {"name": "end", "type": "timestamp", "nullable": True, "metadata": {}},
+                    ],
+                },
+                "nullable": False,
+                "metadata": {},
+            }
+        ],
+    },
+    separators=(",", ":"),
+)
+VALUE_SCHEMA = json.dumps(
+    {"type": "struct", "fields": [{"name": "count", "type": "long", "nullable": False, "metadata": {}}]},
+    separators=(",", ":"),
+)
+
+
+# ------------------------------------------------------------------------------------------ tree
+
+
+def hadoop_crc(data: bytes, bytes_per_checksum: int = 512) -> bytes:
+    """Return a Hadoop ``ChecksumFileSystem`` side file for ``data`` (CRC32 per 512-byte chunk)."""
+    out = bytearray(b"crc\x00")
+    out += struct.pack(">i", bytes_per_checksum)
+    for i in range(0, len(data), bytes_per_checksum):
+        out += struct.pack(">I", zlib.crc32(data[i : i + bytes_per_checksum]) & 0xFFFFFFFF)
+    return bytes(out)
+
+
+def _write_utf(text: str) -> bytes:
+    raw = text.encode()
+    return struct.pack(">H", len(raw)) + raw
+
+
+def schema_file() -> bytes:
+    """Return a ``SchemaHelper`` v2 state schema file (what Spark 3.5 writes)."""
+    return (
+        _write_utf("v2")
+        + struct.pack(">i", 1)
+        + _write_utf(KEY_SCHEMA)
+        + struct.pack(">i", 1)
+        + _write_utf(VALUE_SCHEMA)
+    )
+
+
+def offsets_file(batch_id: int) -> bytes:
+    meta = {"batchWatermarkMs": batch_id * 1000, "batchTimestampMs": 1_700_000_000_000 + batch_id * 1000, "conf": CONF}
+    source = {"offset": batch_id * 10, "timestamp": 1_700_000_000_000 + batch_id * 1000}
+    return f"v1\n{json.dumps(meta, separators=(',', ':'))}\n{json.dumps(source, separators=(',', ':'))}".encode()
+
+
+def commit_file(batch_id: int) -> bytes:
+    return f'v1\n{{"nextBatchWatermarkMs":{batch_id * 1000}}}'.encode()
+
+
+def operator_metadata(op_id: int, partitions: int) -> bytes:
+    info = {
+        "operatorInfo": {"operatorId": op_id, "operatorName": "stateStoreSave"},
+        "stateStoreInfo": [{"storeName": "default", "numColsPrefixKey": 0, "numPartitions": partitions}],
+    }
+    return f"v1\n{json.dumps(info, separators=(',', ':'))}".encode()
+
+
+def _put(root: Path, rel: str, data: bytes, crc: bool = True) -> int:
+    path = root / rel
+    path.write_bytes(data)
+    if crc:
+        (path.parent / f".{path.name}.crc").write_bytes(hadoop_crc(data))
+        return 2
+    return 1
+
+
+def build_checkpoint(
+    root: Path,
+    *,
+    first_batch: int = 900,
+    batches: int = 100,
+    operators: int = 2,
+    partitions: int = 200,
+    state_versions: int = 56,
+    temps: int = 3,
+) -> int:
+    """Write a synthetic checkpoint under ``root``; return its number of files."""
+    last = first_batch + batches - 1
+    root.mkdir(parents=True, exist_ok=True)
+    count = _put(root, "metadata", json.dumps({"id": QUERY_ID}).encode())
+    for log in ("offsets", "commits"):
+        (root / log).mkdir()
+    for b in range(first_batch, last + 1):
+        count += _put(root, f"offsets/{b}", offsets_file(b))
+        count += _put(root, f"commits/{b}", commit_file(b))
+    for i in range(temps):
+        # createAtomic leftovers: the next batch's files, never renamed.
+        log = ("offsets", "commits")[i % 2]
+        name = f".{last + 1 + i // 2}.{uuid.UUID(int=i + 1)}.tmp"
+        count += _put(root, f"{log}/{name}", offsets_file(last + 1) if log == "offsets" else commit_file(last + 1), crc=False)
+    # Batch N commits state version N + 1: the newest state version is last + 1.
+    newest = last + 1
+    versions = list(range(newest - state_versions + 1, newest + 1))
+    delta = b"LZ4 block of a state delta file...........\x00\x00\x00"
+    delta_crc = hadoop_crc(delta)
+    snapshot = delta * 4
+    snapshot_crc = hadoop_crc(snapshot)
+    for op in range(operators):
+        (root / f"state/{op}/_metadata").mkdir(parents=True)
+        count += _put(root, f"state/{op}/_metadata/metadata", operator_metadata(op, partitions))
+        for p in range(partitions):
+            pdir = root / f"state/{op}/{p}"
+            pdir.mkdir()
+            if p == 0:
+                (pdir / "_metadata").mkdir()
+                count += _put(root, f"state/{op}/{p}/_metadata/schema", schema_file())
+            for v in versions:
+                (pdir / f"{v}.delta").write_bytes(delta)
+                (pdir / f".{v}.delta.crc").write_bytes(delta_crc)
+                count += 2
+                if v % 10 == 0:
+                    (pdir / f"{v}.snapshot").write_bytes(snapshot)
+                    (pdir / f".{v}.snapshot.crc").write_bytes(snapshot_crc)
+                    count += 2
+    return count
+
+
+# ------------------------------------------------------------------------------------------ timing
+
+
+def scandir_walk(root: str) -> int:
+    """The baseline: a bare recursive ``os.scandir`` walk that stats every file; returns the count."""
+    count = 0
+    stack = [root]
+    while stack:
+        with os.scandir(stack.pop()) as it:
+            for entry in it:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    entry.stat()
+                    count += 1
+    return count
+
+
+def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Return (best wall time in seconds, last result) over ``repeat`` runs."""
+    best = math.inf
+    result = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def _cli_command() -> list[str]:
+    script = Path(sys.executable).parent / "checkpoint-doctor"
+    if script.exists():
+        return [str(script)]
+    return [sys.executable, "-m", "checkpoint_doctor"]
+
+
+def ratio(value: float, baseline: float) -> str:
+    return f"{value / baseline:.2f}" if baseline else "n/a"
+
+
+def seconds(value: float) -> str:
+    return f"{value * 1000:.0f} ms" if value < 10 else f"{value:.1f} s"
+
+
+# ------------------------------------------------------------------------------------------ S3
+
+
+class RequestCounter(logging.Handler):
+    """Counts the requests the moto server handled, by kind, from its access log lines."""
+
+    _ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.kinds: Counter[str] = Counter()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = record.args[0] if isinstance(record.args, tuple) and record.args else record.getMessage()
+        kind = request_kind(self._ANSI.sub("", str(line)))
+        if kind is not None:
+            self.kinds[kind] += 1
+
+    def reset(self) -> None:
+        self.kinds.clear()
+
+
+def request_kind(request_line: str) -> str | None:
+    """Name the S3 operation of an access-log request line (``"GET /bkt?list-type=2 HTTP/1.1"``)."""
+    parts = request_line.split(" ")
+    if len(parts) < 2:
+        return None
+    method, target = parts[0], parts[1]
+    path, _, query = target.partition("?")
+    if path.startswith("/moto-api"):
+        return None
+    segments = [s for s in path.split("/") if s]
+    on_key = len(segments) > 1
+    params = {p.partition("=")[0] for p in query.split("&") if p}
+    if method == "GET":
+        if not on_key and "list-type" in params:
+            return "ListObjectsV2"
+        if not on_key and not segments:
+            return "ListBuckets"
+        if not on_key:
+            return "ListObjects" if not params - {"prefix", "delimiter", "marker", "max-keys", "encoding-type"} else "GetBucket?" + ",".join(sorted(params))
+        return "GetObject"
+    if method == "HEAD":
+        return "HeadObject" if on_key else "HeadBucket"
+    if method == "PUT":
+        return "PutObject" if on_key else "CreateBucket"
+    if method == "POST" and "delete" in params:
+        return "DeleteObjects"
+    if method == "DELETE":
+        return "DeleteObject" if on_key else "DeleteBucket"
+    return f"{method} {'key' if on_key else 'bucket'}"
+
+
+@contextmanager
+def moto_server(counter: RequestCounter) -> Iterator[str]:
+    """Run a moto server on 127.0.0.1 in this process; yield its endpoint URL."""
+    from moto.server import ThreadedMotoServer
+
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        os.environ[key] = value
+    os.environ.pop("AWS_PROFILE", None)
+    access_log = logging.getLogger("werkzeug")
+    access_log.setLevel(logging.INFO)
+    access_log.propagate = False
+    access_log.addHandler(counter)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+        access_log.removeHandler(counter)
+
+
+def _local_files(root: Path) -> list[tuple[str, bytes]]:
+    out = []
+    for dirpath, _, names in os.walk(root):
+        for name in names:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, root).replace(os.sep, "/")
+            with open(full, "rb") as fh:
+                out.append((rel, fh.read()))
+    return out
+
+
+def seed_backend(bucket: str, prefix: str, root: Path) -> int:
+    """Put every file of ``root`` into the in-process moto S3 backend under ``prefix``."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.s3.models import s3_backends
+
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    files = _local_files(root)
+    for rel, data in files:
+        backend.put_object(bucket, f"{prefix}/{rel}", data)
+    return len(files)
+
+
+def run_s3(args: argparse.Namespace, trees: dict[int, Path]) -> list[Row]:
+    import s3fs
+
+    from checkpoint_doctor.inspection import inspect_report
+    from checkpoint_doctor.loading import load_checkpoint
+
+    rows: list[Row] = []
+    counter = RequestCounter()
+    with moto_server(counter) as endpoint:
+        options = {"client_kwargs": {"endpoint_url": endpoint}}
+        fs = s3fs.S3FileSystem(**options, skip_instance_cache=True, use_listings_cache=False)
+        # One bucket per tree: moto scans a whole bucket for every ListObjectsV2 page.
+        for bucket in ("bench-upload", *(f"bench-{b}" for b in trees)):
+            fs.mkdir(bucket)
+        # Upload rate over HTTP, on a sample (the log files and one state partition).
+        sample = Path(tempfile.mkdtemp(prefix="cd-bench-sample-"))
+        try:
+            src = trees[min(trees)]
+            shutil.copytree(src / "offsets", sample / "offsets")
+            shutil.copytree(src / "state/0/0", sample / "state/0/0")
+            n_sample = sum(len(f) for _, _, f in os.walk(sample))
+            start = time.perf_counter()
+            fs.put(str(sample), "bench-upload/sample", recursive=True)
+            upload_s = time.perf_counter() - start
+        finally:
+            shutil.rmtree(sample)
+        rate = n_sample / upload_s
+        keys: dict[int, int] = {}
+        for batches, tree in trees.items():
+            if args.s3_seed == "http":
+                start = time.perf_counter()
+                fs.put(str(tree), f"bench-{batches}/ckpt", recursive=True)
+                print(f"  uploaded {tree.name} over HTTP in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+                keys[batches] = len(fs.find(f"bench-{batches}/ckpt"))
+            else:
+                keys[batches] = seed_backend(f"bench-{batches}", "ckpt", tree)
+        full = keys[min(keys)]
+        seeded = " (seeded via moto's backend)" if args.s3_seed == "backend" else ""
+        rows.append(
+            (
+                "S3 upload over HTTP (s3fs.put into moto)",
+                f"{rate:.0f} objects/s",
+                f"{n_sample} objects",
+                "-",
+                f"{full} objects: ~{full / rate / 60:.1f} min{seeded}",
+            )
+        )
+        results: dict[int, Counter[str]] = {}
+        for batches in sorted(trees):
+            url = f"s3://bench-{batches}/ckpt"
+            # Baseline: one bare recursive s3fs listing of the same prefix, fresh client.
+            s3fs.S3FileSystem.clear_instance_cache()
+            bare = s3fs.S3FileSystem(**options)
+            start = time.perf_counter()
+            bare.find(f"bench-{batches}/ckpt")
+            find_s = time.perf_counter() - start
+            s3fs.S3FileSystem.clear_instance_cache()
+            counter.reset()
+            start = time.perf_counter()
+            snapshot = load_checkpoint(url, storage_options=options)
+            report = inspect_report(snapshot)
+            inspect_s = time.perf_counter() - start
+            assert report["offsets"]["count"] == batches, report["offsets"]
+            assert report["files"]["count"] == keys[batches], (report["files"]["count"], keys[batches])
+            kinds = results[batches] = Counter(counter.kinds)
+            listed = kinds.get("ListObjectsV2", 0)
+            ideal = math.ceil(keys[batches] / 1000)
+            prefix = f"S3 inspect, {batches} batches, {keys[batches]} keys"
+            rows.append((f"{prefix}: ListObjectsV2", str(listed), f"ceil(N/1000) = {ideal}", ratio(listed, ideal), "1.00"))
+            rows.append(
+                (
+                    f"{prefix}: requests by kind",
+                    ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())),
+                    "-",
+                    "-",
+                    "no HeadObject per file",
+                )
+            )
+            rows.append((f"{prefix}: wall time vs bare s3fs find", seconds(inspect_s), seconds(find_s), ratio(inspect_s, find_s), "-"))
+        small, large = sorted(trees)
+        g_small = results[small].get("GetObject", 0)
+        g_large = results[large].get("GetObject", 0)
+        rows.append(
+            (f"S3 inspect GETs, {large} vs {small} batches", f"{g_large}", f"{g_small}", ratio(g_large, g_small), "1.00")
+        )
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ sections
+
+
+def section_inspect(args: argparse.Namespace) -> list[Row]:
+    from checkpoint_doctor.inspection import inspect_report
+    from checkpoint_doctor.loading import load_checkpoint
+
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-"))
+    try:
+        trees: dict[int, Path] = {}
+        for batches in (args.batches,) if args.skip_s3 else (args.batches, args.batches_large):
+            tree = work / f"ckpt-{batches}"
+            start = time.perf_counter()
+            n = build_checkpoint(
+                tree,
+                first_batch=1000 - batches,
+                batches=batches,
+                operators=args.operators,
+                partitions=args.partitions,
+                state_versions=args.state_versions,
+            )
+            trees[batches] = tree
+            print(f"  built {tree.name}: {n} files in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        tree = trees[args.batches]
+        path = str(tree)
+
+        def library() -> dict[str, Any]:
+            return inspect_report(load_checkpoint(path, depth="deep"))
+
+        walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
+        lib_s, report = best_of(library, args.repeat)
+        assert report["files"]["count"] == n_walk, (report["files"]["count"], n_walk)
+        assert report["offsets"]["count"] == args.batches
+        rows.append(("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-"))
+        rows.append(("local inspect --deep, library call", seconds(lib_s), seconds(walk_s), ratio(lib_s, walk_s), "<= 1.50"))
+        cli_times = []
+        for _ in range(max(1, min(args.repeat, 3))):
+            start = time.perf_counter()
+            proc = subprocess.run(
+                [*_cli_command(), "inspect", "--deep", path],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
+            cli_times.append(time.perf_counter() - start)
+            if proc.returncode >= 8:
+                raise SystemExit(f"checkpoint-doctor inspect failed ({proc.returncode}): {proc.stderr.decode()}")
+        cli_s = min(cli_times)
+        rows.append(("local `checkpoint-doctor inspect --deep` subprocess", seconds(cli_s), seconds(walk_s), ratio(cli_s, walk_s), "-"))
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            library()
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
+            print(out.getvalue(), file=sys.stderr)
+        if not args.skip_s3:
+            rows.extend(run_s3(args, trees))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"inspect": section_inspect}
+
+
+def print_table(rows: list[Row]) -> None:
+    headers = ("figure", "value", "baseline", "ratio", "goal")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--section", choices=[*SECTIONS, "all"], default="all")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per timing; the best is kept")
+    parser.add_argument("--batches", type=int, default=100, help="retained batches of the main tree")
+    parser.add_argument("--batches-large", type=int, default=300, help="retained batches of the second S3 tree")
+    parser.add_argument("--operators", type=int, default=2)
+    parser.add_argument("--partitions", type=int, default=200)
+    parser.add_argument("--state-versions", type=int, default=56)
+    parser.add_argument("--skip-s3", action="store_true", help="only the local figures")
+    parser.add_argument(
+        "--s3-seed",
+        choices=["backend", "http"],
+        default="backend",
+        help="how the trees reach moto: its backend (fast) or s3fs.put over HTTP (minutes)",
+    )
+    parser.add_argument("--profile", action="store_true", help="print a cProfile of the library call")
+    args = parser.parse_args(argv)
+    names = list(SECTIONS) if args.section == "all" else [args.section]
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus", file=sys.stderr)
+    for name in names:
+        print(f"== section {name}", file=sys.stderr)
+        rows = SECTIONS[name](args)
+        print(f"\n[{name}]")
+        print_table(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
