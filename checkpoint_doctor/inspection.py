@@ -202,7 +202,7 @@ def inspect_report(snapshot: CheckpointSnapshot) -> dict[str, Any]:
             "error": meta.failure.to_dict() if meta is not None and meta.failure else None,
         },
         "files": {
-            "count": len(snapshot.files),
+            "count": snapshot.file_count,
             "bytes": snapshot.total_bytes,
             "read": snapshot.read_count,
             "fingerprint": snapshot.fingerprint(),

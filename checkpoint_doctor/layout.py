@@ -17,13 +17,11 @@ Rules (reference §2, §6, §9, §15.1):
 
 from __future__ import annotations
 
-import operator
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkpoint_doctor.model import FileStat, Listing
+from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
 
 _TEMP = re.compile(
@@ -34,7 +32,6 @@ _V2_STATE = re.compile(r"^(?P<version>\d+)_(?P<uid>[0-9A-Za-z-]+)\.(?P<ext>zip|c
 STATE_DATA_SUFFIXES = ("delta", "snapshot", "zip", "changelog")
 LOG_DIRS = ("offsets", "commits")
 STATE_RESERVED = ("_metadata", "SSTs", "logs")
-_PATH = operator.attrgetter("path")
 
 
 def hadoop_crc_name(name: str) -> str:
@@ -103,7 +100,8 @@ class StoreIndex:
     partition_id: int
     store_name: str
     path: str
-    data: list[tuple[StateFileName, FileStat]] = field(default_factory=list)
+    #: (parsed name, file name) of every data file directly in the store directory
+    data: list[tuple[StateFileName, str]] = field(default_factory=list)
     ssts: list[FileStat] = field(default_factory=list)
     #: ``logs/*``: archived RocksDB WAL files, named as ``logFiles`` in a zip's metadata.
     wal_logs: list[FileStat] = field(default_factory=list)
@@ -125,6 +123,8 @@ class OperatorIndex:
     stores: dict[tuple[int, str], StoreIndex] = field(default_factory=dict)
     partition_dirs: set[int] = field(default_factory=set)
     other: list[FileStat] = field(default_factory=list)
+    #: Hadoop .crc files directly in store data directories (counted, not kept one by one)
+    store_crcs: int = 0
     file_count: int = 0
     total_bytes: int = 0
 
@@ -146,10 +146,13 @@ class LogIndex:
 
 @dataclass
 class Layout:
-    """The listing of a checkpoint, indexed by role. Mutable while built, then only read."""
+    """The listing of a checkpoint, indexed by role. Mutable while built, then only read.
 
-    files: tuple[FileStat, ...]
-    dirs: tuple[str, ...]
+    ``hadoop_crcs`` holds the Hadoop checksum files outside state store data directories (those
+    are counted per store; their orphans are in ``store_orphan_crcs``).
+    """
+
+    listing: Listing
     metadata: FileStat | None = None
     offsets: LogIndex = field(default_factory=lambda: LogIndex("offsets"))
     commits: LogIndex = field(default_factory=lambda: LogIndex("commits"))
@@ -161,7 +164,19 @@ class Layout:
     temps: list[tuple[FileStat, str]] = field(default_factory=list)
     unknown: list[FileStat] = field(default_factory=list)
     ignored: list[FileStat] = field(default_factory=list)
+    #: paths of the files outside state store data directories (orphan .crc targets are looked up here)
     present: set[str] = field(default_factory=set)
+    store_orphan_crcs: list[tuple[FileStat, str]] = field(default_factory=list)
+
+    @property
+    def files(self) -> tuple[FileStat, ...]:
+        """Return every file of the listing, sorted by path."""
+        return self.listing.files
+
+    @property
+    def dirs(self) -> tuple[str, ...]:
+        """Return every directory of the listing."""
+        return self.listing.dirs
 
 
 def _index_log_file(log: LogIndex, f: FileStat, rest: list[str], layout: Layout, compactible: bool) -> None:
@@ -256,7 +271,7 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     if len(rest) == 1:
         parsed = parse_state_file_name(name)
         if parsed is not None:
-            store.data.append((parsed, f))
+            store.data.append((parsed, name))
         elif name.endswith(".crc") and parse_state_file_name(name[:-4]) is not None:
             store.spark_checksums += 1
         else:
@@ -315,13 +330,14 @@ def _store_dir(layout: Layout, parent: str) -> _StoreDir | None:
 
 
 def index_listing(listing: Listing) -> Layout:
-    """Index a checkpoint listing by role (one pass over the files).
+    """Index a checkpoint listing by role.
 
-    Files are classified per directory: a directory's role is worked out once (cached by parent
-    path), so the per-file work in the large state store directories is a name parse.
+    Work is per directory: a directory's role is worked out once; the files of a state store data
+    directory (nearly all files of a big checkpoint) are classified by their names only, and
+    directories with the same names (partitions at the same versions) share one classification.
+    Every other file goes through the general per-file rules.
     """
-    layout = Layout(files=listing.files, dirs=listing.dirs)
-    layout.present = set(map(_PATH, listing.files))
+    layout = Layout(listing=listing)
     for d in listing.dirs:
         top = d.partition("/")[0]
         if d in LOG_DIRS:
@@ -341,54 +357,79 @@ def index_listing(listing: Listing) -> Layout:
                 pid = java_parse_int(op_part[2])
                 if pid is not None and op_part[2] == str(pid):
                     op.partition_dirs.add(pid)
-    store_dirs: dict[str, _StoreDir | None] = {}
-    roles: dict[str, tuple[int, Any]] = {}
-    crcs = layout.hadoop_crcs
-    temps = layout.temps
-    for f in listing.files:
-        path = f.path
-        parent, _, name = path.rpartition("/")
-        if parent in store_dirs:
-            ctx = store_dirs[parent]
-        elif parent[:6] == "state/":
-            ctx = store_dirs[parent] = _store_dir(layout, parent)
-            layout.state_exists = True
-        else:
-            ctx = store_dirs[parent] = None
+    roles_cache: dict[tuple[str, ...], _NameRoles] = {}
+    for d in listing.columns:
+        ctx = _store_dir(layout, d.path) if d.path[:6] == "state/" else None
         if ctx is None:
-            _index_file(layout, f)
+            for i in range(len(d.names)):
+                f = d.stat(i)
+                layout.present.add(f.path)
+                _index_file(layout, f)
             continue
-        # Same rules, in the same order, as _index_state_file for a file directly in a store dir;
-        # a name's role does not depend on the directory, so it is worked out once per name.
-        role = roles.get(name)
-        if role is None:
-            role = roles[name] = _store_file_role(name)
-        kind, value = role
-        op = ctx.op
-        op.file_count += 1
-        op.total_bytes += f.size
-        if kind == _ROLE_HADOOP_CRC:
-            crcs[path] = f
-            continue
-        if kind == _ROLE_TEMP:
-            temps.append((f, f"{parent}/{value}"))
-            continue
-        store = ctx.store
-        if store is None:
-            op.partition_dirs.add(ctx.part_id)
-            store = op.stores.get(ctx.key)
-            if store is None:
-                store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
-            ctx.store = store
-        store.file_count += 1
-        store.total_bytes += f.size
-        if kind == _ROLE_DATA:
-            store.data.append((value, f))
-        elif kind == _ROLE_SPARK_CHECKSUM:
-            store.spark_checksums += 1
-        else:
-            store.other.append(f)
+        layout.state_exists = True
+        roles = roles_cache.get(d.names)
+        if roles is None:
+            roles = roles_cache[d.names] = _NameRoles.of(d.names)
+        _index_store_dir(layout, ctx, d, roles)
     return layout
+
+
+@dataclass(frozen=True)
+class _NameRoles:
+    """The roles of the names of one state store data directory (shared by equal name sets)."""
+
+    data: tuple[tuple[StateFileName, str], ...]
+    crc: tuple[int, ...]
+    temps: tuple[tuple[int, str], ...]
+    spark_checksums: int
+    other: tuple[int, ...]
+    orphan_crcs: tuple[tuple[int, str], ...]
+
+    @staticmethod
+    def of(names: tuple[str, ...]) -> _NameRoles:
+        present = set(names)
+        data, crc, temps, other, orphans = [], [], [], [], []
+        checksums = 0
+        for i, name in enumerate(names):
+            kind, value = _store_file_role(name)
+            if kind == _ROLE_HADOOP_CRC:
+                crc.append(i)
+                target = crc_target(name)
+                if target is not None and target not in present:
+                    orphans.append((i, target))
+            elif kind == _ROLE_TEMP:
+                temps.append((i, value))
+            elif kind == _ROLE_DATA:
+                data.append((value, name))
+            elif kind == _ROLE_SPARK_CHECKSUM:
+                checksums += 1
+            else:
+                other.append(i)
+        return _NameRoles(tuple(data), tuple(crc), tuple(temps), checksums, tuple(other), tuple(orphans))
+
+
+def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: _NameRoles) -> None:
+    """Index a state store data directory from its shared name classification."""
+    sizes = d.sizes
+    op = ctx.op
+    op.file_count += len(sizes)
+    total = sum(sizes)
+    op.total_bytes += total
+    op.store_crcs += len(roles.crc)
+    skipped = [*roles.crc, *(i for i, _ in roles.temps)]
+    layout.temps.extend((d.stat(i), d.full_path(target)) for i, target in roles.temps)
+    layout.store_orphan_crcs.extend((d.stat(i), d.full_path(target)) for i, target in roles.orphan_crcs)
+    if len(skipped) == len(sizes):
+        return
+    op.partition_dirs.add(ctx.part_id)
+    store = op.stores.get(ctx.key)
+    if store is None:
+        store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
+    store.file_count += len(sizes) - len(skipped)
+    store.total_bytes += total - sum(sizes[i] for i in skipped)
+    store.data.extend(roles.data)
+    store.spark_checksums += roles.spark_checksums
+    store.other.extend(d.stat(i) for i in roles.other)
 
 
 _ROLE_HADOOP_CRC, _ROLE_TEMP, _ROLE_DATA, _ROLE_SPARK_CHECKSUM, _ROLE_OTHER = range(5)
@@ -447,7 +488,7 @@ def _index_file(layout: Layout, f: FileStat) -> None:
 def index_sink_listing(listing: Listing) -> LogIndex:
     """Index the listing of a file sink's ``_spark_metadata`` directory (paths relative to it)."""
     log = LogIndex("_spark_metadata", exists=True)
-    scratch = Layout(files=(), dirs=())
+    scratch = Layout(listing=Listing())
     for f in listing.files:
         _index_log_file(log, f, f.path.split("/"), scratch, compactible=True)
     log.other.extend(fs for fs, _ in scratch.temps)
@@ -456,22 +497,13 @@ def index_sink_listing(listing: Listing) -> LogIndex:
 
 def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
     """Return Hadoop ``.crc`` files whose data file is gone, with the missing file's path."""
-    crcs = layout.hadoop_crcs
-    # Every key is ".../.<name>.crc" (checked when indexed): the data file is ".../<name>".
-    targets = [parent + sep + name[1:-4] for parent, sep, name in map(str.rpartition, crcs, ["/"] * len(crcs))]
-    missing = set(targets).difference(layout.present)
-    if not missing:
-        return []
-    return [
-        (f, target)
-        for (path, f), target in zip(crcs.items(), targets, strict=True)
-        if target in missing and crc_target(path.rpartition("/")[2]) is not None
-    ]
-
-
-def group_by_version(data: list[tuple[StateFileName, FileStat]]) -> dict[str, list[int]]:
-    """Return sorted versions per state file kind (``delta``, ``snapshot``, ``zip``, ``changelog``)."""
-    out: dict[str, list[int]] = defaultdict(list)
-    for parsed, _ in data:
-        out[parsed.kind].append(parsed.version)
-    return {k: sorted(v) for k, v in out.items()}
+    out = list(layout.store_orphan_crcs)
+    for path, f in layout.hadoop_crcs.items():
+        parent, _, name = path.rpartition("/")
+        target = crc_target(name)
+        if target is None:
+            continue
+        target_path = f"{parent}/{target}" if parent else target
+        if target_path not in layout.present:
+            out.append((f, target_path))
+    return sorted(out, key=lambda x: x[0].path)

@@ -41,11 +41,110 @@ class FileStat:
 
 
 @dataclass(frozen=True)
-class Listing:
-    """A recursive listing: every file (sorted by path) and every directory, relative to the root."""
+class DirEntries:
+    """The files directly in one directory, as columns sorted by name (``path`` '' is the root).
 
-    files: tuple[FileStat, ...]
-    dirs: tuple[str, ...]
+    Fast local walks produce listings in this form, so that indexing and fingerprinting work per
+    directory instead of building an object per file (a state store partition holds hundreds of
+    files whose roles depend only on their names).
+    """
+
+    path: str
+    names: tuple[str, ...]
+    sizes: tuple[int, ...]
+    mtimes_ms: tuple[int | None, ...]
+    etags: tuple[str | None, ...] | None = None
+
+    def full_path(self, name: str) -> str:
+        """Return the path of a file of this directory, relative to the listed root."""
+        return f"{self.path}/{name}" if self.path else name
+
+    def stat(self, index: int) -> FileStat:
+        """Return the FileStat of the ``index``-th file."""
+        etag = self.etags[index] if self.etags is not None else None
+        return FileStat(self.full_path(self.names[index]), self.sizes[index], self.mtimes_ms[index], etag)
+
+
+class Listing:
+    """A recursive listing relative to its root: every file and every directory.
+
+    Built from ``files`` (any order; FileStat objects) or from ``columns`` (DirEntries per
+    directory); each form is derived from the other on first use and cached. ``files`` is sorted
+    by path, ``columns`` by directory path. Immutable by convention: nothing writes after init.
+    """
+
+    __slots__ = ("_columns", "_files", "dirs")
+
+    def __init__(
+        self,
+        files: tuple[FileStat, ...] | None = None,
+        dirs: tuple[str, ...] = (),
+        *,
+        columns: tuple[DirEntries, ...] | None = None,
+    ) -> None:
+        self.dirs = tuple(dirs)
+        self._files = tuple(sorted(files, key=lambda f: f.path)) if files is not None else None
+        self._columns = columns
+        if files is None and columns is None:
+            self._files = ()
+
+    @property
+    def files(self) -> tuple[FileStat, ...]:
+        """Return every file, sorted by path."""
+        if self._files is None:
+            assert self._columns is not None
+            out = [d.stat(i) for d in self._columns for i in range(len(d.names))]
+            out.sort(key=lambda f: f.path)
+            self._files = tuple(out)
+        return self._files
+
+    @property
+    def columns(self) -> tuple[DirEntries, ...]:
+        """Return the files grouped per directory, as columns."""
+        if self._columns is None:
+            groups: dict[str, list[FileStat]] = {}
+            for f in self.files:
+                groups.setdefault(f.parent, []).append(f)
+            cols = []
+            for parent in sorted(groups):
+                members = sorted(groups[parent], key=lambda f: f.name)
+                etags = tuple(f.etag for f in members)
+                cols.append(
+                    DirEntries(
+                        parent,
+                        tuple(f.name for f in members),
+                        tuple(f.size for f in members),
+                        tuple(f.mtime_ms for f in members),
+                        etags if any(e is not None for e in etags) else None,
+                    )
+                )
+            self._columns = tuple(cols)
+        return self._columns
+
+    @property
+    def file_count(self) -> int:
+        """Return the number of files."""
+        if self._files is not None:
+            return len(self._files)
+        return sum(len(d.names) for d in self.columns)
+
+    @property
+    def total_bytes(self) -> int:
+        """Return the total size of all files."""
+        return sum(sum(d.sizes) for d in self.columns)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Listing):
+            return NotImplemented
+        return self.dirs == other.dirs and self.files == other.files
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __bool__(self) -> bool:
+        return bool(self.dirs) or self.file_count > 0
+
+    def __repr__(self) -> str:
+        return f"Listing({self.file_count} files, {len(self.dirs)} dirs)"
 
 
 @dataclass(frozen=True, slots=True)

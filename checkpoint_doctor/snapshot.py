@@ -8,7 +8,9 @@ Built in three steps so that I/O stays at the edge (:mod:`checkpoint_doctor.load
 
 from __future__ import annotations
 
+import array
 import bisect
+import functools
 import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Mapping
@@ -279,12 +281,15 @@ def derive_compact_interval(default_interval: int, latest_compact_id: int) -> in
 
 @dataclass(frozen=True)
 class CheckpointSnapshot:
-    """Everything in one checkpoint, as read at one moment. Paths are relative to ``root``."""
+    """Everything in one checkpoint, as read at one moment. Paths are relative to ``root``.
+
+    ``hadoop_crcs`` are the Hadoop checksum files outside state store data directories (the ones
+    a restart's writes can collide with); :meth:`crc_of` answers for any file.
+    """
 
     root: str
     depth: str
-    files: tuple[FileStat, ...]
-    dirs: tuple[str, ...]
+    listing: Listing
     metadata: FileRecord[QueryMetadata] | None
     offsets: BatchLog[OffsetSeq]
     commits: BatchLog[CommitRecord]
@@ -296,10 +301,20 @@ class CheckpointSnapshot:
     read_count: int = 0
     raw: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     sink_raw: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
-    _by_path: dict[str, FileStat] = field(default_factory=dict, compare=False, repr=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "_by_path", {f.path: f for f in self.files})
+    @property
+    def files(self) -> tuple[FileStat, ...]:
+        """Return every file, sorted by path."""
+        return self.listing.files
+
+    @property
+    def dirs(self) -> tuple[str, ...]:
+        """Return every directory."""
+        return self.listing.dirs
+
+    @functools.cached_property
+    def _by_path(self) -> dict[str, FileStat]:
+        return {f.path: f for f in self.files}
 
     @property
     def query_id(self) -> str | None:
@@ -311,7 +326,12 @@ class CheckpointSnapshot:
     @property
     def total_bytes(self) -> int:
         """Return the total size of all files."""
-        return sum(f.size for f in self.files)
+        return self.listing.total_bytes
+
+    @property
+    def file_count(self) -> int:
+        """Return the number of files."""
+        return self.listing.file_count
 
     def file(self, path: str) -> FileStat | None:
         """Return the stat of a file by relative path."""
@@ -320,7 +340,7 @@ class CheckpointSnapshot:
     def crc_of(self, path: str) -> str | None:
         """Return the Hadoop ``.crc`` side file of ``path`` if it is present."""
         crc = hadoop_crc_path(path)
-        return crc if crc in self.hadoop_crcs else None
+        return crc if crc in self.hadoop_crcs or self.file(crc) is not None else None
 
     @property
     def is_checkpoint(self) -> bool:
@@ -334,10 +354,20 @@ class CheckpointSnapshot:
         )
 
     def fingerprint(self) -> str:
-        """Return a sha256 over the sorted (path, size, etag or mtime) of every file."""
+        """Return a sha256 over every file's (path, size, etag or mtime), directory by directory."""
+        return self._fingerprint
+
+    @functools.cached_property
+    def _fingerprint(self) -> str:
         h = hashlib.sha256()
-        for f in self.files:
-            h.update(f"{f.path}\0{f.size}\0{f.etag or f.mtime_ms}\n".encode())
+        for d in self.listing.columns:
+            h.update(f"{d.path}\0{len(d.names)}\0".encode())
+            h.update("\0".join(d.names).encode())
+            h.update(array.array("q", d.sizes).tobytes())
+            if d.etags is not None and any(e is not None for e in d.etags):
+                h.update("\0".join(e or "" for e in d.etags).encode())
+            else:
+                h.update(array.array("q", [-1 if m is None else m for m in d.mtimes_ms]).tobytes())
         return h.hexdigest()
 
 
@@ -360,7 +390,7 @@ def _expected_next_batch(layout: Layout) -> int:
 
 
 def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
-    zips = [(p.version, f.path) for p, f in store.data if p.kind == "zip"]
+    zips = [(p.version, f"{store.path}/{name}") for p, name in store.data if p.kind == "zip"]
     if not zips:
         return []
     newest_at = max((v for v, _ in zips if v <= version), default=None)
@@ -501,15 +531,16 @@ def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
     kinds: dict[str, list[int]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
     v2: dict[str, list[tuple[int, str]]] = {"zip": [], "changelog": []}
     zip_meta = []
-    for parsed, f in store.data:
+    for parsed, name in store.data:
         if parsed.unique_id is None:
             kinds[parsed.kind].append(parsed.version)
         else:
             v2[parsed.kind].append((parsed.version, parsed.unique_id))
-        if parsed.kind == "zip" and f.path in contents:
-            rec = _record(parse_rocksdb_zip_metadata, f, contents)
+        path = f"{store.path}/{name}"
+        if parsed.kind == "zip" and path in contents:
+            rec = _record(parse_rocksdb_zip_metadata, FileStat(path, 0), contents)
             if rec is not None:
-                zip_meta.append((f.name, rec))
+                zip_meta.append((name, rec))
     return StateStore(
         operator_id=store.operator_id,
         partition_id=store.partition_id,
@@ -582,8 +613,7 @@ def assemble_snapshot(
     return CheckpointSnapshot(
         root=root,
         depth=depth,
-        files=layout.files,
-        dirs=layout.dirs,
+        listing=layout.listing,
         metadata=_record(parse_query_metadata, layout.metadata, contents),
         offsets=_log(layout.offsets, parse_offsets, contents),
         commits=_log(layout.commits, parse_commit, contents),

@@ -32,7 +32,7 @@ from checkpoint_doctor.errors import (
     TargetExistsError,
     UsageError,
 )
-from checkpoint_doctor.model import FileStat, Listing
+from checkpoint_doctor.model import DirEntries, FileStat, Listing
 
 _PATH = operator.attrgetter("path")
 _EXTRA_FOR_PROTOCOL = {"s3": ("s3", "s3fs"), "s3a": ("s3", "s3fs"), "gs": ("gcs", "gcsfs")}
@@ -241,27 +241,32 @@ class CheckpointStore:
     # ----------------------------------------------------------------------------- listing
     def _walk_local(self) -> Listing:
         # The hot loop of a local inspect: one scandir per directory and one stat per file (the
-        # DirEntry caches it); everything else is kept out of the loop.
-        files: list[FileStat] = []
+        # DirEntry caches it); rows per directory are sorted and split into columns in C.
+        columns: list[DirEntries] = []
         dirs: list[str] = []
-        add_file = files.append
-        is_regular = stat_mod.S_ISREG
         stack = [(self.root, "")]
         while stack:
-            path, prefix = stack.pop()
+            path, rel = stack.pop()
+            rows: list[tuple[str, int, int]] = []
+            add = rows.append
             with os.scandir(path) as it:
                 for entry in it:
+                    # is_dir/is_file come from the directory entry's type (no syscall); only
+                    # regular files are stat'ed, symlinks and sockets are not files of a checkpoint.
                     if entry.is_dir(follow_symlinks=False):
-                        child = prefix + entry.name
+                        child = f"{rel}/{entry.name}" if rel else entry.name
                         dirs.append(child)
-                        stack.append((entry.path, child + "/"))
-                        continue
-                    st = entry.stat()
-                    if is_regular(st.st_mode):
-                        add_file(FileStat(prefix + entry.name, st.st_size, st.st_mtime_ns // 1_000_000))
-        files.sort(key=_PATH)
+                        stack.append((entry.path, child))
+                    elif entry.is_file(follow_symlinks=False):
+                        st = entry.stat(follow_symlinks=False)
+                        add((entry.name, st.st_size, st.st_mtime_ns))
+            if rows:
+                rows.sort()
+                names, sizes, mtimes_ns = zip(*rows, strict=True)
+                columns.append(DirEntries(rel, names, sizes, tuple([m // 1_000_000 for m in mtimes_ns])))
+        columns.sort(key=lambda d: d.path)
         dirs.sort()
-        return Listing(tuple(files), tuple(dirs))
+        return Listing(dirs=tuple(dirs), columns=tuple(columns))
 
     def _walk_fsspec(self) -> Listing:
         found = self.fs.find(self.root, withdirs=True, detail=True)
