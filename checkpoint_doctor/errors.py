@@ -94,6 +94,7 @@ class CheckpointParseError(CheckpointDoctorError):
         *,
         line: int | None = None,
         version: int | None = None,
+        found: str | None = None,
     ) -> None:
         where = f"{path}, line {line}" if line is not None else path
         super().__init__(f"cannot parse {where}: {reason}")
@@ -102,6 +103,7 @@ class CheckpointParseError(CheckpointDoctorError):
         self.reason = reason
         self.line = line
         self.version = version
+        self.found = found
 
 
 class PlanFormatError(CheckpointDoctorError):

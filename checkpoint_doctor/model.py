@@ -162,6 +162,8 @@ class ParseFailure:
     reason: str
     line: int | None = None
     version: int | None = None
+    #: the offending text where there is one (a malformed version line), as Spark quotes it
+    found: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""

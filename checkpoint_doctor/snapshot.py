@@ -495,7 +495,7 @@ def _parse(
     try:
         return parser(data, path=shown), None
     except CheckpointParseError as exc:
-        return None, ParseFailure(shown, exc.kind, exc.reason, exc.line, exc.version)
+        return None, ParseFailure(shown, exc.kind, exc.reason, exc.line, exc.version, exc.found)
 
 
 def _log(

@@ -136,13 +136,10 @@ class SparkTarget:
             text = "Input length = 1" if kind == "java-serialized" else "Input length = "
             return SparkError(f"{text} (MalformedInputException reading {path})", text, phase)
         if kind == "malformed-header":
-            found = failure.reason
+            text = f"Log file was malformed: failed to read correct log version from {failure.found}."
             if self.error_classes:
-                text = "[MALFORMED_LOG_FILE] Log file was malformed: failed to read correct log version from"
-                return SparkError(prefix + text + " ..." + self.sqlstate("KD002"), "Log file was malformed", phase, "MALFORMED_LOG_FILE")
-            text = "Log file was malformed: failed to read correct log version from"
-            del found
-            return SparkError(prefix + text + " ...", text, phase)
+                return SparkError(prefix + "[MALFORMED_LOG_FILE] " + text + self.sqlstate("KD002"), text, phase, "MALFORMED_LOG_FILE")
+            return SparkError(prefix + text, text, phase)
         if kind == "unsupported-version" and failure.version is not None:
             return self.too_new(failure.path, failure.version, log=log, phase=phase)
         if kind in ("truncated-json", "bad-json"):
@@ -266,7 +263,11 @@ class SparkTarget:
 
     def metadata_unreadable(self, failure: ParseFailure) -> SparkError:
         """An unreadable ``metadata`` fails DataStreamWriter.start() with the parser's message."""
-        search = "Unexpected end-of-input" if failure.kind in ("truncated-json", "empty") else "Unexpected"
+        # Jackson's own words: an empty file has no content at all, a cut one ends inside a value.
+        search = {
+            "empty": "No content to map due to end-of-input",
+            "truncated-json": "Unexpected end-of-input",
+        }.get(failure.kind, "Unexpected")
         return SparkError(
             f"{search} ... (driver log: Error reading stream metadata from <cp>/metadata)", search, "start"
         )

@@ -139,7 +139,7 @@ def parse_version_line(text: str, *, max_version: int, path: str, line: int = 1)
             return version
     shown = text if len(text) <= 40 else text[:40] + "..."
     raise CheckpointParseError(
-        path, MALFORMED_HEADER, f"first line {shown!r} is not a version line v<N>", line=line
+        path, MALFORMED_HEADER, f"first line {shown!r} is not a version line v<N>", line=line, found=text
     )
 
 
