@@ -249,7 +249,13 @@ class CheckpointStore:
             path, rel = stack.pop()
             rows: list[tuple[str, int, int]] = []
             add = rows.append
-            with os.scandir(path) as it:
+            try:
+                it = os.scandir(path)
+            except FileNotFoundError:
+                if not rel:
+                    raise
+                continue  # a subdirectory removed while we walk (purge, state maintenance)
+            with it:
                 for entry in it:
                     # is_dir/is_file come from the directory entry's type (no syscall); only
                     # regular files are stat'ed, symlinks and sockets are not files of a checkpoint.
@@ -258,7 +264,12 @@ class CheckpointStore:
                         dirs.append(child)
                         stack.append((entry.path, child))
                     elif entry.is_file(follow_symlinks=False):
-                        st = entry.stat(follow_symlinks=False)
+                        try:
+                            st = entry.stat(follow_symlinks=False)
+                        except FileNotFoundError:
+                            # Renamed or deleted between readdir and stat (a live writer's temp
+                            # file): it is not part of this listing.
+                            continue
                         add((entry.name, st.st_size, st.st_mtime_ns))
             if rows:
                 rows.sort()
