@@ -511,7 +511,306 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"inspect": section_inspect}
+# ------------------------------------------------------------------------------------------ audit
+#
+# Section ``audit`` (``--section audit``): the fleet audit, ``checkpoint-doctor audit``.
+#
+# * S3: ``--audit-checkpoints`` (1,000) small stateless checkpoints (``metadata``, ``offsets/0..4``,
+#   ``commits/0..4``: 11 keys each) under one prefix of a moto server, audited by the library call
+#   behind ``checkpoint-doctor audit`` with ``--jobs 1`` (baseline) and ``--jobs 16`` (and, for
+#   comparison, ``--jobs 16`` with botocore's default pool of 10 connections, which the audit
+#   otherwise sizes to its concurrency); requests are counted on the server side: ListObjectsV2 for
+#   the whole fleet (goal: ceil(keys/1000), the one shared listing) and GETs per checkpoint (goal: a
+#   few, no HEAD). The moto server runs in a child
+#   process (its own interpreter and core: in-process, client and server would share one GIL) and
+#   can add a fixed delay before each request (``--audit-s3-latency-ms``, default ``0,30``): moto on
+#   localhost answers in ~1 ms of network time but spends ~5 ms of CPU per request, S3 answers a
+#   small GET in tens of milliseconds and has no throughput ceiling a fleet audit reaches; the
+#   delay models that latency, the CPU cost stays moto's. The request ceiling of the server and
+#   client (GETs/s with 128 requests in flight, no delay) is measured in the same run and bounds
+#   what any --jobs can reach on this machine.
+# * Local: a tree of ``--audit-files`` (100,000) files: ~110 checkpoints of ~900 files each (100
+#   retained batches with Hadoop .crc files, one stateful operator with 4 partitions), grouped in
+#   team directories, next to a few non-checkpoint directories; the library call of
+#   ``checkpoint-doctor audit`` (best of ``--repeat``) against the bare ``os.scandir`` walk of the
+#   same tree (goal: ratio <= 2), and the CLI as a subprocess.
+
+AUDIT_BATCHES = 5
+
+
+def audit_checkpoint_files(batches: int = AUDIT_BATCHES) -> dict[str, bytes]:
+    """Return a small stateless checkpoint whose batches are all committed, relative path -> bytes."""
+    files = {"metadata": json.dumps({"id": QUERY_ID}).encode()}
+    for b in range(batches):
+        files[f"offsets/{b}"] = offsets_file(b)
+        files[f"commits/{b}"] = commit_file(b)
+    return files
+
+
+def _audit_moto_child(conn: Any, bucket: str, prefix: str, checkpoints: int) -> None:
+    """A moto S3 server in its own process: seeds the fleet into its backend, counts requests by
+    kind, sleeps ``latency`` before each request, and answers ``conn`` commands."""
+    import threading
+
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from moto.s3.models import s3_backends
+    from werkzeug.serving import make_server
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = DomainDispatcherApplication(create_backend_app)
+    lock = threading.Lock()
+    kinds: Counter[str] = Counter()
+    state = {"latency": 0.0}
+
+    def counted(environ: dict[str, Any], start_response: Any) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if not path.startswith("/moto-api"):
+            kind = request_kind(f"{environ['REQUEST_METHOD']} {path}?{environ.get('QUERY_STRING', '')}")
+            with lock:
+                kinds[kind or "?"] += 1
+            if state["latency"]:
+                time.sleep(state["latency"])
+        return app(environ, start_response)
+
+    server = make_server("127.0.0.1", 0, counted, True, request_handler=MotoRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    backend.create_bucket(bucket, "us-east-1")
+    files = audit_checkpoint_files()
+    for i in range(checkpoints):
+        for rel, data in files.items():
+            backend.put_object(bucket, f"{prefix}/team-{i % 10}/query-{i:05d}/{rel}", data)
+    conn.send(server.server_address[1])
+    while True:
+        command, value = conn.recv()
+        if command == "latency":
+            state["latency"] = value / 1000
+            conn.send(None)
+        elif command == "counts":
+            with lock:
+                conn.send(dict(kinds))
+                kinds.clear()
+        else:
+            server.shutdown()
+            conn.send(None)
+            return
+
+
+@contextmanager
+def audit_moto(bucket: str, prefix: str, checkpoints: int) -> Iterator[tuple[str, Callable[[str, Any], Any]]]:
+    """Start the child moto server; yield its endpoint and a function sending it a command."""
+    import multiprocessing
+
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_EC2_METADATA_DISABLED": "true",
+    }.items():
+        os.environ[key] = value
+    os.environ.pop("AWS_PROFILE", None)
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe()
+    proc = ctx.Process(target=_audit_moto_child, args=(child, bucket, prefix, checkpoints), daemon=True)
+    proc.start()
+    port = parent.recv()
+
+    def command(name: str, value: Any = None) -> Any:
+        parent.send((name, value))
+        return parent.recv()
+
+    try:
+        yield f"http://127.0.0.1:{port}", command
+    finally:
+        command("stop")
+        proc.join(10)
+
+
+def request_ceiling(options: dict[str, Any], bucket: str, prefix: str, checkpoints: int, seconds_: float = 5.0) -> float:
+    """Return GETs per second of this client against the server: 4 threads each keeping 32 GETs in
+    flight (after a one-second warm-up), the listings cache filled as the audit's listing fills it."""
+    import threading
+
+    import s3fs
+
+    s3fs.S3FileSystem.clear_instance_cache()
+    fs = s3fs.S3FileSystem(**options, config_kwargs={"max_pool_connections": 128})
+    fs.find(f"{bucket}/{prefix}/team-0")
+    keys = [
+        f"{bucket}/{prefix}/team-0/query-{i:05d}/{log}/{b}"
+        for i in range(0, checkpoints, 10)
+        for log in ("offsets", "commits")
+        for b in range(AUDIT_BATCHES)
+    ]
+    batch = [keys[i % len(keys)] for i in range(32)]
+    counts = [0] * 4
+    measuring = threading.Event()
+    stop = threading.Event()
+
+    def worker(i: int) -> None:
+        while not stop.is_set():
+            fs.cat(batch)
+            if measuring.is_set():
+                counts[i] += len(batch)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    measuring.set()
+    start = time.perf_counter()
+    time.sleep(seconds_)
+    done = sum(counts)
+    elapsed = time.perf_counter() - start
+    stop.set()
+    for t in threads:
+        t.join()
+    return done / elapsed
+
+
+def run_audit_s3(args: argparse.Namespace) -> list[Row]:
+    import s3fs
+
+    from checkpoint_doctor.audit.runner import audit
+    from checkpoint_doctor.diagnosis import DiagnoseOptions
+
+    rows: list[Row] = []
+    n = args.audit_checkpoints
+    bucket, prefix = "bench-audit", "fleet"
+    keys = n * len(audit_checkpoint_files())
+    start = time.perf_counter()
+    with audit_moto(bucket, prefix, n) as (endpoint, command):
+        print(f"  seeded {n} checkpoints ({keys} keys) in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        options = {"client_kwargs": {"endpoint_url": endpoint}}
+        dopts = DiagnoseOptions(live_window_s=0)
+        ceiling = request_ceiling(options, bucket, prefix, n)
+        command("counts")
+        rows.append(("S3 request ceiling, client + moto, no delay", f"{ceiling:.0f} GET/s", "-", "-", "bounds every --jobs here"))
+        for latency in args.audit_s3_latency_ms:
+            command("latency", latency)
+            times: dict[int, float] = {}
+            for jobs, pool in ((1, None), (16, None), (16, 10)):
+                # The audit sizes botocore's connection pool to --jobs; pool 10 is botocore's
+                # default, for comparison.
+                run_options = options if pool is None else {**options, "config_kwargs": {"max_pool_connections": pool}}
+                s3fs.S3FileSystem.clear_instance_cache()
+                start = time.perf_counter()
+                result = audit([f"s3://{bucket}/{prefix}"], run_options, options=dopts, jobs=jobs)
+                elapsed = time.perf_counter() - start
+                kinds = command("counts")
+                assert result.summary["kinds"]["checkpoint"] == n, result.summary
+                assert result.exit_code == 0, result.summary
+                label = f"S3 audit, {n} checkpoints, +{latency} ms/request, --jobs {jobs}"
+                if pool is not None:
+                    label += f", botocore pool {pool}"
+                print(f"  {label}: {elapsed:.1f} s, {dict(sorted(kinds.items()))}", file=sys.stderr)
+                if jobs == 1:
+                    times[1] = elapsed
+                    rows.append((label, seconds(elapsed), "-", "1.00", "-"))
+                else:
+                    goal = "<= 0.125 (8x faster)" if pool is None else "-"
+                    gets = kinds.get("GetObject", 0)
+                    rows.append((label, seconds(elapsed), seconds(times[1]), ratio(elapsed, times[1]), goal))
+                    rows.append((f"  speed-up over --jobs 1: {times[1] / elapsed:.1f}x", "", "", "", ">= 8x" if pool is None else "-"))
+                    if pool is None:
+                        # No --jobs can beat the request ceiling: GETs / ceiling seconds at best.
+                        bound = times[1] / (gets / ceiling)
+                        rows.append((f"  speed-up the ceiling allows here: {bound:.1f}x", "", "", "", "-"))
+                    rows.append(("  GET rate vs the request ceiling", f"{gets / elapsed:.0f} GET/s", f"{ceiling:.0f} GET/s", ratio(gets / elapsed, ceiling), "-"))
+                if latency == args.audit_s3_latency_ms[0] and jobs == 1:
+                    listed = kinds.get("ListObjectsV2", 0)
+                    ideal = math.ceil(keys / 1000)
+                    rows.append((f"S3 audit, {keys} keys: ListObjectsV2 for the fleet", str(listed), f"ceil(N/1000) = {ideal}", ratio(listed, ideal), "1.00"))
+                    rows.append(
+                        (
+                            "S3 audit: requests per checkpoint",
+                            ", ".join(f"{k} {v / n:.2f}" for k, v in sorted(kinds.items())),
+                            "-",
+                            "-",
+                            "a few GETs, no HEAD",
+                        )
+                    )
+    return rows
+
+
+def build_audit_tree(root: Path, target_files: int) -> tuple[int, int]:
+    """Write a fleet of ~``target_files`` files under ``root``; return (files, checkpoints)."""
+    files = 0
+    checkpoints = 0
+    while files < target_files:
+        team = root / f"team-{checkpoints % 7}"
+        files += build_checkpoint(
+            team / f"query-{checkpoints:04d}" / "checkpoint",
+            first_batch=900,
+            batches=100,
+            operators=1,
+            partitions=4,
+            state_versions=56,
+            temps=1,
+        )
+        checkpoints += 1
+        if checkpoints % 25 == 0:
+            junk = root / f"team-{checkpoints % 7}" / f"exports-{checkpoints}"
+            junk.mkdir(parents=True)
+            for i in range(20):
+                (junk / f"part-{i:05d}.json").write_bytes(b'{"value": 1}\n')
+            files += 20
+    return files, checkpoints
+
+
+def run_audit_local(args: argparse.Namespace) -> list[Row]:
+    from checkpoint_doctor.audit.runner import audit
+    from checkpoint_doctor.diagnosis import DiagnoseOptions
+
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-audit-"))
+    try:
+        start = time.perf_counter()
+        files, checkpoints = build_audit_tree(work / "fleet", args.audit_files)
+        print(f"  built the local fleet: {files} files, {checkpoints} checkpoints in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        path = str(work / "fleet")
+        dopts = DiagnoseOptions(live_window_s=0)
+        walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
+        audit_s, result = best_of(lambda: audit([path], options=dopts), args.repeat)
+        assert n_walk == files, (n_walk, files)
+        assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
+        assert sum(r["files"] for r in result.records) + 20 * (checkpoints // 25) == files
+        rows.append((f"local walk of {files} files: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-"))
+        rows.append((f"local audit of {checkpoints} checkpoints, library call", seconds(audit_s), seconds(walk_s), ratio(audit_s, walk_s), "<= 2.00"))
+        cli_times = []
+        for _ in range(max(1, min(args.repeat, 3))):
+            start = time.perf_counter()
+            proc = subprocess.run([*_cli_command(), "audit", path, "--format", "jsonl", "--live-window", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+            cli_times.append(time.perf_counter() - start)
+            if proc.returncode >= 8:
+                raise SystemExit(f"checkpoint-doctor audit failed ({proc.returncode}): {proc.stderr.decode()}")
+        rows.append(("local `checkpoint-doctor audit --format jsonl` subprocess", seconds(min(cli_times)), seconds(walk_s), ratio(min(cli_times), walk_s), "-"))
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            audit([path], options=dopts)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
+            print(out.getvalue(), file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def section_audit(args: argparse.Namespace) -> list[Row]:
+    rows = run_audit_local(args)
+    if not args.skip_s3:
+        rows.extend(run_audit_s3(args))
+    return rows
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"inspect": section_inspect, "audit": section_audit}
 
 
 def print_table(rows: list[Row]) -> None:
@@ -540,6 +839,14 @@ def main(argv: list[str] | None = None) -> int:
         help="how the trees reach moto: its backend (fast) or s3fs.put over HTTP (minutes)",
     )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the library call")
+    parser.add_argument("--audit-checkpoints", type=int, default=1000, help="audit: checkpoints of the S3 fleet")
+    parser.add_argument("--audit-files", type=int, default=100_000, help="audit: files of the local fleet")
+    parser.add_argument(
+        "--audit-s3-latency-ms",
+        type=lambda text: [int(x) for x in text.split(",")],
+        default=[0, 30],
+        help="audit: delays added by the moto server before each request, comma separated",
+    )
     args = parser.parse_args(argv)
     names = list(SECTIONS) if args.section == "all" else [args.section]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus", file=sys.stderr)

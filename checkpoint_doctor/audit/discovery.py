@@ -25,8 +25,9 @@ import bisect
 import fnmatch
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, pairwise
 
-from checkpoint_doctor.model import FileStat, Listing
+from checkpoint_doctor.model import DirEntries, Listing
 
 CHECKPOINT = "checkpoint"
 SINK = "sink"
@@ -103,12 +104,9 @@ def _candidates(listing: Listing) -> tuple[dict[tuple[str, str], list[str]], lis
             found.setdefault((SINK, parent), []).append(f"{SINK_LOG}/")
         elif name == DELTA_LOG:
             deltas.append(parent)
-    for f in listing.files:
-        path = f.path
-        if path == "metadata" or path.endswith("/metadata"):
-            parent = path[: -len("metadata")].rstrip("/")
-            if parent.rpartition("/")[2] != "_metadata":
-                found.setdefault((CHECKPOINT, parent), []).append("metadata")
+    for column in listing.columns:
+        if "metadata" in column.names and column.path.rpartition("/")[2] != "_metadata":
+            found.setdefault((CHECKPOINT, column.path), []).append("metadata")
     return found, deltas
 
 
@@ -187,13 +185,16 @@ def _what(target: Target) -> str:
 def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:
     """Notes for directories holding files but no target, and for files lying outside every target."""
     if not covered:
-        if listing.files:
-            return [Note("", NOTE_EMPTY, f"no checkpoint, file sink output or Delta table in {len(listing.files)} files")]
+        if listing.file_count:
+            return [Note("", NOTE_EMPTY, f"no checkpoint, file sink output or Delta table in {listing.file_count} files")]
         return [Note("", NOTE_EMPTY, "no checkpoint, file sink output or Delta table: nothing is listed")]
     inside = set(covered)
     leading: set[str] = set()
     for path in covered:
         leading.update(_ancestors(path))
+    # Everything below a target is part of that target (its slice), nested targets included:
+    # only the directories leading to targets from outside can hold skipped things.
+    leading = {d for d in leading if d not in inside and not any(a in inside for a in _ancestors(d))}
     index = TreeIndex(listing)
     notes = []
     for d in listing.dirs:
@@ -206,14 +207,11 @@ def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:
         if count:
             noun = "file" if count == 1 else "files"
             notes.append(Note(d, NOTE_NEITHER, f"neither a checkpoint nor a file sink output ({count} {noun}): skipped"))
-    stray: dict[str, int] = {}
-    for f in listing.files:
-        parent = parent_of(f.path)
-        if parent in leading:
-            stray[parent] = stray.get(parent, 0) + 1
-    for parent, count in stray.items():
-        noun = "file lies" if count == 1 else "files lie"
-        notes.append(Note(parent, NOTE_STRAY, f"{count} {noun} here outside any checkpoint: skipped"))
+    for parent in sorted(leading):
+        count = index.files_in(parent)
+        if count:
+            noun = "file lies" if count == 1 else "files lie"
+            notes.append(Note(parent, NOTE_STRAY, f"{count} {noun} here outside any checkpoint: skipped"))
     return notes
 
 
@@ -225,42 +223,58 @@ def url_join(root_url: str, rel: str) -> str:
 
 
 class TreeIndex:
-    """A sorted listing, sliced per directory with two binary searches.
+    """A listing, sliced per directory with binary searches over its per-directory columns.
 
-    Paths sharing the prefix ``d/`` form one contiguous run of a sorted listing: exactly the
-    strings ``s`` with ``"d/" <= s < "d0"`` (``'0'`` follows ``'/'``).
+    Directory paths sharing the prefix ``d/`` form one contiguous run of the sorted paths: exactly
+    the strings ``s`` with ``"d/" <= s < "d0"`` (``'0'`` follows ``'/'``). A slice re-roots whole
+    directories (one :class:`DirEntries` each), never file by file.
     """
 
     def __init__(self, listing: Listing) -> None:
         self.listing = listing
-        self._files = [f.path for f in listing.files]
-        self._dirs = list(listing.dirs)
-        if any(a > b for a, b in zip(self._files, self._files[1:])):
-            order = sorted(range(len(self._files)), key=self._files.__getitem__)
-            files = tuple(listing.files[i] for i in order)
-            self.listing = Listing(files, listing.dirs)
-            self._files = [f.path for f in files]
-        if any(a > b for a, b in zip(self._dirs, self._dirs[1:])):
-            self._dirs.sort()
+        columns = listing.columns
+        if any(a.path > b.path for a, b in pairwise(columns)):
+            columns = tuple(sorted(columns, key=lambda c: c.path))
+        self._columns = columns
+        self._paths = [c.path for c in columns]
+        self._before = list(accumulate((len(c.names) for c in columns), initial=0))
+        self._dirs = sorted(listing.dirs)
 
-    def _span(self, paths: list[str], prefix: str) -> tuple[int, int]:
-        if not prefix:
-            return 0, len(paths)
+    @staticmethod
+    def _span(paths: list[str], prefix: str) -> tuple[int, int]:
         return bisect.bisect_left(paths, prefix + "/"), bisect.bisect_left(paths, prefix + "0")
+
+    def _exact(self, prefix: str) -> int | None:
+        i = bisect.bisect_left(self._paths, prefix)
+        return i if i < len(self._paths) and self._paths[i] == prefix else None
 
     def count(self, prefix: str) -> int:
         """Return the number of files below a directory."""
-        lo, hi = self._span(self._files, prefix)
-        return hi - lo
+        if not prefix:
+            return self._before[-1]
+        lo, hi = self._span(self._paths, prefix)
+        exact = self._exact(prefix)
+        own = len(self._columns[exact].names) if exact is not None else 0
+        return self._before[hi] - self._before[lo] + own
+
+    def files_in(self, directory: str) -> int:
+        """Return the number of files directly in a directory."""
+        exact = self._exact(directory)
+        return len(self._columns[exact].names) if exact is not None else 0
 
     def slice(self, prefix: str) -> Listing:
         """Return the listing of a directory, with paths relative to it."""
         if not prefix:
             return self.listing
-        lo, hi = self._span(self._files, prefix)
         cut = len(prefix) + 1
-        files = tuple(
-            FileStat(f.path[cut:], f.size, f.mtime_ms, f.etag) for f in self.listing.files[lo:hi]
-        )
+        lo, hi = self._span(self._paths, prefix)
+        columns = [_rerooted(c, c.path[cut:]) for c in self._columns[lo:hi]]
+        exact = self._exact(prefix)
+        if exact is not None:
+            columns.insert(0, _rerooted(self._columns[exact], ""))
         dlo, dhi = self._span(self._dirs, prefix)
-        return Listing(files, tuple(d[cut:] for d in self._dirs[dlo:dhi]))
+        return Listing(dirs=tuple(d[cut:] for d in self._dirs[dlo:dhi]), columns=tuple(columns))
+
+
+def _rerooted(column: DirEntries, path: str) -> DirEntries:
+    return DirEntries(path, column.names, column.sizes, column.mtimes_ms, column.etags)

@@ -1,0 +1,1 @@
+"""Example streaming jobs for ``checkpoint-doctor catch-up`` (see ``rate_job``)."""

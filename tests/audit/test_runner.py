@@ -1,0 +1,213 @@
+"""The fleet runner on local disk, ``memory://`` and S3: the same diagnosis as ``diagnose`` for every
+checkpoint, the exit code OR, failures recorded per checkpoint, and on S3 one listing for the fleet."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from checkpoint_doctor.audit.report import combined_exit_code, summarize, verdict_of
+from checkpoint_doctor.audit.runner import (
+    DEFAULT_JOBS,
+    audit,
+    default_jobs,
+    fleet_storage_options,
+    plan_fleet,
+)
+from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+from checkpoint_doctor.loading import load_checkpoint
+from tests.audit.conftest import (
+    CHECKPOINTS,
+    EXPECTED_EXIT,
+    GARBAGE_CHECKPOINT,
+    SINKS,
+    Fleet,
+    fleet_files,
+    place_fleet,
+)
+from tests.conftest import FIXTURES
+from tests.s3.conftest import S3
+from tests.s3.server import seed_objects
+from tests.storage.builders import checkpoint_files, read_files, write_files
+
+OPTIONS = DiagnoseOptions(live_window_s=600, now_ms=1_900_000_000_000)
+
+
+def by_path(result) -> dict[str, dict]:
+    return {(r["path"] if r["kind"] == "checkpoint" else f"sink:{r['path']}"): r for r in result.records}
+
+
+def test_every_checkpoint_gets_the_diagnosis_diagnose_gives(fleet: Fleet) -> None:
+    result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=4)
+    records = by_path(result)
+
+    assert set(records) == {*CHECKPOINTS, GARBAGE_CHECKPOINT, *(f"sink:{p}" for p in SINKS)}
+    for rel in [*CHECKPOINTS, GARBAGE_CHECKPOINT]:
+        record = records[rel]
+        alone = diagnose(load_checkpoint(fleet.url(rel), storage_options=fleet.options), OPTIONS)
+        assert record["checkpoint"] == fleet.url(rel)
+        assert record["diagnosis"] == alone.to_dict(), rel
+        assert record["exit_code"] == alone.exit_code == EXPECTED_EXIT[rel], rel
+        assert record["codes"] == list(alone.codes)
+        assert record["verdict"] == verdict_of(alone.exit_code)
+        assert record["restart"]["summary"] == alone.prediction.summary
+    assert result.exit_code == 0 | 1 | 4
+    assert result.summary["verdicts"] == {"ok": 4, "warning": 1, "error": 2, "unreadable": 0}
+    assert result.summary["kinds"] == {"checkpoint": 6, "sink": 1, "root": 0}
+    assert result.summary["restart_fails"] == 2  # the broken tail and the garbage checkpoint
+    garbage = records[GARBAGE_CHECKPOINT]
+    assert {"CD002", "CD003"} <= set(garbage["codes"])
+
+
+def test_a_sink_output_is_audited_on_its_own(fleet: Fleet) -> None:
+    result = audit([fleet.root], fleet.options, options=OPTIONS)
+    sink = by_path(result)["sink:team b/out"]
+
+    assert sink["kind"] == "sink"
+    assert sink["verdict"] == "ok"
+    assert sink["restart"] is None
+    assert sink["sink"]["latest"] == 11
+    assert sink["sink"]["compacts"] == [9]
+    assert sink["sink"]["missing_for_readers"] == []
+    assert [c["batch_id"] for c in sink["timeline"]][:3] == [11, 10, 9]
+    assert [c["sink"] for c in sink["timeline"]][:3] == ["present", "present", "compact"]
+
+
+def test_a_sink_missing_the_compact_readers_need_is_an_error(tmp_path) -> None:
+    sink = read_files(FIXTURES / "spark-4.3.0" / "file-sink-compact-missing" / "sink")
+    root = write_files(tmp_path / "fleet", {f"out/{p}": d for p, d in sink.items()})
+    result = audit([str(root)], options=OPTIONS)
+    (record,) = result.records
+    assert (record["kind"], record["verdict"], record["exit_code"], record["codes"]) == ("sink", "error", 4, ["CD404"])
+    assert record["sink"]["missing_for_readers"] == ["_spark_metadata/9.compact"]
+    assert {c["batch_id"]: c["sink"] for c in record["timeline"]}[9] == "missing"
+
+
+def test_exit_code_is_the_or_of_the_records() -> None:
+    records = [{"exit_code": c} for c in (0, 1, 4, 1, 0)]
+    assert combined_exit_code(records) == 5
+    assert combined_exit_code([*records, {"exit_code": 8}]) == 13
+    assert combined_exit_code([]) == 0
+    assert [verdict_of(c) for c in (0, 1, 4, 5, 8, 12, 16)] == ["ok", "warning", "error", "error", "unreadable", "unreadable", "unreadable"]
+
+
+def test_summary_counts_by_verdict_and_code() -> None:
+    records = [
+        {"kind": "checkpoint", "verdict": "error", "exit_code": 4, "codes": ["CD103", "CD108"], "restart": {"outcome": "fails"}},
+        {"kind": "checkpoint", "verdict": "error", "exit_code": 4, "codes": ["CD103"], "restart": {"outcome": "fails"}},
+        {"kind": "checkpoint", "verdict": "warning", "exit_code": 1, "codes": ["CD108"], "restart": {"outcome": "starts"}},
+        {"kind": "sink", "verdict": "ok", "exit_code": 0, "codes": [], "restart": None},
+        {"kind": "root", "verdict": "unreadable", "exit_code": 8, "codes": [], "restart": None},
+    ]
+    summary = summarize(records, [{"url": "x"}])
+    assert summary["verdicts"] == {"ok": 1, "warning": 1, "error": 2, "unreadable": 1}
+    assert summary["kinds"] == {"checkpoint": 3, "sink": 1, "root": 1}
+    assert summary["restart_fails"] == 2
+    assert [(c["code"], c["count"], c["severity"]) for c in summary["codes"]] == [("CD103", 2, "error"), ("CD108", 2, "warning")]
+    assert (summary["exit_code"], summary["notes"], summary["total"]) == (13, 1, 5)
+
+
+def test_a_checkpoint_that_vanishes_mid_audit_is_recorded_and_the_audit_goes_on(fleet: Fleet) -> None:
+    gone = "team c/commits two behind"
+    removed = []
+
+    def progress(done: int, total: int, record: dict) -> None:
+        # After the first record (tasks run in path order with one job), someone deletes a
+        # checkpoint the listing already holds.
+        if not removed:
+            fleet.remove(gone)
+            removed.append(gone)
+
+    result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=1, progress=progress)
+    records = by_path(result)
+
+    assert removed == [gone]
+    lost = records[gone]
+    assert (lost["verdict"], lost["exit_code"]) == ("unreadable", 8)
+    assert lost["error"]["type"] == "CheckpointNotFoundError"
+    assert fleet.url(gone) in lost["error"]["message"]
+    assert "diagnosis" not in lost
+    assert len(result.records) == len(CHECKPOINTS) + 1 + len(SINKS)
+    assert records["team b/broken tail"]["exit_code"] == 4
+    assert result.exit_code == 4 | 8
+
+
+def test_a_root_that_cannot_be_listed_is_recorded_and_the_other_roots_audited(local_fleet: Fleet, tmp_path) -> None:
+    missing = str(tmp_path / "no such prefix")
+    result = audit([missing, local_fleet.root], options=OPTIONS)
+    roots = [r for r in result.records if r["kind"] == "root"]
+
+    assert [(r["checkpoint"], r["verdict"], r["exit_code"], r["error"]["type"]) for r in roots] == [
+        (missing, "unreadable", 8, "CheckpointNotFoundError")
+    ]
+    assert "no such file or directory" in roots[0]["error"]["message"]
+    assert len(result.records) == len(CHECKPOINTS) + 2 + len(SINKS)
+    assert result.exit_code == 1 | 4 | 8
+
+
+def test_overlapping_roots_audit_each_directory_once(local_fleet: Fleet) -> None:
+    result = audit([local_fleet.root, local_fleet.url("team b")], options=OPTIONS)
+    urls = [(r["kind"], r["checkpoint"]) for r in result.records]
+    assert len(urls) == len(set(urls)) == len(CHECKPOINTS) + 1 + len(SINKS)
+
+
+def test_default_jobs_is_one_on_local_disk_and_sixteen_on_object_stores(local_fleet: Fleet, s3: S3) -> None:
+    assert default_jobs(plan_fleet([local_fleet.root])) == 1
+    assert default_jobs(plan_fleet([s3.url("nothing-here")], s3.options)) == DEFAULT_JOBS == 16
+    assert default_jobs(plan_fleet([local_fleet.root, s3.url("nothing-here")], s3.options)) == 16
+
+
+def test_the_s3_connection_pool_is_sized_to_the_jobs_unless_the_operator_set_it() -> None:
+    given = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}
+    sized = fleet_storage_options(["s3://bkt/fleet"], given, 16)
+    assert sized == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}, "config_kwargs": {"max_pool_connections": 128}}
+    assert given == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}  # not changed in place
+    assert fleet_storage_options(["s3a://bkt/x"], None, 1)["config_kwargs"] == {"max_pool_connections": 10}
+    mine = {"config_kwargs": {"max_pool_connections": 7, "connect_timeout": 2}}
+    assert fleet_storage_options(["s3://bkt"], mine, 16) == mine
+    assert fleet_storage_options(["/data/fleet", "memory://x"], {"a": 1}, 16) == {"a": 1}
+
+
+def test_jobs_do_not_change_the_records(local_fleet: Fleet) -> None:
+    one = audit([local_fleet.root], options=OPTIONS, jobs=1)
+    many = audit([local_fleet.root], options=OPTIONS, jobs=8)
+    assert one.records == many.records
+    assert one.summary == many.summary
+
+
+@pytest.mark.s3
+def test_on_s3_the_fleet_is_listed_once_and_each_checkpoint_costs_only_its_reads(s3: S3, tmp_path, request) -> None:
+    fleet = place_fleet("s3", tmp_path, request)
+    keys = len(fleet_files())
+
+    result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=8)
+
+    kinds = s3.server.log.kinds()
+    assert kinds["ListObjectsV2"] == math.ceil(keys / 1000) == 1
+    assert kinds["GetObject"] == sum(r["reads"] for r in result.records)
+    assert set(kinds) == {"ListObjectsV2", "GetObject"}
+    # A few GETs per checkpoint, not one per file.
+    assert max(r["reads"] for r in result.records) <= 12
+    assert sum(r["reads"] for r in result.records) < keys / 4
+
+
+@pytest.mark.s3
+@pytest.mark.slow
+def test_listing_requests_grow_with_keys_not_checkpoints(s3: S3) -> None:
+    # 170 small checkpoints of 6 keys: 1,020 keys, two ListObjectsV2 pages for the whole fleet.
+    count = 170
+    files = {}
+    for i in range(count):
+        for rel, data in checkpoint_files(range(3), range(2)).items():
+            files[f"q{i:04d}/{rel}"] = data
+    seed_objects(s3.bucket, "many", files)
+    s3.server.log.clear()
+
+    result = audit([s3.url("many")], s3.options, options=OPTIONS, jobs=16)
+
+    kinds = s3.server.log.kinds()
+    assert len(result.records) == count
+    assert kinds["ListObjectsV2"] == math.ceil(len(files) / 1000) == 2
+    assert kinds["GetObject"] == sum(r["reads"] for r in result.records) == count * 6  # every file of so small a checkpoint
+    assert "HeadObject" not in kinds
