@@ -160,7 +160,7 @@ class Layout:
     state_exists: bool = False
     operators: dict[int, OperatorIndex] = field(default_factory=dict)
     state_other: list[FileStat] = field(default_factory=list)
-    hadoop_crcs: dict[str, FileStat] = field(default_factory=dict)
+    hadoop_crcs: set[str] = field(default_factory=set)
     temps: list[tuple[FileStat, str]] = field(default_factory=list)
     unknown: list[FileStat] = field(default_factory=list)
     ignored: list[FileStat] = field(default_factory=list)
@@ -190,7 +190,7 @@ def _index_log_file(log: LogIndex, f: FileStat, rest: list[str], layout: Layout,
     name = rest[0]
     if name[:1] == ".":
         if name.endswith(".crc"):
-            layout.hadoop_crcs[f.path] = f
+            layout.hadoop_crcs.add(f.path)
             return
         target = temp_target(name)
         if target is not None:
@@ -218,7 +218,7 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     op_id = java_parse_int(parts[1]) if len(parts) > 2 else None
     if op_id is None or parts[1] != str(op_id):
         if parts[-1].startswith(".") and parts[-1].endswith(".crc"):
-            layout.hadoop_crcs[f.path] = f
+            layout.hadoop_crcs.add(f.path)
         else:
             layout.state_other.append(f)
         return
@@ -230,7 +230,7 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     name = parts[-1]
     if name[:1] == ".":
         if name.endswith(".crc"):
-            layout.hadoop_crcs[f.path] = f
+            layout.hadoop_crcs.add(f.path)
             return
         target = temp_target(name)
         if target is not None:
@@ -359,6 +359,9 @@ def index_listing(listing: Listing) -> Layout:
                     op.partition_dirs.add(pid)
     roles_cache: dict[tuple[str, ...], _NameRoles] = {}
     for d in listing.columns:
+        if d.path in LOG_DIRS:
+            _index_log_dir(layout, getattr(layout, d.path), d)
+            continue
         ctx = _store_dir(layout, d.path) if d.path[:6] == "state/" else None
         if ctx is None:
             for i in range(len(d.names)):
@@ -372,6 +375,40 @@ def index_listing(listing: Listing) -> Layout:
             roles = roles_cache[d.names] = _NameRoles.of(d.names)
         _index_store_dir(layout, ctx, d, roles)
     return layout
+
+
+def _index_log_dir(layout: Layout, log: LogIndex, d: DirEntries) -> None:
+    """Index ``offsets/`` or ``commits/`` directly: the same rules as :func:`_index_log_file`, with
+    canonical batch names parsed in C and only batch files getting a FileStat (half the files of a
+    log directory are Hadoop .crc files, which only matter when their data file is gone)."""
+    log.exists = True
+    names, sizes = d.names, d.sizes
+    log.file_count += len(names)
+    log.total_bytes += sum(sizes)
+    present = set(names)
+    prefix = d.path + "/"
+    for i, name in enumerate(names):
+        if name[:1] == ".":
+            if name.endswith(".crc"):
+                layout.hadoop_crcs.add(prefix + name)
+                target = crc_target(name)
+                if target is not None and target not in present:
+                    layout.store_orphan_crcs.append((d.stat(i), prefix + target))
+                continue
+            target = temp_target(name)
+            if target is not None:
+                layout.temps.append((d.stat(i), prefix + target))
+            else:
+                log.other.append(d.stat(i))
+            continue
+        if name.isdigit() and name.isascii() and (name[0] != "0" or name == "0") and len(name) < 19:
+            log.batches[int(name)] = d.stat(i)
+            continue
+        f = d.stat(i)
+        layout.present.add(f.path)
+        log.file_count -= 1
+        log.total_bytes -= f.size
+        _index_log_file(log, f, [name], layout, compactible=False)
 
 
 @dataclass(frozen=True)
@@ -459,7 +496,7 @@ def _index_file(layout: Layout, f: FileStat) -> None:
         if path == "metadata":
             layout.metadata = f
         elif path.startswith(".") and path.endswith(".crc"):
-            layout.hadoop_crcs[path] = f
+            layout.hadoop_crcs.add(path)
         elif temp_target(path) is not None:
             layout.temps.append((f, temp_target(path) or ""))
         else:
@@ -496,14 +533,22 @@ def index_sink_listing(listing: Listing) -> LogIndex:
 
 
 def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
-    """Return Hadoop ``.crc`` files whose data file is gone, with the missing file's path."""
+    """Return Hadoop ``.crc`` files whose data file is gone, with the missing file's path.
+
+    Store and log directories found theirs while indexed (a .crc always sits beside its file);
+    the other checksum files are checked against the files indexed one by one.
+    """
     out = list(layout.store_orphan_crcs)
-    for path, f in layout.hadoop_crcs.items():
+    by_dir: dict[str, DirEntries] | None = None
+    for path in sorted(layout.hadoop_crcs):
         parent, _, name = path.rpartition("/")
         target = crc_target(name)
-        if target is None:
+        if target is None or parent in LOG_DIRS:
             continue
         target_path = f"{parent}/{target}" if parent else target
         if target_path not in layout.present:
-            out.append((f, target_path))
+            if by_dir is None:
+                by_dir = {d.path: d for d in layout.listing.columns}
+            d = by_dir[parent]
+            out.append((d.stat(d.names.index(name)), target_path))
     return sorted(out, key=lambda x: x[0].path)

@@ -810,7 +810,82 @@ def section_audit(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {"inspect": section_inspect, "audit": section_audit}
+# ------------------------------------------------------------------------------------------ diagnose
+#
+# Section ``diagnose`` (``--section diagnose``):
+# * time to a verdict: ``checkpoint-doctor diagnose`` (a subprocess, as an operator runs it) against
+#   what an operator does instead: restart the same checkpoint with PySpark until it fails or runs its
+#   first batch (``scripts/sparklab.py`` in the PySpark 4.3.0 venv, one process per restart: JVM start
+#   included), on a copy of real fixtures: one restart that fails (the async tail restarted
+#   synchronously) and one that starts. Goal: at least 30 times faster.
+# * ``diagnose --deep`` (the library call) on the synthetic ~50,000-file checkpoint of section
+#   ``inspect`` against the bare walk of the same tree. Goal: at most 2.
+
+
+def _spark_restart_seconds(scenario_dir: Path, work: Path, mode: str) -> tuple[float, bool]:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import generate_fixtures
+    import spark_envs
+
+    python = spark_envs.ensure_spark_python("4.3.0")
+    scen = json.loads((scenario_dir / "scenario.json").read_text())
+    index = next(i for i, r in enumerate(scen["restarts"]) if r["spark"] == "4.3.0" and r["mode"] == mode)
+    job = generate_fixtures.restart_job(scenario_dir, scen, index, scen["restarts"][index], work / "spark")
+    jobs = work / "jobs.json"
+    results = work / "results.json"
+    jobs.write_text(json.dumps([job]))
+    start = time.perf_counter()
+    subprocess.run([str(python), str(REPO / "scripts" / "sparklab.py"), str(jobs), str(results)], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - start
+    return elapsed, json.loads(results.read_text())[0]["started"]
+
+
+def section_diagnose(args: argparse.Namespace) -> list[Row]:
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.loading import load_checkpoint
+
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-diag-"))
+    try:
+        for name, mode in (("async-tail", "micro-batch"), ("window_agg", "micro-batch")):
+            scenario_dir = REPO / "fixtures" / "spark-4.3.0" / name
+            cp = work / name / "checkpoint"
+            shutil.copytree(scenario_dir / "checkpoint", cp)
+            times = []
+            for _ in range(max(1, min(args.repeat, 3))):
+                start = time.perf_counter()
+                proc = subprocess.run(
+                    [*_cli_command(), "diagnose", str(cp), "--mode", mode, "--spark", "4.3", "--format", "json"],
+                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False,
+                )
+                times.append(time.perf_counter() - start)
+            verdict = json.loads(proc.stdout)["result"]["restart"]["outcome"]
+            doctor_s = min(times)
+            spark_s, started = _spark_restart_seconds(scenario_dir, work / name, mode)
+            assert (verdict == "starts") == started, (name, verdict, started)
+            rows.append((f"restart verdict, {name} ({verdict}): PySpark restart (baseline)", seconds(spark_s), "-", "1.00", "-"))
+            rows.append((f"restart verdict, {name} ({verdict}): `checkpoint-doctor diagnose`", seconds(doctor_s), seconds(spark_s), f"{spark_s / doctor_s:.0f}x faster", ">= 30x faster"))
+        tree = work / "ckpt"
+        build_checkpoint(tree, first_batch=1000 - args.batches, batches=args.batches, operators=args.operators,
+                         partitions=args.partitions, state_versions=args.state_versions)
+        path = str(tree)
+        walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
+        opts = DiagnoseOptions(live_window_s=0)
+        deep_s, result = best_of(lambda: diagnose(load_checkpoint(path, depth="deep"), opts), args.repeat)
+        assert result.prediction.starts
+        rows.append(("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-"))
+        rows.append(("local diagnose --deep, library call", seconds(deep_s), seconds(walk_s), ratio(deep_s, walk_s), "<= 2.00"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
+    "inspect": section_inspect,
+    "diagnose": section_diagnose,
+    "audit": section_audit,
+}
 
 
 def print_table(rows: list[Row]) -> None:

@@ -42,8 +42,12 @@ def _python_of(venv: pathlib.Path) -> pathlib.Path:
     return venv / "bin" / "python"
 
 
+#: The package goes in with its S3 extra: Spark tests audit a moto S3 server from inside Spark tasks.
+PACKAGE_EXTRAS = "[s3]"
+
+
 def _marker_text(version: str, editable: bool) -> str:
-    return f"pyspark=={version}\neditable={'yes' if editable else 'no'}\n"
+    return f"pyspark=={version}\neditable={'yes' + PACKAGE_EXTRAS if editable else 'no'}\n"
 
 
 def _run(cmd: list[str]) -> None:
@@ -67,9 +71,9 @@ def ensure_spark_python(version: str) -> pathlib.Path:
         current = marker.read_text(encoding="utf-8")
         if current == expected:
             return python
-        if current == _marker_text(version, False) and want_editable:
+        if current.startswith(f"pyspark=={version}\n") and want_editable:
             # pyspark is there already; only the package is new since the last run.
-            _run([str(python), "-m", "pip", "install", "--quiet", "-e", str(REPO)])
+            _run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{REPO}{PACKAGE_EXTRAS}"])
             marker.write_text(expected, encoding="utf-8")
             return python
     if venv.exists():
@@ -78,7 +82,7 @@ def ensure_spark_python(version: str) -> pathlib.Path:
     _run([sys.executable, "-m", "venv", str(venv)])
     _run([str(python), "-m", "pip", "install", "--quiet", f"pyspark=={version}"])
     if want_editable:
-        _run([str(python), "-m", "pip", "install", "--quiet", "-e", str(REPO)])
+        _run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{REPO}{PACKAGE_EXTRAS}"])
     check = subprocess.run(
         [str(python), "-c", "import pyspark; print(pyspark.__version__)"],
         check=True,
