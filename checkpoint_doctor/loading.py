@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from checkpoint_doctor.errors import CheckpointNotFoundError
+from checkpoint_doctor.errors import CheckpointNotFoundError, StorageError
 from checkpoint_doctor.layout import index_listing, index_sink_listing
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.snapshot import (
@@ -33,9 +33,25 @@ def load_snapshot(
 
     Raises:
         StorageError: the checkpoint itself cannot be listed (missing, not a directory, denied,
-            no credentials, unreachable). Unreadable single files are recorded, not raised.
+            no credentials, unreachable), or not one of the files it needs could be read.
+            Unreadable single files are recorded in the snapshot, not raised.
     """
-    listing = store.list_tree()
+    return snapshot_from_listing(store, store.list_tree(), depth=depth, sink_store=sink_store)
+
+
+def snapshot_from_listing(
+    store: CheckpointStore,
+    listing: Listing,
+    *,
+    depth: str = DEFAULT_DEPTH,
+    sink_store: CheckpointStore | None = None,
+) -> CheckpointSnapshot:
+    """Read what a snapshot needs from a listing already made (an audit lists a whole fleet once).
+
+    Raises:
+        StorageError: every file the snapshot needed failed to read (the checkpoint vanished after
+            the listing, or reads are denied as a whole); partial failures are recorded.
+    """
     layout = index_listing(listing)
     sink_index = None
     sink_meta = None
@@ -50,6 +66,9 @@ def load_snapshot(
             sink_index.exists = sink_meta.exists("")
     paths, sink_paths = plan_reads(layout, depth, sink_index)
     contents = store.read_many(paths)
+    errors = [v for v in contents.values() if isinstance(v, StorageError)]
+    if paths and len(errors) == len(paths):
+        raise errors[0]
     sink_arg = None
     if sink_store is not None and sink_index is not None and sink_meta is not None:
         sink_arg = (sink_store.url, sink_index, sink_meta.read_many(sink_paths))

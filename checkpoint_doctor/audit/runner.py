@@ -26,12 +26,11 @@ from checkpoint_doctor.audit.report import (
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.layout import index_listing, index_sink_listing
+from checkpoint_doctor.loading import snapshot_from_listing
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.snapshot import (
     DEFAULT_DEPTH,
-    CheckpointSnapshot,
     assemble_snapshot,
-    follow_up_reads,
     plan_reads,
 )
 from checkpoint_doctor.storage import CheckpointStore, open_store
@@ -136,27 +135,6 @@ def plan_fleet(
 
 
 # ------------------------------------------------------------------------------------- one target
-
-
-def snapshot_from_listing(store: CheckpointStore, listing: Listing, *, depth: str = DEFAULT_DEPTH) -> CheckpointSnapshot:
-    """Load a checkpoint's snapshot from a listing already made (``load_snapshot`` minus the listing).
-
-    Raises:
-        StorageError: every file the snapshot needed failed to read (the checkpoint vanished after
-            the listing, or is denied as a whole); partial failures are recorded in the snapshot.
-    """
-    layout = index_listing(listing)
-    paths, _ = plan_reads(layout, depth)
-    contents = store.read_many(paths)
-    errors = [v for v in contents.values() if isinstance(v, StorageError)]
-    if paths and len(errors) == len(paths):
-        raise errors[0]
-    snapshot = assemble_snapshot(store.url, layout, contents, depth=depth)
-    extra = follow_up_reads(snapshot)
-    if extra:
-        contents = {**contents, **store.read_many(extra)}
-        snapshot = assemble_snapshot(store.url, layout, contents, depth=depth)
-    return snapshot
 
 
 def _audit_checkpoint(store: CheckpointStore, task: AuditTask, options: DiagnoseOptions) -> dict[str, Any]:
