@@ -42,8 +42,9 @@ class Scenario:
                 shutil.copytree(self.path / part, dest / part)
         cp = dest / "checkpoint"
         cp.mkdir(exist_ok=True)
+        # facts.empty_dirs are relative to the scenario directory ("checkpoint/commits"): git drops them
         for d in self.data.get("facts", {}).get("empty_dirs", []):
-            (cp / d).mkdir(parents=True, exist_ok=True)
+            (dest / d).mkdir(parents=True, exist_ok=True)
         return cp
 
     def load(self, dest: Path, **kw):
