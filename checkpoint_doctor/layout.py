@@ -358,22 +358,22 @@ def index_listing(listing: Listing) -> Layout:
                 if pid is not None and op_part[2] == str(pid):
                     op.partition_dirs.add(pid)
     roles_cache: dict[tuple[str, ...], _NameRoles] = {}
-    for d in listing.columns:
-        if d.path in LOG_DIRS:
-            _index_log_dir(layout, getattr(layout, d.path), d)
+    for column in listing.columns:
+        if column.path in LOG_DIRS:
+            _index_log_dir(layout, getattr(layout, column.path), column)
             continue
-        ctx = _store_dir(layout, d.path) if d.path[:6] == "state/" else None
+        ctx = _store_dir(layout, column.path) if column.path[:6] == "state/" else None
         if ctx is None:
-            for i in range(len(d.names)):
-                f = d.stat(i)
+            for i in range(len(column.names)):
+                f = column.stat(i)
                 layout.present.add(f.path)
                 _index_file(layout, f)
             continue
         layout.state_exists = True
-        roles = roles_cache.get(d.names)
+        roles = roles_cache.get(column.names)
         if roles is None:
-            roles = roles_cache[d.names] = _NameRoles.of(d.names)
-        _index_store_dir(layout, ctx, d, roles)
+            roles = roles_cache[column.names] = _NameRoles.of(column.names)
+        _index_store_dir(layout, ctx, column, roles)
     return layout
 
 
@@ -511,10 +511,10 @@ def _index_file(layout: Layout, f: FileStat) -> None:
         if not sep2:
             layout.unknown.append(f)
             return
-        log = layout.sources.get(src_name)
-        if log is None:
-            log = layout.sources[src_name] = LogIndex(f"sources/{src_name}", exists=True)
-        _index_log_file(log, f, tail.split("/"), layout, compactible=True)
+        source_log = layout.sources.get(src_name)
+        if source_log is None:
+            source_log = layout.sources[src_name] = LogIndex(f"sources/{src_name}", exists=True)
+        _index_log_file(source_log, f, tail.split("/"), layout, compactible=True)
     elif top == "state":
         layout.state_exists = True
         _index_state_file(layout, f, path.split("/"))

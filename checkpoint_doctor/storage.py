@@ -371,8 +371,8 @@ class CheckpointStore:
         for rel, path in zip(paths, full, strict=True):
             value = results.get(path, by_norm.get(path.lstrip("/")))
             if isinstance(value, BaseException) or value is None:
-                exc = value if isinstance(value, BaseException) else FileNotFoundError(path)
-                out[rel] = translate_error(exc, self.url_of(rel), "read")
+                failure = value if isinstance(value, BaseException) else FileNotFoundError(path)
+                out[rel] = translate_error(failure, self.url_of(rel), "read")
             else:
                 out[rel] = bytes(value)
         return out

@@ -243,7 +243,7 @@ def summarize(records: Sequence[Mapping[str, Any]], notes: Sequence[Mapping[str,
                 "count": count,
             }
         )
-    codes.sort(key=lambda c: (SEVERITY_ORDER.get(c["severity"], 9), -c["count"], c["code"]))
+    codes.sort(key=lambda c: (SEVERITY_ORDER.get(str(c["severity"]), 9), -int(c["count"] or 0), str(c["code"])))
     return {
         "total": len(records),
         "kinds": {k: kinds.get(k, 0) for k in ("checkpoint", "sink", "root")},

@@ -71,8 +71,8 @@ def check_restart_files(ctx: Context, prediction: RestartPrediction) -> Iterator
                 ("committed", ctx.commit(entry.batch_id) is not None if log == OFFSETS else True),
             ),
         )
-    for log_name, log in ((OFFSETS, ctx.snapshot.offsets), (COMMITS, ctx.snapshot.commits)):
-        for entry in log.entries:
+    for log_name, batch_log in ((OFFSETS, ctx.snapshot.offsets), (COMMITS, ctx.snapshot.commits)):
+        for entry in batch_log.entries:
             if entry.failure is not None and entry.file.path not in restart_paths:
                 yield Finding(
                     "CD009",
@@ -97,9 +97,10 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
                 batch_ids=(entry.batch_id,),
             )
     latest = ctx.offsets(ctx.latest)
-    md = latest.record.metadata if latest is not None and latest.record is not None else None
-    if latest is not None and md is not None and not md.has_conf:
-        fatal_state = ctx.stateful is True and ctx.legacy_state_formats_differ(latest.record)
+    seq = latest.record if latest is not None else None
+    md = seq.metadata if seq is not None else None
+    if latest is not None and seq is not None and md is not None and not md.has_conf:
+        fatal_state = ctx.stateful is True and ctx.legacy_state_formats_differ(seq)
         fatal_43 = ctx.target.repartition_check and ctx.committed is not None and latest.batch_id > ctx.committed
         code = "CD011" if (fatal_state or fatal_43) else "CD010"
         why = (

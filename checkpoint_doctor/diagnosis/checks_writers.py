@@ -10,6 +10,7 @@ from checkpoint_doctor.detect import RELEASE_ORDER, detect_writer
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.layout import crc_target, parse_state_file_name
+from checkpoint_doctor.snapshot import DebrisFile
 
 #: A checkpoint whose log files were all written within this spread was copied, not written live.
 BULK_COPY_SPREAD_MS = 2_000
@@ -32,8 +33,10 @@ def check_live_writer(ctx: Context, prediction: RestartPrediction) -> Iterator[F
     if window_ms <= 0 or now is None:
         return
     entry = next((e for e in reversed(ctx.snapshot.offsets.entries) if e.record is not None), None)
-    planned = entry.record.metadata.batch_timestamp_ms if entry and entry.record and entry.record.metadata else None
-    if planned is not None and 0 <= now - planned <= window_ms:
+    planned = None
+    if entry is not None and entry.record is not None and entry.record.metadata is not None:
+        planned = entry.record.metadata.batch_timestamp_ms
+    if entry is not None and planned is not None and 0 <= now - planned <= window_ms:
         yield Finding(
             "CD501",
             f"batch {entry.batch_id} was planned {(now - planned) / 1000:.0f} s ago ({entry.file.path}), within "
@@ -66,9 +69,12 @@ def check_live_writer(ctx: Context, prediction: RestartPrediction) -> Iterator[F
 
 def check_interleaved_runs(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD503: batchTimestampMs goes backwards between consecutive read offsets files."""
-    entries = [e for e in ctx.snapshot.offsets.entries if e.record is not None and e.record.metadata is not None]
-    for prev, cur in itertools.pairwise(entries):
-        a, b = prev.record.metadata.batch_timestamp_ms, cur.record.metadata.batch_timestamp_ms
+    timed = [
+        (e, e.record.metadata.batch_timestamp_ms)
+        for e in ctx.snapshot.offsets.entries
+        if e.record is not None and e.record.metadata is not None
+    ]
+    for (prev, a), (cur, b) in itertools.pairwise(timed):
         if cur.batch_id == prev.batch_id + 1 and b < a:
             yield Finding(
                 "CD503",
@@ -100,7 +106,10 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
     """CD504/CD505 orphan .crc; CD506 temp files; CD507 fresh checkpoint not empty; CD509; CD510."""
     snap = ctx.snapshot
     fresh = not ctx.offsets_ids
-    blocking, harmless, temps, unknown = [], [], [], []
+    blocking: list[DebrisFile] = []
+    harmless: list[DebrisFile] = []
+    temps: list[DebrisFile] = []
+    unknown: list[DebrisFile] = []
     for d in snap.debris:
         if d.kind == "orphan-crc":
             (blocking if _written_at_or_after(d.target or "", prediction.next_batch_id, ctx) else harmless).append(d)

@@ -57,8 +57,8 @@ def _decode_object(obj: dict[str, Any]) -> DecodedOffset | None:
         and _is_int(v["runTimeMs"])
         for k, v in obj.items()
     ):
-        parts = sorted((int(k), v["value"], v["runTimeMs"]) for k, v in obj.items())
-        return ContinuousRateOffset(partitions=tuple(parts))
+        rate_parts = sorted((int(k), v["value"], v["runTimeMs"]) for k, v in obj.items())
+        return ContinuousRateOffset(partitions=tuple(rate_parts))
     # Kafka: {"<topic>": {"<partition>": offset}}
     if all(
         isinstance(v, dict)

@@ -149,9 +149,9 @@ def _rollback_steps(snapshot: CheckpointSnapshot, r: int) -> list[Step]:
                 if parsed is not None and parsed.version > r + 1:
                     steps += _quarantine(snapshot, f.path, f"state version {parsed.version} is above the rollback target")
     if snapshot.sink is not None:
-        for e in snapshot.sink.log.entries:
-            if e.batch_id > r:
-                name = f"_spark_metadata/{e.batch_id}{'.compact' if e.compact else ''}"
+        for sink_entry in snapshot.sink.log.entries:
+            if sink_entry.batch_id > r:
+                name = f"_spark_metadata/{sink_entry.batch_id}{'.compact' if sink_entry.compact else ''}"
                 steps.append(Step(kind="quarantine", area=SINK, path=name, reason=f"sink log entry above batch {r}"))
     return steps
 
