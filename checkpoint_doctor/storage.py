@@ -211,6 +211,22 @@ def _split_protocol(url: str) -> tuple[str, str]:
     return "file", url
 
 
+@contextlib.contextmanager
+def _local_temp(final: str, data: bytes) -> Iterator[str]:
+    """Write ``data`` to a hidden, fsync'ed temp file beside ``final``; it goes whatever fails."""
+    os.makedirs(os.path.dirname(final), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{uuid.uuid4()}.cdtmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        yield tmp
+    finally:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+
+
 class CheckpointStore:
     """Storage rooted at one URL; every path argument is relative to that root, POSIX style."""
 
@@ -417,20 +433,10 @@ class CheckpointStore:
             TargetExistsError: the file already exists.
             StorageError: any other failure.
         """
-        url = self.url_of(rel)
-        with _translated(url, "write"):
+        with _translated(self.url_of(rel), "write"):
             if self.is_local:
                 final = self.full_path(rel)
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                tmp = os.path.join(
-                    os.path.dirname(final), f".{os.path.basename(final)}.{uuid.uuid4()}.cdtmp"
-                )
-                # The temp file goes whatever fails (a full disk in write or fsync included).
-                try:
-                    with open(tmp, "xb") as fh:
-                        fh.write(data)
-                        fh.flush()
-                        os.fsync(fh.fileno())
+                with _local_temp(final, data) as tmp:
                     try:
                         os.link(tmp, final)
                     except FileExistsError:
@@ -440,9 +446,6 @@ class CheckpointStore:
                         if os.path.lexists(final):
                             raise FileExistsError(final) from None
                         os.replace(tmp, final)
-                finally:
-                    if os.path.lexists(tmp):
-                        os.unlink(tmp)
                 return
             path = self.full_path(rel)
             try:
@@ -465,17 +468,8 @@ class CheckpointStore:
         with _translated(self.url_of(rel), "write"):
             if self.is_local:
                 final = self.full_path(rel)
-                os.makedirs(os.path.dirname(final), exist_ok=True)
-                tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{uuid.uuid4()}.cdtmp")
-                try:
-                    with open(tmp, "xb") as fh:
-                        fh.write(data)
-                        fh.flush()
-                        os.fsync(fh.fileno())
+                with _local_temp(final, data) as tmp:
                     os.replace(tmp, final)
-                finally:
-                    if os.path.lexists(tmp):
-                        os.unlink(tmp)
                 return
             path = self.full_path(rel)
             self.fs.pipe_file(path, data)

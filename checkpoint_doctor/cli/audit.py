@@ -10,8 +10,7 @@ from typing import Any, TextIO
 import click
 
 from checkpoint_doctor.cli.app import EXIT_UNREADABLE, CommandFailed, emit, now_ms
-from checkpoint_doctor.cli.options import parse_storage_options, storage_options
-from checkpoint_doctor.errors import UsageError
+from checkpoint_doctor.cli.options import parse_storage_options, storage_options, write_local_file
 
 #: The same lines as ``diagnose --spark`` (checkpoint_doctor.diagnosis.versions.LINES).
 SPARK_LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
@@ -46,14 +45,6 @@ class ProgressBar:
         if self.drawn:
             self.stream.write("\r" + " " * self.drawn + "\r")
             self.stream.flush()
-
-
-def _write_html(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable --html path") from exc
 
 
 @click.command("audit")
@@ -131,7 +122,7 @@ def audit_command(
     result = finish(plan, records)
     args = (result.roots, result.records, result.notes, result.summary)
     if html_file:
-        _write_html(html_file, render_html(*args, generated_at=iso_ms(started), version=__version__))
+        write_local_file(html_file, render_html(*args, generated_at=iso_ms(started), version=__version__), "--html")
     if output_format == "json":
         emit(json_document("audit", audit_document(*args)))
     elif output_format == "jsonl":

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from checkpoint_doctor.cli.app import now_ms
-from checkpoint_doctor.errors import NotACheckpointError
+from checkpoint_doctor.errors import NotACheckpointError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -98,3 +98,16 @@ def describe_non_checkpoint(files: Sequence[Any], dirs: Sequence[str]) -> str:
     return "no metadata file, offsets/ or commits/ directory"
 
 
+
+
+def write_local_file(path: str, text: str, option: str) -> None:
+    """Write a file the user named on the command line (a plan, an HTML report).
+
+    Raises:
+        UsageError: the file cannot be written (names the path and the option to change).
+    """
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", hint=f"choose a writable {option} path") from exc

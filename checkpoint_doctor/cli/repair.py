@@ -16,6 +16,7 @@ from checkpoint_doctor.cli.options import (
     load,
     parse_storage_options,
     storage_options,
+    write_local_file,
 )
 from checkpoint_doctor.errors import UsageError
 
@@ -41,19 +42,11 @@ def plan_command(checkpoint: str, strategy: str | None, output: str | None, acce
     diagnosis = diagnose(snapshot, dopts)
     plan = plan_repair(snapshot, diagnosis, PlanOptions(strategy=strategy, accept_data_loss=accept_data_loss, query_id=query_id, job=job, diagnose=dopts))
     if output:
-        _write_local(output, plan.to_json())
+        write_local_file(output, plan.to_json(), "-o")
     data = plan.to_dict()
     emit(json_document("plan", data) if output_format == "json" else render_plan(data, output))
     if plan.unresolved:
         raise CommandFailed(EXIT_ERRORS)
-
-
-def _write_local(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", hint="choose a writable -o path") from exc
 
 
 def _read_plan(path: str) -> Any:
