@@ -231,7 +231,7 @@ def render_prediction(pred: dict[str, Any]) -> str:
     lines = [f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}"]
     facts: list[tuple[str, Any]] = []
     if pred["outcome"] == "fails":
-        facts.append(("Spark error", pred["error"]["message"]))
+        facts.append(("Spark error", pred["error"].get("text", pred["error"]["message"])))
         facts.append(("search log for", pred["error"]["search"]))
         facts.extend(("also seen as", a) for a in pred["error"].get("also_seen_as", []))
         facts.extend(("Spark logs", w) for w in pred["warnings"])

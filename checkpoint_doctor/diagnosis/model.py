@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING
-from checkpoint_doctor.diagnosis.versions import SparkError
+from checkpoint_doctor.diagnosis.versions import SparkError, qualify_root
 from checkpoint_doctor.model import SourceOffset
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
@@ -190,8 +190,11 @@ class Diagnosis:
         return tuple(f for f in self.findings if f.code == code)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict."""
+        """Return a JSON-safe dict (the error text with this checkpoint's root as Spark prints it)."""
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+        restart = self.prediction.to_dict()
+        if restart["error"] is not None:
+            restart["error"]["text"] = restart["error"]["message"].replace("<cp>", qualify_root(self.checkpoint))
         return {
             "checkpoint": self.checkpoint,
             "query_id": self.query_id,
@@ -199,7 +202,7 @@ class Diagnosis:
             "mode": self.mode,
             "mode_detected": self.mode_detected,
             "assumptions": list(self.assumptions),
-            "restart": self.prediction.to_dict(),
+            "restart": restart,
             "findings": [f.to_dict() for f in self.findings],
             "counts": counts,
             "exit_code": self.exit_code,
