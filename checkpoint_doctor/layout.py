@@ -34,11 +34,6 @@ LOG_DIRS = ("offsets", "commits")
 STATE_RESERVED = ("_metadata", "SSTs", "logs")
 
 
-def hadoop_crc_name(name: str) -> str:
-    """Return the Hadoop checksum side file name of ``name``."""
-    return f".{name}.crc"
-
-
 def hadoop_crc_path(path: str) -> str:
     """Return the relative path of the Hadoop checksum side file of ``path``."""
     parent, _, name = path.rpartition("/")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkpoint_doctor.snapshot import StateStore
+from checkpoint_doctor.snapshot import StateDir, StateStore
 
 
 @dataclass(frozen=True)
@@ -183,3 +183,17 @@ def skipped_snapshot_ssts(store: StateStore, version: int) -> tuple[str, ...]:
     """Return the missing SSTs of the newest zip at or below ``version`` (what auto repair skips)."""
     bases = [z for z in store.zips if z <= version]
     return _missing_ssts(store, max(bases)) if bases else ()
+
+
+def newest_restorable_batch(state: StateDir) -> int | None:
+    """Return the newest batch id whose committed state version (id + 1) loads in every store.
+
+    None when there is no state, no batch qualifies, or checkpoint format 2 is in use (its
+    lineage lives in the commit log, not in file names).
+    """
+    stores = [s for op in state.operators for s in op.stores]
+    if not stores or any(s.zips_v2 or s.changelogs_v2 for s in stores):
+        return None
+    top = max(max(s.versions(), default=0) for s in stores)
+    best = max(set.intersection(*(restorable_versions(s, top) for s in stores)))
+    return best - 1 if best > 0 else None

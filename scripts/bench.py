@@ -308,19 +308,25 @@ def request_kind(request_line: str) -> str | None:
     return f"{method} {'key' if on_key else 'bucket'}"
 
 
+def _dummy_aws_environment() -> None:
+    """Point botocore at moto's dummy credentials, never at the user's AWS profile."""
+    os.environ.update(
+        {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_EC2_METADATA_DISABLED": "true",
+        }
+    )
+    os.environ.pop("AWS_PROFILE", None)
+
+
 @contextmanager
 def moto_server(counter: RequestCounter) -> Iterator[str]:
     """Run a moto server on 127.0.0.1 in this process; yield its endpoint URL."""
     from moto.server import ThreadedMotoServer
 
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        os.environ[key] = value
-    os.environ.pop("AWS_PROFILE", None)
+    _dummy_aws_environment()
     access_log = logging.getLogger("werkzeug")
     access_log.setLevel(logging.INFO)
     access_log.propagate = False
@@ -606,14 +612,7 @@ def audit_moto(bucket: str, prefix: str, checkpoints: int) -> Iterator[tuple[str
     """Start the child moto server; yield its endpoint and a function sending it a command."""
     import multiprocessing
 
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_EC2_METADATA_DISABLED": "true",
-    }.items():
-        os.environ[key] = value
-    os.environ.pop("AWS_PROFILE", None)
+    _dummy_aws_environment()
     ctx = multiprocessing.get_context("fork")
     parent, child = ctx.Pipe()
     proc = ctx.Process(target=_audit_moto_child, args=(child, bucket, prefix, checkpoints), daemon=True)

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.state_chain import restorable_versions, skipped_snapshot_ssts
+from checkpoint_doctor.state_chain import newest_restorable_batch, skipped_snapshot_ssts
 
 
 def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -87,23 +87,12 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
             )
 
 
-def newest_restorable_batch(ctx: Context) -> int | None:
-    """Return the newest batch id whose committed state version loads in every store (format 1)."""
-    stores = [s for op in ctx.snapshot.state.operators for s in op.stores]
-    if not stores or any(s.zips_v2 or s.changelogs_v2 for s in stores):
-        return None
-    top = max(max(s.versions(), default=0) for s in stores)
-    common = set.intersection(*(restorable_versions(s, top) for s in stores))
-    best = max(common)
-    return best - 1 if best > 0 else None
-
-
 def check_restorable_batch(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD307: the newest batch restorable everywhere, when it is behind the newest commit."""
     k = ctx.committed
     if k is None or ctx.is_continuous:
         return
-    best = newest_restorable_batch(ctx)
+    best = newest_restorable_batch(ctx.snapshot.state)
     if best is None or best >= k:
         return
     yield Finding(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from checkpoint_doctor.detect import ASYNC, CONTINUOUS, MICRO_BATCH, detect_mode, is_async_pattern
+from checkpoint_doctor.detect import ASYNC, CONTINUOUS, detect_mode, is_async_pattern
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
@@ -78,11 +78,6 @@ class Context:
     def is_continuous(self) -> bool:
         """Return whether the restart uses continuous processing."""
         return self.mode == CONTINUOUS
-
-    @property
-    def is_micro_batch(self) -> bool:
-        """Return whether the restart is plain synchronous micro-batch."""
-        return self.mode == MICRO_BATCH
 
     def offsets(self, batch_id: int | None) -> LogEntry[OffsetSeq] | None:
         """Return the offsets entry of a batch."""

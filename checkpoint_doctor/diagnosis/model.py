@@ -185,10 +185,6 @@ class Diagnosis:
             return 1
         return 0
 
-    def by_code(self, code: str) -> tuple[Finding, ...]:
-        """Return the findings with one code."""
-        return tuple(f for f in self.findings if f.code == code)
-
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with this checkpoint's root as Spark prints it)."""
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}

@@ -108,11 +108,6 @@ class SparkTarget:
         """4.3: a RocksDB store with changelogs falls back to older snapshots (autoSnapshotRepair)."""
         return self._at_least("4.3")
 
-    @property
-    def state_operator_metadata(self) -> bool:
-        """4.0+ write and read ``state/<op>/_metadata``."""
-        return self._at_least("4.0")
-
     def sqlstate(self, state: str) -> str:
         """Return the `` SQLSTATE: X`` suffix 4.x appends."""
         return f" SQLSTATE: {state}" if self.error_classes else ""

@@ -30,13 +30,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
-from checkpoint_doctor.diagnosis.checks_state import newest_restorable_batch
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.ids import range_text
 from checkpoint_doctor.layout import hadoop_crc_path, parse_state_file_name
 from checkpoint_doctor.planning.plan import CHECKPOINT, SINK, Precondition, RepairPlan, Step
 from checkpoint_doctor.snapshot import CheckpointSnapshot, simulate_changes
+from checkpoint_doctor.state_chain import newest_restorable_batch
 
 BRIDGE = "bridge"
 QUARANTINE = "quarantine"
@@ -104,7 +104,10 @@ def _sha256(data: bytes) -> str:
 def _rollback_target(snapshot: CheckpointSnapshot, diagnosis: Diagnosis) -> int | None:
     """Return R, the newest batch a rollback can keep (see module docstring), or None."""
     offsets, commits = snapshot.offsets, snapshot.commits
-    restorable = newest_restorable_batch_for(snapshot, diagnosis)
+    # -1: state exists but no version loads everywhere, so no batch can be kept.
+    has_state = any(op.stores for op in snapshot.state.operators)
+    best = newest_restorable_batch(snapshot.state)
+    restorable = (-1 if best is None else best) if has_state else None
     for r in sorted(set(offsets.ids) & set(commits.ids), reverse=True):
         o, c = offsets.get(r), commits.get(r)
         if o is None or c is None or o.failure is not None or c.failure is not None:
@@ -117,18 +120,6 @@ def _rollback_target(snapshot: CheckpointSnapshot, diagnosis: Diagnosis) -> int 
             continue
         return r
     return None
-
-
-def newest_restorable_batch_for(snapshot: CheckpointSnapshot, diagnosis: Diagnosis) -> int | None:
-    """Return the newest batch whose state loads everywhere, None when state does not limit it."""
-    from checkpoint_doctor.diagnosis.context import Context
-    from checkpoint_doctor.diagnosis.versions import target
-
-    if not any(op.stores for op in snapshot.state.operators):
-        return None
-    ctx = Context(snapshot, target(diagnosis.spark), DiagnoseOptions(spark=diagnosis.spark, mode=diagnosis.mode))
-    best = newest_restorable_batch(ctx)
-    return -1 if best is None else best
 
 
 def _rollback_steps(snapshot: CheckpointSnapshot, r: int) -> list[Step]:
