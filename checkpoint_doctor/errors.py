@@ -55,6 +55,20 @@ class TargetExistsError(StorageError):
     """Raised when an exclusive write finds its target already present."""
 
 
+class FileTooLargeError(StorageError):
+    """Raised when a file is larger than the bound a read allows (``size`` is what was seen)."""
+
+    def __init__(self, url: str, size: int, limit: int) -> None:
+        super().__init__(
+            url,
+            "read",
+            f"{size} bytes or more, over the {limit}-byte bound for one file",
+            hint="no checkpoint file Spark writes is that large; inspect it by hand",
+        )
+        self.size = size
+        self.limit = limit
+
+
 class NotACheckpointError(CheckpointDoctorError):
     """Raised when a readable directory holds no streaming checkpoint (no metadata, offsets/ or commits/)."""
 
@@ -110,7 +124,11 @@ class PlanFormatError(CheckpointDoctorError):
     """Raised when a plan file is malformed, of a newer format, or points outside its checkpoint."""
 
 
-class PreconditionFailedError(CheckpointDoctorError):
+class RefusedError(CheckpointDoctorError):
+    """Raised when a change is refused and nothing was changed (exit code ``REFUSED``)."""
+
+
+class PreconditionFailedError(RefusedError):
     """Raised when one or more preconditions of a plan do not hold; ``failures`` lists all of them."""
 
     def __init__(self, failures: tuple[str, ...]) -> None:
@@ -121,9 +139,41 @@ class PreconditionFailedError(CheckpointDoctorError):
         self.failures = failures
 
 
+class PlanMismatchError(RefusedError):
+    """Raised when a plan is not what the planner makes for the live checkpoint (stale or edited)."""
+
+
+class LockHeldError(RefusedError):
+    """Raised when another apply or undo holds the checkpoint's lock."""
+
+    def __init__(self, url: str, holder: dict[str, object], hint: str) -> None:
+        who = ", ".join(
+            f"{k} {holder[k]}" for k in ("what", "pid", "host", "since_ms") if holder.get(k) is not None
+        )
+        super().__init__(
+            f"another checkpoint-doctor apply or undo holds {url} ({who or 'holder unknown'}); nothing was changed",
+            hint=hint,
+        )
+        self.url = url
+        self.holder = holder
+
+
 class JournalError(CheckpointDoctorError):
     """Raised when an apply journal cannot be read or undone safely."""
 
 
+class UndoRefusedError(JournalError, RefusedError):
+    """Raised when undo refuses (already undone, the checkpoint changed since); nothing was restored."""
+
+
+class ApplyFailedError(CheckpointDoctorError):
+    """Raised when an apply fails after it began changing the checkpoint: the message says that the
+    checkpoint was changed, which journal holds the record, and the command that undoes it."""
+
+
 class RunnerError(CheckpointDoctorError):
     """Raised when the catch-up runner cannot run the operator's job."""
+
+
+class SparkStartError(RunnerError):
+    """Raised when Spark cannot start (no Java, a bad master URL or conf): nothing was read or run."""

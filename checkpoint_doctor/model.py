@@ -71,9 +71,12 @@ class Listing:
     Built from ``files`` (any order; FileStat objects) or from ``columns`` (DirEntries per
     directory); each form is derived from the other on first use and cached. ``files`` is sorted
     by path, ``columns`` by directory path. Immutable by convention: nothing writes after init.
+
+    ``unlisted`` names the directories below the root that could not be listed, with the ``errno``
+    of the failure (a directory without read permission): the listing is complete except below them.
     """
 
-    __slots__ = ("_columns", "_files", "dirs")
+    __slots__ = ("_columns", "_files", "dirs", "unlisted")
 
     def __init__(
         self,
@@ -81,8 +84,10 @@ class Listing:
         dirs: tuple[str, ...] = (),
         *,
         columns: tuple[DirEntries, ...] | None = None,
+        unlisted: tuple[tuple[str, int], ...] = (),
     ) -> None:
         self.dirs = tuple(dirs)
+        self.unlisted = tuple(unlisted)
         self._files = tuple(sorted(files, key=lambda f: f.path)) if files is not None else None
         self._columns = columns
         if files is None and columns is None:
@@ -136,7 +141,7 @@ class Listing:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Listing):
             return NotImplemented
-        return self.dirs == other.dirs and self.files == other.files
+        return self.dirs == other.dirs and self.files == other.files and self.unlisted == other.unlisted
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -460,7 +465,7 @@ class QueryMetadata:
         return {"id": self.query_id}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FileSourceEntry:
     """One line of a file-source log (``FileEntry``): a discovered input file."""
 
@@ -498,13 +503,14 @@ class RateStartTime:
 SourceMetadataRecord = FileSourceLogBatch | KafkaInitialOffsets | RateStartTime
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SinkFileEntry:
     """One line of a file sink log (``SinkFileStatus``)."""
 
     path: str
     size: int
     action: str
+    modification_time_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -549,6 +555,15 @@ class StateSchemaHeader:
             "key_fields": list(self.key_fields),
             "value_fields": list(self.value_fields),
         }
+
+
+@dataclass(frozen=True)
+class StateDataHeader:
+    """The head of a state data file (``.delta``, ``.snapshot``, ``.changelog``): the compression stream
+    it starts with (``spark.sql.streaming.stateStore.compression.codec``, lz4 by default)."""
+
+    codec: str
+    size: int
 
 
 @dataclass(frozen=True)

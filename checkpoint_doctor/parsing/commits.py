@@ -15,11 +15,11 @@ from checkpoint_doctor.parsing.text import (
     EMPTY,
     INVALID_CONTENT,
     decode_text,
+    iter_lines,
     java_trim,
     json_long,
     parse_json_value,
     parse_version_line,
-    split_lines,
 )
 
 #: Highest commit log version any known Spark release writes (4.2+: v3).
@@ -55,15 +55,18 @@ def parse_commit(data: bytes, *, path: str, max_version: int = MAX_COMMITS_VERSI
             ``malformed-header``, ``unsupported-version``, ``bad-json``/``truncated-json``,
             ``invalid-content``, ``not-text``.
     """
-    lines = split_lines(decode_text(data, path=path))
-    if not lines:
+    # CommitLog.deserialize reads two lines and ignores the rest: so does this.
+    lines = iter_lines(decode_text(data, path=path))
+    first = next(lines, None)
+    if first is None:
         raise CheckpointParseError(
             path, EMPTY, "empty file (Spark: Incomplete log file in the offset commit log)"
         )
-    version = parse_version_line(java_trim(lines[0]), max_version=max_version, path=path)
-    if len(lines) < 2:
+    version = parse_version_line(java_trim(first), max_version=max_version, path=path)
+    second = next(lines, None)
+    if second is None:
         return CommitRecord(version=version, next_batch_watermark_ms=0, header_only=True)
-    obj = parse_json_value(lines[1], path=path, line=2)
+    obj = parse_json_value(second, path=path, line=2)
     if not isinstance(obj, dict):
         raise CheckpointParseError(path, INVALID_CONTENT, "commit metadata is not a JSON object", line=2)
     ids = None
@@ -86,9 +89,7 @@ def serialize_commit(record: CommitRecord) -> bytes:
         return f"v{record.version}".encode()
     obj: dict[str, Any] = {"nextBatchWatermarkMs": record.next_batch_watermark_ms}
     if record.state_unique_ids is not None:
-        obj["stateUniqueIds"] = {
-            str(op): [list(p) for p in parts] for op, parts in record.state_unique_ids
-        }
+        obj["stateUniqueIds"] = {str(op): [list(p) for p in parts] for op, parts in record.state_unique_ids}
     if record.sink_metadata_json is not None:
         obj["sinkMetadataMap"] = json.loads(record.sink_metadata_json)
     return f"v{record.version}\n{json.dumps(obj, separators=(',', ':'))}".encode()

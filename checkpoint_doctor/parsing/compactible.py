@@ -8,6 +8,9 @@ Also the other ``sources/<n>/0`` files: Kafka initial offsets (a leading NUL byt
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Iterator
+
 from checkpoint_doctor.errors import CheckpointParseError
 from checkpoint_doctor.model import (
     FileSourceEntry,
@@ -25,24 +28,24 @@ from checkpoint_doctor.parsing.text import (
     INVALID_CONTENT,
     MALFORMED_HEADER,
     decode_text,
+    iter_lines,
     java_parse_long,
     json_long,
     parse_json_value,
     parse_version_line,
-    split_lines,
 )
 
 FILE_STREAM_LOG_VERSION = 1
 
 
-def _json_lines(lines: list[str], *, path: str) -> list[dict[str, object]]:
-    out = []
+def _json_lines(lines: Iterable[str], *, path: str) -> Iterator[tuple[int, dict[str, object]]]:
+    """Yield (line number, object) for the entry lines, one at a time (a compact file can hold
+    hundreds of thousands: only the parsed entries are kept, never the lines)."""
     for i, line in enumerate(lines, start=2):
         obj = parse_json_value(line, path=path, line=i)
         if not isinstance(obj, dict):
             raise CheckpointParseError(path, INVALID_CONTENT, "entry is not a JSON object", line=i)
-        out.append(obj)
-    return out
+        yield i, obj
 
 
 def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
@@ -51,12 +54,13 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
     Raises:
         CheckpointParseError: ``empty`` (Spark: ``Incomplete log file``), header or JSON errors.
     """
-    lines = split_lines(decode_text(data, path=path))
-    if not lines:
+    lines = iter_lines(decode_text(data, path=path))
+    first = next(lines, None)
+    if first is None:
         raise CheckpointParseError(path, EMPTY, "empty file (Spark: Incomplete log file)")
-    version = parse_version_line(lines[0], max_version=FILE_STREAM_LOG_VERSION, path=path)
+    version = parse_version_line(first, max_version=FILE_STREAM_LOG_VERSION, path=path)
     entries = []
-    for i, obj in enumerate(_json_lines(lines[1:], path=path), start=2):
+    for i, obj in _json_lines(lines, path=path):
         if not isinstance(obj.get("path"), str):
             raise CheckpointParseError(path, INVALID_CONTENT, "entry without 'path'", line=i)
         entries.append(
@@ -64,14 +68,21 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
                 path=str(obj["path"]),
                 size=json_long(obj, "size", path=path, line=i),
                 action=str(obj.get("action", "add")),
+                # SinkFileStatus.modificationTime: when the task wrote the file (pairs a sink
+                # with the checkpoint whose batch planned it; see diagnosis/sink_pairing.py).
+                modification_time_ms=(
+                    json_long(obj, "modificationTime", path=path, line=i)
+                    if "modificationTime" in obj
+                    else None
+                ),
             )
         )
     return SinkLogBatch(version=version, entries=tuple(entries))
 
 
-def _parse_file_source_log(lines: list[str], *, version: int, path: str) -> FileSourceLogBatch:
+def _parse_file_source_log(lines: Iterable[str], *, version: int, path: str) -> FileSourceLogBatch:
     entries = []
-    for i, obj in enumerate(_json_lines(lines, path=path), start=2):
+    for i, obj in _json_lines(lines, path=path):
         if not isinstance(obj.get("path"), str):
             raise CheckpointParseError(path, INVALID_CONTENT, "entry without 'path'", line=i)
         entries.append(
@@ -84,8 +95,23 @@ def _parse_file_source_log(lines: list[str], *, version: int, path: str) -> File
     return FileSourceLogBatch(version=version, entries=tuple(entries))
 
 
+def is_kafka_initial_offsets(data: bytes) -> bool:
+    """Whether a ``sources/<n>/0`` file has the shape of Kafka initial offsets.
+
+    ``KafkaSourceInitialOffsetWriter.serialize`` writes a NUL byte, ``v1\n`` and the JSON; Spark
+    2.1.0's KafkaSource wrote ``out.write(bytes.length)`` (one byte: the JSON length's low 8 bits)
+    and the JSON, no version line (SPARK-19517). The reader skips the first byte whatever it is, so
+    a first byte other than ``v`` followed by ``{`` or ``v`` is Kafka's (a 2.1.0 file whose JSON is
+    118 bytes long, first byte ``v``, is the one shape this cannot tell from a text log).
+    """
+    return data[:1] == b"\x00" or (len(data) > 1 and data[:1] != b"v" and data[1:2] in (b"{", b"v"))
+
+
 def _parse_kafka_initial(data: bytes, *, path: str) -> KafkaInitialOffsets:
-    # KafkaSourceInitialOffsetWriter.deserialize: skip one byte, then "v1\n<json>" or 2.1.0 "<json>".
+    # KafkaSourceInitialOffsetWriter.deserialize: skip one byte, then "v1\n<json>" or 2.1.0 "<json>";
+    # nothing after the first byte fails its require(content.nonEmpty).
+    if len(data) < 2:
+        raise CheckpointParseError(path, EMPTY, "no content after the first byte (Spark: requirement failed)")
     text = decode_text(data[1:], path=path)
     legacy = not text.startswith("v")
     version = 0
@@ -115,13 +141,13 @@ def parse_source_metadata(data: bytes, *, path: str) -> SourceMetadataRecord:
     """
     if not data:
         raise CheckpointParseError(path, EMPTY, "empty file (Spark: Incomplete log file)")
-    if data[:1] == b"\x00":
+    if is_kafka_initial_offsets(data):
         return _parse_kafka_initial(data, path=path)
-    lines = split_lines(decode_text(data, path=path))
-    version = parse_version_line(lines[0], max_version=FILE_STREAM_LOG_VERSION, path=path)
-    rest = lines[1:]
-    if len(rest) == 1:
-        start = java_parse_long(rest[0])
+    lines = iter_lines(decode_text(data, path=path))
+    version = parse_version_line(next(lines, ""), max_version=FILE_STREAM_LOG_VERSION, path=path)
+    head = list(itertools.islice(lines, 2))
+    if len(head) == 1:
+        start = java_parse_long(head[0])
         if start is not None:
             return RateStartTime(version=version, start_time_ms=start)
-    return _parse_file_source_log(rest, version=version, path=path)
+    return _parse_file_source_log(itertools.chain(head, lines), version=version, path=path)

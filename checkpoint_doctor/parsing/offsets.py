@@ -9,6 +9,7 @@ the metadata line is, and source lines are kept verbatim (only their source inte
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from checkpoint_doctor.errors import CheckpointParseError
@@ -18,16 +19,23 @@ from checkpoint_doctor.parsing.text import (
     EMPTY,
     HEADER_ONLY,
     INVALID_CONTENT,
+    TOO_LARGE,
     decode_text,
+    iter_lines,
     java_trim,
     json_long,
     parse_json_value,
     parse_version_line,
-    split_lines,
 )
 
 #: Highest offsets log version any known Spark release writes (4.2+ OffsetMap).
 MAX_OFFSETS_VERSION = 2
+#: Source lines read of one offsets file. Spark writes one line per source of the query and reads
+#: them all (``OffsetSeqLog.deserialize``); a union of even a few hundred streams is rare, and a
+#: driver planning thousands of sources in one query does not exist in practice. A file with more
+#: lines was not written by a query (issue 14.6: 3 million blank lines took 3.6 GB to hold as
+#: source offsets): it is reported as ``too-large`` instead of held line by line.
+MAX_SOURCE_LINES = 10_000
 VOID_OFFSET = "-"
 
 
@@ -44,9 +52,7 @@ def _parse_metadata(text: str, *, version: int, path: str) -> OffsetSeqMetadata:
         conf = tuple(sorted((str(k), v if isinstance(v, str) else str(v)) for k, v in conf_obj.items()))
     info: tuple[tuple[str, str], ...] = ()
     if version >= 2 and isinstance(obj.get("sourceMetadataInfo"), dict):
-        info = tuple(
-            sorted((k, json.dumps(v, sort_keys=True)) for k, v in obj["sourceMetadataInfo"].items())
-        )
+        info = tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in obj["sourceMetadataInfo"].items()))
     return OffsetSeqMetadata(
         batch_watermark_ms=json_long(obj, "batchWatermarkMs", path=path, line=2),
         batch_timestamp_ms=json_long(obj, "batchTimestampMs", path=path, line=2),
@@ -63,17 +69,20 @@ def parse_offsets(data: bytes, *, path: str, max_version: int = MAX_OFFSETS_VERS
         CheckpointParseError: with ``kind`` ``empty`` (Spark: ``Incomplete log file``),
             ``malformed-header``, ``unsupported-version``, ``header-only`` (Spark: ``next on empty
             iterator``), ``bad-json``/``truncated-json`` (metadata line), ``invalid-content`` (v2
-            without metadata or a line without ``name:``), ``not-text`` or ``java-serialized``.
+            without metadata or a line without ``name:``), ``not-text``, ``java-serialized`` or
+            ``too-large`` (more than :data:`MAX_SOURCE_LINES` source lines).
     """
-    lines = split_lines(decode_text(data, path=path))
-    if not lines:
+    lines = iter_lines(decode_text(data, path=path))
+    first = next(lines, None)
+    if first is None:
         raise CheckpointParseError(path, EMPTY, "empty file (Spark: Incomplete log file)")
-    version = parse_version_line(lines[0], max_version=max_version, path=path)
-    if len(lines) < 2:
+    version = parse_version_line(first, max_version=max_version, path=path)
+    second = next(lines, None)
+    if second is None:
         raise CheckpointParseError(
             path, HEADER_ONLY, "only the version line, no metadata line", line=1, version=version
         )
-    meta_text = java_trim(lines[1])
+    meta_text = java_trim(second)
     metadata = None
     if meta_text:
         metadata = _parse_metadata(meta_text, version=version, path=path)
@@ -81,8 +90,20 @@ def parse_offsets(data: bytes, *, path: str, max_version: int = MAX_OFFSETS_VERS
         raise CheckpointParseError(
             path, INVALID_CONTENT, "VERSION_2 offset log requires metadata", line=2, version=version
         )
+    return OffsetSeq(version=version, metadata=metadata, sources=_sources(lines, version=version, path=path))
+
+
+def _sources(lines: Iterator[str], *, version: int, path: str) -> tuple[SourceOffset, ...]:
     sources: list[SourceOffset] = []
-    for i, line in enumerate(lines[2:]):
+    for i, line in enumerate(lines):
+        if i == MAX_SOURCE_LINES:
+            raise CheckpointParseError(
+                path,
+                TOO_LARGE,
+                f"more than {MAX_SOURCE_LINES} source lines (Spark writes one per source of the query)",
+                line=i + 3,
+                version=version,
+            )
         name = None
         value = line
         if version >= 2:
@@ -95,7 +116,7 @@ def parse_offsets(data: bytes, *, path: str, max_version: int = MAX_OFFSETS_VERS
             sources.append(SourceOffset(index=i, raw=None, name=name))
         else:
             sources.append(SourceOffset(index=i, raw=value, name=name, decoded=decode_offset(value)))
-    return OffsetSeq(version=version, metadata=metadata, sources=tuple(sources))
+    return tuple(sources)
 
 
 def serialize_offsets(seq: OffsetSeq) -> bytes:
@@ -111,9 +132,7 @@ def serialize_offsets(seq: OffsetSeq) -> bytes:
         if seq.metadata.has_conf:
             md["conf"] = dict(seq.metadata.conf)
         if seq.metadata.source_metadata_info:
-            md["sourceMetadataInfo"] = {
-                k: json.loads(v) for k, v in seq.metadata.source_metadata_info
-            }
+            md["sourceMetadataInfo"] = {k: json.loads(v) for k, v in seq.metadata.source_metadata_info}
         lines.append(json.dumps(md, separators=(",", ":")))
     for src in seq.sources:
         value = VOID_OFFSET if src.raw is None else src.raw

@@ -61,14 +61,10 @@ def _decode_object(obj: dict[str, Any]) -> DecodedOffset | None:
         return ContinuousRateOffset(partitions=tuple(rate_parts))
     # Kafka: {"<topic>": {"<partition>": offset}}
     if all(
-        isinstance(v, dict)
-        and v
-        and all(java_parse_int(p) is not None and _is_int(o) for p, o in v.items())
+        isinstance(v, dict) and v and all(java_parse_int(p) is not None and _is_int(o) for p, o in v.items())
         for v in obj.values()
     ):
-        parts = sorted(
-            (topic, int(p), o) for topic, by_part in obj.items() for p, o in by_part.items()
-        )
+        parts = sorted((topic, int(p), o) for topic, by_part in obj.items() for p, o in by_part.items())
         return KafkaOffset(partitions=tuple(parts))
     return None
 

@@ -1,7 +1,9 @@
 """Parse the small metadata files of ``state/``: operator metadata (4.0+), the state schema file
 header, and the ``metadata`` entry inside a RocksDB ``<version>.zip``.
 
-State data (``.delta``/``.snapshot``/SST files) is never parsed: restorability is decided from names.
+State data (``.delta``/``.snapshot``/``.changelog``/SST files) is never decoded: restorability is
+decided from names, and a data file the next batch loads is only checked for the compression
+stream header every such file starts with.
 """
 
 from __future__ import annotations
@@ -9,22 +11,26 @@ from __future__ import annotations
 import io
 import struct
 import zipfile
+import zlib
 
 from checkpoint_doctor.errors import CheckpointParseError
 from checkpoint_doctor.model import (
     OperatorStateMetadata,
     RocksDBCheckpointMetadata,
+    StateDataHeader,
     StateSchemaHeader,
 )
 from checkpoint_doctor.parsing.text import (
     EMPTY,
     INVALID_CONTENT,
     NOT_TEXT,
+    TOO_LARGE,
     TRUNCATED_JSON,
     decode_text,
+    iter_lines,
+    json_int,
     parse_json_value,
     parse_version_line,
-    split_lines,
 )
 
 OPERATOR_METADATA_MAX_VERSION = 2
@@ -38,29 +44,39 @@ def parse_operator_metadata(data: bytes, *, path: str) -> OperatorStateMetadata:
     Raises:
         CheckpointParseError: on any malformed content.
     """
-    lines = split_lines(decode_text(data, path=path))
-    if not lines:
+    first, second = _two_lines(data, path=path)
+    if first is None:
         raise CheckpointParseError(path, EMPTY, "empty file")
-    version = parse_version_line(lines[0], max_version=OPERATOR_METADATA_MAX_VERSION, path=path)
-    if len(lines) < 2:
+    version = parse_version_line(first, max_version=OPERATOR_METADATA_MAX_VERSION, path=path)
+    if second is None:
         raise CheckpointParseError(path, TRUNCATED_JSON, "no metadata line", line=1)
-    obj = parse_json_value(lines[1], path=path, line=2)
+    obj = parse_json_value(second, path=path, line=2)
     info = obj.get("operatorInfo") if isinstance(obj, dict) else None
     stores = obj.get("stateStoreInfo") if isinstance(obj, dict) else None
     if not isinstance(info, dict) or not isinstance(stores, list):
+        raise CheckpointParseError(path, INVALID_CONTENT, "missing operatorInfo or stateStoreInfo", line=2)
+    operator_id = json_int(info, "operatorId", default=-1)
+    store_infos = [
+        (s.get("storeName", "default"), json_int(s, "numPartitions", default=0))
+        for s in stores
+        if isinstance(s, dict)
+    ]
+    if operator_id is None or any(n is None for _, n in store_infos):
         raise CheckpointParseError(
-            path, INVALID_CONTENT, "missing operatorInfo or stateStoreInfo", line=2
+            path, INVALID_CONTENT, "operatorId or numPartitions is not a number", line=2
         )
     return OperatorStateMetadata(
         version=version,
-        operator_id=int(info.get("operatorId", -1)),
+        operator_id=operator_id,
         operator_name=str(info.get("operatorName", "")),
-        stores=tuple(
-            (str(s.get("storeName", "default")), int(s.get("numPartitions", 0)))
-            for s in stores
-            if isinstance(s, dict)
-        ),
+        stores=tuple((str(name), int(n or 0)) for name, n in store_infos),
     )
+
+
+def _two_lines(data: bytes, *, path: str) -> tuple[str | None, str | None]:
+    """Return the first two lines (the readers of these files read no more)."""
+    lines = iter_lines(decode_text(data, path=path))
+    return next(lines, None), next(lines, None)
 
 
 class _DataInput:
@@ -123,6 +139,36 @@ def parse_schema_header(data: bytes, *, path: str) -> StateSchemaHeader:
     )
 
 
+#: The stream header of each codec ``spark.sql.streaming.stateStore.compression.codec`` can name
+#: (Spark's CompressionCodec streams: LZ4BlockOutputStream, ZstdOutputStream, xerial's
+#: SnappyOutputStream, LZFOutputStream); HDFS deltas/snapshots and RocksDB changelogs are written
+#: through one of them.
+STATE_CODEC_HEADERS = (
+    ("lz4", b"LZ4Block"),
+    ("zstd", b"\x28\xb5\x2f\xfd"),
+    ("snappy", b"\x82SNAPPY\x00"),
+    ("lzf", b"ZV"),
+)
+
+
+def parse_state_data_header(data: bytes, *, path: str) -> StateDataHeader:
+    """Check that a state data file starts with a compression stream header.
+
+    Raises:
+        CheckpointParseError: ``empty``, or ``invalid-content`` for bytes no codec writes first
+            (Spark's reader then fails: ``java.io.EOFException`` on 3.5,
+            ``CANNOT_LOAD_STATE_STORE.UNCATEGORIZED`` on 4.x).
+    """
+    if not data:
+        raise CheckpointParseError(path, EMPTY, "empty state file")
+    for codec, header in STATE_CODEC_HEADERS:
+        if data.startswith(header):
+            return StateDataHeader(codec=codec, size=len(data))
+    raise CheckpointParseError(
+        path, INVALID_CONTENT, "not a compressed state file (no lz4, zstd, snappy or lzf stream header)"
+    )
+
+
 def parse_rocksdb_zip_metadata(data: bytes, *, path: str) -> RocksDBCheckpointMetadata:
     """Read the ``metadata`` entry of a RocksDB checkpoint zip (``RocksDBCheckpointMetadata``).
 
@@ -131,33 +177,49 @@ def parse_rocksdb_zip_metadata(data: bytes, *, path: str) -> RocksDBCheckpointMe
     """
     if not data:
         raise CheckpointParseError(path, EMPTY, "empty file")
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
-            raw = archive.read("metadata")
-    except (zipfile.BadZipFile, KeyError, OSError, EOFError) as exc:
-        raise CheckpointParseError(path, INVALID_CONTENT, f"not a readable RocksDB zip ({exc})") from exc
-    lines = split_lines(decode_text(raw, path=path))
-    if len(lines) < 2:
+    first, second = _two_lines(_zip_entry(data, "metadata", path=path), path=path)
+    if first is None or second is None:
         raise CheckpointParseError(path, TRUNCATED_JSON, "zip metadata has no JSON line")
-    version = parse_version_line(lines[0], max_version=ROCKSDB_METADATA_MAX_VERSION, path=path)
-    obj = parse_json_value(lines[1], path=path, line=2)
+    version = parse_version_line(first, max_version=ROCKSDB_METADATA_MAX_VERSION, path=path)
+    obj = parse_json_value(second, path=path, line=2)
     if not isinstance(obj, dict):
         raise CheckpointParseError(path, INVALID_CONTENT, "zip metadata is not an object", line=2)
-
-    def names(key: str) -> tuple[str, ...]:
-        items = obj.get(key) or []
-        return tuple(
-            str(i.get("dfsSstFileName") or i.get("dfsLogFileName") or "")
-            for i in items
-            if isinstance(i, dict)
-        )
-
     num_keys = obj.get("numKeys", 0)
     return RocksDBCheckpointMetadata(
         version=version,
-        sst_files=names("sstFiles"),
-        log_files=names("logFiles"),
-        num_keys=num_keys if isinstance(num_keys, int) else 0,
+        sst_files=_file_names(obj, "sstFiles"),
+        log_files=_file_names(obj, "logFiles"),
+        num_keys=num_keys if isinstance(num_keys, int) and not isinstance(num_keys, bool) else 0,
     )
 
 
+def _file_names(obj: dict[str, object], key: str) -> tuple[str, ...]:
+    items = obj.get(key)
+    if not isinstance(items, list):
+        return ()
+    return tuple(
+        str(i.get("dfsSstFileName") or i.get("dfsLogFileName") or "") for i in items if isinstance(i, dict)
+    )
+
+
+#: Bytes read of the ``metadata`` entry of a RocksDB zip: Spark's is one JSON line listing the
+#: zip's SST and log files (tens of kilobytes for thousands of files); the bound keeps a
+#: decompression bomb from reaching memory.
+ZIP_METADATA_MAX_BYTES = 16 * 2**20
+
+
+def _zip_entry(data: bytes, name: str, *, path: str) -> bytes:
+    """Return one entry of a zip, at most :data:`ZIP_METADATA_MAX_BYTES` of it decompressed."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(name) as entry:
+            raw = entry.read(ZIP_METADATA_MAX_BYTES + 1)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, KeyError, OSError, EOFError, zlib.error) as exc:
+        raise CheckpointParseError(path, INVALID_CONTENT, f"not a readable RocksDB zip ({exc})") from exc
+    except (NotImplementedError, RuntimeError, ValueError) as exc:
+        # An unsupported compression method, an encrypted entry, a corrupt header field.
+        raise CheckpointParseError(path, INVALID_CONTENT, f"not a readable RocksDB zip ({exc})") from exc
+    if len(raw) > ZIP_METADATA_MAX_BYTES:
+        raise CheckpointParseError(
+            path, TOO_LARGE, f"its metadata entry holds more than {ZIP_METADATA_MAX_BYTES} bytes"
+        )
+    return raw

@@ -10,7 +10,10 @@ does not. Pure functions only; no I/O.
 from __future__ import annotations
 
 import json
+import math
+import re
 import unicodedata
+from collections.abc import Iterator
 from typing import Any
 
 from checkpoint_doctor.errors import CheckpointParseError
@@ -28,6 +31,8 @@ TRUNCATED_JSON = "truncated-json"
 INVALID_CONTENT = "invalid-content"
 NOT_TEXT = "not-text"
 JAVA_SERIALIZED = "java-serialized"
+#: Over a bound this tool reads (bytes of one file, lines of one log file): not checked further.
+TOO_LARGE = "too-large"
 
 JAVA_SERIALIZATION_MAGIC = b"\xac\xed"
 
@@ -98,23 +103,23 @@ def decode_text(data: bytes, *, path: str) -> str:
         ) from exc
 
 
-def split_lines(text: str) -> list[str]:
-    r"""Split like ``BufferedReader.readLine``: ``\n``, ``\r`` and ``\r\n`` end a line; no final empty line."""
-    lines: list[str] = []
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def iter_lines(text: str) -> Iterator[str]:
+    r"""Yield lines like ``BufferedReader.readLine``: ``\n``, ``\r`` and ``\r\n`` end a line; no final
+    empty line. Lazy: a parser that stops early never holds the other lines."""
     start = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if ch == "\n" or ch == "\r":
-            lines.append(text[start:i])
-            if ch == "\r" and i + 1 < n and text[i + 1] == "\n":
-                i += 1
-            start = i + 1
-        i += 1
-    if start < n:
-        lines.append(text[start:])
-    return lines
+    for match in _LINE_END.finditer(text):
+        yield text[start : match.start()]
+        start = match.end()
+    if start < len(text):
+        yield text[start:]
+
+
+def split_lines(text: str) -> list[str]:
+    r"""Return every line of ``text`` (:func:`iter_lines`) as a list: for short texts only."""
+    return list(iter_lines(text))
 
 
 def parse_version_line(text: str, *, max_version: int, path: str, line: int = 1) -> int:
@@ -176,6 +181,21 @@ def parse_json_value(text: str, *, path: str, line: int) -> Any:
     return value
 
 
+def java_long(value: int | float) -> int:
+    """Return a JSON number as json4s extracts a ``Long`` field: an integer keeps its low 64 bits
+    (``BigInt.longValue``); a fraction or exponent form is a double, truncated and clamped to the
+    long range (``Double.longValue``: ``1e999`` is infinity, then ``Long.MaxValue``; NaN is 0)."""
+    if isinstance(value, int):
+        return ((value - _LONG_MIN) % 2**64) + _LONG_MIN
+    if math.isnan(value):
+        return 0
+    if value >= 2.0**63:
+        return _LONG_MAX
+    if value <= -(2.0**63):
+        return _LONG_MIN
+    return int(value)
+
+
 def json_long(obj: dict[str, Any], key: str, *, path: str, line: int, default: int = 0) -> int:
     """Read an optional JSON number field as json4s does for a ``Long`` case-class field."""
     value = obj.get(key, default)
@@ -183,6 +203,22 @@ def json_long(obj: dict[str, Any], key: str, *, path: str, line: int, default: i
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise CheckpointParseError(
-            path, INVALID_CONTENT, f"field {key!r} is not a number: {value!r}", line=line
+            path, INVALID_CONTENT, f"field {key!r} is not a number: {_shown(value)}", line=line
         )
-    return int(value)
+    return java_long(value)
+
+
+def json_int(obj: dict[str, Any], key: str, *, default: int) -> int | None:
+    """Read an optional JSON number field as json4s does for an ``Int`` field (low 32 bits of an
+    integer, a double clamped to the int range); None when it is not a number."""
+    value = obj.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, int):
+        return ((value - _INT_MIN) % 2**32) + _INT_MIN
+    return max(_INT_MIN, min(_INT_MAX, java_long(value)))
+
+
+def _shown(value: Any, limit: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."

@@ -1,6 +1,6 @@
 """The checkpoint snapshot: one immutable value for everything in a checkpoint. Pure.
 
-Built in three steps so that I/O stays at the edge (:mod:`checkpoint_doctor.loading` does the I/O):
+Built in three steps so that I/O stays at the edge (:mod:`checkpoint_doctor.reading.pipeline` does the I/O):
 ``index_listing`` (names) -> :func:`plan_reads` (which files to read at this depth) -> read ->
 :func:`assemble_snapshot` (parse and combine). A damaged file is recorded as a
 :class:`~checkpoint_doctor.model.ParseFailure` on its entry; nothing here raises for bad content.
@@ -17,16 +17,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from checkpoint_doctor.errors import CheckpointParseError, StorageError
-from checkpoint_doctor.layout import (
-    Layout,
-    LogIndex,
-    StoreIndex,
-    hadoop_crc_path,
-    index_listing,
-    index_sink_listing,
-    orphan_crcs,
-)
+from checkpoint_doctor.errors import CheckpointParseError, FileTooLargeError, StorageError
+from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import (
     CommitRecord,
     FileStat,
@@ -39,6 +31,7 @@ from checkpoint_doctor.model import (
     RocksDBCheckpointMetadata,
     SinkLogBatch,
     SourceMetadataRecord,
+    StateDataHeader,
     StateSchemaHeader,
 )
 from checkpoint_doctor.parsing.commits import parse_commit
@@ -49,12 +42,32 @@ from checkpoint_doctor.parsing.state_files import (
     parse_operator_metadata,
     parse_rocksdb_zip_metadata,
     parse_schema_header,
+    parse_state_data_header,
+)
+from checkpoint_doctor.parsing.text import TOO_LARGE
+from checkpoint_doctor.reading.layout import (
+    Layout,
+    LogIndex,
+    StoreIndex,
+    hadoop_crc_path,
+    index_listing,
+    index_sink_listing,
+    orphan_crcs,
+    parse_state_file_name,
 )
 
 T = TypeVar("T")
 
 DEFAULT_DEPTH = "default"
 DEEP = "deep"
+#: Bytes read of one file (issue 14.6: reading is bounded by what Spark reads). The largest files
+#: Spark writes in a checkpoint are offsets of Kafka sources with very many partitions (about 20
+#: bytes a partition: 100,000 partitions is 2 MB a source) and the compact files of file sources
+#: and file sinks (about 200 bytes per file ever listed: 64 MiB is some 300,000 files). A file over
+#: the bound is not read; it is reported (``too-large``, finding CD010) and the rest of the
+#: checkpoint is checked as usual. Compact files of long-running file sinks can outgrow it
+#: (SPARK-24295): Spark reads those whole at every restart, which the finding says.
+MAX_FILE_BYTES = 64 * 2**20
 #: How many of the newest batch files of each log are read at default depth besides those a
 #: restart reads (enough to compare the latest batch's sources with the previous ones).
 NEWEST_FEW = 3
@@ -157,6 +170,19 @@ class StateStore:
     total_bytes: int = 0
     zip_metadata: tuple[tuple[str, FileRecord[RocksDBCheckpointMetadata]], ...] = ()
     schema: FileRecord[StateSchemaHeader] | None = None
+    #: heads of the data files read (those of the version the next batch loads)
+    data_headers: tuple[tuple[str, FileRecord[StateDataHeader]], ...] = ()
+
+    def unreadable_files(self) -> tuple[tuple[str, ParseFailure], ...]:
+        """Return (path, failure) of every read zip or data file that cannot be loaded."""
+        out: list[tuple[str, ParseFailure]] = []
+        for _, zip_rec in self.zip_metadata:
+            if zip_rec.failure is not None:
+                out.append((zip_rec.file.path, zip_rec.failure))
+        for _, head in self.data_headers:
+            if head.failure is not None:
+                out.append((head.file.path, head.failure))
+        return tuple(out)
 
     @property
     def provider(self) -> str:
@@ -256,14 +282,23 @@ class SinkLog:
             return ()
         interval = self.compact_interval
         last_compact = ((latest + 1) // interval) * interval - 1
-        needed: list[tuple[int, bool]] = []
-        if last_compact >= 0:
-            needed.append((last_compact, True))
-        needed.extend((b, (b + 1) % interval == 0) for b in range(last_compact + 1, latest + 1))
         present = {(e.batch_id, e.compact) for e in self.log.entries}
-        return tuple(
-            f"_spark_metadata/{b}{'.compact' if c else ''}" for b, c in needed if (b, c) not in present
-        )
+        missing = []
+        if last_compact >= 0 and (last_compact, True) not in present:
+            missing.append(f"_spark_metadata/{last_compact}.compact")
+        # The batch files after the newest compact: fewer than ``interval`` of them, but an interval
+        # derived from absurd ids can be huge, so only the first missing ones are named.
+        batches = {b for b, compact in present if not compact}
+        missing.extend(f"_spark_metadata/{b}" for b in missing_in(last_compact + 1, latest, batches))
+        return tuple(missing)
+
+
+#: Candidates :func:`derive_compact_interval` tries at most. Spark scans every number from the
+#: default interval to half the newest compact id + 1 for a divisor; a real log finds one within a
+#: few steps (ids are multiples of the interval minus one), only an absurd id (``2^62.compact``)
+#: would scan for hours: past this many candidates the id + 1 itself is the interval, which is
+#: where Spark's scan would end when it finds no divisor.
+MAX_INTERVAL_CANDIDATES = 100_000
 
 
 def derive_compact_interval(default_interval: int, latest_compact_id: int) -> int:
@@ -272,7 +307,8 @@ def derive_compact_interval(default_interval: int, latest_compact_id: int) -> in
     if n <= default_interval:
         return n
     if default_interval < n // 2:
-        for i in range(default_interval, n // 2 + 1):
+        last = min(n // 2, default_interval + MAX_INTERVAL_CANDIDATES)
+        for i in range(default_interval, last + 1):
             if n % i == 0:
                 return i
         return n
@@ -361,11 +397,12 @@ class CheckpointSnapshot:
     def _fingerprint(self) -> str:
         h = hashlib.sha256()
         for d in self.listing.columns:
-            h.update(f"{d.path}\0{len(d.names)}\0".encode())
-            h.update("\0".join(d.names).encode())
+            # surrogatepass: a name no storage decoded cleanly still hashes (it never fails).
+            h.update(f"{d.path}\0{len(d.names)}\0".encode("utf-8", "surrogatepass"))
+            h.update("\0".join(d.names).encode("utf-8", "surrogatepass"))
             h.update(array.array("q", d.sizes).tobytes())
             if d.etags is not None and any(e is not None for e in d.etags):
-                h.update("\0".join(e or "" for e in d.etags).encode())
+                h.update("\0".join(e or "" for e in d.etags).encode("utf-8", "surrogatepass"))
             else:
                 h.update(array.array("q", [-1 if m is None else m for m in d.mtimes_ms]).tobytes())
         return h.hexdigest()
@@ -389,6 +426,25 @@ def _expected_next_batch(layout: Layout) -> int:
     return latest
 
 
+#: Bytes read of a state data file (``.delta``, ``.snapshot``, ``.changelog``): only its compression
+#: stream header is checked (8 bytes at most), and a snapshot can be gigabytes.
+DATA_HEAD_BYTES = 64
+
+
+def head_only(path: str) -> bool:
+    """Return whether a planned read needs only the file's head (a state data file)."""
+    if not path.startswith("state/"):
+        return False
+    parsed = parse_state_file_name(path.rpartition("/")[2])
+    return parsed is not None and parsed.kind != "zip"
+
+
+def _state_data_reads(store: StoreIndex, version: int) -> list[str]:
+    """The data files of the version the next batch loads (its delta, snapshot or changelog): the
+    files a crash mid-write or an overwrite damages, checked for their stream header."""
+    return [f"{store.path}/{name}" for p, name in store.data if p.kind != "zip" and p.version == version]
+
+
 def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
     zips = [(p.version, f"{store.path}/{name}") for p, name in store.data if p.kind == "zip"]
     if not zips:
@@ -398,7 +454,69 @@ def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
     return [path for v, path in zips if v in wanted]
 
 
-def plan_reads(layout: Layout, depth: str = DEFAULT_DEPTH, sink: LogIndex | None = None) -> tuple[list[str], list[str]]:
+def _log_reads(log: LogIndex, other: LogIndex, deep: bool) -> list[str]:
+    """``offsets/`` or ``commits/``: the newest few, the one below the newest, and the id the
+    other log ends at (a restart compares them)."""
+    ids = sorted(log.batches)
+    if deep:
+        return [log.batches[i].path for i in ids]
+    chosen = set(_newest(ids, NEWEST_FEW))
+    if ids:
+        latest = ids[-1]
+        below = [i for i in ids[-NEWEST_FEW - 1 :] if i < latest]
+        if below:
+            chosen.add(below[-1])
+        if other.batches:
+            k = max(other.batches)
+            if k in log.batches:
+                chosen.add(k)
+    return [log.batches[i].path for i in sorted(chosen)]
+
+
+def _source_reads(src: LogIndex, deep: bool) -> list[str]:
+    """``sources/<n>/``: batch 0 (initial offsets, rate start), the newest file and newest compact."""
+    if deep:
+        return [src.batches[i].path for i in sorted(src.batches)] + [
+            src.compacts[i].path for i in sorted(src.compacts)
+        ]
+    paths = [src.batches[0].path] if 0 in src.batches else []
+    for i in _newest(sorted(set(src.batches) | set(src.compacts)), 1):
+        if i in src.batches and i != 0:
+            paths.append(src.batches[i].path)
+        if i in src.compacts:
+            paths.append(src.compacts[i].path)
+    if src.compacts:
+        paths.append(src.compacts[max(src.compacts)].path)
+    return paths
+
+
+def _state_reads(layout: Layout) -> list[str]:
+    """Operator metadata, schema headers, the RocksDB zips a restart loads and the heads of the
+    data files of the version it loads."""
+    load_version = _expected_next_batch(layout)
+    paths: list[str] = []
+    for op in layout.operators.values():
+        if op.metadata is not None:
+            paths.append(op.metadata.path)
+        for store in op.stores.values():
+            if store.schema is not None:
+                paths.append(store.schema.path)
+            paths.extend(_rocksdb_zip_reads(store, load_version))
+            paths.extend(_state_data_reads(store, load_version))
+    return paths
+
+
+def _sink_reads(sink: LogIndex, deep: bool) -> list[str]:
+    """``_spark_metadata/``: every file, or the newest batch file and the newest compact."""
+    ids, compacts = sorted(sink.batches), sorted(sink.compacts)
+    if not deep:
+        ids, compacts = _newest(ids, 1), _newest(compacts, 1)
+    return [sink.batches[i].path for i in ids] + [sink.compacts[i].path for i in compacts]
+
+
+def plan_reads(
+    layout: Layout, depth: str = DEFAULT_DEPTH, sink: LogIndex | None = None
+) -> tuple[list[str], list[str]]:
     """Return (checkpoint paths, sink-log paths) to read for a snapshot of this depth.
 
     Default depth reads what a restart reads (``metadata``; ``offsets/L``, ``offsets/L-1`` or the
@@ -407,57 +525,14 @@ def plan_reads(layout: Layout, depth: str = DEFAULT_DEPTH, sink: LogIndex | None
     RocksDB the zips a restart would load. The count does not grow with retained batches.
     ``deep`` reads every batch file of every log.
     """
-    paths: list[str] = []
-    if layout.metadata is not None:
-        paths.append("metadata")
     deep = depth == DEEP
-    for log in (layout.offsets, layout.commits):
-        ids = sorted(log.batches)
-        chosen = set(ids) if deep else set(_newest(ids, NEWEST_FEW))
-        if ids and not deep:
-            latest = ids[-1]
-            below = [i for i in ids[-NEWEST_FEW - 1 :] if i < latest]
-            if below:
-                chosen.add(below[-1])
-            other = layout.commits if log is layout.offsets else layout.offsets
-            if other.batches:
-                k = max(other.batches)
-                if k in log.batches:
-                    chosen.add(k)
-        paths.extend(log.batches[i].path for i in sorted(chosen))
+    paths = ["metadata"] if layout.metadata is not None else []
+    paths += _log_reads(layout.offsets, layout.commits, deep)
+    paths += _log_reads(layout.commits, layout.offsets, deep)
     for src in layout.sources.values():
-        ids = sorted(set(src.batches) | set(src.compacts))
-        if deep:
-            paths.extend(src.batches[i].path for i in sorted(src.batches))
-            paths.extend(src.compacts[i].path for i in sorted(src.compacts))
-        else:
-            if 0 in src.batches:
-                paths.append(src.batches[0].path)
-            for i in _newest(ids, 1):
-                if i in src.batches and i != 0:
-                    paths.append(src.batches[i].path)
-                if i in src.compacts:
-                    paths.append(src.compacts[i].path)
-            if src.compacts:
-                paths.append(src.compacts[max(src.compacts)].path)
-    load_version = _expected_next_batch(layout)
-    for op in layout.operators.values():
-        if op.metadata is not None:
-            paths.append(op.metadata.path)
-        for store in op.stores.values():
-            if store.schema is not None:
-                paths.append(store.schema.path)
-            paths.extend(_rocksdb_zip_reads(store, load_version))
-    sink_paths: list[str] = []
-    if sink is not None:
-        ids = sorted(sink.batches)
-        compacts = sorted(sink.compacts)
-        if deep:
-            sink_paths.extend(sink.batches[i].path for i in ids)
-            sink_paths.extend(sink.compacts[i].path for i in compacts)
-        else:
-            sink_paths.extend(sink.batches[i].path for i in _newest(ids, 1))
-            sink_paths.extend(sink.compacts[i].path for i in _newest(compacts, 1))
+        paths += _source_reads(src, deep)
+    paths += _state_reads(layout)
+    sink_paths = _sink_reads(sink, deep) if sink is not None else []
     return list(dict.fromkeys(paths)), list(dict.fromkeys(sink_paths))
 
 
@@ -490,6 +565,8 @@ def _parse(
         return None, None
     data = contents[key]
     shown = prefix + f.path
+    if isinstance(data, FileTooLargeError):
+        return None, ParseFailure(shown, TOO_LARGE, data.reason)
     if isinstance(data, StorageError):
         return None, ParseFailure(shown, UNREADABLE, data.reason)
     try:
@@ -520,7 +597,9 @@ def _log(
     )
 
 
-def _record(parser: Callable[..., T], f: FileStat | None, contents: Mapping[str, Content]) -> FileRecord[T] | None:
+def _record(
+    parser: Callable[..., T], f: FileStat | None, contents: Mapping[str, Content]
+) -> FileRecord[T] | None:
     if f is None:
         return None
     rec, fail = _parse(parser, f, contents)
@@ -531,16 +610,23 @@ def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
     kinds: dict[str, list[int]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
     v2: dict[str, list[tuple[int, str]]] = {"zip": [], "changelog": []}
     zip_meta = []
+    headers = []
     for parsed, name in store.data:
         if parsed.unique_id is None:
             kinds[parsed.kind].append(parsed.version)
         else:
             v2[parsed.kind].append((parsed.version, parsed.unique_id))
         path = f"{store.path}/{name}"
-        if parsed.kind == "zip" and path in contents:
+        if path not in contents:
+            continue
+        if parsed.kind == "zip":
             rec = _record(parse_rocksdb_zip_metadata, FileStat(path, 0), contents)
             if rec is not None:
                 zip_meta.append((name, rec))
+        else:
+            head = _record(parse_state_data_header, FileStat(path, 0), contents)
+            if head is not None:
+                headers.append((name, head))
     return StateStore(
         operator_id=store.operator_id,
         partition_id=store.partition_id,
@@ -558,6 +644,7 @@ def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
         total_bytes=store.total_bytes,
         zip_metadata=tuple(sorted(zip_meta, key=lambda x: x[0])),
         schema=_record(parse_schema_header, store.schema, contents),
+        data_headers=tuple(sorted(headers, key=lambda x: x[0])),
     )
 
 
@@ -589,7 +676,8 @@ def assemble_snapshot(
     for op_id in sorted(layout.operators):
         op = layout.operators[op_id]
         stores = tuple(
-            _store(op.stores[k], contents) for k in sorted(op.stores, key=lambda k: (k[1] != "default", k[1], k[0]))
+            _store(op.stores[k], contents)
+            for k in sorted(op.stores, key=lambda k: (k[1] != "default", k[1], k[0]))
         )
         operators.append(
             StateOperator(
@@ -650,7 +738,7 @@ def simulate_changes(
     files = [f for f in snapshot.files if f.path not in gone and f.path not in new_files]
     files += [FileStat(p, len(d), None) for p, d in new_files.items()]
     files.sort(key=lambda f: f.path)
-    dirs = set(snapshot.dirs)
+    dirs = set(snapshot.dirs) - gone  # a removed directory (a plan's remove-dir step) is gone too
     for p in new_files:
         parent = p.rpartition("/")[0]
         while parent:
@@ -662,8 +750,8 @@ def simulate_changes(
     sink_arg = None
     if snapshot.sink is not None:
         prefix = "_spark_metadata/"
-        sink_gone = {p[len(prefix):] for a, p in removed if a == "sink"}
-        sink_new = {p[len(prefix):]: d for (a, p), d in added.items() if a == "sink"}
+        sink_gone = {p[len(prefix) :] for a, p in removed if a == "sink"}
+        sink_new = {p[len(prefix) :]: d for (a, p), d in added.items() if a == "sink"}
         sink_files = [e.file for e in snapshot.sink.log.entries if e.file.path not in sink_gone]
         sink_files += [FileStat(p, len(d), None) for p, d in sink_new.items()]
         sink_contents: dict[str, Content] = {k: v for k, v in snapshot.sink_raw.items() if k not in sink_gone}

@@ -17,7 +17,9 @@ Rules (reference §2, §6, §9, §15.1):
 
 from __future__ import annotations
 
+import bisect
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +211,7 @@ def _index_log_file(log: LogIndex, f: FileStat, rest: list[str], layout: Layout,
 
 
 def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
-    # parts = ["state", op, ...]
+    """Index one file below ``state/`` by the general rules (``parts`` = ``["state", op, ...]``)."""
     op_id = java_parse_int(parts[1]) if len(parts) > 2 else None
     if op_id is None or parts[1] != str(op_id):
         if parts[-1].startswith(".") and parts[-1].endswith(".crc"):
@@ -223,33 +225,49 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     op.file_count += 1
     op.total_bytes += f.size
     name = parts[-1]
-    if name[:1] == ".":
-        if name.endswith(".crc"):
-            layout.hadoop_crcs.add(f.path)
-            return
-        target = temp_target(name)
-        if target is not None:
-            layout.temps.append((f, f.path.rpartition("/")[0] + "/" + target))
-            return
+    if name[:1] == "." and _index_hidden_state_file(layout, f, name):
+        return
     second = parts[2]
     if second == "_metadata":
-        if len(parts) == 4 and name == "metadata":
-            op.metadata = f
-            return
-        if len(parts) == 5 and parts[3] == "v2":
-            bid = java_parse_long(name)
-            if bid is not None:
-                op.metadata_v2[bid] = f
-                return
-        op.other.append(f)
-        return
-    if second == "_stateSchema":
+        _index_operator_metadata(op, f, parts)
+    elif second == "_stateSchema":
         op.state_schema_files.append(f)
+    else:
+        part_id = java_parse_int(second)
+        if part_id is None or second != str(part_id) or len(parts) < 4:
+            op.other.append(f)
+        else:
+            _index_store_file(op, f, parts, part_id)
+
+
+def _index_hidden_state_file(layout: Layout, f: FileStat, name: str) -> bool:
+    """Index a Hadoop ``.crc`` or a ``createAtomic`` temp file; return whether it was one."""
+    if name.endswith(".crc"):
+        layout.hadoop_crcs.add(f.path)
+        return True
+    target = temp_target(name)
+    if target is not None:
+        layout.temps.append((f, f.path.rpartition("/")[0] + "/" + target))
+        return True
+    return False
+
+
+def _index_operator_metadata(op: OperatorIndex, f: FileStat, parts: list[str]) -> None:
+    """``state/<op>/_metadata/metadata`` (v1) or ``state/<op>/_metadata/v2/<batch>`` (v2)."""
+    name = parts[-1]
+    if len(parts) == 4 and name == "metadata":
+        op.metadata = f
         return
-    part_id = java_parse_int(second)
-    if part_id is None or second != str(part_id) or len(parts) < 4:
-        op.other.append(f)
-        return
+    if len(parts) == 5 and parts[3] == "v2":
+        bid = java_parse_long(name)
+        if bid is not None:
+            op.metadata_v2[bid] = f
+            return
+    op.other.append(f)
+
+
+def _index_store_file(op: OperatorIndex, f: FileStat, parts: list[str], part_id: int) -> None:
+    """A file of ``state/<op>/<part>/[<store>/]``: data, checksum, SST, WAL log or schema."""
     op.partition_dirs.add(part_id)
     rest = parts[3:]
     store_name = "default"
@@ -260,9 +278,10 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     store = op.stores.get(key)
     if store is None:
         base = "/".join(parts[:4]) if store_name != "default" else "/".join(parts[:3])
-        store = op.stores[key] = StoreIndex(op_id, part_id, store_name, base)
+        store = op.stores[key] = StoreIndex(op.operator_id, part_id, store_name, base)
     store.file_count += 1
     store.total_bytes += f.size
+    name = parts[-1]
     if len(rest) == 1:
         parsed = parse_state_file_name(name)
         if parsed is not None:
@@ -271,22 +290,19 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
             store.spark_checksums += 1
         else:
             store.other.append(f)
-        return
-    if rest[0] == "logs" and len(rest) == 2:
+    elif rest[0] == "logs" and len(rest) == 2:
         store.wal_logs.append(f)
-        return
-    if rest[0] == "SSTs" and len(rest) == 2:
+    elif rest[0] == "SSTs" and len(rest) == 2:
         if name.endswith(".sst"):
             store.ssts.append(f)
         elif name.endswith(".crc"):
             store.spark_checksums += 1
         else:
             store.other.append(f)
-        return
-    if rest[0] == "_metadata" and rest[1:] == ["schema"]:
+    elif rest[0] == "_metadata" and rest[1:] == ["schema"]:
         store.schema = f
-        return
-    store.other.append(f)
+    else:
+        store.other.append(f)
 
 
 class _StoreDir:
@@ -547,3 +563,19 @@ def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
             d = by_dir[parent]
             out.append((d.stat(d.names.index(name)), target_path))
     return sorted(out, key=lambda x: x[0].path)
+
+
+def listed_sizes(listing: Listing, paths: Iterable[str]) -> dict[str, int]:
+    """Return the listed size of each of ``paths`` that the listing holds (a few lookups per path:
+    every directory's names are sorted)."""
+    by_dir = {d.path: d for d in listing.columns}
+    out: dict[str, int] = {}
+    for path in paths:
+        parent, _, name = path.rpartition("/")
+        d = by_dir.get(parent)
+        if d is None:
+            continue
+        i = bisect.bisect_left(d.names, name)
+        if i < len(d.names) and d.names[i] == name:
+            out[path] = d.sizes[i]
+    return out

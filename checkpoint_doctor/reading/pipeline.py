@@ -1,0 +1,186 @@
+"""Load a :class:`~checkpoint_doctor.reading.snapshot.CheckpointSnapshot` from storage: the I/O edge.
+
+One recursive listing of the checkpoint (and, with a sink path, one of ``_spark_metadata``), then one
+batch of reads chosen by :func:`~checkpoint_doctor.reading.snapshot.plan_reads`, each bounded by
+:data:`~checkpoint_doctor.reading.snapshot.MAX_FILE_BYTES`, then pure assembly. Reading never writes.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError
+from checkpoint_doctor.model import Listing
+from checkpoint_doctor.reading.layout import LogIndex, index_listing, index_sink_listing, listed_sizes
+from checkpoint_doctor.reading.snapshot import (
+    DATA_HEAD_BYTES,
+    DEFAULT_DEPTH,
+    MAX_FILE_BYTES,
+    CheckpointSnapshot,
+    Content,
+    SinkLog,
+    assemble_snapshot,
+    follow_up_reads,
+    head_only,
+    plan_reads,
+)
+from checkpoint_doctor.reading.storage import Storage, first_failure, open_storage, translate_error
+
+#: What ``assemble_snapshot`` takes for a file sink: its URL, its log's index and the files read.
+SinkArg = tuple[str, LogIndex, Mapping[str, Any]]
+SINK_LOG = "_spark_metadata"
+
+
+def load_snapshot(
+    store: Storage,
+    *,
+    depth: str = DEFAULT_DEPTH,
+    sink_store: Storage | None = None,
+) -> CheckpointSnapshot:
+    """List and read a checkpoint (and optionally a file sink's log) into one snapshot.
+
+    Raises:
+        StorageError: the checkpoint itself cannot be listed (missing, not a directory, denied,
+            no credentials, unreachable), a directory inside it cannot be listed (named), or not
+            one of the files it needs could be read. Unreadable single files are recorded in the
+            snapshot, not raised.
+    """
+    return snapshot_from_listing(store, store.list_tree(), depth=depth, sink_store=sink_store)
+
+
+def check_listed(store: Storage, listing: Listing) -> None:
+    """Raise the error of the first directory the listing could not list, naming it.
+
+    A snapshot with a hole where a directory could not be listed would look like a checkpoint
+    missing files (state lost, batches gone): it is not assembled at all.
+
+    Raises:
+        StorageError: the directory's failure (AccessDeniedError for a permission problem).
+    """
+    if listing.unlisted:
+        rel, code = listing.unlisted[0]
+        raise translate_error(OSError(code, os.strerror(code)), store.url_of(rel), "list")
+
+
+def read_bounded(store: Storage, listing: Listing, paths: Sequence[str]) -> dict[str, Content]:
+    """Read ``paths``: a file listed over :data:`MAX_FILE_BYTES` is not requested at all, the
+    others are read with that bound (a file that grew since the listing stops there too), and of
+    a state data file only its head (:data:`DATA_HEAD_BYTES`)."""
+    sizes = listed_sizes(listing, paths)
+    heads = [p for p in paths if head_only(p)]
+    over = {p for p in paths if sizes.get(p, 0) > MAX_FILE_BYTES and not head_only(p)}
+    read = store.read_many([p for p in paths if p not in over and not head_only(p)], max_bytes=MAX_FILE_BYTES)
+    if heads:
+        read.update(store.read_heads(heads, DATA_HEAD_BYTES))
+    return {
+        p: FileTooLargeError(store.url_of(p), sizes[p], MAX_FILE_BYTES) if p in over else read[p]
+        for p in paths
+    }
+
+
+def raise_if_all_failed(contents: Mapping[str, Content]) -> None:
+    """Raise the first error when every file failed to read (none of them for being too large):
+    the checkpoint vanished after the listing, or reads are denied as a whole. That is the
+    checkpoint's error, not a finding."""
+    failure = first_failure({k: v for k, v in contents.items() if not isinstance(v, FileTooLargeError)})
+    if failure is not None:
+        raise failure
+
+
+def snapshot_from_listing(
+    store: Storage,
+    listing: Listing,
+    *,
+    depth: str = DEFAULT_DEPTH,
+    sink_store: Storage | None = None,
+) -> CheckpointSnapshot:
+    """Read what a snapshot needs from a listing already made (an audit lists a whole fleet once).
+
+    Raises:
+        StorageError: a directory of the listing could not be listed, or every file the snapshot
+            needed failed to read (the checkpoint vanished after the listing, or reads are denied
+            as a whole); partial failures are recorded.
+    """
+    check_listed(store, listing)
+    layout = index_listing(listing)
+    sink = _sink_log(sink_store) if sink_store is not None else None
+    paths, sink_paths = plan_reads(layout, depth, sink[1] if sink is not None else None)
+    sink_arg = None
+    if sink_store is not None and sink is not None:
+        meta, index, sink_listing = sink
+        sink_arg = (sink_store.url, index, read_bounded(meta, sink_listing, sink_paths))
+    contents = read_bounded(store, listing, paths)
+    raise_if_all_failed(contents)
+    snapshot = assemble_snapshot(store.url, layout, contents, depth=depth, sink=sink_arg)
+    extra = follow_up_reads(snapshot)
+    if extra:
+        contents = {**contents, **read_bounded(store, listing, extra)}
+        snapshot = assemble_snapshot(store.url, layout, contents, depth=depth, sink=sink_arg)
+    return snapshot
+
+
+def _list_log(log_store: Storage) -> Listing:
+    """List a file sink's ``_spark_metadata`` (a missing one lists empty; a hole is an error)."""
+    try:
+        listing = log_store.list_tree()
+    except CheckpointNotFoundError:
+        listing = Listing((), ())
+    check_listed(log_store, listing)
+    return listing
+
+
+def _sink_log(sink_store: Storage) -> tuple[Storage, LogIndex, Listing]:
+    """List a file sink's ``_spark_metadata`` for a snapshot (``exists`` set for an empty one)."""
+    meta = sink_store.child(SINK_LOG)
+    listing = _list_log(meta)
+    index = index_sink_listing(listing)
+    if not listing.files and not listing.dirs:
+        index.exists = meta.exists("")
+    return meta, index, listing
+
+
+def read_sink(store: Storage, log_listing: Listing | None = None) -> tuple[SinkLog, SinkArg, int]:
+    """Read a file sink output's ``_spark_metadata`` log: what a restart's checks need of it.
+
+    ``log_listing`` is the listing of ``_spark_metadata/`` when already made (an audit's slice), else
+    the log is listed. Returns the log, the ``sink`` argument of ``assemble_snapshot`` and the number
+    of files read.
+
+    Raises:
+        StorageError: a directory of the log could not be listed, or every file to read failed.
+    """
+    log_store = store.child(SINK_LOG)
+    if log_listing is None:
+        log_listing = _list_log(log_store)
+    else:
+        check_listed(log_store, log_listing)
+    index = index_sink_listing(log_listing)
+    _, sink_paths = plan_reads(index_listing(Listing((), ())), DEFAULT_DEPTH, index)
+    contents = read_bounded(log_store, log_listing, sink_paths)
+    raise_if_all_failed(contents)
+    arg: SinkArg = (store.url, index, contents)
+    sink = assemble_snapshot(store.url, index_listing(Listing((), ())), {}, sink=arg).sink
+    assert sink is not None
+    return sink, arg, len(contents)
+
+
+def attach_sink(snapshot: CheckpointSnapshot, sink: SinkArg) -> CheckpointSnapshot:
+    """Return the snapshot with a file sink's log read by :func:`read_sink` (nothing is read again)."""
+    return assemble_snapshot(
+        snapshot.root, index_listing(snapshot.listing), snapshot.raw, depth=snapshot.depth, sink=sink
+    )
+
+
+def load_checkpoint(
+    url: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    depth: str = DEFAULT_DEPTH,
+    sink_path: str | None = None,
+) -> CheckpointSnapshot:
+    """Open a checkpoint URL (and optional sink path) and load its snapshot."""
+    store = open_storage(url, storage_options)
+    sink_store = open_storage(sink_path, storage_options) if sink_path else None
+    return load_snapshot(store, depth=depth, sink_store=sink_store)

@@ -1,0 +1,49 @@
+"""Storage: the only code that talks to the local disk, fsspec and s3fs.
+
+:func:`open_storage` turns a URL (a plain path, ``file://``, ``s3://``, ``s3a://``, ``memory://`` or
+any fsspec protocol) into a :class:`Storage`: :class:`LocalStorage` for the local disk (an
+``os.scandir`` walk, bounded reads, atomic writes, create-exclusive by ``link``) or
+:class:`FsspecStorage` for everything else (public fsspec API; S3 with bounded timeouts and retries
+and create-exclusive by ``If-None-Match: *``). Both speak in paths relative to their root and
+translate every backend error into the project's exceptions, naming the URL and what to do; nothing
+above this package sees an ``OSError`` or a botocore exception.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from checkpoint_doctor.reading.storage.base import Storage, first_failure
+from checkpoint_doctor.reading.storage.errors import split_protocol, translate_error
+from checkpoint_doctor.reading.storage.local import LocalStorage, open_local, printable_name
+from checkpoint_doctor.reading.storage.options import S3_PROTOCOLS, parse_storage_options
+from checkpoint_doctor.reading.storage.remote import FsspecStorage, open_fsspec, open_s3
+
+__all__ = [
+    "FsspecStorage",
+    "LocalStorage",
+    "Storage",
+    "first_failure",
+    "open_storage",
+    "parse_storage_options",
+    "printable_name",
+    "translate_error",
+]
+
+
+def open_storage(url: str, storage_options: Mapping[str, Any] | None = None) -> Storage:
+    """Open the storage behind a URL or local path (no request is sent).
+
+    Raises:
+        MissingDependencyError: the protocol's fsspec backend is not installed (names the extra).
+        UsageError: the protocol is unknown.
+        StorageError: the backend could not be set up.
+    """
+    options = dict(storage_options or {})
+    protocol, rest = split_protocol(url)
+    if protocol == "file":
+        return open_local(url, rest)
+    if protocol in S3_PROTOCOLS:
+        return open_s3(url, rest, options)
+    return open_fsspec(url, protocol, options)

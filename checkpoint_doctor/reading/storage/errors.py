@@ -1,0 +1,201 @@
+"""Backend exceptions become the project's :class:`~checkpoint_doctor.errors.StorageError` family.
+
+Failures are recognised by exception type (``isinstance`` against the built-in ``OSError`` family
+and, when installed, botocore's and aiohttp's exception classes) and by the S3 error code a
+botocore ``ClientError`` carries, never by class names or message text. Every translated error
+names the URL and says what to do; none quotes a storage option (credentials stay out of messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import socket
+from collections.abc import Iterator, Mapping
+
+from checkpoint_doctor.errors import (
+    AccessDeniedError,
+    CheckpointNotFoundError,
+    CredentialsError,
+    EndpointUnreachableError,
+    MissingDependencyError,
+    NotADirectoryStorageError,
+    StorageError,
+    TargetExistsError,
+)
+
+#: protocol -> (checkpoint-doctor extra, package): the extras setup.cfg declares for fsspec backends.
+EXTRA_FOR_PROTOCOL = {
+    "s3": ("s3", "s3fs"),
+    "s3a": ("s3", "s3fs"),
+    "gs": ("gcs", "gcsfs"),
+    "gcs": ("gcs", "gcsfs"),
+}
+
+#: S3 error codes of credentials the service rejected.
+_REJECTED_CREDENTIALS = frozenset(
+    {
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "InvalidToken",
+        "ExpiredToken",
+        "TokenRefreshRequired",
+        "InvalidClientTokenId",
+    }
+)
+_DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "Forbidden", "403"})
+#: How far down ``__cause__``/``__context__`` to look for the original failure.
+_CHAIN_DEPTH = 8
+
+NO_CREDENTIALS_HINT = (
+    "set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or pass --storage-option key=... secret=..."
+)
+TIMEOUT_HINT = (
+    "check the endpoint; if it is only slow, raise --storage-option config_kwargs.read_timeout=SECONDS "
+    "(and config_kwargs.connect_timeout)"
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _kinds() -> dict[str, tuple[type[BaseException], ...]]:
+    """Return the exception classes per failure kind, with the optional backends' own classes."""
+    no_credentials: list[type[BaseException]] = []
+    timeouts: list[type[BaseException]] = [TimeoutError, asyncio.TimeoutError, socket.timeout]
+    unreachable: list[type[BaseException]] = [ConnectionError, socket.gaierror]
+    with contextlib.suppress(ImportError):
+        from fsspec.exceptions import FSTimeoutError
+
+        timeouts.append(FSTimeoutError)
+    with contextlib.suppress(ImportError):
+        from botocore import exceptions as boto
+
+        no_credentials += [
+            boto.NoCredentialsError,
+            boto.PartialCredentialsError,
+            boto.CredentialRetrievalError,
+        ]
+        timeouts += [boto.ConnectTimeoutError, boto.ReadTimeoutError]
+        unreachable += [boto.EndpointConnectionError, boto.ConnectionClosedError, boto.ConnectionError]
+    with contextlib.suppress(ImportError):
+        import aiohttp
+
+        timeouts.append(aiohttp.ServerTimeoutError)
+        unreachable.append(aiohttp.ClientConnectionError)
+    return {
+        "no_credentials": tuple(no_credentials),
+        "timeout": tuple(timeouts),
+        "unreachable": tuple(unreachable),
+    }
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    current: BaseException | None = exc
+    for _ in range(_CHAIN_DEPTH):
+        if current is None:
+            return
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _any_is(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseException | None:
+    return next((e for e in _chain(exc) if kinds and isinstance(e, kinds)), None)
+
+
+def error_code(exc: BaseException) -> str | None:
+    """Return the service error code (botocore ``ClientError``) found in the exception chain."""
+    for current in _chain(exc):
+        response = getattr(current, "response", None)
+        if isinstance(response, Mapping):
+            error = response.get("Error")
+            code = error.get("Code") if isinstance(error, Mapping) else None
+            if code:
+                return str(code)
+    return None
+
+
+def _first_line(exc: BaseException, limit: int = 200) -> str:
+    text = str(exc) or type(exc).__name__
+    return text.splitlines()[0][:limit] if text.strip() else type(exc).__name__
+
+
+def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
+    """Map a backend exception to the project's :class:`StorageError` family."""
+    if isinstance(exc, StorageError):
+        return exc
+    kinds = _kinds()
+    code = error_code(exc)
+    if _any_is(exc, kinds["no_credentials"]) is not None:
+        return CredentialsError(url, op, "no credentials found", hint=NO_CREDENTIALS_HINT)
+    if code in _REJECTED_CREDENTIALS:
+        return CredentialsError(
+            url,
+            op,
+            f"the credentials were rejected ({code})",
+            hint="check the access key, secret and session token (AWS_* variables, AWS_PROFILE or --storage-option key=... secret=...)",
+        )
+    if isinstance(exc, FileNotFoundError):
+        if code == "NoSuchBucket":
+            return CheckpointNotFoundError(
+                url, op, "no such bucket", hint="check the bucket name and the endpoint"
+            )
+        return CheckpointNotFoundError(url, op, "no such file or directory", hint="check the path")
+    if isinstance(exc, NotADirectoryError):
+        return NotADirectoryStorageError(
+            url, op, "it is a file, not a directory", hint="pass the checkpoint directory"
+        )
+    if isinstance(exc, PermissionError) or code in _DENIED:
+        return AccessDeniedError(
+            url, op, "access denied", hint="check the permissions or bucket policy for this path"
+        )
+    timeout = _any_is(exc, kinds["timeout"])
+    if timeout is not None:
+        return EndpointUnreachableError(
+            url, op, f"no answer within the timeout ({_first_line(timeout, 160)})", hint=TIMEOUT_HINT
+        )
+    unreachable = _any_is(exc, kinds["unreachable"])
+    if unreachable is not None:
+        return EndpointUnreachableError(
+            url,
+            op,
+            f"endpoint unreachable ({_first_line(unreachable, 160)})",
+            hint="check the network and --storage-option endpoint_url",
+        )
+    if isinstance(exc, FileExistsError):
+        return TargetExistsError(url, op, "the target already exists")
+    return StorageError(url, op, f"{type(exc).__name__}: {_first_line(exc)}")
+
+
+@contextlib.contextmanager
+def translated(url: str, op: str) -> Iterator[None]:
+    """Translate any backend exception raised inside the block (ImportError: a missing backend)."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except ImportError as exc:
+        raise missing_dependency(url, exc) from exc
+    except Exception as exc:
+        raise translate_error(exc, url, op) from exc
+
+
+def split_protocol(url: str) -> tuple[str, str]:
+    """Return ``(protocol, rest)``; a plain path is ``("file", path)``."""
+    if "://" in url:
+        protocol, _, rest = url.partition("://")
+        return protocol.lower(), rest
+    return "file", url
+
+
+def missing_dependency(url: str, exc: ImportError) -> MissingDependencyError:
+    """Name the URL, the package that is missing and how to install it."""
+    protocol = split_protocol(url)[0]
+    known = EXTRA_FOR_PROTOCOL.get(protocol)
+    if known is not None:
+        return MissingDependencyError(url, *known)
+    cause = exc.__cause__ if isinstance(exc.__cause__, ImportError) else None
+    module = (exc.name or (cause.name if cause is not None else None) or protocol).partition(".")[0]
+    error = MissingDependencyError(url, "", module)
+    # No checkpoint-doctor extra installs it: point at the package itself.
+    error.hint = f"install it with: pip install {module}"
+    return error

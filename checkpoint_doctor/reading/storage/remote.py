@@ -1,0 +1,249 @@
+"""Any fsspec file system (s3fs for ``s3://``/``s3a://``, ``memory://``, gcsfs...), through public
+fsspec API only: ``find``, ``cat``/``cat_file`` with a byte range, ``info``, ``pipe_file``, ``rm``.
+
+S3 is opened with bounded timeouts and retries (:data:`~checkpoint_doctor.reading.storage.options.
+S3_CONFIG_DEFAULTS`) and creates exclusively with ``PutObject`` ``If-None-Match: *``.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from checkpoint_doctor.errors import FileTooLargeError, StorageError, UsageError
+from checkpoint_doctor.model import FileStat, Listing
+from checkpoint_doctor.reading.storage.base import RootedPaths
+from checkpoint_doctor.reading.storage.errors import (
+    error_code,
+    missing_dependency,
+    translate_error,
+    translated,
+)
+from checkpoint_doctor.reading.storage.options import S3FS_ATTEMPTS, with_s3_defaults
+
+
+class FsspecStorage(RootedPaths):
+    """A directory (or key prefix) on an fsspec file system."""
+
+    is_local = False
+
+    def __init__(self, url: str, fs: Any, root: str, protocol: str, *, atomic_create: bool) -> None:
+        self.url = url
+        self.fs = fs
+        self.root = root.rstrip("/") if root not in ("/", "") else root
+        self.protocol = protocol
+        self.atomic_create = atomic_create
+
+    def child(self, rel: str) -> FsspecStorage:
+        """Return the storage rooted at a subdirectory (same client)."""
+        return FsspecStorage(
+            self.url_of(rel), self.fs, self.full_path(rel), self.protocol, atomic_create=self.atomic_create
+        )
+
+    def resolved_root(self) -> tuple[str, str]:
+        """Return the protocol and the root path (``bucket/prefix`` on S3)."""
+        return self.protocol, self.root.strip("/")
+
+    # ----------------------------------------------------------------------------- listing
+    def _relative(self, path: str) -> str | None:
+        norm = path.rstrip("/")
+        for prefix in (self.root.rstrip("/") + "/", self.root.strip("/") + "/"):
+            if norm.startswith(prefix):
+                return norm[len(prefix) :]
+        return None
+
+    def list_tree(self) -> Listing:
+        """List every file below the root in one recursive ``find`` (s3fs: one ListObjectsV2 per
+        1,000 keys)."""
+        with translated(self.url, "list"):
+            found = self.fs.find(self.root, withdirs=True, detail=True)
+            files: list[FileStat] = []
+            dirs: set[str] = set()
+            for path, info in found.items():
+                rel = self._relative(path)
+                if not rel:
+                    continue
+                if info.get("type") == "directory":
+                    dirs.add(rel)
+                else:
+                    files.append(FileStat(rel, int(info.get("size") or 0), _mtime_ms(info), _etag(info)))
+            # Object stores have no directories: derive them from the keys so that prefixes and
+            # real directories look alike to the layer above.
+            complete: set[str] = set()  # directories whose ancestors are all in ``dirs``
+            for path in [*(f.path for f in files), *dirs]:
+                parent = posixpath.dirname(path)
+                while parent and parent not in complete:
+                    dirs.add(parent)
+                    complete.add(parent)
+                    parent = posixpath.dirname(parent)
+            # An empty listing: fs.info raises FileNotFoundError when the root is missing (a prefix
+            # with no key below it), and tells a file from an empty directory.
+            if not files and not dirs and self.fs.info(self.root).get("type") != "directory":
+                raise NotADirectoryError(self.root)
+            files.sort(key=lambda f: f.path)
+            return Listing(tuple(files), tuple(sorted(dirs)))
+
+    # ----------------------------------------------------------------------------- reading
+    def read(self, rel: str, *, max_bytes: int | None = None) -> bytes:
+        """Return the bytes of one file; with ``max_bytes``, one ranged GET of ``max_bytes + 1``."""
+        url = self.url_of(rel)
+        with translated(url, "read"):
+            if max_bytes is None:
+                return bytes(self.fs.cat_file(self.full_path(rel)))
+            try:
+                data = bytes(self.fs.cat_file(self.full_path(rel), start=0, end=max_bytes + 1))
+            except OSError as exc:
+                if not _empty_object(exc):
+                    raise
+                data = b""
+        if len(data) > max_bytes:
+            raise FileTooLargeError(url, len(data), max_bytes)
+        return data
+
+    def _read_all(
+        self, rels: Iterable[str], max_bytes: int | None, *, head: bool
+    ) -> dict[str, bytes | StorageError]:
+        # One ``cat``: on s3fs the GETs (ranged when bounded) run concurrently.
+        paths = list(dict.fromkeys(rels))
+        out: dict[str, bytes | StorageError] = {}
+        if not paths:
+            return out
+        full = [self.full_path(r) for r in paths]
+        ranged: dict[str, Any] = {}
+        if max_bytes is not None:
+            ranged = {"start": 0, "end": max_bytes if head else max_bytes + 1}
+        with translated(self.url, "read"):
+            results = self.fs.cat(full, on_error="return", **ranged)
+        if not isinstance(results, Mapping):
+            results = {full[0]: results}
+        by_norm = {k.strip("/"): v for k, v in results.items()}
+        for rel, path in zip(paths, full, strict=True):
+            value = results.get(path, by_norm.get(path.strip("/")))
+            url = self.url_of(rel)
+            if isinstance(value, BaseException) and _empty_object(value):
+                out[rel] = b""
+            elif isinstance(value, BaseException) or value is None:
+                failure = value if isinstance(value, BaseException) else FileNotFoundError(path)
+                out[rel] = translate_error(failure, url, "read")
+            elif max_bytes is not None and len(value) > max_bytes and not head:
+                out[rel] = FileTooLargeError(url, len(value), max_bytes)
+            else:
+                out[rel] = bytes(value)
+        return out
+
+    def stat(self, rel: str) -> FileStat | None:
+        """Return the current stat of a file, or None (one HEAD on S3, never from a cache)."""
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "stat"):
+            self.fs.invalidate_cache(path)
+            try:
+                info = self.fs.info(path)
+            except FileNotFoundError:
+                return None
+            if info.get("type") == "directory":
+                return None
+            return FileStat(rel, int(info.get("size") or 0), _mtime_ms(info), _etag(info))
+
+    def exists(self, rel: str) -> bool:
+        """Return whether a file or a non-empty prefix exists at the path."""
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "stat"):
+            self.fs.invalidate_cache(path)
+            return bool(self.fs.exists(path))
+
+    # ----------------------------------------------------------------------------- changing
+    def write_exclusive(self, rel: str, data: bytes) -> None:
+        """Create a file that must not exist yet: ``pipe_file(mode="create")``.
+
+        On S3 that is one ``PutObject`` with ``If-None-Match: *``, which the service applies
+        atomically (of two racing creators one gets 412 PreconditionFailed) for objects under
+        100 MiB (s3fs uploads larger ones in parts, without the condition). Other fsspec backends
+        check, then write (``atomic_create`` is False for them).
+        """
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "write"):
+            self.fs.pipe_file(path, data, mode="create")
+            self.fs.invalidate_cache(path)
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Create or replace a file: one PUT."""
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "write"):
+            self.fs.pipe_file(path, data)
+            self.fs.invalidate_cache(path)
+
+    def delete(self, rel: str) -> None:
+        """Delete one file (an object store deletes a missing key silently: checked first)."""
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "delete"):
+            if not self.fs.exists(path):
+                raise FileNotFoundError(path)
+            self.fs.rm_file(path)
+            self.fs.invalidate_cache(path)
+
+    def delete_tree(self, rel: str) -> None:
+        """Delete every key below a prefix."""
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "delete"):
+            self.fs.rm(path, recursive=True)
+            self.fs.invalidate_cache(path)
+
+    def makedirs(self, rel: str) -> None:
+        """Create a directory (a no-op on object stores)."""
+        with translated(self.url_of(rel), "create"):
+            self.fs.makedirs(self.full_path(rel), exist_ok=True)
+
+
+def _empty_object(exc: BaseException) -> bool:
+    """Whether a ranged read from byte 0 failed only because the object is empty (S3 answers a
+    range on a 0-byte object with 416 InvalidRange)."""
+    return error_code(exc) == "InvalidRange"
+
+
+def _mtime_ms(info: Mapping[str, Any]) -> int | None:
+    for key in ("mtime", "LastModified", "last_modified", "created"):
+        value = info.get(key)
+        if value is None:
+            continue
+        if hasattr(value, "timestamp"):
+            return int(value.timestamp() * 1000)
+        try:
+            return int(float(value) * 1000)
+        except (TypeError, ValueError, OverflowError):
+            continue
+    return None
+
+
+def _etag(info: Mapping[str, Any]) -> str | None:
+    value = info.get("ETag") or info.get("etag")
+    return str(value).strip('"') if value else None
+
+
+def open_s3(url: str, rest: str, options: Mapping[str, Any]) -> FsspecStorage:
+    """Open ``s3://bucket/prefix`` (or ``s3a://``) with bounded timeouts and retries."""
+    try:
+        import s3fs
+    except ImportError as exc:
+        raise missing_dependency(url, exc) from exc
+    with translated(url, "open"):
+        fs = s3fs.S3FileSystem(**with_s3_defaults(options))
+    # s3fs's own retry loop wraps botocore's: one attempt, so that botocore's retries are the
+    # whole budget (fsspec may hand back a cached instance: setting it again is harmless).
+    fs.retries = S3FS_ATTEMPTS
+    return FsspecStorage(f"s3://{rest}".rstrip("/"), fs, rest.strip("/"), "s3", atomic_create=True)
+
+
+def open_fsspec(url: str, protocol: str, options: Mapping[str, Any]) -> FsspecStorage:
+    """Open any other protocol fsspec knows (``fsspec.core.url_to_fs``)."""
+    import fsspec
+    from fsspec.core import url_to_fs
+
+    if protocol not in fsspec.available_protocols():
+        raise UsageError(
+            f"unknown storage protocol {protocol!r} in {url}",
+            hint="use a local path, s3:// or another protocol fsspec knows",
+        )
+    with translated(url, "open"):
+        fs, root = url_to_fs(url, **options)
+    return FsspecStorage(url.rstrip("/") or url, fs, root, protocol, atomic_create=False)
