@@ -6,12 +6,21 @@
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis import checks_logs, checks_sink, checks_sources, checks_state, checks_writers
+from checkpoint_doctor.diagnosis import (
+    checks_logs,
+    checks_sink,
+    checks_source_files,
+    checks_sources,
+    checks_state,
+    checks_statefulness,
+    checks_writers,
+)
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.restart import predict_restart
 from checkpoint_doctor.diagnosis.versions import target
-from checkpoint_doctor.snapshot import CheckpointSnapshot
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 ALL_CHECKS = (
     checks_writers.check_live_writer,
@@ -27,23 +36,30 @@ ALL_CHECKS = (
     checks_sources.check_source_count,
     checks_sources.check_void_sources,
     checks_sources.check_source_identity,
+    checks_source_files.check_source_files,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
     checks_state.check_restorable_batch,
+    checks_statefulness.check_state_suspected,
     checks_sink.check_sink,
     checks_writers.check_debris,
     checks_writers.check_target,
 )
 
 
-def diagnose(snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = None) -> Diagnosis:
+def diagnose(
+    snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = None, facts: SnapshotFacts | None = None
+) -> Diagnosis:
     """Diagnose a snapshot for one Spark line and restart mode.
+
+    ``facts`` are the snapshot's target-independent facts, shared when one snapshot is diagnosed for
+    several cells (:mod:`checkpoint_doctor.diagnosis.matrix`); None derives them here.
 
     Raises:
         ValueError: for an unsupported Spark version string (the CLI validates it first).
     """
     opts = options or DiagnoseOptions()
-    ctx = Context(snapshot, target(opts.spark), opts)
+    ctx = Context(snapshot, target(opts.spark), opts, facts)
     prediction = predict_restart(ctx)
     findings: list[Finding] = []
     for check in ALL_CHECKS:
@@ -53,7 +69,7 @@ def diagnose(snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = Non
     if opts.mode is None:
         assumptions.append(f"restart mode {ctx.mode}: detected from the logs ({ctx.detected.evidence})")
     if opts.stateful is None and ctx.stateful is None:
-        assumptions.append("stateless query assumed (no state/ directory); pass --stateful if it has state")
+        assumptions.append(f"stateful operators: {ctx.facts.statefulness.text}")
     if opts.sources is None:
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:

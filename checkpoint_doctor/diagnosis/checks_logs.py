@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.ids import range_text
+from checkpoint_doctor.ids import id_range, range_text
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
 
 
@@ -21,14 +22,19 @@ def check_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Find
                 else "Spark " + ctx.target.line + " would silently start under a new query id"
             )
             yield Finding(
-                "CD001",
+                Code.METADATA_MISSING,
                 f"metadata is missing while offsets/ and commits/ hold batches; {effect}.",
                 paths=("metadata",),
                 details=(("crc_left_behind", ".metadata.crc" in snap.hadoop_crcs),),
             )
     elif snap.metadata.failure is not None:
         f = snap.metadata.failure
-        yield Finding("CD002", f"metadata cannot be read: {f.reason}.", paths=("metadata",), details=(("kind", f.kind),))
+        yield Finding(
+            Code.METADATA_UNREADABLE,
+            f"metadata cannot be read: {f.reason}.",
+            paths=("metadata",),
+            details=(("kind", f.kind),),
+        )
 
 
 def _restart_reads(ctx: Context) -> list[tuple[LogEntry[OffsetSeq] | LogEntry[CommitRecord], str]]:
@@ -75,7 +81,7 @@ def check_restart_files(ctx: Context, prediction: RestartPrediction) -> Iterator
         for entry in batch_log.entries:
             if entry.failure is not None and entry.file.path not in restart_paths:
                 yield Finding(
-                    "CD009",
+                    Code.LOG_FILE_UNREADABLE_HISTORY,
                     f"{entry.file.path} is damaged ({entry.failure.reason}); a restart does not read it.",
                     paths=(entry.file.path,),
                     batch_ids=(entry.batch_id,),
@@ -91,7 +97,7 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
         seq = entry.record
         if seq is not None and seq.metadata is None and seq.version == 1:
             yield Finding(
-                "CD008",
+                Code.OFFSETS_METADATA_LINE_EMPTY,
                 f"{entry.file.path} has an empty metadata line, as only continuous processing writes.",
                 paths=(entry.file.path,),
                 batch_ids=(entry.batch_id,),
@@ -101,8 +107,10 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
     md = seq.metadata if seq is not None else None
     if latest is not None and seq is not None and md is not None and not md.has_conf:
         fatal_state = ctx.stateful is True and ctx.legacy_state_formats_differ(seq)
-        fatal_43 = ctx.target.repartition_check and ctx.committed is not None and latest.batch_id > ctx.committed
-        code = "CD011" if (fatal_state or fatal_43) else "CD010"
+        fatal_43 = (
+            ctx.target.repartition_check and ctx.committed is not None and latest.batch_id > ctx.committed
+        )
+        code = Code.OFFSETS_WITHOUT_CONF_FATAL if (fatal_state or fatal_43) else Code.OFFSETS_WITHOUT_CONF
         why = (
             "; the state was written with newer state formats than the legacy defaults Spark falls back to"
             if fatal_state
@@ -130,7 +138,7 @@ def check_repartition_marker(ctx: Context, prediction: RestartPrediction) -> Ite
     b = cur.record.metadata.conf_value("spark.sql.shuffle.partitions")
     if a is not None and b is not None and a != b:
         yield Finding(
-            "CD012",
+            Code.UNFINISHED_REPARTITION,
             f"{cur.file.path} pins spark.sql.shuffle.partitions={b} but {prev.file.path} pins {a}, and batch "
             f"{latest} has no commit.",
             paths=(prev.file.path, cur.file.path),
@@ -146,7 +154,7 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
         return
     if code is None:
         if ctx.async_pattern and ctx.is_async:
-            code = "CD102"
+            code = Code.ASYNC_PROGRESS_LOG
         else:
             return
     prev = ctx.snapshot.offsets.newest_below(latest)
@@ -160,7 +168,7 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
         ("async_restart_works", True),
         ("sync_restart_works", ctx.offsets(latest - 1) is not None),
     )
-    if code == "CD102":
+    if code == Code.ASYNC_PROGRESS_LOG:
         yield Finding(
             code,
             f"offsets ({range_text(ctx.offsets_ids)}) and commits ({range_text(ctx.commit_ids)}) are the sparse "
@@ -170,7 +178,7 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
             batch_ids=(latest,),
             details=details,
         )
-    elif code == "CD101":
+    elif code == Code.ASYNC_TAIL_SYNC_RESTART:
         yield Finding(
             code,
             f"offsets/{latest} exists but offsets/{latest - 1} does not: the logs were written by async "
@@ -180,7 +188,7 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
             batch_ids=(latest - 1, latest),
             details=details,
         )
-    elif code == "CD103":
+    elif code == Code.OFFSETS_PREDECESSOR_MISSING:
         yield Finding(
             code,
             f"offsets/{latest} exists but offsets/{latest - 1} does not, and the logs are not those of async "
@@ -206,7 +214,7 @@ def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Ite
     if latest is None:
         if k is not None:
             yield Finding(
-                "CD110",
+                Code.COMMITS_WITHOUT_OFFSETS_LOG,
                 f"commits/ holds batches {range_text(ctx.commit_ids)} but offsets/ holds none.",
                 paths=tuple(f"commits/{c}" for c in ctx.commit_ids[-3:]),
                 batch_ids=ctx.commit_ids[-3:],
@@ -217,7 +225,7 @@ def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Ite
     if k is not None and k > latest:
         ahead = tuple(c for c in ctx.commit_ids if c > latest)
         yield Finding(
-            "CD104",
+            Code.COMMIT_AHEAD_OF_OFFSETS,
             f"commits/{k} exists but offsets/{k} is missing: the newest commit is ahead of the newest offsets "
             f"file offsets/{latest}.",
             paths=tuple(f"commits/{c}" for c in ahead),
@@ -226,16 +234,16 @@ def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Ite
         )
     elif k is not None and k < latest - 1 and not (ctx.is_async and ctx.async_pattern):
         yield Finding(
-            "CD105",
+            Code.COMMITS_BEHIND,
             f"the newest commit is commits/{k} but the newest offsets file is offsets/{latest}: batches "
             f"{k + 1}..{latest - 1} will not be re-run.",
             paths=(f"commits/{k}", f"offsets/{latest}"),
-            batch_ids=tuple(range(k + 1, latest)),
+            batch_ids=id_range(k + 1, latest - 1),
             details=(("latest_offsets", latest), ("latest_commit", k)),
         )
     elif k is None or k < latest:
         yield Finding(
-            "CD106",
+            Code.LATEST_BATCH_UNCOMMITTED,
             f"offsets/{latest} has no commit"
             + (" (no commits at all)" if k is None else f" (newest commit: commits/{k})")
             + f"; Spark re-runs batch {latest} with its logged offsets.",
@@ -255,12 +263,12 @@ def check_log_holes(ctx: Context, prediction: RestartPrediction) -> Iterator[Fin
         if b >= latest - 1:
             continue
         yield Finding(
-            "CD107",
+            Code.OFFSETS_HOLE,
             f"offsets/ has no files for batches {a}..{b} between offsets/{a - 1} and offsets/{b + 1}."
             if b > a
             else f"offsets/{a} is missing between offsets/{a - 1} and offsets/{a + 1}.",
             paths=(f"offsets/{a - 1}", f"offsets/{b + 1}"),
-            batch_ids=tuple(range(a, b + 1)),
+            batch_ids=id_range(a, b),
         )
     first = ctx.offsets_ids[0]
     orphans = tuple(c for c in ctx.commit_ids if first <= c < latest and ctx.offsets(c) is None)
@@ -268,7 +276,7 @@ def check_log_holes(ctx: Context, prediction: RestartPrediction) -> Iterator[Fin
         orphans = tuple(c for c in orphans if c != ctx.committed)
     if orphans:
         yield Finding(
-            "CD108",
+            Code.COMMIT_WITHOUT_OFFSETS,
             f"commits/{orphans[0]} exists but offsets/{orphans[0]} is missing"
             + (f" (also {len(orphans) - 1} more)" if len(orphans) > 1 else "")
             + ".",
@@ -286,7 +294,7 @@ def check_continuous(ctx: Context, prediction: RestartPrediction) -> Iterator[Fi
         return
     if ctx.offsets(k) is None:
         yield Finding(
-            "CD701",
+            Code.CONTINUOUS_COMMIT_WITHOUT_OFFSETS,
             f"commits/{k} exists but offsets/{k} is missing; continuous processing resumes from offsets/{k}.",
             paths=(f"commits/{k}",),
             batch_ids=(k,),
@@ -294,7 +302,7 @@ def check_continuous(ctx: Context, prediction: RestartPrediction) -> Iterator[Fi
     ahead = tuple(o for o in ctx.offsets_ids if o > k)
     if ahead:
         yield Finding(
-            "CD702",
+            Code.CONTINUOUS_EPOCHS_AHEAD,
             f"offsets/ holds epochs {range_text(ahead)} after the newest commit commits/{k}.",
             paths=tuple(f"offsets/{o}" for o in ahead),
             batch_ids=ahead,

@@ -4,8 +4,39 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.ids import id_range
+from checkpoint_doctor.parsing.text import TOO_LARGE
+from checkpoint_doctor.reading.snapshot import SinkLog
+
+
+def check_sink_log(sink: SinkLog) -> Iterator[Finding]:
+    """CD404-CD406: the checks a file sink's log needs no checkpoint for (present, readable,
+    complete for readers). The public entry point for a sink audited on its own."""
+    if not sink.log.exists or not sink.log.entries:
+        yield Finding(
+            Code.SINK_LOG_MISSING, f"{sink.url} has no _spark_metadata log.", paths=("_spark_metadata",)
+        )
+        return
+    for failure in sink.log.failures():
+        # A compact file over the read bound is no damage: long-running sinks grow them past it
+        # (SPARK-24295); inspect lists it as not read (too-large).
+        if failure.kind != TOO_LARGE:
+            yield Finding(
+                Code.SINK_LOG_FILE_UNREADABLE,
+                f"{failure.path} cannot be read: {failure.reason}.",
+                paths=(failure.path,),
+            )
+    missing = sink.missing_for_readers()
+    if missing:
+        yield Finding(
+            Code.SINK_LOG_FILE_MISSING,
+            f"readers of {sink.url} need {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} missing "
+            f"(latest sink batch {sink.log.latest_id}, compact interval {sink.compact_interval}).",
+            paths=missing,
+        )
 
 
 def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -13,44 +44,34 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
     sink = ctx.snapshot.sink
     if sink is None:
         return
+    yield from check_sink_log(sink)
     if not sink.log.exists or not sink.log.entries:
-        yield Finding("CD406", f"{sink.url} has no _spark_metadata log.", paths=("_spark_metadata",))
         return
-    for failure in sink.log.failures():
-        yield Finding("CD405", f"{failure.path} cannot be read: {failure.reason}.", paths=(failure.path,))
-    missing = sink.missing_for_readers()
-    if missing:
-        yield Finding(
-            "CD404",
-            f"readers of {sink.url} need {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} missing "
-            f"(latest sink batch {sink.log.latest_id}, compact interval {sink.compact_interval}).",
-            paths=missing,
-        )
     top = sink.log.latest_id
     latest, k = ctx.latest, ctx.committed
     if top is None:
         return
     if latest is not None and top > latest:
         yield Finding(
-            "CD402",
+            Code.SINK_AHEAD_OF_OFFSETS,
             f"_spark_metadata/{top} is ahead of the newest offsets file offsets/{latest}: the sink will skip "
             f"batches {latest + 1}..{top} when they are planned again.",
             paths=(f"_spark_metadata/{top}",),
-            batch_ids=tuple(range(latest + 1, top + 1)),
+            batch_ids=id_range(latest + 1, top),
             details=(("sink_latest", top), ("latest_offsets", latest)),
         )
     elif prediction.rerun and prediction.next_batch_id is not None and top >= prediction.next_batch_id:
         b = prediction.next_batch_id
         yield Finding(
-            "CD401",
+            Code.SINK_HOLDS_UNCOMMITTED_BATCH,
             f"_spark_metadata already holds batch {b}, which the restart re-runs; the sink skips it.",
             paths=(f"_spark_metadata/{b}",),
             batch_ids=(b,),
         )
     if k is not None and top < k:
         yield Finding(
-            "CD403",
+            Code.SINK_BEHIND_COMMITS,
             f"the newest sink log entry is batch {top} but commits/{k} exists: batches {top + 1}..{k} are "
             "not in the sink log.",
-            batch_ids=tuple(range(top + 1, k + 1)),
+            batch_ids=id_range(top + 1, k),
         )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.model import DeltaOffset, KafkaOffset
@@ -19,7 +20,7 @@ def check_source_count(ctx: Context, prediction: RestartPrediction) -> Iterator[
     have = len(entry.record.sources)
     if have != wanted:
         yield Finding(
-            "CD201",
+            Code.SOURCE_COUNT_MISMATCH,
             f"{entry.file.path} has {have} source line(s) but the query has {wanted} source(s).",
             paths=(entry.file.path,),
             batch_ids=(entry.batch_id,),
@@ -43,12 +44,16 @@ def check_void_sources(ctx: Context, prediction: RestartPrediction) -> Iterator[
         if src.raw is not None:
             continue
         had = next(
-            (e for e in reversed(earlier) if src.index < len(e.record.sources) and e.record.sources[src.index].raw is not None),
+            (
+                e
+                for e in reversed(earlier)
+                if src.index < len(e.record.sources) and e.record.sources[src.index].raw is not None
+            ),
             None,
         )
         if had is not None:
             yield Finding(
-                "CD202",
+                Code.SOURCE_OFFSET_VOID,
                 f"{entry.file.path} has no offset ('-') for source {src.index}, which had one in {had.file.path}.",
                 paths=(entry.file.path, had.file.path),
                 batch_ids=(entry.batch_id,),
@@ -72,7 +77,7 @@ def check_source_identity(ctx: Context, prediction: RestartPrediction) -> Iterat
                     if gone:
                         parts.append("vanish: " + ", ".join(f"{t}-{p}" for t, p in gone))
                     yield Finding(
-                        "CD203",
+                        Code.KAFKA_PARTITIONS_CHANGED,
                         f"Kafka partitions of source {b.index} change between {prev.file.path} and "
                         f"{cur.file.path} ({'; '.join(parts)}).",
                         paths=(prev.file.path, cur.file.path),
@@ -85,7 +90,7 @@ def check_source_identity(ctx: Context, prediction: RestartPrediction) -> Iterat
                 and a.decoded.reservoir_id != b.decoded.reservoir_id
             ):
                 yield Finding(
-                    "CD204",
+                    Code.DELTA_TABLE_CHANGED,
                     f"Delta source {b.index} reads table {b.decoded.reservoir_id} in {cur.file.path} but "
                     f"table {a.decoded.reservoir_id} in {prev.file.path}.",
                     paths=(prev.file.path, cur.file.path),

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.state_chain import newest_restorable_batch, skipped_snapshot_ssts
+from checkpoint_doctor.diagnosis.state_chain import skipped_snapshot_ssts
+from checkpoint_doctor.ids import count_missing, missing_in
+from checkpoint_doctor.reading.snapshot import StateStore
 
 
 def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -15,7 +18,7 @@ def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator
     has_stores = any(op.stores for op in state.operators)
     if ctx.options.stateful is False and has_stores:
         yield Finding(
-            "CD308",
+            Code.STATE_DIRECTORY_UNEXPECTED,
             f"state/ holds operators {', '.join(str(op.operator_id) for op in state.operators)} but the query "
             "was declared stateless.",
             paths=("state",),
@@ -24,7 +27,13 @@ def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator
     wanted = ctx.options.stateful is True or (state.exists and not has_stores and bool(ctx.offsets_ids))
     if wanted and not has_stores and ctx.offsets_ids:
         what = "is missing" if not state.exists else "holds no state files"
-        yield Finding("CD301", f"the query is stateful but state/ {what}.", paths=("state",))
+        yield Finding(Code.STATE_MISSING, f"the query is stateful but state/ {what}.", paths=("state",))
+
+
+def _listed(ids: tuple[int, ...], total: int, shown: int = 20) -> str:
+    """Return ids as ``1, 2, 3`` (``... and N more`` past ``shown``)."""
+    text = ", ".join(map(str, ids[:shown]))
+    return text + (f" and {total - shown} more" if total > shown else "")
 
 
 def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -40,19 +49,20 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
         meta_parts = dict(op.metadata.record.stores) if op.metadata and op.metadata.record else {}
         count = expected or (max(meta_parts.values()) if meta_parts else None)
         if count is not None:
-            missing = [p for p in range(count) if p not in op.partition_dirs]
-            extra = [p for p in op.partition_dirs if p >= count]
+            missing = missing_in(0, count - 1, op.partition_dirs)
+            extra = sorted(p for p in op.partition_dirs if p >= count)
             if missing and b > 0:
                 yield Finding(
-                    "CD304",
-                    f"state/{op.operator_id} has no directories for partitions {', '.join(map(str, missing))} "
+                    Code.STATE_PARTITIONS_MISSING,
+                    f"state/{op.operator_id} has no directories for partitions "
+                    f"{_listed(missing, count_missing(0, count - 1, op.partition_dirs))} "
                     f"of the {count} pinned shuffle partitions.",
                     paths=tuple(f"state/{op.operator_id}/{p}" for p in missing),
                     details=(("operator", op.operator_id), ("expected_partitions", count)),
                 )
             if extra:
                 yield Finding(
-                    "CD305",
+                    Code.STATE_PARTITIONS_EXTRA,
                     f"state/{op.operator_id} has directories for partitions {', '.join(map(str, extra))} beyond "
                     f"the {count} pinned shuffle partitions.",
                     paths=tuple(f"state/{op.operator_id}/{p}" for p in extra),
@@ -61,22 +71,24 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
         for store in op.stores:
             result, code = ctx.restorability(store, b)
             if code is None:
-                skipped = skipped_snapshot_ssts(store, b) if store.provider == "rocksdb" else ()
+                skipped = _skipped_snapshot(ctx, store, b)
                 if skipped:
                     yield Finding(
-                        "CD309",
-                        f"{store.path} needs {', '.join(skipped)} for its newest snapshot, which is missing; "
-                        f"Spark {ctx.target.line} loads state version {b} without it ({result.basis}).",
+                        Code.ROCKSDB_SNAPSHOT_SKIPPED,
+                        f"{store.path}'s newest snapshot cannot be loaded ({', '.join(skipped)} missing or "
+                        f"unreadable); Spark {ctx.target.line} loads state version {b} without it ({result.basis}).",
                         paths=skipped,
                         batch_ids=(b,),
                         details=(("operator", store.operator_id), ("partition", store.partition_id)),
                     )
                 continue
+            bad = result.corrupt or result.missing
+            what = "cannot be read" if result.corrupt else "missing"
             yield Finding(
                 code,
-                f"batch {b} loads state version {b} from {store.path} but {', '.join(result.missing)} "
-                f"{'is' if len(result.missing) == 1 else 'are'} missing ({result.basis}).",
-                paths=result.missing,
+                f"batch {b} loads state version {b} from {store.path} but {', '.join(bad)} "
+                f"{'is' if len(bad) == 1 else 'are'} {what} ({result.basis}).",
+                paths=bad,
                 batch_ids=(b,),
                 details=(
                     ("operator", store.operator_id),
@@ -87,16 +99,28 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
             )
 
 
+def _skipped_snapshot(ctx: Context, store: StateStore, version: int) -> tuple[str, ...]:
+    """The files of the newest zip at or below ``version`` that auto snapshot repair skips over."""
+    if store.provider != "rocksdb":
+        return ()
+    missing = skipped_snapshot_ssts(store, version)
+    if missing:
+        return missing
+    zips = [z for z in store.zips if z <= version]
+    newest = f"{store.path}/{max(zips)}.zip" if zips else None
+    return (newest,) if newest is not None and newest in ctx.unreadable_state_files else ()
+
+
 def check_restorable_batch(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD307: the newest batch restorable everywhere, when it is behind the newest commit."""
     k = ctx.committed
     if k is None or ctx.is_continuous:
         return
-    best = newest_restorable_batch(ctx.snapshot.state)
+    best = ctx.facts.newest_restorable_batch
     if best is None or best >= k:
         return
     yield Finding(
-        "CD307",
+        Code.STATE_RESTORABLE_BATCH,
         f"the newest batch whose state loads in every partition is batch {best} (state version {best + 1}); "
         f"the newest commit is commits/{k}.",
         batch_ids=(best,),

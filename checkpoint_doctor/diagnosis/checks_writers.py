@@ -6,63 +6,102 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
-from checkpoint_doctor.detect import RELEASE_ORDER, detect_writer
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.layout import crc_target, parse_state_file_name
-from checkpoint_doctor.snapshot import DebrisFile
+from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.reading.layout import crc_target, parse_state_file_name
+from checkpoint_doctor.reading.snapshot import DebrisFile
 
 #: A checkpoint whose log files were all written within this spread was copied, not written live.
 BULK_COPY_SPREAD_MS = 2_000
 
 
-def _log_mtimes(ctx: Context) -> list[int]:
-    snap = ctx.snapshot
-    return [
-        e.file.mtime_ms
-        for log in (snap.offsets, snap.commits)
-        for e in log.entries
-        if e.file.mtime_ms is not None
-    ]
+#: Directories a running query writes every batch: a file changed in them is evidence of a writer.
+_WRITTEN_EACH_BATCH = ("offsets", "commits", "state", "sources")
+
+
+def _written_mtimes(ctx: Context) -> list[int]:
+    """Return the modification times of the files a running query writes (logs and state; hidden
+    files, the temp files CD502 judges, Hadoop .crc side files and the files checkpoint-doctor's own
+    applies wrote, left out)."""
+    out: list[int] = []
+    own = ctx.options.own_writes
+    for d in ctx.snapshot.listing.columns:
+        if d.path.partition("/")[0] not in _WRITTEN_EACH_BATCH:
+            continue
+        etags = d.etags or [None] * len(d.names)
+        for n, m, e in zip(d.names, d.mtimes_ms, etags, strict=True):
+            if m is None or n[:1] == "." or (f"{d.path}/{n}", e or m) in own:
+                continue  # hidden, or written by checkpoint-doctor's own apply
+            out.append(m)
+    return out
+
+
+def _age_text(age_ms: int) -> str:
+    if age_ms < 0:
+        return f"{-age_ms / 1000:.0f} s in the future (a clock ahead of this machine's)"
+    return f"{age_ms / 1000:.0f} s ago"
+
+
+def _planned_recently(ctx: Context, window_ms: int, now: int) -> Finding | None:
+    """CD501 from the newest batch's ``batchTimestampMs``: within the window, or in the future
+    (the driver's clock is ahead of this machine's: its age cannot prove the query stopped)."""
+    entry = next((e for e in reversed(ctx.snapshot.offsets.entries) if e.record is not None), None)
+    if entry is None or entry.record is None or entry.record.metadata is None:
+        return None
+    age = now - entry.record.metadata.batch_timestamp_ms
+    if age > window_ms:
+        return None
+    return Finding(
+        Code.LIVE_WRITER,
+        f"batch {entry.batch_id} was planned {_age_text(age)} ({entry.file.path}), within the live window "
+        f"of {ctx.options.live_window_s:.0f} s.",
+        paths=(entry.file.path,),
+        batch_ids=(entry.batch_id,),
+        details=(("age_s", round(age / 1000, 1)), ("evidence", "batchTimestampMs")),
+    )
+
+
+def _changed_recently(ctx: Context, window_ms: int, now: int) -> Finding | None:
+    """CD501 from file modification times: a log or state file changed within the window (or in
+    the future), unless every such file was written within two seconds (a copy, not a query)."""
+    mtimes = _written_mtimes(ctx)
+    if not mtimes:
+        return None
+    newest = max(mtimes)
+    if now - newest > window_ms:
+        return None
+    if len(mtimes) >= 4 and newest - min(mtimes) <= BULK_COPY_SPREAD_MS:
+        return None
+    return Finding(
+        Code.LIVE_WRITER,
+        f"files of the checkpoint were modified {_age_text(now - newest)}, within the live window of "
+        f"{ctx.options.live_window_s:.0f} s.",
+        details=(("age_s", round((now - newest) / 1000, 1)), ("evidence", "mtime")),
+    )
 
 
 def check_live_writer(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
-    """CD501 recent newest batch; CD502 fresh temp files; both within ``--live-window``."""
+    """CD501 a batch planned or a file changed recently; CD502 fresh temp files; both within
+    ``--live-window`` (times in the future count: a clock ahead proves nothing stopped)."""
     window_ms = int(ctx.options.live_window_s * 1000)
     now = ctx.options.now_ms
     if window_ms <= 0 or now is None:
         return
-    entry = next((e for e in reversed(ctx.snapshot.offsets.entries) if e.record is not None), None)
-    planned = None
-    if entry is not None and entry.record is not None and entry.record.metadata is not None:
-        planned = entry.record.metadata.batch_timestamp_ms
-    if entry is not None and planned is not None and 0 <= now - planned <= window_ms:
-        yield Finding(
-            "CD501",
-            f"batch {entry.batch_id} was planned {(now - planned) / 1000:.0f} s ago ({entry.file.path}), within "
-            f"the live window of {ctx.options.live_window_s:.0f} s.",
-            paths=(entry.file.path,),
-            batch_ids=(entry.batch_id,),
-            details=(("age_s", round((now - planned) / 1000, 1)), ("evidence", "batchTimestampMs")),
-        )
-    elif planned is None:
-        mtimes = _log_mtimes(ctx)
-        if mtimes and now - max(mtimes) <= window_ms and (len(mtimes) < 4 or max(mtimes) - min(mtimes) > BULK_COPY_SPREAD_MS):
-            yield Finding(
-                "CD501",
-                f"log files were modified {(now - max(mtimes)) / 1000:.0f} s ago, within the live window of "
-                f"{ctx.options.live_window_s:.0f} s.",
-                details=(("age_s", round((now - max(mtimes)) / 1000, 1)), ("evidence", "mtime")),
-            )
+    live = _planned_recently(ctx, window_ms, now) or _changed_recently(ctx, window_ms, now)
+    if live is not None:
+        yield live
     fresh = [
         d.file.path
         for d in ctx.snapshot.debris
-        if d.kind == "temp" and d.file.mtime_ms is not None and 0 <= now - d.file.mtime_ms <= window_ms
+        if d.kind == "temp" and d.file.mtime_ms is not None and now - d.file.mtime_ms <= window_ms
     ]
     if fresh:
         yield Finding(
-            "CD502",
-            f"temp file {fresh[0]} was written within the live window" + (f" (and {len(fresh) - 1} more)." if len(fresh) > 1 else "."),
+            Code.FRESH_TEMP_FILE,
+            f"temp file {fresh[0]} was written within the live window"
+            + (f" (and {len(fresh) - 1} more)." if len(fresh) > 1 else "."),
             paths=tuple(fresh),
         )
 
@@ -77,7 +116,7 @@ def check_interleaved_runs(ctx: Context, prediction: RestartPrediction) -> Itera
     for (prev, a), (cur, b) in itertools.pairwise(timed):
         if cur.batch_id == prev.batch_id + 1 and b < a:
             yield Finding(
-                "CD503",
+                Code.INTERLEAVED_RUNS,
                 f"{cur.file.path} was planned {(a - b) / 1000:.1f} s before {prev.file.path} (batchTimestampMs "
                 f"{b} < {a}).",
                 paths=(prev.file.path, cur.file.path),
@@ -112,21 +151,23 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
     unknown: list[DebrisFile] = []
     for d in snap.debris:
         if d.kind == "orphan-crc":
-            (blocking if _written_at_or_after(d.target or "", prediction.next_batch_id, ctx) else harmless).append(d)
+            (
+                blocking if _written_at_or_after(d.target or "", prediction.next_batch_id, ctx) else harmless
+            ).append(d)
         elif d.kind == "temp":
             temps.append(d)
         elif d.kind in ("unknown", "ignored-dir-entry"):
             unknown.append(d)
     for d in blocking:
         yield Finding(
-            "CD504",
+            Code.ORPHAN_CRC_BLOCKS_WRITE,
             f"{d.file.path} remains although {d.target} is gone, and Spark writes {d.target} again.",
             paths=(d.file.path,),
             details=(("target", d.target),),
         )
     if harmless:
         yield Finding(
-            "CD505",
+            Code.ORPHAN_CRC,
             f"{harmless[0].file.path} remains although {harmless[0].target} is gone"
             + (f" (and {len(harmless) - 1} more orphan .crc files)." if len(harmless) > 1 else "."),
             paths=tuple(d.file.path for d in harmless),
@@ -140,7 +181,7 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
         ]
         if listed and not ctx.commit_ids:
             yield Finding(
-                "CD507",
+                Code.FRESH_CHECKPOINT_NOT_EMPTY,
                 f"no batch has run yet but {listed[0]} is present"
                 + (f" (and {len(listed) - 1} more files)" if len(listed) > 1 else "")
                 + f"; Spark {ctx.target.line} refuses to start a new query here.",
@@ -149,41 +190,52 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
             temps = [t for t in temps if t.file.path not in listed]
     if temps:
         yield Finding(
-            "CD506",
+            Code.TEMP_FILES,
             f"{temps[0].file.path} is a temp file of an interrupted write of {temps[0].target}"
             + (f" (and {len(temps) - 1} more)." if len(temps) > 1 else "."),
             paths=tuple(t.file.path for t in temps),
         )
     if unknown:
         yield Finding(
-            "CD509",
-            f"{unknown[0].file.path} is not a file Spark writes" + (f" (and {len(unknown) - 1} more)." if len(unknown) > 1 else "."),
+            Code.UNKNOWN_FILES,
+            f"{unknown[0].file.path} is not a file Spark writes"
+            + (f" (and {len(unknown) - 1} more)." if len(unknown) > 1 else "."),
             paths=tuple(u.file.path for u in unknown),
         )
     for log in (snap.offsets, snap.commits):
         for name, batch_id in log.noncanonical:
             yield Finding(
-                "CD510",
+                Code.NONCANONICAL_BATCH_NAME,
                 f"{log.path}/{name} is listed by Spark as batch {batch_id} but read from {log.path}/{batch_id}.",
                 paths=(f"{log.path}/{name}",),
                 batch_ids=(batch_id,),
             )
         if log.exists and not log.entries and (snap.offsets.entries or snap.commits.entries or snap.metadata):
-            yield Finding("CD508", f"{log.path}/ exists but holds no batch files.", paths=(log.path,))
+            yield Finding(
+                Code.EMPTY_LOG_DIRECTORY, f"{log.path}/ exists but holds no batch files.", paths=(log.path,)
+            )
 
 
 def check_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
-    """CD601 restart on an older Spark than wrote it; CD602 async progress tracking on state."""
-    writer = detect_writer(ctx.snapshot)
-    if writer.line is not None and RELEASE_ORDER.index(writer.line) > RELEASE_ORDER.index(ctx.target.line):
+    """CD601 restart on an older Spark than wrote it; CD602 async progress tracking on state; CD603
+    source evolution on a v1 offsets log (4.3)."""
+    writer = ctx.facts.writer
+    if writer.line is not None and LINES.index(writer.line) > LINES.index(ctx.target.line):
         yield Finding(
-            "CD601",
+            Code.WRITTEN_BY_NEWER_SPARK,
             f"the newest batch was written by Spark {writer.label} and the restart target is Spark {ctx.target.line}.",
             details=(("written_by", writer.line), ("target", ctx.target.line)),
         )
     if ctx.is_async and ctx.stateful is True:
         yield Finding(
-            "CD602",
+            Code.ASYNC_STATEFUL,
             "the query has state (state/ holds operators) and the restart uses async progress tracking.",
             paths=("state",),
+        )
+    if Code.SOURCE_EVOLUTION_NEEDS_V2_OFFSETS in prediction.caused_by:
+        yield Finding(
+            Code.SOURCE_EVOLUTION_NEEDS_V2_OFFSETS,
+            f"the restart enables source evolution but offsets/{ctx.latest} is a v1 (positional) offsets "
+            f"file; Spark {ctx.target.line} keeps the existing log version and refuses.",
+            paths=(f"offsets/{ctx.latest}",),
         )

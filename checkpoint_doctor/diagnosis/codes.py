@@ -9,11 +9,87 @@ breaks, what the operator can do, and which Spark texts to search for in a drive
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"
 SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+class Code(str, Enum):
+    """The finding codes by name: the package says ``Code.ASYNC_TAIL_SYNC_RESTART``, an operator sees
+    ``CD101``. A member's value is its code (a ``str``, so it compares, hashes and serializes as the
+    code); its name is its slug in capitals. ``tests/diagnosis/test_codes.py`` keeps the members, the
+    registry below and every ``CDnnn`` written anywhere in the package in agreement.
+    """
+
+    METADATA_MISSING = "CD001"
+    METADATA_UNREADABLE = "CD002"
+    OFFSETS_FILE_UNREADABLE = "CD003"
+    COMMIT_FILE_UNREADABLE = "CD004"
+    LOG_VERSION_TOO_NEW = "CD005"
+    COMMIT_VERSION_MISMATCH = "CD006"
+    OFFSETS_JAVA_SERIALIZED = "CD007"
+    OFFSETS_METADATA_LINE_EMPTY = "CD008"
+    LOG_FILE_UNREADABLE_HISTORY = "CD009"
+    OFFSETS_WITHOUT_CONF = "CD010"
+    OFFSETS_WITHOUT_CONF_FATAL = "CD011"
+    UNFINISHED_REPARTITION = "CD012"
+    ASYNC_TAIL_SYNC_RESTART = "CD101"
+    ASYNC_PROGRESS_LOG = "CD102"
+    OFFSETS_PREDECESSOR_MISSING = "CD103"
+    COMMIT_AHEAD_OF_OFFSETS = "CD104"
+    COMMITS_BEHIND = "CD105"
+    LATEST_BATCH_UNCOMMITTED = "CD106"
+    OFFSETS_HOLE = "CD107"
+    COMMIT_WITHOUT_OFFSETS = "CD108"
+    OFFSETS_JUMP_AHEAD = "CD109"
+    COMMITS_WITHOUT_OFFSETS_LOG = "CD110"
+    SOURCE_COUNT_MISMATCH = "CD201"
+    SOURCE_OFFSET_VOID = "CD202"
+    KAFKA_PARTITIONS_CHANGED = "CD203"
+    DELTA_TABLE_CHANGED = "CD204"
+    SOURCE_FILE_UNREADABLE = "CD205"
+    SOURCE_FILE_DAMAGED_UNREAD = "CD206"
+    STATE_MISSING = "CD301"
+    STATE_VERSION_NOT_RESTORABLE = "CD302"
+    ROCKSDB_SST_MISSING = "CD303"
+    STATE_PARTITIONS_MISSING = "CD304"
+    STATE_PARTITIONS_EXTRA = "CD305"
+    STATE_UNIQUE_IDS_MISSING = "CD306"
+    STATE_RESTORABLE_BATCH = "CD307"
+    STATE_DIRECTORY_UNEXPECTED = "CD308"
+    ROCKSDB_SNAPSHOT_SKIPPED = "CD309"
+    STATE_MAY_BE_GONE = "CD310"
+    STATE_FILE_UNREADABLE = "CD311"
+    SINK_HOLDS_UNCOMMITTED_BATCH = "CD401"
+    SINK_AHEAD_OF_OFFSETS = "CD402"
+    SINK_BEHIND_COMMITS = "CD403"
+    SINK_LOG_FILE_MISSING = "CD404"
+    SINK_LOG_FILE_UNREADABLE = "CD405"
+    SINK_LOG_MISSING = "CD406"
+    LIVE_WRITER = "CD501"
+    FRESH_TEMP_FILE = "CD502"
+    INTERLEAVED_RUNS = "CD503"
+    ORPHAN_CRC_BLOCKS_WRITE = "CD504"
+    ORPHAN_CRC = "CD505"
+    TEMP_FILES = "CD506"
+    FRESH_CHECKPOINT_NOT_EMPTY = "CD507"
+    EMPTY_LOG_DIRECTORY = "CD508"
+    UNKNOWN_FILES = "CD509"
+    NONCANONICAL_BATCH_NAME = "CD510"
+    WRITTEN_BY_NEWER_SPARK = "CD601"
+    ASYNC_STATEFUL = "CD602"
+    SOURCE_EVOLUTION_NEEDS_V2_OFFSETS = "CD603"
+    CONTINUOUS_COMMIT_WITHOUT_OFFSETS = "CD701"
+    CONTINUOUS_EPOCHS_AHEAD = "CD702"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
 
 @dataclass(frozen=True)
@@ -31,13 +107,17 @@ class CodeInfo:
     retired: bool = False
 
 
-def _c(code: str, slug: str, severity: str, title: str, spark_does: str, why: str, action: str, *search: str) -> CodeInfo:
+def _c(
+    code: str, slug: str, severity: str, title: str, spark_does: str, why: str, action: str, *search: str
+) -> CodeInfo:
     return CodeInfo(code, slug, severity, title, spark_does, why, action, tuple(search))
 
 
 _ALL = (
     _c(
-        "CD001", "metadata-missing", ERROR,
+        Code.METADATA_MISSING,
+        "metadata-missing",
+        ERROR,
         "The metadata file (query id) is missing while the logs hold batches",
         "Spark 3.5 to 4.1 silently write a new metadata file with a new random query id and resume from "
         "the logs. Spark 4.2 and newer refuse to start (StreamingQueryCheckpointMetadata).",
@@ -45,20 +125,26 @@ _ALL = (
         "sinks that deduplicate by query id may write duplicates.",
         "Restore the original metadata file (the id is in driver logs and StreamingQueryListener "
         "events), or let 'checkpoint-doctor plan' recreate it with --query-id.",
-        "STREAMING_CHECKPOINT_MISSING_METADATA_FILE", "the metadata file is missing",
+        "STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
+        "the metadata file is missing",
     ),
     _c(
-        "CD002", "metadata-unreadable", ERROR,
+        Code.METADATA_UNREADABLE,
+        "metadata-unreadable",
+        ERROR,
         "The metadata file cannot be read",
         "DataStreamWriter.start() fails while reading it (StreamMetadata.read); the driver log says "
         "'Error reading stream metadata from <path>' followed by the JSON parser error.",
         "The query id cannot be recovered from the file.",
         "Restore the file from a backup or recreate it with the old query id ('plan --strategy "
         "recreate-metadata --query-id ...').",
-        "Error reading stream metadata", "Unexpected end-of-input",
+        "Error reading stream metadata",
+        "Unexpected end-of-input",
     ),
     _c(
-        "CD003", "offsets-file-unreadable", ERROR,
+        Code.OFFSETS_FILE_UNREADABLE,
+        "offsets-file-unreadable",
+        ERROR,
         "An offsets file the restart reads is empty, truncated or not valid",
         "Spark reads offsets/L (and offsets/L-1) on restart (OffsetSeqLog.deserialize); an empty file "
         "fails with 'Incomplete log file', a file with only its version line with 'next on empty "
@@ -67,20 +153,28 @@ _ALL = (
         "left a partial file.",
         "If the batch has no commit, quarantine the file so Spark re-plans the batch ('plan' does "
         "this); if it was committed, its end offsets are lost and only a source-specific rebuild helps.",
-        "Incomplete log file", "next on empty iterator", "Unexpected end-of-input", "Failed to read log file",
+        "Incomplete log file",
+        "next on empty iterator",
+        "Unexpected end-of-input",
+        "Failed to read log file",
     ),
     _c(
-        "CD004", "commit-file-unreadable", ERROR,
+        Code.COMMIT_FILE_UNREADABLE,
+        "commit-file-unreadable",
+        ERROR,
         "The newest commit file is empty or not valid",
         "Spark reads commits/K on restart (CommitLog.deserialize); an empty file fails with 'Incomplete "
         "log file in the offset commit log'. A file holding only its version line is valid.",
         "A crash while writing the commit left a partial file.",
         "Quarantine the broken commit file: Spark then re-runs that batch (an idempotent sink skips "
         "it; an at-least-once sink writes it again).",
-        "Incomplete log file in the offset commit log", "Failed to read log file",
+        "Incomplete log file in the offset commit log",
+        "Failed to read log file",
     ),
     _c(
-        "CD005", "log-version-too-new", ERROR,
+        Code.LOG_VERSION_TOO_NEW,
+        "log-version-too-new",
+        ERROR,
         "A log file the restart reads has a format version the target Spark cannot read",
         "MetadataVersionUtil.validateVersion rejects versions above the reader's maximum: offsets v2 "
         "need Spark 4.2+, commits v2/v3 need 4.2+ (or 4.0/4.1 with a matching "
@@ -89,10 +183,13 @@ _ALL = (
         "or sink evolution) and is being restarted on an older one.",
         "Restart on the Spark version that wrote it. There is no general safe downgrade: v2 commits "
         "carry RocksDB file ids and v2 offsets are keyed by source name.",
-        "UnsupportedLogVersion", "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION",
+        "UnsupportedLogVersion",
+        "INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION",
     ),
     _c(
-        "CD006", "commit-version-mismatch", ERROR,
+        Code.COMMIT_VERSION_MISMATCH,
+        "commit-version-mismatch",
+        ERROR,
         "Spark 4.0/4.1 require the commit log version to equal checkpointFormatVersion exactly",
         "In 4.0.x and 4.1.x CommitLog validates the header against the session's "
         "spark.sql.streaming.stateStore.checkpointFormatVersion with an exact match.",
@@ -100,10 +197,13 @@ _ALL = (
         "than the one that wrote the commit log.",
         "Set spark.sql.streaming.stateStore.checkpointFormatVersion to the version in the commit "
         "header, or restart on Spark 4.2+, which reads both.",
-        "INVALID_LOG_VERSION.EXACT_MATCH_VERSION", "The only supported log version is",
+        "INVALID_LOG_VERSION.EXACT_MATCH_VERSION",
+        "The only supported log version is",
     ),
     _c(
-        "CD007", "offsets-java-serialized", ERROR,
+        Code.OFFSETS_JAVA_SERIALIZED,
+        "offsets-java-serialized",
+        ERROR,
         "An offsets file is in the Java-serialized format of Spark 2.0",
         "Spark 2.1 and newer read offsets as text with a v<N> header; bytes starting AC ED are rejected.",
         "The checkpoint (or a file copied into it) comes from Spark 2.0.",
@@ -111,7 +211,9 @@ _ALL = (
         "Log file was malformed",
     ),
     _c(
-        "CD008", "offsets-metadata-line-empty", ERROR,
+        Code.OFFSETS_METADATA_LINE_EMPTY,
+        "offsets-metadata-line-empty",
+        ERROR,
         "A micro-batch offsets file the restart reads has an empty metadata line",
         "An empty line 2 means no batch watermark, timestamp or pinned confs. Only continuous "
         "processing writes offsets like this. A micro-batch restart then leaves "
@@ -121,10 +223,14 @@ _ALL = (
         "A hand edit, a broken writer, or a continuous-mode log restarted in micro-batch mode.",
         "Quarantine the file if its batch has no commit, so Spark re-plans the batch; restart a "
         "continuous-mode log in continuous mode.",
-        "WatermarkTracker.currentWatermark()", "metadata not found", "VERSION_2 offset log requires metadata",
+        "WatermarkTracker.currentWatermark()",
+        "metadata not found",
+        "VERSION_2 offset log requires metadata",
     ),
     _c(
-        "CD009", "log-file-unreadable-history", WARNING,
+        Code.LOG_FILE_UNREADABLE_HISTORY,
+        "log-file-unreadable-history",
+        WARNING,
         "An older offsets or commit file is damaged (not read by a restart)",
         "A restart reads only the newest offsets files and the newest commit; older files are read "
         "by sources that replay ranges (file source) and by state data source readers.",
@@ -132,7 +238,9 @@ _ALL = (
         "Keep it in mind before rolling back; restore it from a backup if one exists.",
     ),
     _c(
-        "CD010", "offsets-without-conf", INFO,
+        Code.OFFSETS_WITHOUT_CONF,
+        "offsets-without-conf",
+        INFO,
         "The newest offsets file has no pinned confs (Spark 2.1 style)",
         "Spark fills every missing conf with its legacy default and logs 'Conf ... was not found in "
         "the offset log, using default value'.",
@@ -141,7 +249,9 @@ _ALL = (
         "was not found in the offset log",
     ),
     _c(
-        "CD011", "offsets-without-conf-fatal", ERROR,
+        Code.OFFSETS_WITHOUT_CONF_FATAL,
+        "offsets-without-conf-fatal",
+        ERROR,
         "The newest offsets file pins no SQL confs and this restart cannot do without them",
         "Spark fills every missing conf with its legacy default, so state written with newer formats is "
         "read with the legacy ones (spark.sql.streaming.aggregation.stateFormatVersion=1): 3.5 fails in "
@@ -151,10 +261,14 @@ _ALL = (
         "The conf map of the metadata line was removed by a hand edit or an old tool.",
         "If the batch has no commit, quarantine the file so Spark re-plans it with pinned confs; "
         "otherwise restore the file.",
-        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE", "state format invalidation", "None.get",
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+        "state format invalidation",
+        "None.get",
     ),
     _c(
-        "CD012", "unfinished-repartition", ERROR,
+        Code.UNFINISHED_REPARTITION,
+        "unfinished-repartition",
+        ERROR,
         "The uncommitted newest batch pins other shuffle partitions than the batch before it",
         "Spark 4.3 treats such a batch as an unfinished offline state repartition "
         "(checkUnfinishedRepartitionOnRestart) and refuses to start.",
@@ -163,7 +277,9 @@ _ALL = (
         "STREAMING_UNFINISHED_REPARTITION_DETECTED",
     ),
     _c(
-        "CD101", "async-tail-sync-restart", ERROR,
+        Code.ASYNC_TAIL_SYNC_RESTART,
+        "async-tail-sync-restart",
+        ERROR,
         "The logs were written by asynchronous progress tracking and the restart is synchronous",
         "With asyncProgressTrackingEnabled Spark persists offsets and commits only every "
         "asyncProgressTrackingCheckpointIntervalMs, so the logs are sparse. A synchronous restart "
@@ -172,10 +288,14 @@ _ALL = (
         "Restart with async progress tracking on, or bridge the gap ('plan --strategy bridge' writes "
         "offsets/L-1 as a copy of the previous durable offsets, exactly the start an async restart "
         "uses), or run the catch-up recipe ('checkpoint-doctor catch-up').",
-        "doesn't exist", "The offset log for batch", "Please ensure there are two subsequent offset logs",
+        "doesn't exist",
+        "The offset log for batch",
+        "Please ensure there are two subsequent offset logs",
     ),
     _c(
-        "CD102", "async-progress-log", INFO,
+        Code.ASYNC_PROGRESS_LOG,
+        "async-progress-log",
+        INFO,
         "The logs were written by asynchronous progress tracking",
         "An async restart uses the newest durable offsets below L as the start (getPrevBatchFromStorage) "
         "and re-reads the range up to L: batches that were only in memory are read again.",
@@ -183,7 +303,9 @@ _ALL = (
         "Before disabling async progress tracking, run 'checkpoint-doctor catch-up' or bridge the gap.",
     ),
     _c(
-        "CD103", "offsets-predecessor-missing", ERROR,
+        Code.OFFSETS_PREDECESSOR_MISSING,
+        "offsets-predecessor-missing",
+        ERROR,
         "offsets/L-1 is missing below the newest offsets file",
         "A synchronous restart reads offsets/L-1 as the start of batch L and throws "
         "IllegalStateException 'batch L-1 doesn't exist' (SPARK-38033).",
@@ -191,19 +313,25 @@ _ALL = (
         "tracking.",
         "Bridge: write offsets/L-1 as a copy of the previous offsets file (batch L then re-reads that "
         "range), or quarantine offsets/L if it has no commit (Spark re-plans batch L).",
-        "doesn't exist", "The offset log for batch",
+        "doesn't exist",
+        "The offset log for batch",
     ),
     _c(
-        "CD104", "commit-ahead-of-offsets", ERROR,
+        Code.COMMIT_AHEAD_OF_OFFSETS,
+        "commit-ahead-of-offsets",
+        ERROR,
         "The newest commit is ahead of the newest offsets file",
         "Spark re-runs batch L, then its commit fails because commits/L already exists "
         "(CONCURRENT_STREAM_LOG_UPDATE).",
         "offsets files were deleted, or two queries wrote to one checkpoint.",
         "Quarantine the commits above the newest offsets id; Spark then re-runs batch L.",
-        "CONCURRENT_STREAM_LOG_UPDATE", "Multiple streaming jobs detected",
+        "CONCURRENT_STREAM_LOG_UPDATE",
+        "Multiple streaming jobs detected",
     ),
     _c(
-        "CD105", "commits-behind", WARNING,
+        Code.COMMITS_BEHIND,
+        "commits-behind",
+        WARNING,
         "The newest commit is more than one batch behind the newest offsets file",
         "Spark logs 'Batch completion log latest batch id is K, which is not trailing batchid L by one' "
         "and re-runs only batch L; batches K+1..L-1 are assumed done and are not re-run.",
@@ -212,7 +340,9 @@ _ALL = (
         "which is not trailing batchid",
     ),
     _c(
-        "CD106", "latest-batch-uncommitted", INFO,
+        Code.LATEST_BATCH_UNCOMMITTED,
+        "latest-batch-uncommitted",
+        INFO,
         "The newest planned batch has no commit",
         "Spark re-runs batch L with its logged offsets (exactly the same range).",
         "The query stopped or crashed between planning and committing the batch: normal.",
@@ -220,21 +350,27 @@ _ALL = (
         "no commit log present",
     ),
     _c(
-        "CD107", "offsets-hole", WARNING,
+        Code.OFFSETS_HOLE,
+        "offsets-hole",
+        WARNING,
         "The offsets log has a hole below its two newest files",
         "A restart does not look there, but sources that replay ranges (file source) and rollbacks do.",
         "Files were deleted by hand or lost.",
         "Do not roll back across the hole.",
     ),
     _c(
-        "CD108", "commit-without-offsets", WARNING,
+        Code.COMMIT_WITHOUT_OFFSETS,
+        "commit-without-offsets",
+        WARNING,
         "A commit file exists for a batch whose offsets file is missing",
         "Spark never reads it on restart, but it shows files were deleted or logs mixed.",
         "Manual deletion or a copy of parts of two checkpoints.",
         "Check where the checkpoint came from.",
     ),
     _c(
-        "CD109", "offsets-jump-ahead", ERROR,
+        Code.OFFSETS_JUMP_AHEAD,
+        "offsets-jump-ahead",
+        ERROR,
         "The newest offsets file jumps more than one batch ahead of the previous one",
         "A synchronous restart needs offsets/L-1 and fails with 'batch L-1 doesn't exist'.",
         "Another run (or a copy) wrote offsets far ahead, or several files were deleted.",
@@ -242,16 +378,21 @@ _ALL = (
         "doesn't exist",
     ),
     _c(
-        "CD110", "commits-without-offsets-log", ERROR,
+        Code.COMMITS_WITHOUT_OFFSETS_LOG,
+        "commits-without-offsets-log",
+        ERROR,
         "The commit log holds batches but the offsets log is empty",
         "Spark 3.5 starts a new query, runs batch 0 and fails on its commit "
         "(CONCURRENT_STREAM_LOG_UPDATE for 0); Spark 4.3 fails at start with 'assertion failed'.",
         "offsets/ was deleted or not copied.",
         "Restore offsets/, or quarantine commits/ to start the query from scratch.",
-        "CONCURRENT_STREAM_LOG_UPDATE", "assertion failed",
+        "CONCURRENT_STREAM_LOG_UPDATE",
+        "assertion failed",
     ),
     _c(
-        "CD201", "source-count-mismatch", ERROR,
+        Code.SOURCE_COUNT_MISMATCH,
+        "source-count-mismatch",
+        ERROR,
         "The number of sources in offsets/L differs from the query's",
         "OffsetSeq.toStreamProgress asserts the counts match: 'There are [k] sources in the checkpoint "
         "offsets and now there are [m] sources requested by the query. Cannot continue.'",
@@ -261,7 +402,9 @@ _ALL = (
         "sources in the checkpoint offsets and now there are",
     ),
     _c(
-        "CD202", "source-offset-void", WARNING,
+        Code.SOURCE_OFFSET_VOID,
+        "source-offset-void",
+        WARNING,
         "A source has no offset ('-') in the batch to re-run although it had offsets before",
         "Spark re-runs the batch with no end offset for that source: the batch reads nothing from it "
         "(seen on 3.5.9 and 4.3.0), and the next batch plans that source again from its committed start.",
@@ -269,7 +412,9 @@ _ALL = (
         "Quarantine the offsets file if it has no commit so Spark re-plans the batch.",
     ),
     _c(
-        "CD203", "kafka-partitions-changed", WARNING,
+        Code.KAFKA_PARTITIONS_CHANGED,
+        "kafka-partitions-changed",
+        WARNING,
         "Kafka partitions appear or vanish between batches",
         "The Kafka source reads new partitions from the earliest offset and fails on vanished ones when "
         "failOnDataLoss=true.",
@@ -278,7 +423,9 @@ _ALL = (
         "failOnDataLoss",
     ),
     _c(
-        "CD204", "delta-table-changed", ERROR,
+        Code.DELTA_TABLE_CHANGED,
+        "delta-table-changed",
+        ERROR,
         "A Delta source's table id changes between batches",
         "The Delta source refuses to continue: DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE.",
         "The source table was replaced (CREATE OR REPLACE, drop and recreate).",
@@ -286,34 +433,82 @@ _ALL = (
         "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE",
     ),
     _c(
-        "CD301", "state-missing", ERROR,
+        Code.SOURCE_FILE_UNREADABLE,
+        "source-file-unreadable",
+        ERROR,
+        "A file a source reads on restart under sources/<n>/ is missing or unreadable",
+        "Sources keep their own files under sources/<n>/ and read them on restart: the rate source its "
+        "start time (sources/<n>/0) when the query thread creates it, the file source its newest log "
+        "entries from the newest compaction on and the entries of the batch it re-reads "
+        "(FileStreamSource), Kafka its initial offsets (sources/<n>/0) for a batch without start offsets "
+        "(KafkaMicroBatchStream.initialOffset). A damaged file fails the query before any batch runs.",
+        "A partial write on an object store, a hand edit, a copy that missed files, or a lifecycle rule.",
+        "Restore the file from a backup. A rate source's start time can be rewritten ('v1' and the start "
+        "time in ms); a file source entry lists the input files of one batch (rebuild it from the sink's "
+        "output or start a new checkpoint); Kafka initial offsets only matter before the first batch.",
+        "failed to detect the log file version line",
+        "Incomplete log file",
+        "doesn't exist (latestId:",
+        "assertion failed",
+    ),
+    _c(
+        Code.SOURCE_FILE_DAMAGED_UNREAD,
+        "source-file-damaged-unread",
+        WARNING,
+        "A file under sources/<n>/ is damaged but this restart does not read it",
+        "Kafka reads its initial offsets (sources/<n>/0) only for a batch without start offsets, so a "
+        "restart from the offsets log passes; the file source reads log entries older than its newest "
+        "compaction only through that compaction.",
+        "A partial write, a hand edit or a newer Spark's file format.",
+        "Nothing blocks this restart; restore the file before a fresh start, a rollback or a "
+        "FileStreamSource replay needs it.",
+    ),
+    _c(
+        Code.STATE_MISSING,
+        "state-missing",
+        ERROR,
         "The query is stateful but state/ is missing or empty",
-        "Spark 3.5 fails inside the first batch's tasks ('Error reading delta file ... does not exist'); "
+        "Spark 3.5 to 4.1 fail inside the first batch's tasks on the first file of the chain: 'Error "
+        "reading delta file .../1.delta ... does not exist' (HDFS provider; 4.x: "
+        "CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS) or 'Error reading streaming state file "
+        "of .../1.changelog does not exist' (RocksDB, also without changelog checkpointing; 4.x: "
+        "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE). None restarts with empty state. "
         "Spark 4.2+ fails the first batch with STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY.",
         "state/ was deleted, not copied, or expired by a lifecycle rule.",
         "Restore state/ from a backup, or start a new checkpoint and rebuild state from the sources.",
-        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY", "Error reading delta file",
+        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
+        "Error reading delta file",
+        "1.changelog does not exist",
     ),
     _c(
-        "CD302", "state-version-not-restorable", ERROR,
+        Code.STATE_VERSION_NOT_RESTORABLE,
+        "state-version-not-restorable",
+        ERROR,
         "State files needed by the next batch are missing",
         "Batch B loads state version B in every partition: the HDFS provider needs the newest snapshot "
         "at or below B plus every delta after it; RocksDB needs the zip plus changelogs up to B.",
         "Files were deleted by hand, by a lifecycle rule, or lost.",
         "Roll back to the newest batch restorable in every partition ('plan --strategy rollback'), or "
         "restore the files.",
-        "Error reading delta file", "CANNOT_LOAD_STATE_STORE", "does not exist",
+        "Error reading delta file",
+        "CANNOT_LOAD_STATE_STORE",
+        "does not exist",
     ),
     _c(
-        "CD303", "rocksdb-sst-missing", ERROR,
+        Code.ROCKSDB_SST_MISSING,
+        "rocksdb-sst-missing",
+        ERROR,
         "A RocksDB checkpoint zip names SST files that are missing",
         "RocksDBFileManager copies every SST named in the zip's metadata; a missing one fails the load.",
         "SSTs deleted by hand, by a lifecycle rule, or by a maintenance race.",
         "Roll back to a version whose SSTs are all present, or restore the files.",
-        "does not exist", "CANNOT_LOAD_STATE_STORE",
+        "does not exist",
+        "CANNOT_LOAD_STATE_STORE",
     ),
     _c(
-        "CD304", "state-partitions-missing", ERROR,
+        Code.STATE_PARTITIONS_MISSING,
+        "state-partitions-missing",
+        ERROR,
         "State partition directories are missing",
         "State is hash-partitioned over the pinned spark.sql.shuffle.partitions; every partition loads "
         "its own files.",
@@ -322,14 +517,18 @@ _ALL = (
         "Error reading delta file",
     ),
     _c(
-        "CD305", "state-partitions-extra", WARNING,
+        Code.STATE_PARTITIONS_EXTRA,
+        "state-partitions-extra",
+        WARNING,
         "There are more state partition directories than the pinned shuffle partitions",
         "Spark only loads partitions 0..n-1 of the pinned count; the others are ignored.",
         "Files from another checkpoint were mixed in.",
         "Check where the extra directories came from.",
     ),
     _c(
-        "CD306", "state-unique-ids-missing", ERROR,
+        Code.STATE_UNIQUE_IDS_MISSING,
+        "state-unique-ids-missing",
+        ERROR,
         "State files named by the commit log (checkpoint format 2) are missing",
         "With state store checkpoint format 2, commits/B-1 names the unique ids of the state files of "
         "version B; a missing one fails the load.",
@@ -338,33 +537,85 @@ _ALL = (
         "CANNOT_LOAD_STATE_STORE",
     ),
     _c(
-        "CD307", "state-restorable-batch", INFO,
+        Code.STATE_RESTORABLE_BATCH,
+        "state-restorable-batch",
+        INFO,
         "The newest batch whose state is restorable in every partition",
         "Rollback planning needs a batch whose state version exists in all partitions.",
         "Informational.",
         "Use it as the rollback target if the newest state is damaged.",
     ),
     _c(
-        "CD308", "state-directory-unexpected", WARNING,
+        Code.STATE_DIRECTORY_UNEXPECTED,
+        "state-directory-unexpected",
+        WARNING,
         "state/ holds operator directories although the query was declared stateless",
         "Spark ignores state of operators the plan does not have.",
         "The query changed, or --stateless was given by mistake.",
         "Check the query.",
     ),
     _c(
-        "CD309", "rocksdb-snapshot-skipped", WARNING,
-        "A RocksDB snapshot zip names missing SSTs; Spark 4.3 rebuilds the state without it",
-        "With changelog checkpointing, Spark 4.3's auto snapshot repair "
+        Code.ROCKSDB_SNAPSHOT_SKIPPED,
+        "rocksdb-snapshot-skipped",
+        WARNING,
+        "A RocksDB snapshot zip cannot be loaded (missing SSTs or unreadable); Spark 4.2+ rebuilds the "
+        "state without it",
+        "With changelog checkpointing, Spark 4.2's and 4.3's auto snapshot repair "
         "(spark.sql.streaming.stateStore.autoSnapshotRepair.enabled, on by default) skips a snapshot "
-        "that fails to load and replays changelogs from an older one or from version 0. Spark 3.5, or "
-        "4.3 with the repair disabled, fails the load.",
-        "SSTs deleted by hand, by a lifecycle rule, or by a maintenance race.",
-        "Nothing is needed for 4.3 while the changelogs last; restoring the SSTs keeps older Spark "
+        "that fails to load and replays changelogs from an older one or from version 0. Spark 3.5 to "
+        "4.1, or 4.2+ with the repair disabled, fail the load.",
+        "SSTs deleted by hand, a zip cut short or overwritten, a lifecycle rule, or a maintenance race.",
+        "Nothing is needed for 4.2+ while the changelogs last; restoring the files keeps older Spark "
         "releases able to restart.",
         "does not exist",
     ),
     _c(
-        "CD401", "sink-holds-uncommitted-batch", INFO,
+        Code.STATE_MAY_BE_GONE,
+        "state-may-be-gone",
+        WARNING,
+        "The query may have had state that is now gone",
+        "Nothing in the checkpoint proves the query stateful, but something suggests it (an event-time "
+        "watermark above 0 in the offsets or commit log: withWatermark exists to bound a stateful "
+        "operator's state) and state/ holds no state. If the query has stateful operators, each Spark "
+        "line reacts in its own way to the missing state when it loads state version L+1 for the first "
+        "batch: Spark 4.2 and newer refuse the restart (STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY), "
+        "older lines fail in the first batch's tasks reading a delta file that does not exist, or restart "
+        "with empty state where the state store provider creates it (the finding names what each line "
+        "does).",
+        "state/ was deleted or never copied with the checkpoint (a copy of offsets/ and commits/ only, a "
+        "lifecycle rule, a cleanup script), or the query is stateless and only uses withWatermark.",
+        "If the query has stateful operators (aggregations, dropDuplicates, stream-stream joins, "
+        "(flat)MapGroupsWithState, transformWithState), restore state/ from a backup; without it "
+        "the only way on is a new checkpoint that rebuilds state from the sources. Rerun diagnose with "
+        "--stateful or --stateless to get a definite answer.",
+        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
+        "CANNOT_READ_DELTA_FILE_NOT_EXISTS",
+        "Error reading delta file",
+    ),
+    _c(
+        Code.STATE_FILE_UNREADABLE,
+        "state-file-unreadable",
+        ERROR,
+        "A state file the next batch loads cannot be read",
+        "The load of state version B reads a RocksDB zip (unzipped with ZipInputStream) and the changelogs "
+        "or HDFS deltas after it, each a compressed stream. A zip that is not one, or is cut short, or a "
+        "delta or changelog without its compression header fails the load in the tasks: "
+        "'[CANNOT_LOAD_STATE_STORE.UNCATEGORIZED] An error occurred during loading state.' on 4.x, the "
+        "bare Java exception (java.io.EOFException, 'Unexpected end of ZLIB input stream', "
+        "NoSuchFileException .../metadata) on 3.5. Spark 4.2+ with changelog checkpointing skips an "
+        "unreadable zip and rebuilds from an older one (auto snapshot repair); 4.1 also names a "
+        "checksum mismatch (CHECKPOINT_FILE_CHECKSUM_VERIFICATION_FAILED) as the cause.",
+        "A partial upload on an object store, a disk error, or a hand edit.",
+        "Roll back to the newest batch whose state loads ('plan --strategy rollback'), or restore the "
+        "file from a backup.",
+        "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED",
+        "Unexpected end of ZLIB input stream",
+        "java.io.EOFException",
+    ),
+    _c(
+        Code.SINK_HOLDS_UNCOMMITTED_BATCH,
+        "sink-holds-uncommitted-batch",
+        INFO,
         "The file sink already holds the batch that will be re-run",
         "FileStreamSink skips a batch whose id is at or below the latest id in _spark_metadata "
         "('Skipping already committed batch'), so the re-run writes nothing twice.",
@@ -373,7 +624,9 @@ _ALL = (
         "Skipping already committed batch",
     ),
     _c(
-        "CD402", "sink-ahead-of-offsets", ERROR,
+        Code.SINK_AHEAD_OF_OFFSETS,
+        "sink-ahead-of-offsets",
+        ERROR,
         "The file sink log holds batch ids that the query has not planned",
         "The sink will silently skip every future batch whose id it already holds: that data is lost.",
         "The checkpoint was rolled back, replaced or copied without the sink output.",
@@ -381,14 +634,18 @@ _ALL = (
         "Skipping already committed batch",
     ),
     _c(
-        "CD403", "sink-behind-commits", WARNING,
+        Code.SINK_BEHIND_COMMITS,
+        "sink-behind-commits",
+        WARNING,
         "Committed batches are missing from the file sink log",
         "Readers of the output list files through _spark_metadata; batches missing there are invisible.",
         "The sink log was truncated, deleted or belongs to another checkpoint.",
         "Check that --sink-path is the output of this query.",
     ),
     _c(
-        "CD404", "sink-log-file-missing", ERROR,
+        Code.SINK_LOG_FILE_MISSING,
+        "sink-log-file-missing",
+        ERROR,
         "Files of the file sink log that readers need are missing",
         "Reading the output fails: '<path> doesn't exist (latestId: <id>, compactInterval: <n>)'.",
         "Compact or batch files deleted by hand or by a lifecycle rule.",
@@ -396,7 +653,9 @@ _ALL = (
         "doesn't exist (latestId",
     ),
     _c(
-        "CD405", "sink-log-file-unreadable", ERROR,
+        Code.SINK_LOG_FILE_UNREADABLE,
+        "sink-log-file-unreadable",
+        ERROR,
         "A file of the file sink log is damaged",
         "The sink and readers of the output fail to parse it.",
         "A partial write or a hand edit.",
@@ -404,7 +663,9 @@ _ALL = (
         "Incomplete log file",
     ),
     _c(
-        "CD406", "sink-log-missing", WARNING,
+        Code.SINK_LOG_MISSING,
+        "sink-log-missing",
+        WARNING,
         "The given sink path has no _spark_metadata log",
         "Without the log readers list the directory directly and see uncommitted files, and the sink "
         "cannot skip re-run batches.",
@@ -412,7 +673,9 @@ _ALL = (
         "Check the path.",
     ),
     _c(
-        "CD501", "live-writer", WARNING,
+        Code.LIVE_WRITER,
+        "live-writer",
+        WARNING,
         "A streaming query may be writing to this checkpoint right now",
         "Spark takes no lock on a checkpoint; two writers corrupt it (CONCURRENT_STREAM_LOG_UPDATE, "
         "'Multiple streaming queries are concurrently using').",
@@ -421,7 +684,9 @@ _ALL = (
         "Multiple streaming queries are concurrently using",
     ),
     _c(
-        "CD502", "fresh-temp-file", WARNING,
+        Code.FRESH_TEMP_FILE,
+        "fresh-temp-file",
+        WARNING,
         "A temp file was written within the live window",
         "CheckpointFileManager.createAtomic writes .<name>.<uuid>.tmp and renames it; a fresh one means a "
         "write is in progress or just crashed.",
@@ -429,7 +694,9 @@ _ALL = (
         "Stop the query before any repair.",
     ),
     _c(
-        "CD503", "interleaved-runs", WARNING,
+        Code.INTERLEAVED_RUNS,
+        "interleaved-runs",
+        WARNING,
         "Batch planning times go backwards between consecutive batches",
         "Each batch records its planning time (batchTimestampMs); two runs writing one checkpoint "
         "interleave them.",
@@ -438,7 +705,9 @@ _ALL = (
         "Multiple streaming jobs detected",
     ),
     _c(
-        "CD504", "orphan-crc-blocks-write", ERROR,
+        Code.ORPHAN_CRC_BLOCKS_WRITE,
+        "orphan-crc-blocks-write",
+        ERROR,
         "A Hadoop .crc file without its data file sits where Spark writes next",
         "On a local file system the rename of the new file fails on the stale checksum file, and Spark "
         "reports 'Multiple streaming queries are concurrently using <dir>'.",
@@ -447,21 +716,27 @@ _ALL = (
         "Multiple streaming queries are concurrently using",
     ),
     _c(
-        "CD505", "orphan-crc", INFO,
+        Code.ORPHAN_CRC,
+        "orphan-crc",
+        INFO,
         "Hadoop .crc files without their data files",
         "Harmless unless Spark writes that name again (see CD504).",
         "Data files deleted without their .crc.",
         "Quarantine them.",
     ),
     _c(
-        "CD506", "temp-files", INFO,
+        Code.TEMP_FILES,
+        "temp-files",
+        INFO,
         "Leftover temp files from interrupted writes",
         "Spark's listing ignores them.",
         "A writer crashed between writing and renaming.",
         "Quarantine them when no query is running.",
     ),
     _c(
-        "CD507", "fresh-checkpoint-not-empty", ERROR,
+        Code.FRESH_CHECKPOINT_NOT_EMPTY,
+        "fresh-checkpoint-not-empty",
+        ERROR,
         "A checkpoint with no batches has files in offsets/, commits/ or state/",
         "Spark 4.1+ refuses to start a new query there: STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY "
         "(spark.sql.streaming.verifyCheckpointDirectoryEmptyOnStart).",
@@ -470,28 +745,36 @@ _ALL = (
         "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
     ),
     _c(
-        "CD508", "empty-log-directory", INFO,
+        Code.EMPTY_LOG_DIRECTORY,
+        "empty-log-directory",
+        INFO,
         "A log directory exists but holds no batch files",
         "Spark treats it as an empty log.",
         "A query that never completed a batch, or files deleted.",
         "Nothing, unless files are expected there.",
     ),
     _c(
-        "CD509", "unknown-files", INFO,
+        Code.UNKNOWN_FILES,
+        "unknown-files",
+        INFO,
         "Files Spark does not recognise",
         "Spark's listings ignore them.",
         "Files copied in by hand or by other tools.",
         "Nothing; remove them if they are not needed.",
     ),
     _c(
-        "CD510", "noncanonical-batch-name", WARNING,
+        Code.NONCANONICAL_BATCH_NAME,
+        "noncanonical-batch-name",
+        WARNING,
         "A log file name parses as a batch id but is not how Spark names it",
         "Spark's listing counts '007' as batch 7 but reads batch 7 from the file '7'.",
         "A file renamed or copied by hand.",
         "Rename or remove it.",
     ),
     _c(
-        "CD601", "written-by-newer-spark", INFO,
+        Code.WRITTEN_BY_NEWER_SPARK,
+        "written-by-newer-spark",
+        INFO,
         "The checkpoint was last written by a newer Spark than the restart target",
         "Older Spark ignores conf keys and metadata it does not know; log formats it cannot read fail "
         "(CD005).",
@@ -499,7 +782,9 @@ _ALL = (
         "Prefer restarting on the version that wrote it.",
     ),
     _c(
-        "CD602", "async-stateful", ERROR,
+        Code.ASYNC_STATEFUL,
+        "async-stateful",
+        ERROR,
         "Asynchronous progress tracking does not support stateful queries",
         "The first batch fails: 'Stateful streaming queries does not support async progress tracking "
         "at this moment.'",
@@ -508,7 +793,23 @@ _ALL = (
         "does not support async progress tracking",
     ),
     _c(
-        "CD701", "continuous-commit-without-offsets", ERROR,
+        Code.SOURCE_EVOLUTION_NEEDS_V2_OFFSETS,
+        "source-evolution-needs-v2-offsets",
+        ERROR,
+        "Source evolution is on but the checkpoint's offsets log is v1",
+        "Spark 4.3 keeps an existing checkpoint's offsets log version (CheckpointVersionManager) and "
+        "refuses to enable source evolution (named sources) on a v1 log: "
+        "'[STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT]'. Spark 4.2 wrote such "
+        "checkpoints with spark.sql.streaming.queryEvolution.enableSourceEvolution on and restarts them.",
+        "A checkpoint written by Spark 4.2 with source evolution on, restarted on 4.3 with the same conf.",
+        "Restart with spark.sql.streaming.queryEvolution.enableSourceEvolution=false, or start a new "
+        "checkpoint to use source evolution.",
+        "STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT",
+    ),
+    _c(
+        Code.CONTINUOUS_COMMIT_WITHOUT_OFFSETS,
+        "continuous-commit-without-offsets",
+        ERROR,
         "Continuous mode: the newest committed epoch has no offsets file",
         "ContinuousExecution.getStartOffsets resumes after max(commits) and needs offsets/K: "
         "'Batch K was committed without end epoch offsets!'",
@@ -517,7 +818,9 @@ _ALL = (
         "was committed without end epoch offsets",
     ),
     _c(
-        "CD702", "continuous-epochs-ahead", INFO,
+        Code.CONTINUOUS_EPOCHS_AHEAD,
+        "continuous-epochs-ahead",
+        INFO,
         "Continuous mode: offsets exist for epochs after the newest commit",
         "A continuous restart resumes after max(commits); existing offsets files of later epochs are "
         "kept and reused when those epochs commit.",

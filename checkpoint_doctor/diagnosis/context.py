@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from checkpoint_doctor.detect import ASYNC, CONTINUOUS, detect_mode, is_async_pattern
+from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, is_async_pattern
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
+from checkpoint_doctor.diagnosis.state_chain import Restorability
+from checkpoint_doctor.diagnosis.statefulness import STATEFUL
 from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
-from checkpoint_doctor.snapshot import CheckpointSnapshot, StateStore
-from checkpoint_doctor.state_chain import Restorability, check_version
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
 
 OFFSETS = "offsets"
 COMMITS = "commits"
@@ -36,11 +39,19 @@ class LogProblem:
 class Context:
     """A snapshot plus the operator's options, with the derived facts checks need."""
 
-    def __init__(self, snapshot: CheckpointSnapshot, target: SparkTarget, options: DiagnoseOptions) -> None:
+    def __init__(
+        self,
+        snapshot: CheckpointSnapshot,
+        target: SparkTarget,
+        options: DiagnoseOptions,
+        facts: SnapshotFacts | None = None,
+    ) -> None:
         self.snapshot = snapshot
         self.target = target
         self.options = options
-        self.detected = detect_mode(snapshot)
+        # Shared by every cell of a restart matrix: what the checkpoint is does not depend on the target.
+        self.facts = facts if facts is not None else SnapshotFacts(snapshot)
+        self.detected = self.facts.mode
         self.mode = options.mode or self.detected.mode
 
     # ------------------------------------------------------------------------ log facts
@@ -108,18 +119,22 @@ class Context:
         if latest is None or latest == 0 or self.offsets(latest - 1) is not None or self.is_continuous:
             return None
         if self.async_pattern:
-            return "CD101" if (strict or not self.is_async) else "CD102"
+            return Code.ASYNC_TAIL_SYNC_RESTART if (strict or not self.is_async) else Code.ASYNC_PROGRESS_LOG
         if self.is_async and not strict:
             return None
-        return "CD103" if (latest == 1 or self.offsets(latest - 2) is not None) else "CD109"
+        return (
+            Code.OFFSETS_PREDECESSOR_MISSING
+            if (latest == 1 or self.offsets(latest - 2) is not None)
+            else Code.OFFSETS_JUMP_AHEAD
+        )
 
     # ------------------------------------------------------------------------ stateful?
     @cached_property
     def stateful(self) -> bool | None:
-        """Return whether the query is stateful: as told, else from state/ contents, else unknown."""
+        """Return whether the query is stateful: as told, else from the checkpoint's traces, else unknown."""
         if self.options.stateful is not None:
             return self.options.stateful
-        if any(op.stores for op in self.snapshot.state.operators):
+        if self.facts.statefulness.verdict == STATEFUL:
             return True
         return None
 
@@ -133,6 +148,23 @@ class Context:
                     return int(value)
                 return None
         return None
+
+    @cached_property
+    def pinned_provider(self) -> str:
+        """Return ``rocksdb`` or ``hdfs``: the state store provider pinned in the newest offsets file."""
+        for e in reversed(self.snapshot.offsets.entries):
+            if e.record is not None and e.record.metadata is not None:
+                value = e.record.metadata.conf_value("spark.sql.streaming.stateStore.providerClass") or ""
+                return "rocksdb" if "RocksDB" in value else "hdfs"
+        return "hdfs"
+
+    @property
+    def checkpoint_format_version(self) -> int:
+        """The session's ``stateStore.checkpointFormatVersion`` (told, else from the confs, else 1)."""
+        if self.options.checkpoint_format_version is not None:
+            return self.options.checkpoint_format_version
+        value = self.session_conf("spark.sql.streaming.stateStore.checkpointFormatVersion")
+        return int(value) if value is not None and value.isdigit() else 1
 
     def store_unique_id(self, store: StateStore, version: int) -> str | None:
         """Return the checkpoint-format-2 unique id of a store's ``version`` from commits/(version-1)."""
@@ -150,11 +182,22 @@ class Context:
     def restorability(self, store: StateStore, version: int) -> tuple[Restorability, str | None]:
         """Return whether the restart loads ``version`` in ``store``, and the code if it cannot."""
         uid = self.store_unique_id(store, version)
-        result = check_version(store, version, unique_id=uid, auto_repair=self.auto_snapshot_repair)
+        result = self.facts.check_version(
+            store, version, unique_id=uid, auto_repair=self.auto_snapshot_repair
+        )
         if result.ok:
             return result, None
+        if result.corrupt:
+            return result, Code.STATE_FILE_UNREADABLE
         missing = result.missing[0] if result.missing else ""
-        return result, "CD303" if "/SSTs/" in missing else ("CD306" if uid else "CD302")
+        return result, Code.ROCKSDB_SST_MISSING if "/SSTs/" in missing else (
+            Code.STATE_UNIQUE_IDS_MISSING if uid else Code.STATE_VERSION_NOT_RESTORABLE
+        )
+
+    @property
+    def unreadable_state_files(self) -> frozenset[str]:
+        """State files that were read and cannot be what their name says (zips, deltas, changelogs)."""
+        return self.facts.unreadable_state_files
 
     def legacy_state_formats_differ(self, seq: OffsetSeq) -> bool:
         """Whether restoring confs from ``seq`` (no conf map) changes the state formats in use."""
@@ -189,11 +232,25 @@ class Context:
         t = self.target
         failure = entry.failure
         if failure is not None:
+            if (
+                failure.kind == "unsupported-version"
+                and log == COMMITS
+                and t.commits_exact_match
+                and failure.version
+            ):
+                # 4.0/4.1 validate commit headers with validateVersionExactMatch whatever the number
+                # [exp: commit-too-new, commit-header-v7 on 4.0.5 and 4.1.4].
+                error = t.too_new(
+                    entry.file.path, failure.version, log=log, exact=self.checkpoint_format_version
+                )
+                return LogProblem(Code.LOG_VERSION_TOO_NEW, error, failure.reason)
             if failure.kind == "unsupported-version":
-                return LogProblem("CD005", t.read_failure(failure, log=log), failure.reason)
+                return LogProblem(Code.LOG_VERSION_TOO_NEW, t.read_failure(failure, log=log), failure.reason)
             if failure.kind == "java-serialized":
-                return LogProblem("CD007", t.read_failure(failure, log=log), failure.reason)
-            code = "CD003" if log == OFFSETS else "CD004"
+                return LogProblem(
+                    Code.OFFSETS_JAVA_SERIALIZED, t.read_failure(failure, log=log), failure.reason
+                )
+            code = Code.OFFSETS_FILE_UNREADABLE if log == OFFSETS else Code.COMMIT_FILE_UNREADABLE
             return LogProblem(code, t.read_failure(failure, log=log), failure.reason)
         record = entry.record
         if record is None:
@@ -201,28 +258,28 @@ class Context:
         version = record.version
         if log == OFFSETS and version > t.max_offsets_version:
             return LogProblem(
-                "CD005",
+                Code.LOG_VERSION_TOO_NEW,
                 t.too_new(entry.file.path, version, log=log),
                 f"offsets log v{version} needs Spark 4.2 or newer",
             )
         if log == COMMITS:
             if t.commits_exact_match:
-                wanted = self.options.checkpoint_format_version or 1
+                wanted = self.checkpoint_format_version
                 if version != wanted and version <= 2:
                     return LogProblem(
-                        "CD006",
+                        Code.COMMIT_VERSION_MISMATCH,
                         t.too_new(entry.file.path, version, log=log, exact=wanted),
                         f"commit log v{version} but checkpointFormatVersion is {wanted}",
                     )
                 if version > 2:
                     return LogProblem(
-                        "CD005",
+                        Code.LOG_VERSION_TOO_NEW,
                         t.too_new(entry.file.path, version, log=log, exact=wanted),
                         f"commit log v{version} needs Spark 4.2 or newer",
                     )
             elif version > t.max_commits_version:
                 return LogProblem(
-                    "CD005",
+                    Code.LOG_VERSION_TOO_NEW,
                     t.too_new(entry.file.path, version, log=log),
                     f"commit log v{version} needs Spark 4.0 or newer",
                 )

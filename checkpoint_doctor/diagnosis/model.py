@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
 from checkpoint_doctor.diagnosis.versions import SparkError, qualify_root
+from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import SourceOffset
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
-LIVE_WRITER_CODES = frozenset({"CD501", "CD502", "CD503"})
+LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,16 @@ class Finding:
     paths: tuple[str, ...] = ()
     batch_ids: tuple[int, ...] = ()
     details: tuple[tuple[str, Any], ...] = ()
+    #: The (Spark line, restart mode) cells of a restart matrix the finding applies to (none: one cell).
+    cells: tuple[tuple[str, str], ...] = ()
+    #: Set by the restart matrix when the severity differs from the code's (an error that only
+    #: a plausible, not the configured, restart meets is a warning).
+    effective_severity: str | None = None
 
     @property
     def severity(self) -> str:
-        """Return the severity of the finding's code."""
-        return CODES[self.code].severity
+        """Return the effective severity: the code's, unless the restart matrix set another."""
+        return self.effective_severity or CODES[self.code].severity
 
     @property
     def slug(self) -> str:
@@ -42,7 +48,13 @@ class Finding:
 
     def sort_key(self) -> tuple[int, int, str, tuple[int, ...], tuple[str, ...]]:
         """Live-writer findings first, then by severity, code and evidence."""
-        return (0 if self.code in LIVE_WRITER_CODES else 1, SEVERITY_ORDER[self.severity], self.code, self.batch_ids, self.paths)
+        return (
+            0 if self.code in LIVE_WRITER_CODES else 1,
+            SEVERITY_ORDER[self.severity],
+            self.code,
+            self.batch_ids,
+            self.paths,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
@@ -54,6 +66,8 @@ class Finding:
             "paths": list(self.paths),
             "batch_ids": list(self.batch_ids),
             "details": dict(self.details),
+            "cells": [{"spark": spark, "mode": mode} for spark, mode in self.cells],
+            "code_severity": CODES[self.code].severity,
         }
 
 
@@ -147,6 +161,9 @@ class DiagnoseOptions:
     live_window_s: float = 600.0
     now_ms: int | None = None
     confs: tuple[tuple[str, str], ...] = ()
+    #: Files checkpoint-doctor's own applies wrote, as (path, ETag or mtime): a repair is not a
+    #: live writer (read from the checkpoint's tool directory at the I/O edge).
+    own_writes: frozenset[tuple[str, int | str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -180,17 +197,19 @@ class Diagnosis:
         """0 nothing of warning or error severity, 1 warnings only, 4 an error finding."""
         worst = self.worst
         if worst == ERROR or not self.prediction.starts:
-            return 4
+            return ExitCode.ERRORS
         if worst == WARNING:
-            return 1
-        return 0
+            return ExitCode.WARNINGS
+        return ExitCode.OK
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with this checkpoint's root as Spark prints it)."""
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
         restart = self.prediction.to_dict()
         if restart["error"] is not None:
-            restart["error"]["text"] = restart["error"]["message"].replace("<cp>", qualify_root(self.checkpoint))
+            restart["error"]["text"] = restart["error"]["message"].replace(
+                "<cp>", qualify_root(self.checkpoint)
+            )
         return {
             "checkpoint": self.checkpoint,
             "query_id": self.query_id,

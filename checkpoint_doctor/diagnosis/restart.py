@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from checkpoint_doctor.diagnosis import source_files
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
 from checkpoint_doctor.diagnosis.versions import SparkError
-from checkpoint_doctor.layout import hadoop_crc_path
+from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
+from checkpoint_doctor.reading.layout import hadoop_crc_path
 
 
 @dataclass
@@ -65,22 +68,24 @@ def _metadata_step(run: _Run) -> RestartPrediction | None:
     if snap.metadata is None:
         if has_logs:
             if ctx.target.missing_metadata_fatal:
-                return run.done(ctx.target.missing_metadata(), "CD001")
+                return run.done(ctx.target.missing_metadata(), Code.METADATA_MISSING)
             run.new_query_id = True
             run.notes.append("metadata is missing: Spark writes a new one with a new random query id")
             if ctx.local_fs and ".metadata.crc" in snap.hadoop_crcs:
                 # StreamMetadata.write renames onto the stale checksum (FileAlreadyExistsException).
                 text = "Multiple streaming queries are concurrently using metadata."
-                return run.done(SparkError(text, text, "start"), "CD504")
+                return run.done(SparkError(text, text, "start"), Code.ORPHAN_CRC_BLOCKS_WRITE)
         return None
     if snap.metadata.failure is not None:
-        return run.done(ctx.target.metadata_unreadable(snap.metadata.failure), "CD002")
+        return run.done(ctx.target.metadata_unreadable(snap.metadata.failure), Code.METADATA_UNREADABLE)
     return None
 
 
 def _orphan_crc_blocks(ctx: Context, log: str, batch_id: int) -> bool:
-    return ctx.local_fs and hadoop_crc_path(f"{log}/{batch_id}") in ctx.snapshot.hadoop_crcs and (
-        ctx.snapshot.file(f"{log}/{batch_id}") is None
+    return (
+        ctx.local_fs
+        and hadoop_crc_path(f"{log}/{batch_id}") in ctx.snapshot.hadoop_crcs
+        and (ctx.snapshot.file(f"{log}/{batch_id}") is None)
     )
 
 
@@ -91,9 +96,9 @@ def _writes_step(run: _Run) -> RestartPrediction | None:
     if b is None:
         return None
     if not run.rerun and _orphan_crc_blocks(ctx, OFFSETS, b):
-        return run.done(ctx.target.concurrent_rename(OFFSETS, "batch"), "CD504")
+        return run.done(ctx.target.concurrent_rename(OFFSETS, "batch"), Code.ORPHAN_CRC_BLOCKS_WRITE)
     if _orphan_crc_blocks(ctx, COMMITS, b):
-        return run.done(ctx.target.concurrent_rename(COMMITS, "commit"), "CD504")
+        return run.done(ctx.target.concurrent_rename(COMMITS, "commit"), Code.ORPHAN_CRC_BLOCKS_WRITE)
     return None
 
 
@@ -104,43 +109,41 @@ def _state_step(run: _Run) -> RestartPrediction | None:
     if b is None or ctx.stateful is not True:
         return None
     if ctx.is_async:
-        return run.done(ctx.target.async_stateful(), "CD602")
+        return run.done(ctx.target.async_stateful(), Code.ASYNC_STATEFUL)
     state = ctx.snapshot.state
     stores = [s for op in state.operators for s in op.stores]
     if not stores:
         if b == 0:
             return None
-        if ctx.target.missing_state_dir_error:
-            return run.done(ctx.target.state_missing_dir(), "CD301")
-        return run.done(
-            SparkError(
-                "Error reading delta file <cp>/state/0/<partition>/1.delta of HDFSStateStoreProvider[...]: "
-                "... does not exist",
-                "Error reading delta file",
-                "task",
-            ),
-            "CD301",
-        )
+        return run.done(ctx.target.state_missing_dir(ctx.pinned_provider), Code.STATE_MISSING)
     expected = ctx.pinned_partitions
     for op in state.operators:
         if expected is not None and b > 0:
-            missing_parts = [p for p in range(expected) if p not in op.partition_dirs]
+            missing_parts = missing_in(0, expected - 1, op.partition_dirs, limit=1)
             if missing_parts:
                 p = missing_parts[0]
-                return run.done(ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p), "CD304")
+                return run.done(
+                    ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p),
+                    Code.STATE_PARTITIONS_MISSING,
+                )
     for op in state.operators:
         for store in op.stores:
             result, code = ctx.restorability(store, b)
             if code is None:
                 continue
+            if result.corrupt:
+                bad = result.corrupt[0]
+                return run.done(ctx.target.state_file_corrupt(bad, ctx.snapshot.raw.get(bad, b"")[:8]), code)
             missing = result.missing[0]
             if missing.endswith(".delta"):
                 version = int(missing.rpartition("/")[2].split(".")[0])
-                return run.done(ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), code)
+                return run.done(
+                    ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), code
+                )
             return run.done(ctx.target.state_file_missing(missing), code)
     latest = ctx.offsets(ctx.latest)
     if latest is not None and latest.record is not None and ctx.legacy_state_formats_differ(latest.record):
-        return run.done(ctx.target.state_format_mismatch(), "CD011")
+        return run.done(ctx.target.state_format_mismatch(), Code.OFFSETS_WITHOUT_CONF_FATAL)
     return None
 
 
@@ -162,7 +165,10 @@ def _repartition_check(run: _Run) -> RestartPrediction | None:
         return None
     prev = ctx.offsets(latest - 1)
     if prev is None:
-        return run.done(t.requirement_failed(f"Previous batch {latest - 1} not found in offset log"), ctx.tail_gap_code(strict=True) or "CD103")
+        return run.done(
+            t.requirement_failed(f"Previous batch {latest - 1} not found in offset log"),
+            ctx.tail_gap_code(strict=True) or Code.OFFSETS_PREDECESSOR_MISSING,
+        )
     problem = ctx.log_problem(prev, OFFSETS)
     if problem is not None:
         return run.done(problem.error, problem.code)
@@ -170,17 +176,28 @@ def _repartition_check(run: _Run) -> RestartPrediction | None:
     if seq is None or prev_seq is None:
         return None
     if seq.metadata is None:
-        return run.done(t.requirement_failed(f"Batch {latest} metadata not found"), "CD008")
+        return run.done(
+            t.requirement_failed(f"Batch {latest} metadata not found"), Code.OFFSETS_METADATA_LINE_EMPTY
+        )
     parts = seq.metadata.conf_value("spark.sql.shuffle.partitions")
     if parts is None:
-        return run.done(SparkError("java.util.NoSuchElementException: None.get", "None.get", "init"), "CD011")
+        return run.done(
+            SparkError("java.util.NoSuchElementException: None.get", "None.get", "init"),
+            Code.OFFSETS_WITHOUT_CONF_FATAL,
+        )
     if prev_seq.metadata is None:
-        return run.done(t.requirement_failed(f"Previous batch {latest - 1} metadata not found"), "CD008")
+        return run.done(
+            t.requirement_failed(f"Previous batch {latest - 1} metadata not found"),
+            Code.OFFSETS_METADATA_LINE_EMPTY,
+        )
     prev_parts = prev_seq.metadata.conf_value("spark.sql.shuffle.partitions")
     if prev_parts is None:
-        return run.done(SparkError("java.util.NoSuchElementException: None.get", "None.get", "init"), "CD011")
+        return run.done(
+            SparkError("java.util.NoSuchElementException: None.get", "None.get", "init"),
+            Code.OFFSETS_WITHOUT_CONF_FATAL,
+        )
     if prev_parts != parts:
-        return run.done(t.unfinished_repartition(latest, k), "CD012")
+        return run.done(t.unfinished_repartition(latest, k), Code.UNFINISHED_REPARTITION)
     return None
 
 
@@ -191,17 +208,62 @@ def _fresh_start(run: _Run) -> RestartPrediction:
     run.rerun = False
     run.notes.append("no offsets: Spark starts a new query at batch 0 from the sources' initial offsets")
     if ctx.commit_ids and t.empty_offsets_with_commits_asserts:
-        return run.done(t.empty_offsets_assertion(), "CD110")
+        return run.done(t.empty_offsets_assertion(), Code.COMMITS_WITHOUT_OFFSETS_LOG)
     if t.fresh_dir_must_be_empty:
-        for directory in ("offsets", "commits", "state"):
+        # MicroBatchExecution.verifyNewCheckpointDirectory checks offsets, state, commits in this order
+        # [exp: offsets-dir-deleted on 4.1.4 names <cp>/state, not <cp>/commits].
+        for directory in ("offsets", "state", "commits"):
             if _lists_entries(ctx, directory):
-                return run.done(t.fresh_not_empty(directory), "CD507" if not ctx.commit_ids else "CD110")
+                return run.done(
+                    t.fresh_not_empty(directory),
+                    Code.FRESH_CHECKPOINT_NOT_EMPTY
+                    if not ctx.commit_ids
+                    else Code.COMMITS_WITHOUT_OFFSETS_LOG,
+                )
+    kafka = _kafka_step(run)
+    if kafka is not None:
+        return kafka
     blocked = _writes_step(run)
     if blocked is not None:
         return blocked
     if 0 in ctx.commit_ids:
-        return run.done(t.concurrent_update(0), "CD110")
+        return run.done(t.concurrent_update(0), Code.COMMITS_WITHOUT_OFFSETS_LOG)
     return run.done()
+
+
+def _sources_created_step(run: _Run) -> RestartPrediction | None:
+    """The query thread creates the sources (StreamExecution.runStream, "Initializing sources")
+    before it reads any offsets file: the rate source reads its start time, the file source its log."""
+    ctx = run.ctx
+    problems = source_files.created_problems(ctx.target, ctx.snapshot, dict(ctx.options.confs))
+    if problems:
+        return run.done(problems[0].error, Code.SOURCE_FILE_UNREADABLE)
+    if ctx.target.source_evolution_needs_v2 and _source_evolution_on(ctx):
+        latest = ctx.offsets(ctx.latest)
+        if latest is not None and latest.record is not None and latest.record.version == 1:
+            return run.done(ctx.target.source_evolution_on_v1(), Code.SOURCE_EVOLUTION_NEEDS_V2_OFFSETS)
+    return None
+
+
+def _source_evolution_on(ctx: Context) -> bool:
+    value = ctx.session_conf("spark.sql.streaming.queryEvolution.enableSourceEvolution")
+    return value is not None and value.lower() == "true"
+
+
+def _kafka_step(run: _Run) -> RestartPrediction | None:
+    """KafkaMicroBatchStream.initialOffset reads sources/<n>/0 only for a batch without a start offset."""
+    for problem in source_files.kafka_problems(run.ctx.target, run.ctx.snapshot):
+        if source_files.kafka_reads(run.start_offsets, problem.source):
+            return run.done(problem.error, Code.SOURCE_FILE_UNREADABLE)
+    return None
+
+
+def _file_source_range_step(run: _Run) -> RestartPrediction | None:
+    """FileStreamSource.getBatch(start, end) of the batch re-initialised or re-run."""
+    problem = source_files.file_source_range(
+        run.ctx.target, run.ctx.snapshot, run.start_offsets, run.end_offsets
+    )
+    return run.done(problem.error, Code.SOURCE_FILE_UNREADABLE) if problem is not None else None
 
 
 def _lists_entries(ctx: Context, directory: str) -> bool:
@@ -233,7 +295,7 @@ def _continuous(run: _Run) -> RestartPrediction:
     run.next_batch_id = k + 1
     entry = ctx.offsets(k)
     if entry is None:
-        return run.done(t.continuous_commit_without_offsets(k), "CD701")
+        return run.done(t.continuous_commit_without_offsets(k), Code.CONTINUOUS_COMMIT_WITHOUT_OFFSETS)
     problem = ctx.log_problem(entry, OFFSETS)
     if problem is not None:
         return run.done(problem.error, problem.code)
@@ -251,11 +313,20 @@ def predict_restart(ctx: Context) -> RestartPrediction:
         return failed
     if ctx.is_continuous:
         return _continuous(run)
-    t = ctx.target
-    latest = ctx.latest
-    if latest is None:
+    failed = _sources_created_step(run)
+    if failed is not None:
+        return failed
+    if ctx.latest is None:
         return _fresh_start(run)
+    return _resume(run)
+
+
+def _resume(run: _Run) -> RestartPrediction:
+    """populateStartOffsets with offsets present: offsets/L, offsets/L-1, commits/K, then the batch."""
+    ctx = run.ctx
+    latest = ctx.latest
     entry = ctx.offsets(latest)
+    assert latest is not None
     assert entry is not None
     run.next_batch_id = latest
     run.rerun = True
@@ -269,60 +340,26 @@ def predict_restart(ctx: Context) -> RestartPrediction:
     if seq is None:
         run.notes.append(f"{entry.file.path} was not read; prediction incomplete")
         return run.done()
-    wanted = ctx.options.sources
-    if wanted is not None and seq.version == 1 and len(seq.sources) != wanted:
-        return run.done(t.source_count(len(seq.sources), wanted), "CD201")
-    run.end_from = entry.file.path
-    run.end_offsets = seq.sources
-    if latest != 0:
-        prev = ctx.restart_start_entry
-        if prev is None:
-            if not ctx.is_async:
-                run.warnings.append(t.batch_missing_log(latest - 1, latest))
-                return run.done(t.batch_missing(latest - 1), ctx.tail_gap_code() or "CD103")
-            run.notes.append("async restart with no durable offsets below L: batch L starts from the initial offsets")
-        else:
-            problem = ctx.log_problem(prev, OFFSETS)
-            if problem is not None:
-                return run.done(problem.error, problem.code)
-            if prev.record is not None:
-                if wanted is not None and prev.record.version == 1 and len(prev.record.sources) != wanted:
-                    return run.done(t.source_count(len(prev.record.sources), wanted), "CD201")
-                run.start_from = prev.file.path
-                run.start_offsets = prev.record.sources
-    if seq.metadata is not None:
-        run.watermark_ms = seq.metadata.batch_watermark_ms
-    k = ctx.committed
+    failed = _offsets_step(run, seq)
+    if failed is not None:
+        return failed
     if seq.metadata is None and seq.version == 1:
         # populateStartOffsets creates the WatermarkTracker only from the metadata line.
-        return run.done(t.no_watermark_tracker(), "CD008")
-    if k is None:
+        return run.done(ctx.target.no_watermark_tracker(), Code.OFFSETS_METADATA_LINE_EMPTY)
+    conflict = False
+    if ctx.committed is None:
         run.notes.append(f"no commit log present: Spark re-runs batch {latest}")
     else:
-        commit = ctx.commit(k)
-        assert commit is not None
-        problem = ctx.log_problem(commit, COMMITS)
-        if problem is not None:
-            return run.done(problem.error, problem.code)
-        if k == latest:
-            run.next_batch_id = latest + 1
-            run.rerun = False
-            run.start_from, run.start_offsets = entry.file.path, seq.sources
-            run.end_from, run.end_offsets = None, None
-            if commit.record is not None:
-                run.watermark_ms = max(run.watermark_ms or 0, commit.record.next_batch_watermark_ms)
-        elif k == latest - 1:
-            pass
-        elif k < latest - 1:
-            run.warnings.append(t.commits_behind_warning(k, latest))
-        else:
-            state_failed = _state_step(run)
-            if state_failed is not None:
-                return state_failed
-            return run.done(t.concurrent_update(latest), "CD104")
-    state_failed = _state_step(run)
-    if state_failed is not None:
-        return state_failed
+        failed = _commit_step(run, entry.file.path, seq)
+        if failed is not None:
+            return failed
+        conflict = ctx.committed > latest
+    failed = _batch_step(run)
+    if failed is not None:
+        return failed
+    if conflict:
+        # K > L: batch L runs again and its commit finds commits/L written (HDFSMetadataLog.add).
+        return run.done(ctx.target.concurrent_update(latest), Code.COMMIT_AHEAD_OF_OFFSETS)
     blocked = _writes_step(run)
     if blocked is not None:
         return blocked
@@ -331,3 +368,77 @@ def predict_restart(ctx: Context) -> RestartPrediction:
     if run.next_batch_id is not None and top is not None and run.next_batch_id <= top:
         run.warnings.append(f"Skipping already committed batch {run.next_batch_id}")
     return run.done()
+
+
+def _offsets_step(run: _Run, seq: OffsetSeq) -> RestartPrediction | None:
+    """offsets/L against the query's sources, then the start of batch L (offsets/L-1, or P when async)."""
+    ctx = run.ctx
+    t = ctx.target
+    latest = ctx.latest
+    assert latest is not None
+    wanted = ctx.options.sources
+    if wanted is not None and seq.version == 1 and len(seq.sources) != wanted:
+        return run.done(t.source_count(len(seq.sources), wanted), Code.SOURCE_COUNT_MISMATCH)
+    run.end_from = f"offsets/{latest}"
+    run.end_offsets = seq.sources
+    if seq.metadata is not None:
+        run.watermark_ms = seq.metadata.batch_watermark_ms
+    if latest == 0:
+        return None
+    prev = ctx.restart_start_entry
+    if prev is None:
+        if not ctx.is_async:
+            run.warnings.append(t.batch_missing_log(latest - 1, latest))
+            return run.done(
+                t.batch_missing(latest - 1), ctx.tail_gap_code() or Code.OFFSETS_PREDECESSOR_MISSING
+            )
+        run.notes.append(
+            "async restart with no durable offsets below L: batch L starts from the initial offsets"
+        )
+        return None
+    problem = ctx.log_problem(prev, OFFSETS)
+    if problem is not None:
+        return run.done(problem.error, problem.code)
+    if prev.record is not None:
+        if wanted is not None and prev.record.version == 1 and len(prev.record.sources) != wanted:
+            return run.done(t.source_count(len(prev.record.sources), wanted), Code.SOURCE_COUNT_MISMATCH)
+        run.start_from = prev.file.path
+        run.start_offsets = prev.record.sources
+    return None
+
+
+def _commit_step(run: _Run, latest_path: str, seq: OffsetSeq) -> RestartPrediction | None:
+    """commits/K against L: K == L plans a new batch (V1 sources re-read batch L's range first)."""
+    ctx = run.ctx
+    latest, k = ctx.latest, ctx.committed
+    assert latest is not None
+    assert k is not None
+    commit = ctx.commit(k)
+    assert commit is not None
+    problem = ctx.log_problem(commit, COMMITS)
+    if problem is not None:
+        return run.done(problem.error, problem.code)
+    if k == latest:
+        # populateStartOffsets calls getBatch(offsets/L-1, offsets/L) on V1 sources (file source)
+        # before it plans batch L+1.
+        previous = run.start_offsets
+        run.next_batch_id = latest + 1
+        run.rerun = False
+        run.start_from, run.start_offsets = latest_path, seq.sources
+        run.end_from, run.end_offsets = None, None
+        unread = source_files.file_source_range(ctx.target, ctx.snapshot, previous, seq.sources)
+        if unread is not None:
+            return run.done(unread.error, Code.SOURCE_FILE_UNREADABLE)
+        if commit.record is not None:
+            run.watermark_ms = max(run.watermark_ms or 0, commit.record.next_batch_watermark_ms)
+    elif k < latest - 1:
+        run.warnings.append(ctx.target.commits_behind_warning(k, latest))
+    return None
+
+
+def _batch_step(run: _Run) -> RestartPrediction | None:
+    """The first batch's reads: Kafka initial offsets, the file source's range, then the state."""
+    failed = _kafka_step(run)
+    if failed is None and run.rerun:
+        failed = _file_source_range_step(run)
+    return failed if failed is not None else _state_step(run)

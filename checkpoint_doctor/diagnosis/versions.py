@@ -9,57 +9,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
+from checkpoint_doctor.diagnosis.texts_sources import SourceTexts
+from checkpoint_doctor.diagnosis.texts_state import StateTexts
 from checkpoint_doctor.model import ParseFailure
 
-LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
-NEWEST = LINES[-1]
+__all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "qualify_root", "target"]
 
 
 @dataclass(frozen=True)
-class SparkError:
-    """An error Spark raises on restart.
-
-    ``message`` is the text that release prints (with ``<cp>`` for the checkpoint root);
-    ``search`` is the part of it that is stable enough to grep a driver log for;
-    ``phase`` is when it happens: ``start`` (DataStreamWriter.start), ``init`` (query thread before
-    the first batch), ``batch`` (planning or running the first batch), ``commit`` (end of the first
-    batch), ``task`` (inside the first batch's tasks).
-    """
-
-    message: str
-    search: str
-    phase: str
-    error_class: str | None = None
-    alternatives: tuple[str, ...] = ()
-
-    def matches(self, text: str) -> bool:
-        """Return whether a driver log or exception text shows this error."""
-        return self.search in text or any(a in text for a in self.alternatives)
-
-    def to_dict(self) -> dict[str, object]:
-        """Return a JSON-safe dict."""
-        return {
-            "error_class": self.error_class,
-            "message": self.message,
-            "search": self.search,
-            "also_seen_as": list(self.alternatives),
-            "phase": self.phase,
-        }
-
-
-@dataclass(frozen=True)
-class SparkTarget:
-    """A Spark release line and its restart rules."""
-
-    line: str
-
-    def _at_least(self, line: str) -> bool:
-        return LINES.index(self.line) >= LINES.index(line)
-
-    @property
-    def error_classes(self) -> bool:
-        """4.0+ prefix errors with ``[ERROR_CLASS]`` and append ``SQLSTATE``."""
-        return self._at_least("4.0")
+class SparkTarget(StateTexts, SourceTexts):
+    """A Spark release line and its restart rules (state store and source texts in the mixins)."""
 
     @property
     def max_offsets_version(self) -> int:
@@ -95,22 +55,42 @@ class SparkTarget:
 
     @property
     def empty_offsets_with_commits_asserts(self) -> bool:
-        """4.3: offsets empty but commits not fails at start with a bare assertion."""
-        return self._at_least("4.3")
+        """4.2+: offsets empty but commits not fails at start with a bare assertion.
+
+        The reference dates this to 4.3; real 4.2.1 does it too [exp: offsets-dir-deleted on 4.2.1].
+        """
+        return self._at_least("4.2")
 
     @property
     def repartition_check(self) -> bool:
-        """4.3: checkUnfinishedRepartitionOnRestart reads offsets/L and L-1 first when L > K."""
-        return self._at_least("4.3")
+        """4.2+: checkUnfinishedRepartitionOnRestart reads offsets/L and L-1 first when L > K.
+
+        The reference dates this to 4.3; real 4.2.1 already fails with ``requirement failed:
+        Previous batch N not found in offset log`` [exp: offsets-jump-ahead, offsets-gap-ahead,
+        async-tail-uncommitted, missing-prev-offsets-uncommitted on 4.2.1].
+        """
+        return self._at_least("4.2")
 
     @property
     def auto_snapshot_repair(self) -> bool:
-        """4.3: a RocksDB store with changelogs falls back to older snapshots (autoSnapshotRepair)."""
-        return self._at_least("4.3")
+        """4.2+: a RocksDB store with changelogs falls back to older snapshots (autoSnapshotRepair).
 
-    def sqlstate(self, state: str) -> str:
-        """Return the `` SQLSTATE: X`` suffix 4.x appends."""
-        return f" SQLSTATE: {state}" if self.error_classes else ""
+        The reference dates this to 4.3; real 4.2.1 logs "Failed to load snapshot version 6 ... will
+        retry repair with the next eligible snapshot version" and runs [exp: rocksdb-sst-missing,
+        rocksdb-changelog-zip-truncated on 4.2.1].
+        """
+        return self._at_least("4.2")
+
+    @property
+    def source_evolution_needs_v2(self) -> bool:
+        """4.3: source evolution on a checkpoint whose newest offsets file is v1 is refused.
+
+        ``CheckpointVersionManager`` keeps the offsets version of an existing checkpoint; 4.2.1 wrote
+        v1 offsets with source evolution on and restarted them, 4.3.0 refused that checkpoint with
+        ``STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT`` [exp: offsets_v2
+        written by 4.2.1, restarted on 4.3.0].
+        """
+        return self._at_least("4.3")
 
     # ------------------------------------------------------------------------- texts
     def read_failure(self, failure: ParseFailure, *, log: str, phase: str = "init") -> SparkError:
@@ -119,7 +99,9 @@ class SparkTarget:
         prefix = f"Failed to read log file {path}. "
         kind = failure.kind
         if kind == "empty":
-            tail = "Incomplete log file in the offset commit log" if log == "commits" else "Incomplete log file"
+            tail = (
+                "Incomplete log file in the offset commit log" if log == "commits" else "Incomplete log file"
+            )
             return SparkError(prefix + tail, tail, phase)
         if kind == "header-only":
             # offsets only: lines.next() on the missing metadata line (not wrapped, no file name)
@@ -133,7 +115,12 @@ class SparkTarget:
         if kind == "malformed-header":
             text = f"Log file was malformed: failed to read correct log version from {failure.found}."
             if self.error_classes:
-                return SparkError(prefix + "[MALFORMED_LOG_FILE] " + text + self.sqlstate("KD002"), text, phase, "MALFORMED_LOG_FILE")
+                return SparkError(
+                    prefix + "[MALFORMED_LOG_FILE] " + text + self.sqlstate("KD002"),
+                    text,
+                    phase,
+                    "MALFORMED_LOG_FILE",
+                )
             return SparkError(prefix + text, text, phase)
         if kind == "unsupported-version" and failure.version is not None:
             return self.too_new(failure.path, failure.version, log=log, phase=phase)
@@ -147,7 +134,9 @@ class SparkTarget:
         text = failure.reason
         return SparkError(prefix + text, text[:60], phase)
 
-    def too_new(self, rel_path: str, version: int, *, log: str, phase: str = "init", exact: int | None = None) -> SparkError:
+    def too_new(
+        self, rel_path: str, version: int, *, log: str, phase: str = "init", exact: int | None = None
+    ) -> SparkError:
         """Return the UnsupportedLogVersion error for a header newer than this line reads."""
         path = f"<cp>/{rel_path}"
         prefix = f"Failed to read log file {path}. "
@@ -156,8 +145,15 @@ class SparkTarget:
                 "[INVALID_LOG_VERSION.EXACT_MATCH_VERSION] UnsupportedLogVersion. "
                 f"The only supported log version is v{exact}, but encountered v{version}."
             )
-            return SparkError(prefix + text + self.sqlstate("KD002"), f"The only supported log version is v{exact}", phase, "INVALID_LOG_VERSION.EXACT_MATCH_VERSION")
-        maximum = self.max_offsets_version if log == "offsets" else self.max_commits_version
+            return SparkError(
+                prefix + text + self.sqlstate("KD002"),
+                f"The only supported log version is v{exact}",
+                phase,
+                "INVALID_LOG_VERSION.EXACT_MATCH_VERSION",
+            )
+        # The file-stream logs and the source files under sources/<n>/ (Kafka initial offsets, rate
+        # start time) all read version 1 at most, on every line.
+        maximum = {"offsets": self.max_offsets_version, "commits": self.max_commits_version}.get(log, 1)
         if self.error_classes:
             text = (
                 "[INVALID_LOG_VERSION.MAX_SUPPORTED_VERSION] UnsupportedLogVersion. The maximum supported "
@@ -175,7 +171,9 @@ class SparkTarget:
             f"v{version}. The log file was produced by a newer version of Spark and cannot be read by "
             "this version. Please upgrade."
         )
-        return SparkError(prefix + text, f"maximum supported log version is v{maximum}, but encountered v{version}", phase)
+        return SparkError(
+            prefix + text, f"maximum supported log version is v{maximum}, but encountered v{version}", phase
+        )
 
     def requirement_failed(self, what: str) -> SparkError:
         """4.3 ``OfflineStateRepartitionUtils.isRepartitionBatch`` ``require`` failures."""
@@ -188,31 +186,17 @@ class SparkTarget:
             f"[STREAMING_UNFINISHED_REPARTITION_DETECTED] The latest batch {batch_id} is for an unfinished "
             f"state repartitioning i.e. last committed batch is: {committed})."
         )
-        return SparkError(text, "STREAMING_UNFINISHED_REPARTITION_DETECTED", "init", "STREAMING_UNFINISHED_REPARTITION_DETECTED")
+        return SparkError(
+            text,
+            "STREAMING_UNFINISHED_REPARTITION_DETECTED",
+            "init",
+            "STREAMING_UNFINISHED_REPARTITION_DETECTED",
+        )
 
     def no_watermark_tracker(self) -> SparkError:
         """An offsets/L without metadata leaves MicroBatchExecution.watermarkTracker null."""
         text = 'Cannot invoke "...WatermarkTracker.currentWatermark()" because the return value of "...MicroBatchExecution.watermarkTracker()" is null'
         return SparkError(text, "WatermarkTracker.currentWatermark()", "init")
-
-    def state_format_mismatch(self) -> SparkError:
-        """Legacy state formats (no pinned confs) against state written with newer formats."""
-        if self.error_classes:
-            return SparkError(
-                "[STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE] Provided value schema does not match existing state value schema.",
-                "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
-                "batch",
-                "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
-                ("STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",),
-            )
-        return SparkError(
-            "InvalidUnsafeRowException: The streaming query failed by state format invalidation. ... (or: Provided "
-            "schema doesn't match to the schema for existing state!)",
-            "state format invalidation",
-            "task",
-            None,
-            ("schema doesn't match", "StateSchemaNotCompatible"),
-        )
 
     def batch_missing(self, batch_id: int) -> SparkError:
         """``IllegalStateException: batch N doesn't exist`` (SPARK-38033 adds the ERROR log line)."""
@@ -236,7 +220,9 @@ class SparkTarget:
             f"detected for {batch_id}."
         )
         return SparkError(
-            text + " Please make sure only one streaming job runs on a specific checkpoint location at a time." + self.sqlstate("40000"),
+            text
+            + " Please make sure only one streaming job runs on a specific checkpoint location at a time."
+            + self.sqlstate("40000"),
             f"Multiple streaming jobs detected for {batch_id}",
             phase,
             "CONCURRENT_STREAM_LOG_UPDATE",
@@ -245,7 +231,11 @@ class SparkTarget:
     def concurrent_rename(self, directory: str, phase: str) -> SparkError:
         """The rename failure of ``createAtomic`` when the target (or its .crc) already exists."""
         text = f"Multiple streaming queries are concurrently using <cp>/{directory}."
-        return SparkError(text + self.sqlstate("XXKST"), f"Multiple streaming queries are concurrently using <cp>/{directory}", phase)
+        return SparkError(
+            text + self.sqlstate("XXKST"),
+            f"Multiple streaming queries are concurrently using <cp>/{directory}",
+            phase,
+        )
 
     def missing_metadata(self) -> SparkError:
         """4.2+: ``STREAMING_CHECKPOINT_MISSING_METADATA_FILE`` at start()."""
@@ -254,7 +244,12 @@ class SparkTarget:
             "state: the metadata file is missing but offset and/or commit logs contain data. Please restore "
             "the metadata file or create a new checkpoint directory."
         )
-        return SparkError(text + self.sqlstate("42K03"), "STREAMING_CHECKPOINT_MISSING_METADATA_FILE", "start", "STREAMING_CHECKPOINT_MISSING_METADATA_FILE")
+        return SparkError(
+            text + self.sqlstate("42K03"),
+            "STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
+            "start",
+            "STREAMING_CHECKPOINT_MISSING_METADATA_FILE",
+        )
 
     def metadata_unreadable(self, failure: ParseFailure) -> SparkError:
         """An unreadable ``metadata`` fails DataStreamWriter.start() with the parser's message."""
@@ -282,45 +277,32 @@ class SparkTarget:
             "empty on batch 0 Please either use a new checkpoint location, or delete the existing data in "
             "the checkpoint location."
         )
-        return SparkError(text + self.sqlstate("42K03"), "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY", "init", "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY")
+        return SparkError(
+            text + self.sqlstate("42K03"),
+            "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
+            "init",
+            "STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY",
+        )
 
     def empty_offsets_assertion(self) -> SparkError:
         """4.3: offsets empty while commits hold batches."""
         return SparkError("assertion failed", "assertion failed", "init")
 
-    def state_missing_dir(self) -> SparkError:
-        """4.2+: stateful restart with empty or missing state/."""
+    def source_evolution_on_v1(self) -> SparkError:
+        """4.3: ``spark.sql.streaming.queryEvolution.enableSourceEvolution`` on a v1 offsets log."""
         text = (
-            "[STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY] Cannot restart streaming query with "
-            "stateful operators because the state directory is empty or missing."
+            "[STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT] Streaming query evolution "
+            "error: Cannot enable streaming source evolution on a checkpoint that was created without it. The "
+            "existing checkpoint uses offset log format version 1, which does not support the named source "
+            "tracking required by streaming source evolution. To use source evolution, start the query with a "
+            "fresh checkpoint."
         )
-        return SparkError(text, "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY", "batch", "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY")
-
-    def delta_missing(self, store_path: str, version: int, operator_id: int, partition_id: int) -> SparkError:
-        """HDFS provider: a delta file of the chain is missing."""
-        f = f"<cp>/{store_path}/{version}.delta"
-        if self.error_classes:
-            text = (
-                "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] An error occurred during loading "
-                f"state. Error reading delta file {f} of HDFSStateStoreProvider[...]: {f} does not exist."
-            )
-            return SparkError(text + self.sqlstate("58030"), f"{version}.delta does not exist", "task", "CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS")
-        text = (
-            f"Error reading delta file {f} of HDFSStateStoreProvider[id = (op={operator_id},part={partition_id}),"
-            f"dir = <cp>/{store_path}]: {f} does not exist"
+        return SparkError(
+            text + self.sqlstate("42KDE"),
+            "STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT",
+            "init",
+            "STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT",
         )
-        return SparkError(text, f"{version}.delta does not exist", "task")
-
-    def state_file_missing(self, rel_path: str) -> SparkError:
-        """RocksDB: a zip, changelog or SST of the version to load is missing."""
-        name = rel_path.rpartition("/")[2]
-        if self.error_classes and name.endswith(".changelog"):
-            text = (
-                "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE] An error occurred during loading state. "
-                f"Error reading streaming state file of <cp>/{rel_path} does not exist."
-            )
-            return SparkError(text, f"{name} does not exist", "task", "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE")
-        return SparkError(f"java.io.FileNotFoundException: File <cp>/{rel_path} does not exist", f"{name} does not exist", "task")
 
     def continuous_commit_without_offsets(self, epoch: int) -> SparkError:
         """ContinuousExecution.getStartOffsets."""
@@ -334,19 +316,25 @@ class SparkTarget:
 
     def commits_behind_warning(self, committed: int, latest: int) -> str:
         """The WARN line for K < L-1."""
-        return (
-            f"Batch completion log latest batch id is {committed}, which is not trailing batchid {latest} by one"
-        )
+        return f"Batch completion log latest batch id is {committed}, which is not trailing batchid {latest} by one"
+
+
+def line_of(version: str) -> str:
+    """Return the release line of a Spark version: ``4.3``, ``4.3.0`` and ``4.3.1`` are line ``4.3``.
+
+    Raises:
+        ValueError: not a version of a supported line (the message lists the lines).
+    """
+    parts = version.strip().split(".")
+    short = ".".join(parts[:2])
+    if len(parts) > 3 or not all(p.isdigit() for p in parts) or short not in LINES:
+        raise ValueError(f"unsupported Spark version {version!r}; supported: {', '.join(LINES)} (or x.y.z)")
+    return short
 
 
 def target(line: str | None) -> SparkTarget:
     """Return the target for a release line like ``3.5`` or ``4.3.0`` (default: newest)."""
-    if line is None:
-        return SparkTarget(NEWEST)
-    short = ".".join(line.split(".")[:2])
-    if short not in LINES:
-        raise ValueError(f"unsupported Spark version {line!r}; supported: {', '.join(LINES)}")
-    return SparkTarget(short)
+    return SparkTarget(NEWEST if line is None else line_of(line))
 
 
 def qualify_root(root: str) -> str:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any
 
-from checkpoint_doctor.detect import detect_mode, detect_writer
+from checkpoint_doctor.diagnosis.detect import detect_mode, detect_writer
+from checkpoint_doctor.diagnosis.timeline import timeline
 from checkpoint_doctor.ids import range_text, ranges
 from checkpoint_doctor.model import FileSourceLogBatch, KafkaInitialOffsets, RateStartTime
-from checkpoint_doctor.snapshot import BatchLog, CheckpointSnapshot, SinkLog
-from checkpoint_doctor.state_chain import version_present
-
-TIMELINE_LENGTH = 12
+from checkpoint_doctor.reading.snapshot import BatchLog, CheckpointSnapshot, SinkLog
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -24,13 +22,19 @@ def iso_ms(ms: int | None) -> str | None:
     if ms is None or ms <= 0:
         return None
     try:
-        return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        return (
+            _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z")
+        )
     except (OverflowError, OSError, ValueError):
         return None
 
 
 def _log_summary(log: BatchLog[Any]) -> dict[str, Any]:
-    versions = sorted({e.record.version for e in log.entries if e.record is not None and hasattr(e.record, "version")})
+    versions = sorted(
+        {e.record.version for e in log.entries if e.record is not None and hasattr(e.record, "version")}
+    )
     return {
         "present": log.exists,
         "count": len(log.entries),
@@ -137,40 +141,12 @@ def _state(snapshot: CheckpointSnapshot) -> dict[str, Any]:
                 "files": op.file_count,
                 "bytes": op.total_bytes,
                 "schemas": schemas,
-                "metadata_error": op.metadata.failure.to_dict() if op.metadata and op.metadata.failure else None,
+                "metadata_error": op.metadata.failure.to_dict()
+                if op.metadata and op.metadata.failure
+                else None,
             }
         )
     return {"present": snapshot.state.exists, "files": snapshot.state.file_count, "operators": ops}
-
-
-def timeline(snapshot: CheckpointSnapshot, length: int = TIMELINE_LENGTH) -> list[dict[str, Any]]:
-    """Return, for the newest batch ids, whether offsets, commits and state versions exist.
-
-    ``state`` counts the stores holding a data file of version ``batch_id + 1`` (what the batch
-    committed) out of all stores; None when the checkpoint has no state.
-    """
-    stores = [s for op in snapshot.state.operators for s in op.stores]
-    top_candidates = [snapshot.offsets.latest_id, snapshot.commits.latest_id]
-    state_max = max((max(s.versions(), default=-1) for s in stores), default=-1)
-    if state_max >= 1:
-        top_candidates.append(state_max - 1)
-    known = [c for c in top_candidates if c is not None]
-    if not known:
-        return []
-    top = max(known)
-    low = max(0, top - length + 1)
-    rows = []
-    for b in range(top, low - 1, -1):
-        row: dict[str, Any] = {
-            "batch_id": b,
-            "offsets": snapshot.offsets.get(b) is not None,
-            "commit": snapshot.commits.get(b) is not None,
-            "state": None,
-        }
-        if stores:
-            row["state"] = {"present": sum(1 for s in stores if version_present(s, b + 1)), "stores": len(stores)}
-        rows.append(row)
-    return rows
 
 
 def _sink(sink: SinkLog | None) -> dict[str, Any] | None:
@@ -208,7 +184,12 @@ def inspect_report(snapshot: CheckpointSnapshot) -> dict[str, Any]:
             "fingerprint": snapshot.fingerprint(),
         },
         "mode": {"mode": mode.mode, "evidence": mode.evidence},
-        "written_by": {"spark": writer.label, "line": writer.line, "minimum": writer.minimum, "evidence": list(writer.evidence)},
+        "written_by": {
+            "spark": writer.label,
+            "line": writer.line,
+            "minimum": writer.minimum,
+            "evidence": list(writer.evidence),
+        },
         "offsets": _log_summary(snapshot.offsets),
         "commits": _log_summary(snapshot.commits),
         "latest_batch": _latest_batch(snapshot),
@@ -217,5 +198,5 @@ def inspect_report(snapshot: CheckpointSnapshot) -> dict[str, Any]:
         "state": _state(snapshot),
         "sink": _sink(snapshot.sink),
         "debris": [d.to_dict() for d in snapshot.debris],
-        "timeline": timeline(snapshot),
+        "timeline": [row.to_dict() for row in timeline(snapshot, mode.mode)],
     }

@@ -9,6 +9,9 @@ State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1`
 * RocksDB, checkpoint format 1 (``RocksDB.load``): the newest ``<s>.zip`` with ``s <= v``
   (``getLatestSnapshotVersion``) and the changelogs ``s+1..v``; every SST the zip's metadata names
   must be in ``SSTs/``. Same recurrence with zip/changelog.
+* A file of the chain that was read and is not what its name says (a zip that is not one, a
+  delta or changelog without its compression header) fails the load like a missing one; 4.2+'s
+  auto snapshot repair skips such a zip as it skips one whose SSTs are missing.
 * RocksDB, checkpoint format 2: files are ``<v>_<uniqueId>.zip``/``.changelog`` and the unique id of
   version ``v`` is recorded in ``commits/(v-1)``; a version is loadable when that file exists (a
   changelog also needs an older zip of the lineage, approximated by any older v2 zip).
@@ -18,7 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from checkpoint_doctor.snapshot import StateDir, StateStore
+from checkpoint_doctor.ids import missing_in
+from checkpoint_doctor.reading.snapshot import StateDir, StateStore
 
 
 @dataclass(frozen=True)
@@ -32,35 +36,48 @@ class Restorability:
     ok: bool
     missing: tuple[str, ...] = ()
     basis: str = ""
+    #: files of the chain that were read and cannot be loaded (the first one is Spark's failure)
+    corrupt: tuple[str, ...] = ()
 
 
 def _file(store: StateStore, name: str) -> str:
     return f"{store.path}/{name}"
 
 
+def _first_gap(step: set[int], base: int, version: int) -> int | None:
+    """Return the first version of ``base + 1..version`` without a step file, or None.
+
+    Proportional to the files, not to the versions: a version is any Java long.
+    """
+    gap = missing_in(base + 1, version, step, limit=1)
+    return gap[0] if gap else None
+
+
 def _chain(full: set[int], step: set[int], version: int) -> tuple[bool, int | None, int | None]:
     """Return (ok, base version used, first missing step version) for the full/step recurrence."""
-    v = version
-    while v > 0 and v not in full:
-        v -= 1
-    base = v
-    for w in range(base + 1, version + 1):
-        if w not in step:
-            return False, base, w
-    return True, base, None
+    base = max((v for v in full if 0 < v <= version), default=0)
+    gap = _first_gap(step, base, version)
+    return gap is None, base, gap
 
 
 #: RocksDB autoSnapshotRepair replays at most this many changelog files (maxChangeFileReplay).
 MAX_CHANGE_FILE_REPLAY = 500
 
 
-def _rocksdb(store: StateStore, version: int, auto_repair: bool) -> Restorability:
+def _rocksdb(store: StateStore, version: int, auto_repair: bool, unreadable: frozenset[str]) -> Restorability:
     head = (store.operator_id, store.partition_id, store.store_name, version)
     changelogs = set(store.changelogs)
     bases = [z for z in sorted(store.zips, reverse=True) if z <= version]
 
     def chain(base: int) -> int | None:
-        return next((v for v in range(base + 1, version + 1) if v not in changelogs), None)
+        return _first_gap(changelogs, base, version)
+
+    def corrupt(base: int) -> tuple[str, ...]:
+        # Only changelogs that exist can be unreadable: visit those, never every version number.
+        files = ([_file(store, f"{base}.zip")] if base else []) + [
+            _file(store, f"{v}.changelog") for v in sorted(changelogs) if base < v <= version
+        ]
+        return tuple(f for f in files if f in unreadable)
 
     def basis(base: int) -> str:
         head_text = f"{base}.zip" if base else "empty state"
@@ -73,20 +90,30 @@ def _rocksdb(store: StateStore, version: int, auto_repair: bool) -> Restorabilit
             return Restorability(*head, ok=False, missing=missing_ssts, basis=basis(base))
         gap = chain(base)
         if gap is not None:
-            return Restorability(*head, ok=False, missing=(_file(store, f"{gap}.changelog"),), basis=basis(base))
+            return Restorability(
+                *head, ok=False, missing=(_file(store, f"{gap}.changelog"),), basis=basis(base)
+            )
+        bad = corrupt(base)
+        if bad:
+            return Restorability(*head, ok=False, corrupt=bad, basis=basis(base))
         return Restorability(*head, ok=True, basis=basis(base))
     # RocksDBStateStoreProvider + AutoSnapshotLoader (4.3): skip snapshots that fail to load and
     # fall back to older ones, down to the empty version 0, replaying changelogs on top.
     skipped = []
     for base in [*bases, 0]:
-        if base and _missing_ssts(store, base):
+        if base and (_missing_ssts(store, base) or _file(store, f"{base}.zip") in unreadable):
             skipped.append(base)
             continue
         if version - base > MAX_CHANGE_FILE_REPLAY:
             continue
-        if chain(base) is None:
+        if chain(base) is None and not corrupt(base):
             note = f" (auto snapshot repair skips {', '.join(map(str, skipped))}.zip)" if skipped else ""
             return Restorability(*head, ok=True, basis=basis(base) + note)
+    bad = tuple(f for f in corrupt(0) if f.endswith(".changelog"))
+    if bad:
+        return Restorability(
+            *head, ok=False, corrupt=bad, basis="a changelog every snapshot needs cannot be read"
+        )
     gap = chain(0)
     return Restorability(
         *head,
@@ -97,16 +124,22 @@ def _rocksdb(store: StateStore, version: int, auto_repair: bool) -> Restorabilit
 
 
 def check_version(
-    store: StateStore, version: int, *, unique_id: str | None = None, auto_repair: bool = False
+    store: StateStore,
+    version: int,
+    *,
+    unique_id: str | None = None,
+    auto_repair: bool = False,
+    unreadable: frozenset[str] = frozenset(),
 ) -> Restorability:
-    """Return whether ``store`` can load state ``version`` (``auto_repair``: 4.3 RocksDB fallback)."""
+    """Return whether ``store`` can load state ``version`` (``auto_repair``: 4.2+ RocksDB fallback;
+    ``unreadable``: paths of files read and found damaged)."""
     head = (store.operator_id, store.partition_id, store.store_name, version)
     if version <= 0:
         return Restorability(*head, ok=True, basis="empty state (version 0)")
     if store.zips_v2 or store.changelogs_v2:
         return _check_v2(store, version, unique_id)
     if store.provider == "rocksdb":
-        return _rocksdb(store, version, auto_repair)
+        return _rocksdb(store, version, auto_repair, unreadable)
     ok, base, gap = _chain(set(store.snapshots), set(store.deltas), version)
     start = (base or 0) + 1
     basis = (f"{base}.snapshot" if base else "empty map") + (
@@ -114,6 +147,12 @@ def check_version(
     )
     if not ok:
         return Restorability(*head, ok=False, missing=(_file(store, f"{gap}.delta"),), basis=basis)
+    files = ([_file(store, f"{base}.snapshot")] if base else []) + [
+        _file(store, f"{v}.delta") for v in sorted(store.deltas) if start <= v <= version
+    ]
+    bad = tuple(f for f in files if f in unreadable)
+    if bad:
+        return Restorability(*head, ok=False, corrupt=bad, basis=basis)
     return Restorability(*head, ok=True, basis=basis)
 
 
@@ -158,11 +197,11 @@ def restorable_versions(store: StateStore, up_to: int) -> set[int]:
         full, step = set(store.zips), set(store.changelogs)
     else:
         full, step = set(store.snapshots), set(store.deltas)
+    # v loads from a full file of v, or from a step file of v on top of a loadable v - 1: only
+    # versions with a file can load, so only they are visited (never every number up to up_to).
     ok = {0}
-    prev = True
-    for v in range(1, up_to + 1):
-        prev = v in full or (v in step and prev)
-        if prev:
+    for v in sorted(x for x in full | step if 0 < x <= up_to):
+        if v in full or (v - 1 in ok and v in step):
             ok.add(v)
     return ok
 

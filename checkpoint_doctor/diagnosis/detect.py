@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from checkpoint_doctor.diagnosis.versions import LINES
 from checkpoint_doctor.model import OffsetSeq
-from checkpoint_doctor.snapshot import CheckpointSnapshot
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 MICRO_BATCH = "micro-batch"
 ASYNC = "async"
@@ -40,7 +41,6 @@ _KEYS_SINCE = (
         ),
     ),
 )
-RELEASE_ORDER = ("3.5", "4.0", "4.1", "4.2", "4.3")
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ def detect_writer(snapshot: CheckpointSnapshot) -> WriterGuess:
     def at_least(release: str, why: str) -> None:
         nonlocal minimum
         evidence.append(why)
-        if RELEASE_ORDER.index(release) > RELEASE_ORDER.index(minimum):
+        if LINES.index(release) > LINES.index(minimum):
             minimum = release
 
     line = None

@@ -1,0 +1,428 @@
+"""The restart matrix: one checkpoint diagnosed for every Spark line and plausible restart mode. Pure.
+
+An operator's question is rarely "what does Spark 4.3 in async mode do": it is "will this restart,
+however it is restarted". The matrix answers it cell by cell with the single-cell engine
+(:func:`checkpoint_doctor.diagnosis.diagnose`), sharing the snapshot's target-independent facts
+(:class:`~checkpoint_doctor.diagnosis.facts.SnapshotFacts`):
+
+* lines: every supported line (``LINES``), or the lines named with ``--spark``;
+* modes: the detected mode, plus a synchronous micro-batch restart when async progress tracking
+  wrote the logs (``asyncProgressTrackingEnabled`` switched off) and when continuous processing did
+  (the trigger changed); or the modes named with ``--mode``.
+
+Each cell has a **role**: ``as-configured`` (the detected mode on the line(s) that wrote the
+checkpoint, or the named lines/modes), ``plausible`` (an upgrade, or another plausible mode), or
+``downgrade`` (a line older than the writer: shown, counted only when named). Findings merge across
+the counted cells; an error that only a plausible cell meets becomes a warning naming the cell and
+quoting Spark. Exit code: an as-configured cell fails or an error -> 4; any counted cell fails or a
+warning -> 1; else 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, NamedTuple
+
+from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
+from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
+from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+AS_CONFIGURED = "as-configured"
+PLAUSIBLE = "plausible"
+DOWNGRADE = "downgrade"
+ROLES = (AS_CONFIGURED, PLAUSIBLE, DOWNGRADE)
+
+
+class Cell(NamedTuple):
+    """One restart: a Spark release line and a restart mode."""
+
+    spark: str
+    mode: str
+
+    @property
+    def text(self) -> str:
+        """Return the cell as ``Spark 4.3 (micro-batch)``."""
+        return f"Spark {self.spark} ({self.mode})"
+
+
+@dataclass(frozen=True)
+class MatrixOptions:
+    """The restarts to evaluate: named lines and modes narrow the matrix (empty: every plausible one);
+    ``base`` carries everything else a single-cell diagnosis takes (its spark/mode are ignored)."""
+
+    lines: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    base: DiagnoseOptions = field(default_factory=DiagnoseOptions)
+    #: What the caller found out about the query's file sink (it looked next to the checkpoint).
+    sink_note: str | None = None
+
+
+@dataclass(frozen=True)
+class CellDiagnosis:
+    """One cell of the matrix: its role, its label in an operator's words, its diagnosis."""
+
+    cell: Cell
+    role: str
+    label: str
+    diagnosis: Diagnosis
+    #: How the restart differs from the configured one: (line words, mode words), '' for no difference.
+    situation: tuple[str, str] = ("", "")
+
+    @property
+    def counted(self) -> bool:
+        """Whether a failure of this cell counts (downgrades are shown only)."""
+        return self.role != DOWNGRADE
+
+    @property
+    def fails(self) -> bool:
+        """Whether the restart of this cell fails."""
+        return not self.diagnosis.prediction.starts
+
+    @property
+    def if_stateful(self) -> str | None:
+        """What this restart does if the query has stateful operators (statefulness suspected)."""
+        for f in self.diagnosis.findings:
+            if f.code == Code.STATE_MAY_BE_GONE:
+                return str(f.detail("if_stateful"))
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict (the error text with the checkpoint's root as Spark prints it)."""
+        restart = self.diagnosis.to_dict()["restart"]
+        keys = ("outcome", "summary", "next_batch_id", "batch_kind", "error", "caused_by")
+        return {
+            "spark": self.cell.spark,
+            "mode": self.cell.mode,
+            "role": self.role,
+            "counted": self.counted,
+            "label": self.label,
+            **{k: restart[k] for k in keys},
+            "if_stateful": self.if_stateful,
+            "codes": list(self.diagnosis.codes),
+        }
+
+
+@dataclass(frozen=True)
+class MatrixDiagnosis:
+    """A checkpoint diagnosed for every cell of the restart matrix, with merged findings."""
+
+    checkpoint: str
+    query_id: str | None
+    writer: WriterGuess
+    writer_lines: tuple[str, ...]
+    mode_detected: str
+    cells: tuple[CellDiagnosis, ...]
+    findings: tuple[Finding, ...]
+    assumptions: tuple[str, ...]
+    statefulness: Statefulness
+    named_lines: tuple[str, ...] = ()
+    named_modes: tuple[str, ...] = ()
+
+    @property
+    def counted_cells(self) -> tuple[CellDiagnosis, ...]:
+        """Return the cells whose failure counts (every role but downgrade)."""
+        return tuple(c for c in self.cells if c.counted)
+
+    @property
+    def failing_cells(self) -> tuple[CellDiagnosis, ...]:
+        """Return the counted cells whose restart fails."""
+        return tuple(c for c in self.counted_cells if c.fails)
+
+    @property
+    def as_configured(self) -> tuple[CellDiagnosis, ...]:
+        """Return the as-configured cells."""
+        return tuple(c for c in self.cells if c.role == AS_CONFIGURED)
+
+    @property
+    def primary(self) -> CellDiagnosis:
+        """Return the first as-configured cell (the newest such line), else the first counted cell."""
+        configured = self.as_configured
+        if configured:
+            return configured[-1] if len({c.cell.mode for c in configured}) == 1 else configured[0]
+        return (self.counted_cells or self.cells)[0]
+
+    @property
+    def exit_code(self) -> int:
+        """4: an as-configured cell fails or an error finding; 1: a counted cell fails or a warning."""
+        severities = {f.severity for f in self.findings}
+        if ERROR in severities or any(c.fails for c in self.as_configured):
+            return ExitCode.ERRORS
+        if WARNING in severities or self.failing_cells:
+            return ExitCode.WARNINGS
+        return ExitCode.OK
+
+    def cell(self, spark: str, mode: str) -> CellDiagnosis | None:
+        """Return one cell, or None when it is not in the matrix."""
+        return next((c for c in self.cells if c.cell == (spark, mode)), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict: the matrix, the merged findings and, as ``restart``, the primary
+        cell's detailed prediction (what a single-cell diagnose reported)."""
+        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+        primary = self.primary.diagnosis.to_dict()
+        return {
+            "checkpoint": self.checkpoint,
+            "query_id": self.query_id,
+            "written_by": {
+                "line": self.writer.line,
+                "label": self.writer.label,
+                "lines": list(self.writer_lines),
+                "evidence": list(self.writer.evidence),
+            },
+            "mode_detected": self.mode_detected,
+            "named": {"lines": list(self.named_lines), "modes": list(self.named_modes)},
+            "stateful": self.statefulness.to_dict(),
+            "spark": primary["spark"],
+            "mode": primary["mode"],
+            "restart": primary["restart"],
+            "matrix": [c.to_dict() for c in self.cells],
+            "findings": [f.to_dict() for f in self.findings],
+            "counts": counts,
+            "assumptions": list(self.assumptions),
+            "exit_code": self.exit_code,
+        }
+
+
+# ------------------------------------------------------------------------------------- the cells
+
+
+def writer_lines(writer: WriterGuess) -> tuple[str, ...]:
+    """Return the lines that may have written the checkpoint (``4.0`` means 4.0 or 4.1; unknown: every
+    line from the oldest that can have written every file)."""
+    if writer.line is None:
+        return LINES[LINES.index(writer.minimum or LINES[0]) :]
+    end = "4.1" if writer.line == "4.0" else writer.line
+    span = LINES[LINES.index(writer.line) : LINES.index(end) + 1]
+    if writer.minimum is not None:
+        narrowed = tuple(line for line in span if LINES.index(line) >= LINES.index(writer.minimum))
+        if narrowed:
+            return narrowed
+    return span
+
+
+def plausible_modes(detected: str) -> tuple[str, ...]:
+    """Return the detected mode, plus a micro-batch restart of an async or continuous checkpoint."""
+    return (detected, MICRO_BATCH) if detected in (ASYNC, CONTINUOUS) else (detected,)
+
+
+def _situation(cell: Cell, wrote: Sequence[str], detected: str) -> tuple[str, str]:
+    """Return how a cell differs from the configured restart: (line words, mode words)."""
+    index, low, high = LINES.index(cell.spark), LINES.index(wrote[0]), LINES.index(wrote[-1])
+    origin = _span(list(wrote))
+    line = f"upgrade from {origin}" if index > high else f"downgrade from {origin}" if index < low else ""
+    mode = ""
+    if cell.mode != detected:
+        mode = {
+            (ASYNC, MICRO_BATCH): "asyncProgressTrackingEnabled off",
+            (CONTINUOUS, MICRO_BATCH): "continuous checkpoint restarted with a micro-batch trigger",
+        }.get((detected, cell.mode), f"{cell.mode} restart of a {detected} checkpoint")
+    return line, mode
+
+
+def _span(lines: Sequence[str]) -> str:
+    """Return lines as ``3.5``, ``4.0-4.1`` (consecutive supported lines) or ``3.5, 4.2``."""
+    ordered = sorted(dict.fromkeys(lines), key=LINES.index)
+    first, last = LINES.index(ordered[0]), LINES.index(ordered[-1])
+    if len(ordered) > 1 and last - first + 1 == len(ordered):
+        return f"{ordered[0]}-{ordered[-1]}"
+    return ", ".join(ordered)
+
+
+def _label(cell: Cell, wrote: Sequence[str], detected: str, named: bool) -> str:
+    parts = [f"Spark {cell.spark}", *(p for p in _situation(cell, wrote, detected) if p)]
+    if len(parts) == 1:
+        parts.append("as named" if named else "as configured")
+    return ", ".join(parts)
+
+
+PlannedCell = tuple[Cell, str, str, tuple[str, str]]
+
+
+def plan_cells(facts: SnapshotFacts, options: MatrixOptions) -> list[PlannedCell]:
+    """Return the cells to evaluate with their roles, labels and situations, in line then mode order."""
+    detected = facts.mode.mode
+    wrote = writer_lines(facts.writer)
+    lines = tuple(line for line in LINES if line in options.lines) if options.lines else LINES
+    modes = tuple(dict.fromkeys(options.modes)) if options.modes else plausible_modes(detected)
+    configured_lines = set(options.lines) if options.lines else set(wrote)
+    configured_modes = set(options.modes) if options.modes else {detected}
+    out = []
+    for line in lines:
+        for mode in modes:
+            cell = Cell(line, mode)
+            if line in configured_lines and mode in configured_modes:
+                role = AS_CONFIGURED
+            elif LINES.index(line) < LINES.index(wrote[0]) and line not in options.lines:
+                role = DOWNGRADE
+            else:
+                role = PLAUSIBLE
+            named = bool(options.lines or options.modes) and role == AS_CONFIGURED
+            out.append((cell, role, _label(cell, wrote, detected, named), _situation(cell, wrote, detected)))
+    return out
+
+
+def diagnose_cells(
+    snapshot: CheckpointSnapshot,
+    cells: Sequence[PlannedCell],
+    base: DiagnoseOptions,
+    facts: SnapshotFacts | None = None,
+) -> tuple[CellDiagnosis, ...]:
+    """Diagnose a snapshot (a real one, or one a planner simulated) for the given cells.
+
+    The detected mode is passed as None so each cell reads "detected from the logs" as a single
+    diagnose does; the facts are derived once for all cells.
+    """
+    shared = facts if facts is not None else SnapshotFacts(snapshot)
+    detected = shared.mode.mode
+    out = []
+    for cell, role, label, situation in cells:
+        mode = None if cell.mode == detected else cell.mode
+        result = diagnose(snapshot, replace(base, spark=cell.spark, mode=mode), shared)
+        out.append(CellDiagnosis(cell, role, label, result, situation))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------------------------- findings
+
+
+_PRIORITY = {AS_CONFIGURED: 0, PLAUSIBLE: 1, DOWNGRADE: 2}
+
+
+#: Shorter words for a mode situation inside a sentence ("a restart with ... fails").
+_WITH = {"continuous checkpoint restarted with a micro-batch trigger": "a micro-batch trigger"}
+
+
+def describe(cells: Sequence[CellDiagnosis]) -> str:
+    """Return restarts in words, grouped: ``with asyncProgressTrackingEnabled off on Spark 3.5-4.3``,
+    ``on Spark 4.2-4.3 (upgrade from 3.5)``."""
+    groups: dict[str, list[CellDiagnosis]] = {}
+    for c in cells:
+        groups.setdefault(c.situation[1], []).append(c)
+    parts = []
+    for mode_words, members in groups.items():
+        span = _span([c.cell.spark for c in members])
+        line_words = {c.situation[0] for c in members}
+        upgrade = f" ({line_words.pop()})" if len(line_words) == 1 and "" not in line_words else ""
+        words = _WITH.get(mode_words, mode_words)
+        parts.append(f"with {words} on Spark {span}" if mode_words else f"on Spark {span}{upgrade}")
+    return "; ".join(parts)
+
+
+def _quote(finding: Finding, cells: Sequence[CellDiagnosis]) -> str | None:
+    """Return what Spark says in the cells whose restart this finding makes fail, grouped by text:
+    ``a restart with asyncProgressTrackingEnabled off on Spark 4.3 fails: batch 30 doesn't exist``."""
+    texts: dict[str, list[CellDiagnosis]] = {}
+    for c in cells:
+        pred = c.diagnosis.prediction
+        if c.fails and finding.code in pred.caused_by:
+            texts.setdefault(pred.error.search if pred.error is not None else pred.summary, []).append(c)
+    if not texts:
+        return None
+    return "; ".join(f"a restart {describe(group)} fails: {text}" for text, group in texts.items())
+
+
+def _state_message(finding: Finding, everyone: Sequence[CellDiagnosis], detected: str) -> str:
+    """CD310 in the matrix: what each line does if the query has state (the detected mode's column)."""
+    column = [c for c in everyone if c.cell.mode == detected and c.if_stateful is not None]
+    by_outcome: dict[str, list[str]] = {}
+    for c in column:
+        by_outcome.setdefault(str(c.if_stateful), []).append(c.cell.spark)
+    consequences = "; ".join(f"Spark {', '.join(lines)}: {what}" for what, lines in by_outcome.items())
+    traces = "; ".join(str(t) for t in finding.detail("traces", ()))
+    return (
+        f"state/ holds no state, but {traces}. If the query has stateful operators, their state is gone "
+        f"and a {detected} restart does this: {consequences}."
+    )
+
+
+def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Finding, ...]:
+    """Merge the cells' findings: one finding per fact naming its cells, with its effective severity."""
+    ordered = sorted(cells, key=lambda c: _PRIORITY[c.role])
+    groups: dict[tuple[str, tuple[str, ...], tuple[int, ...]], tuple[Finding, list[CellDiagnosis]]] = {}
+    for c in ordered:
+        for f in c.diagnosis.findings:
+            key = (f.code, f.paths, f.batch_ids)
+            groups.setdefault(key, (f, []))[1].append(c)
+    merged = []
+    for first, where in groups.values():
+        counted = [c for c in where if c.counted]
+        if not counted:
+            continue  # downgrade-only: shown in the matrix, not a finding
+        configured = any(c.role == AS_CONFIGURED for c in counted)
+        quote = _quote(first, counted)
+        message = f"{quote}. {first.message}" if quote else first.message
+        severity = None
+        if first.code == Code.STATE_MAY_BE_GONE:
+            message = _state_message(first, cells, detected)
+        elif not configured:
+            severity = WARNING if first.severity == ERROR else None
+            message = message if quote else f"{describe(counted)}: {first.message}"
+        merged.append(
+            replace(
+                first,
+                message=message,
+                cells=tuple((c.cell.spark, c.cell.mode) for c in counted),
+                effective_severity=severity,
+            )
+        )
+    return tuple(sorted(merged, key=Finding.sort_key))
+
+
+# ------------------------------------------------------------------------------------- the matrix
+
+
+def _assumptions(facts: SnapshotFacts, snapshot: CheckpointSnapshot, opts: MatrixOptions) -> list[str]:
+    base = opts.base
+    out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
+    writer = facts.writer
+    if writer.evidence:
+        out.append(f"written by Spark {writer.label}: {'; '.join(writer.evidence)}")
+    else:
+        out.append(
+            "the Spark line that wrote it is unknown (no pinned confs): every line counts as configured"
+        )
+    if base.stateful is None and facts.statefulness.verdict == UNKNOWN:
+        out.append(f"stateful operators: {facts.statefulness.text}")
+    if base.sources is None:
+        out.append("source count not checked (pass --sources N)")
+    if opts.sink_note is not None:
+        out.append(opts.sink_note)
+    elif snapshot.sink is None:
+        out.append(
+            "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
+        )
+    return out
+
+
+def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None = None) -> MatrixDiagnosis:
+    """Diagnose a snapshot for every cell of the restart matrix (narrowed by the named lines/modes).
+
+    Raises:
+        ValueError: a named line is not a supported line (normalise with ``versions.line_of`` first).
+    """
+    opts = options or MatrixOptions()
+    unknown = [line for line in opts.lines if line not in LINES]
+    if unknown:
+        raise ValueError(f"unsupported Spark line {unknown[0]!r}; supported: {', '.join(LINES)}")
+    facts = SnapshotFacts(snapshot)
+    cells = diagnose_cells(snapshot, plan_cells(facts, opts), opts.base, facts)
+    return MatrixDiagnosis(
+        checkpoint=snapshot.root,
+        query_id=snapshot.query_id,
+        writer=facts.writer,
+        writer_lines=writer_lines(facts.writer),
+        mode_detected=facts.mode.mode,
+        cells=cells,
+        findings=merge_findings(cells, facts.mode.mode),
+        assumptions=tuple(_assumptions(facts, snapshot, opts)),
+        statefulness=facts.statefulness,
+        named_lines=opts.lines,
+        named_modes=opts.modes,
+    )

@@ -1,0 +1,64 @@
+"""A Spark release line as the restart model sees it: its order among the supported lines, whether
+it prints error classes, and the error value every rule returns. Pure.
+
+Split from :mod:`checkpoint_doctor.diagnosis.versions` so that the texts of each area (state
+stores, per-source files) live in their own small modules as mixins of :class:`SparkLine`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
+NEWEST = LINES[-1]
+
+
+@dataclass(frozen=True)
+class SparkError:
+    """An error Spark raises on restart.
+
+    ``message`` is the text that release prints (with ``<cp>`` for the checkpoint root);
+    ``search`` is the part of it that is stable enough to grep a driver log for;
+    ``phase`` is when it happens: ``start`` (DataStreamWriter.start), ``init`` (query thread before
+    the first batch), ``batch`` (planning or running the first batch), ``commit`` (end of the first
+    batch), ``task`` (inside the first batch's tasks).
+    """
+
+    message: str
+    search: str
+    phase: str
+    error_class: str | None = None
+    alternatives: tuple[str, ...] = ()
+
+    def matches(self, text: str) -> bool:
+        """Return whether a driver log or exception text shows this error."""
+        return self.search in text or any(a in text for a in self.alternatives)
+
+    def to_dict(self) -> dict[str, object]:
+        """Return a JSON-safe dict."""
+        return {
+            "error_class": self.error_class,
+            "message": self.message,
+            "search": self.search,
+            "also_seen_as": list(self.alternatives),
+            "phase": self.phase,
+        }
+
+
+@dataclass(frozen=True)
+class SparkLine:
+    """A supported release line (``3.5`` .. ``4.3``)."""
+
+    line: str
+
+    def _at_least(self, line: str) -> bool:
+        return LINES.index(self.line) >= LINES.index(line)
+
+    @property
+    def error_classes(self) -> bool:
+        """4.0+ prefix errors with ``[ERROR_CLASS]`` and append ``SQLSTATE``."""
+        return self._at_least("4.0")
+
+    def sqlstate(self, state: str) -> str:
+        """Return the `` SQLSTATE: X`` suffix 4.x appends."""
+        return f" SQLSTATE: {state}" if self.error_classes else ""
