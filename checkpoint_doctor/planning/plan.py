@@ -1,172 +1,48 @@
 """The repair plan: an immutable, serializable artifact. Pure.
 
-A plan names its checkpoint (and sink) root, the snapshot fingerprint it was computed from, the
-preconditions that must still hold when it is applied, the steps in execution order, the options
-that were considered, and the diagnosis expected afterwards. ``plan_id`` is the sha256 of the
-canonical JSON of everything else, so the same checkpoint gives a byte-identical plan.
+A plan names its checkpoint (and sink) root and the non-secret storage options that reach them, the
+snapshot fingerprint it was computed from, the request it was made with (the target restarts and
+the operator's answers), the preconditions that must still hold when it is applied, the steps in
+execution order, the options that were considered, and the diagnosis expected afterwards.
 
-Steps and preconditions are tagged unions (``kind``); an unknown kind, a newer ``format_version``,
-or a path that could leave the checkpoint root is a :class:`PlanFormatError`.
+``plan_id`` is the sha256 of the canonical JSON of everything else: it names the plan, and catches
+an accidental edit. It is not what makes a plan safe to apply (anyone can recompute a hash):
+``apply`` requires it, checks the fingerprint against the live checkpoint, and plans again from the
+live snapshot with the recorded request, refusing a plan whose steps or preconditions differ.
+
+Steps and preconditions are one class per kind (:mod:`~checkpoint_doctor.planning.steps`,
+:mod:`~checkpoint_doctor.planning.preconditions`); an unknown kind, an older or newer
+``format_version``, or a path that could leave the checkpoint root is a :class:`PlanFormatError`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import posixpath
 from dataclasses import dataclass, field
 from typing import Any
 
+from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import PlanFormatError
+from checkpoint_doctor.planning.preconditions import Precondition, parse_precondition
+from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, check_relative_path, parse_step
 
-FORMAT_VERSION = 1
-CHECKPOINT = "checkpoint"
-SINK = "sink"
-AREAS = (CHECKPOINT, SINK)
+__all__ = ["CHECKPOINT", "FORMAT_VERSION", "SINK", "RepairPlan", "canonical_json", "check_relative_path"]
 
+#: 2: one class per step kind (``remove-dir``, binary ``write``), the recorded request and cells.
+FORMAT_VERSION = 2
 
-def check_relative_path(path: str, *, what: str = "path") -> str:
-    """Return ``path`` if it is a safe relative POSIX path inside a root.
-
-    Raises:
-        PlanFormatError: for absolute paths, URLs, ``..`` components, backslashes, empty parts.
-    """
-    if not isinstance(path, str) or not path:
-        raise PlanFormatError(f"plan {what} is empty or not a string")
-    if "://" in path or path.startswith("/") or "\\" in path or ":" in path.split("/")[0]:
-        raise PlanFormatError(f"plan {what} {path!r} is not relative to the checkpoint root", hint="plans may only name paths inside their checkpoint")
-    parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts) or posixpath.normpath(path) != path:
-        raise PlanFormatError(f"plan {what} {path!r} leaves or obscures the checkpoint root", hint="plans may only name paths inside their checkpoint")
-    return path
+#: Storage option keys never written into a plan (credentials come from the environment).
+SECRET_MARKERS = ("key", "secret", "token", "password", "credential", "session", "auth")
 
 
-@dataclass(frozen=True)
-class Step:
-    """One change, in execution order.
-
-    Kinds: ``quarantine`` (move ``path`` and its Hadoop ``.crc`` into the backup; the checkpoint loses
-    it), ``copy`` (create ``path`` as a byte copy of ``source``, whose sha256 must equal
-    ``source_sha256``), ``write`` (create ``path`` with ``content``), ``run`` (an operator action the
-    executor does not perform, e.g. the catch-up run: ``command``).
-    """
-
-    kind: str
-    path: str = ""
-    area: str = CHECKPOINT
-    source: str | None = None
-    source_sha256: str | None = None
-    content: str | None = None
-    command: str | None = None
-    reason: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict (only the fields of its kind)."""
-        out: dict[str, Any] = {"kind": self.kind}
-        if self.kind != "run":
-            out.update({"area": self.area, "path": self.path})
-        if self.kind == "copy":
-            out.update({"source": self.source, "source_sha256": self.source_sha256})
-        if self.kind == "write":
-            out["content"] = self.content
-        if self.kind == "run":
-            out["command"] = self.command
-        out["reason"] = self.reason
-        return out
-
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> Step:
-        """Build from a dict, validating kind and paths.
-
-        Raises:
-            PlanFormatError: unknown kind, bad area or unsafe path.
-        """
-        kind = data.get("kind")
-        if kind not in ("quarantine", "copy", "write", "run"):
-            raise PlanFormatError(f"unknown plan step kind {kind!r}")
-        if kind == "run":
-            return Step(kind="run", command=str(data.get("command", "")), reason=str(data.get("reason", "")))
-        area = data.get("area", CHECKPOINT)
-        if area not in AREAS:
-            raise PlanFormatError(f"unknown plan step area {area!r}")
-        path = check_relative_path(data.get("path", ""), what="step path")
-        source = data.get("source")
-        if kind == "copy":
-            source = check_relative_path(source or "", what="copy source")
-            if not isinstance(data.get("source_sha256"), str):
-                raise PlanFormatError("copy step without source_sha256")
-        if kind == "write" and not isinstance(data.get("content"), str):
-            raise PlanFormatError("write step without content")
-        return Step(
-            kind=kind,
-            path=path,
-            area=area,
-            source=source,
-            source_sha256=data.get("source_sha256"),
-            content=data.get("content"),
-            reason=str(data.get("reason", "")),
-        )
-
-
-@dataclass(frozen=True)
-class Precondition:
-    """Something that must still hold when the plan is applied.
-
-    Kinds: ``query_id`` (``value`` None means "metadata absent"), ``latest_batches``
-    (``offsets``/``commits`` newest ids, None for empty), ``file_unchanged`` (size and mtime or
-    ETag of ``path``), ``file_absent``, ``no_live_writer`` (``window_s``).
-    """
-
-    kind: str
-    path: str = ""
-    area: str = CHECKPOINT
-    value: str | None = None
-    offsets: int | None = None
-    commits: int | None = None
-    size: int | None = None
-    mtime_ms: int | None = None
-    etag: str | None = None
-    window_s: float | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict (only the fields of its kind)."""
-        if self.kind == "query_id":
-            return {"kind": self.kind, "value": self.value}
-        if self.kind == "latest_batches":
-            return {"kind": self.kind, "offsets": self.offsets, "commits": self.commits}
-        if self.kind == "file_unchanged":
-            return {"kind": self.kind, "area": self.area, "path": self.path, "size": self.size, "mtime_ms": self.mtime_ms, "etag": self.etag}
-        if self.kind == "file_absent":
-            return {"kind": self.kind, "area": self.area, "path": self.path}
-        return {"kind": self.kind, "window_s": float(self.window_s or 0)}
-
-    @staticmethod
-    def from_dict(data: dict[str, Any]) -> Precondition:
-        """Build from a dict.
-
-        Raises:
-            PlanFormatError: unknown kind or unsafe path.
-        """
-        kind = data.get("kind")
-        if kind == "query_id":
-            return Precondition(kind=kind, value=data.get("value"))
-        if kind == "latest_batches":
-            return Precondition(kind=kind, offsets=data.get("offsets"), commits=data.get("commits"))
-        if kind in ("file_unchanged", "file_absent"):
-            area = data.get("area", CHECKPOINT)
-            if area not in AREAS:
-                raise PlanFormatError(f"unknown precondition area {area!r}")
-            return Precondition(
-                kind=kind,
-                area=area,
-                path=check_relative_path(data.get("path", ""), what="precondition path"),
-                size=data.get("size"),
-                mtime_ms=data.get("mtime_ms"),
-                etag=data.get("etag"),
-            )
-        if kind == "no_live_writer":
-            return Precondition(kind=kind, window_s=float(data.get("window_s") or 0))
-        raise PlanFormatError(f"unknown precondition kind {kind!r}")
+def public_storage_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Return the storage options a plan may record: everything but credentials, recursively."""
+    out: dict[str, Any] = {}
+    for k, v in sorted(options.items()):
+        if any(m in k.lower() for m in SECRET_MARKERS):
+            continue
+        out[k] = public_storage_options(v) if isinstance(v, dict) else v
+    return out
 
 
 @dataclass(frozen=True)
@@ -186,6 +62,9 @@ class RepairPlan:
     expected: dict[str, Any] = field(default_factory=dict)
     sink: str | None = None
     warnings: tuple[str, ...] = ()
+    request: dict[str, Any] = field(default_factory=dict)
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    cells: tuple[dict[str, str], ...] = ()
     format_version: int = FORMAT_VERSION
 
     def body(self) -> dict[str, Any]:
@@ -194,9 +73,12 @@ class RepairPlan:
             "format_version": self.format_version,
             "checkpoint": self.checkpoint,
             "sink": self.sink,
+            "storage_options": self.storage_options,
             "snapshot_fingerprint": self.snapshot_fingerprint,
             "spark": self.spark,
             "mode": self.mode,
+            "cells": list(self.cells),
+            "request": self.request,
             "strategy": self.strategy,
             "addresses": list(self.addresses),
             "preconditions": [p.to_dict() for p in self.preconditions],
@@ -210,7 +92,7 @@ class RepairPlan:
     @property
     def plan_id(self) -> str:
         """Return the sha256 of the canonical JSON of the plan body (first 16 hex digits)."""
-        return hashlib.sha256(canonical_json(self.body()).encode()).hexdigest()[:16]
+        return sha256_hex(canonical_json(self.body()).encode())[:16]
 
     def to_dict(self) -> dict[str, Any]:
         """Return the plan as a JSON-safe dict, id first."""
@@ -223,14 +105,15 @@ class RepairPlan:
     @property
     def executable_steps(self) -> tuple[Step, ...]:
         """Return the steps the executor performs (not ``run`` steps)."""
-        return tuple(s for s in self.steps if s.kind != "run")
+        return tuple(s for s in self.steps if s.executable)
 
     @staticmethod
     def from_dict(data: Any) -> RepairPlan:
         """Parse and validate a plan document.
 
         Raises:
-            PlanFormatError: malformed, newer format, unsafe paths, or an id that does not match.
+            PlanFormatError: malformed, of another format version, unsafe paths, no id, or an id
+                that does not match the content.
         """
         if not isinstance(data, dict):
             raise PlanFormatError("a plan is a JSON object")
@@ -242,28 +125,21 @@ class RepairPlan:
                 f"plan format_version {version} is newer than this checkpoint-doctor reads ({FORMAT_VERSION})",
                 hint="upgrade checkpoint-doctor",
             )
-        try:
-            plan = RepairPlan(
-                checkpoint=str(data["checkpoint"]),
-                sink=data.get("sink"),
-                snapshot_fingerprint=str(data["snapshot_fingerprint"]),
-                spark=str(data["spark"]),
-                mode=str(data["mode"]),
-                strategy=data.get("strategy"),
-                addresses=tuple(data.get("addresses", ())),
-                preconditions=tuple(Precondition.from_dict(p) for p in data.get("preconditions", ())),
-                steps=tuple(Step.from_dict(s) for s in data.get("steps", ())),
-                options=tuple(data.get("options", ())),
-                unresolved=tuple(data.get("unresolved", ())),
-                warnings=tuple(data.get("warnings", ())),
-                expected=dict(data.get("expected", {})),
-                format_version=version,
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise PlanFormatError(f"malformed plan: {exc}") from exc
-        if data.get("plan_id") is not None and data["plan_id"] != plan.plan_id:
+        if version < FORMAT_VERSION:
             raise PlanFormatError(
-                f"plan_id {data['plan_id']} does not match the plan's content ({plan.plan_id})",
+                f"plan format_version {version} was made by an older checkpoint-doctor",
+                hint="re-run 'checkpoint-doctor plan' to make a current plan",
+            )
+        plan = _build(data, version)
+        claimed = data.get("plan_id")
+        if not isinstance(claimed, str) or not claimed:
+            raise PlanFormatError(
+                "the plan has no plan_id",
+                hint="apply only a plan file written by 'checkpoint-doctor plan -o'",
+            )
+        if claimed != plan.plan_id:
+            raise PlanFormatError(
+                f"plan_id {claimed} does not match the plan's content ({plan.plan_id})",
                 hint="the plan was edited after it was made; re-run 'checkpoint-doctor plan'",
             )
         return plan
@@ -280,6 +156,31 @@ class RepairPlan:
         except ValueError as exc:
             raise PlanFormatError(f"plan is not JSON: {exc}") from exc
         return RepairPlan.from_dict(data)
+
+
+def _build(data: dict[str, Any], version: int) -> RepairPlan:
+    try:
+        return RepairPlan(
+            checkpoint=str(data["checkpoint"]),
+            sink=data.get("sink"),
+            storage_options=dict(data.get("storage_options") or {}),
+            snapshot_fingerprint=str(data["snapshot_fingerprint"]),
+            spark=str(data["spark"]),
+            mode=str(data["mode"]),
+            cells=tuple(dict(c) for c in data.get("cells", ())),
+            request=dict(data.get("request") or {}),
+            strategy=data.get("strategy"),
+            addresses=tuple(data.get("addresses", ())),
+            preconditions=tuple(parse_precondition(p) for p in data.get("preconditions", ())),
+            steps=tuple(parse_step(s) for s in data.get("steps", ())),
+            options=tuple(data.get("options", ())),
+            unresolved=tuple(data.get("unresolved", ())),
+            warnings=tuple(data.get("warnings", ())),
+            expected=dict(data.get("expected", {})),
+            format_version=version,
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise PlanFormatError(f"malformed plan: {exc}") from exc
 
 
 def canonical_json(value: Any) -> str:

@@ -1,535 +1,345 @@
-"""Plan repairs: ranked options per error finding, their consequences, one chosen plan. Pure.
+"""Plan repairs: options per error finding from the strategy registry, the smallest combination
+that makes every target restart start, its consequences, one chosen plan. Pure.
 
-Strategies (reference §15.3):
-
-* ``bridge``: write ``offsets/(L-1)`` as a byte copy of ``offsets/P`` (P = newest offsets id below L):
-  exactly the start an async restart uses (``getPrevBatchFromStorage``), so a synchronous restart
-  behaves like the async one; at most the range P..L is read again. No Spark needed.
-* ``quarantine``: move single broken or blocking files into the backup (a broken uncommitted
-  ``offsets/L``, a broken ``commits/K``, commits ahead of offsets, an orphan ``.crc``, leftovers in a
-  fresh checkpoint, sink log entries ahead of the checkpoint).
-* ``rollback``: quarantine every offsets/commit above the newest consistent batch R (readable
-  ``offsets/R``, ``offsets/R-1`` and ``commits/R``; state version R+1 loadable in every store), the
-  state files above version R+1 and, with a sink path, the sink log entries above R. Spark re-plans
-  R+1.. with new end offsets: sinks idempotent by batch id skip ids they already hold, so a rollback
-  across committed batches needs ``--accept-data-loss`` unless the file sink log is rolled back too.
-* ``recreate-metadata``: write ``metadata`` with ``--query-id`` (the old id) or a new id derived from
-  the checkpoint (deterministic), warning that sinks and listeners keyed on the id see a new query.
-* ``catch-up``: the documented recipe for the async tail, run by ``checkpoint-doctor catch-up``.
-
-Every option is evaluated by simulating its changes on the snapshot and diagnosing the result, so
-the consequences stated come from the same restart model as ``diagnose``.
+The strategies live one per module in :mod:`checkpoint_doctor.planning.strategies` (reference
+§15.3); the combination search in :mod:`checkpoint_doctor.planning.search`. Every option is judged by
+simulating its changes on the snapshot and diagnosing the result, so the consequences stated come
+from the same restart model as ``diagnose``. An option that can lose data (a re-planned committed
+batch a sink may skip, a state reset, a new start) is planned only with ``accept_data_loss``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import uuid
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
-from checkpoint_doctor.ids import range_text
-from checkpoint_doctor.layout import hadoop_crc_path, parse_state_file_name
-from checkpoint_doctor.planning.plan import CHECKPOINT, SINK, Precondition, RepairPlan, Step
-from checkpoint_doctor.snapshot import CheckpointSnapshot, simulate_changes
-from checkpoint_doctor.state_chain import newest_restorable_batch
+from checkpoint_doctor.planning.consequences import CATCH_UP, SinkFacts, consequences
+from checkpoint_doctor.planning.options import Option, PlanContext
+from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
+from checkpoint_doctor.planning.preconditions import derive
+from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
+from checkpoint_doctor.planning.search import Search, Trial
+from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, for_code
+from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
-BRIDGE = "bridge"
-QUARANTINE = "quarantine"
-ROLLBACK = "rollback"
-RECREATE_METADATA = "recreate-metadata"
-CATCH_UP = "catch-up"
-STRATEGIES = (BRIDGE, QUARANTINE, ROLLBACK, RECREATE_METADATA, CATCH_UP)
+STRATEGIES = FAMILIES
 
-#: Findings with no safe mechanical repair, and what the operator can do instead.
-MANUAL = {
-    "CD005": "restart on the Spark version that wrote the checkpoint, or start a new checkpoint",
-    "CD006": "set spark.sql.streaming.stateStore.checkpointFormatVersion to the commit log version, or use Spark 4.2+",
-    "CD007": "start a new checkpoint: Spark 2.0 offsets cannot be resumed",
-    "CD201": "restore the query's original sources, or start a new checkpoint",
-    "CD204": "start a new checkpoint for the new Delta table (with a starting version)",
-    "CD301": "restore state/ from a backup, or start a new checkpoint and rebuild state from the sources",
-    "CD404": "restore the missing _spark_metadata files from a backup",
-    "CD405": "restore the damaged _spark_metadata file from a backup",
-    "CD501": "stop the query, wait for the live window to pass, and plan again",
-    "CD502": "stop the query, wait for the live window to pass, and plan again",
-    "CD503": "make sure only one query uses this checkpoint, then plan again",
-    "CD602": "restart without asyncProgressTrackingEnabled (stateful queries do not support it)",
-    "CD008": "check which mode wrote the log; quarantine the file only if its batch has no commit",
-}
+
+def _cells(diagnosis: Diagnosis, opts: PlanOptions) -> tuple[Cell, ...]:
+    own = Cell(diagnosis.spark, diagnosis.mode)
+    return tuple(dict.fromkeys(opts.cells or (own,)))
+
+
+def _proposals(
+    snapshot: CheckpointSnapshot, diagnoses: dict[Cell, Diagnosis], opts: PlanOptions
+) -> list[tuple[Finding, list[Option]]]:
+    """Return every error finding of the target cells with the options proposed for it.
+
+    One fact met in several cells (the same code, paths and batches) is one finding, whose options
+    are those proposed in each cell's context, each distinct option once.
+    """
+    groups: dict[tuple[str, tuple[str, ...], tuple[int, ...]], tuple[Finding, list[Option]]] = {}
+    shared: dict[str, Any] = {}
+    for diagnosis in diagnoses.values():
+        ctx = PlanContext(snapshot, diagnosis, opts, shared)
+        for finding in diagnosis.findings:
+            if finding.severity != ERROR:
+                continue
+            _, options = groups.setdefault((finding.code, finding.paths, finding.batch_ids), (finding, []))
+            known = {o.key for o in options}
+            for strategy in for_code(finding.code):
+                options += [o for o in strategy.propose(finding, ctx) if o.key not in known or o.unavailable]
+                known |= {o.key for o in options}
+    return [(finding, _distinct(options)) for finding, options in groups.values()]
+
+
+def _distinct(options: list[Option]) -> list[Option]:
+    """Return the options without repeats; why a strategy cannot be used is said once (for the
+    first cell), and not at all when another cell can use it."""
+    usable = {o.strategy for o in options if o.unavailable is None}
+    out: dict[Any, Option] = {}
+    for o in options:
+        if o.unavailable is None:
+            out.setdefault(o.key, o)
+        elif o.strategy not in usable:
+            out.setdefault(("unavailable", o.strategy), o)
+    return list(out.values())
+
+
+def _candidates(proposals: list[tuple[Finding, list[Option]]]) -> list[Option]:
+    """Return the executable options in rank order, each distinct option once."""
+    out: dict[Any, Option] = {}
+    for _, options in proposals:
+        for o in options:
+            if o.executable and o.key not in out:
+                out[o.key] = o
+    return list(out.values())
+
+
+def _judge_alone(
+    option: Option, search: Search, index: dict[Any, int], snapshot: CheckpointSnapshot
+) -> dict[str, Any]:
+    """Return the consequences of one option on its own."""
+    if option.restart is not None:
+        after = search.diagnose_cell(snapshot, option.restart)
+        sink = SinkFacts.of(snapshot, (), search.sink_kind)
+        return consequences(snapshot, (), after, sink, ())
+    if not option.executable:
+        return {"restart": None, "starts": None, **CATCH_UP}
+    trial = search.trial((index[option.key],)) if option.key in index else None
+    if trial is None:
+        return {"restart": None, "starts": False, "summary": "conflicts with itself"}
+    return {**trial.consequences, "starts_in_every_cell": trial.starts}
+
+
+def _option_docs(
+    proposals: list[tuple[Finding, list[Option]]],
+    search: Search,
+    chosen: Trial | None,
+    snapshot: CheckpointSnapshot,
+    manual: Option | None = None,
+) -> list[dict[str, Any]]:
+    index = {o.key: i for i, o in enumerate(search.candidates)}
+    picked = {search.candidates[i].key for i in chosen.combo} if chosen is not None else set()
+    if manual is not None:
+        picked.add(manual.key)
+    docs = []
+    for finding, options in proposals:
+        rows: list[dict[str, Any]] = []
+        rank = 0
+        for o in options:
+            if o.unavailable is not None:
+                rows.append({"strategy": o.strategy, "available": False, "reason": o.unavailable})
+                continue
+            rank += 1
+            rows.append(
+                {
+                    "rank": rank,
+                    "strategy": o.strategy,
+                    "chosen": o.key in picked,
+                    "note": o.note,
+                    "steps": [s.to_dict() for s in o.steps],
+                    "consequences": _judge_alone(o, search, index, snapshot),
+                }
+            )
+        docs.append({"finding": finding.code, "message": finding.message, "options": rows})
+    return docs
+
+
+def _choose(search: Search, opts: PlanOptions) -> tuple[Trial | None, Trial | None, list[str]]:
+    """Return (the chosen trial, a trial that needs consent it was not given, warnings)."""
+    warnings: list[str] = []
+    prefer = opts.strategy
+    if prefer is not None:
+        picked = search.first_with(prefer)
+        if picked is not None:
+            if picked.losses and not opts.accept_data_loss:
+                return None, picked, warnings
+            return picked, None, warnings
+        warnings.append(f"strategy {prefer} does not make the restart start here; the default plan is shown")
+    free, consented = search.best()
+    if free is not None:
+        return free, None, warnings
+    if consented is not None and opts.accept_data_loss:
+        return consented, None, warnings
+    return None, consented, warnings
+
+
+def _manual_for(code: str, proposals: list[tuple[Finding, list[Option]]]) -> str:
+    """Return what the operator can do about a code no plan step fixes: an operator option's action
+    (restart on the line or in the mode that wrote it), else the registry's text."""
+    for finding, options in proposals:
+        for o in options:
+            if finding.code == code and o.unavailable is None and not o.executable and o.restart is not None:
+                return f"{o.steps[0].describe().removeprefix('run: ')} (option {o.strategy})"
+    return MANUAL.get(code, CODES[code].action)
+
+
+def _unresolved(
+    after: dict[Cell, Diagnosis],
+    needs_consent: Trial | None,
+    search: Search,
+    proposals: list[tuple[Finding, list[Option]]],
+) -> list[dict[str, Any]]:
+    """Return the error codes still met after the plan, per code with the cells and what to do."""
+    out: dict[str, dict[str, Any]] = {}
+    for cell, diagnosis in after.items():
+        if diagnosis.prediction.starts and not (
+            diagnosis.codes and search.addressable & set(diagnosis.codes)
+        ):
+            continue
+        for f in diagnosis.findings:
+            if f.severity != ERROR:
+                continue
+            entry = out.setdefault(
+                f.code,
+                {
+                    "code": f.code,
+                    "reason": CODES[f.code].title,
+                    "manual": _manual_for(f.code, proposals),
+                    "cells": [],
+                },
+            )
+            if cell_dict(cell) not in entry["cells"]:
+                entry["cells"].append(cell_dict(cell))
+    if needs_consent is not None:
+        for code in list(out):
+            out[code]["reason"] = "its repair can lose data: " + "; ".join(needs_consent.losses)
+            out[code]["manual"] = "re-run plan with --accept-data-loss to plan it anyway"
+    return list(out.values())
+
+
+def _expected(
+    cells: tuple[Cell, ...], after: dict[Cell, Diagnosis], before: dict[Cell, Diagnosis]
+) -> dict[str, Any]:
+    first = after[cells[0]]
+    return {
+        "restart": first.prediction.summary,
+        "starts": first.prediction.starts,
+        "next_batch_id": first.prediction.next_batch_id,
+        "codes": list(first.codes),
+        "cells": [
+            {
+                **cell_dict(c),
+                "label": c.text,
+                "before": before[c].prediction.summary,
+                "after": after[c].prediction.summary,
+                "starts_after": after[c].prediction.starts,
+            }
+            for c in cells
+        ],
+    }
 
 
 @dataclass(frozen=True)
-class PlanOptions:
-    """What the operator asks of the planner."""
+class _Frame:
+    """What every plan of one request shares: the snapshot, its diagnosis, the options, the target
+    cells and the storage options to record."""
 
-    strategy: str | None = None
-    accept_data_loss: bool = False
-    query_id: str | None = None
-    job: str | None = None
-    diagnose: DiagnoseOptions = field(default_factory=DiagnoseOptions)
+    snapshot: CheckpointSnapshot
+    diagnosis: Diagnosis
+    opts: PlanOptions
+    cells: tuple[Cell, ...]
+    storage: dict[str, Any]
+
+    def artifact(self, **fields: Any) -> RepairPlan:
+        """Return the plan with these steps, options, expectations (preconditions derived)."""
+        snapshot = self.snapshot
+        executable = tuple(s for s in fields["steps"] if s.executable)
+        return RepairPlan(
+            checkpoint=snapshot.root,
+            sink=snapshot.sink.url if snapshot.sink is not None else None,
+            storage_options=public_storage_options(self.storage),
+            snapshot_fingerprint=snapshot.fingerprint(),
+            spark=self.diagnosis.spark,
+            mode=self.diagnosis.mode,
+            cells=tuple(cell_dict(c) for c in self.cells),
+            request=self.opts.to_request(),
+            preconditions=derive(snapshot, executable, self.opts.diagnose.live_window_s),
+            **fields,
+        )
+
+    def live_plan(self) -> RepairPlan:
+        """A writer may be live: no steps, and why."""
+        live = [f for f in self.diagnosis.findings if f.code in LIVE_WRITER_CODES]
+        unresolved = tuple(
+            {"code": f.code, "reason": f.message, "manual": MANUAL[f.code], "cells": []} for f in live
+        )
+        same = dict.fromkeys(self.cells, self.diagnosis)
+        expected = _expected(self.cells, same, same)
+        return self.artifact(
+            steps=(),
+            addresses=(),
+            strategy=None,
+            options=(),
+            unresolved=unresolved,
+            expected=expected,
+            warnings=(),
+        )
 
 
-@dataclass
-class _Option:
-    strategy: str
-    steps: list[Step]
-    addresses: tuple[str, ...]
-    note: str = ""
-    unavailable: str | None = None
-    data_loss: bool = False
-    consequences: dict[str, Any] = field(default_factory=dict)
-
-
-# ------------------------------------------------------------------------------------- step helpers
-
-
-def _quarantine(snapshot: CheckpointSnapshot, path: str, reason: str) -> list[Step]:
-    """Quarantine a file and its Hadoop .crc side file (they travel together)."""
-    steps = [Step(kind="quarantine", path=path, reason=reason)]
-    crc = snapshot.crc_of(path)
-    if crc is not None:
-        steps.append(Step(kind="quarantine", path=crc, reason=f"Hadoop checksum of {path}"))
-    return steps
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _rollback_target(snapshot: CheckpointSnapshot, diagnosis: Diagnosis) -> int | None:
-    """Return R, the newest batch a rollback can keep (see module docstring), or None."""
-    offsets, commits = snapshot.offsets, snapshot.commits
-    # -1: state exists but no version loads everywhere, so no batch can be kept.
-    has_state = any(op.stores for op in snapshot.state.operators)
-    best = newest_restorable_batch(snapshot.state)
-    restorable = (-1 if best is None else best) if has_state else None
-    for r in sorted(set(offsets.ids) & set(commits.ids), reverse=True):
-        o, c = offsets.get(r), commits.get(r)
-        if o is None or c is None or o.failure is not None or c.failure is not None:
-            continue
-        if r > 0:
-            prev = offsets.get(r - 1)
-            if prev is None or prev.failure is not None:
-                continue
-        if restorable is not None and r > restorable:
-            continue
-        return r
+def _manual_choice(proposals: list[tuple[Finding, list[Option]]], opts: PlanOptions) -> Option | None:
+    """Return the operator's action asked for with ``--strategy`` (catch-up, a restart elsewhere)."""
+    if opts.strategy is None:
+        return None
+    for _, options in proposals:
+        for o in options:
+            if o.strategy == opts.strategy and o.unavailable is None and not o.executable:
+                return o
     return None
 
 
-def _rollback_steps(snapshot: CheckpointSnapshot, r: int) -> list[Step]:
-    steps: list[Step] = []
-    for log in (snapshot.offsets, snapshot.commits):
-        for e in log.entries:
-            if e.batch_id > r:
-                steps += _quarantine(snapshot, e.file.path, f"roll back to batch {r}")
-    for op in snapshot.state.operators:
-        for store in op.stores:
-            prefix = store.path + "/"
-            for f in snapshot.files:
-                if not f.path.startswith(prefix) or "/" in f.path[len(prefix) :]:
-                    continue
-                parsed = parse_state_file_name(f.name)
-                if parsed is None and f.name.endswith(".crc") and not f.name.startswith("."):
-                    parsed = parse_state_file_name(f.name[:-4])
-                if parsed is not None and parsed.version > r + 1:
-                    steps += _quarantine(snapshot, f.path, f"state version {parsed.version} is above the rollback target")
-    if snapshot.sink is not None:
-        for sink_entry in snapshot.sink.log.entries:
-            if sink_entry.batch_id > r:
-                name = f"_spark_metadata/{sink_entry.batch_id}{'.compact' if sink_entry.compact else ''}"
-                steps.append(Step(kind="quarantine", area=SINK, path=name, reason=f"sink log entry above batch {r}"))
-    return steps
-
-
-# ------------------------------------------------------------------------------------- options
-
-
-def _options_for(finding: Finding, snapshot: CheckpointSnapshot, diagnosis: Diagnosis, opts: PlanOptions) -> list[_Option]:
-    code = finding.code
-    offsets, commits = snapshot.offsets, snapshot.commits
-    latest = offsets.latest_id
-    k = commits.latest_id
-    out: list[_Option] = []
-
-    def rollback() -> _Option:
-        r = _rollback_target(snapshot, diagnosis)
-        if r is None:
-            return _Option(ROLLBACK, [], (code,), unavailable="no batch is consistent in offsets, commits and state")
-        return _Option(ROLLBACK, _rollback_steps(snapshot, r), (code,), note=f"roll back to batch {r}")
-
-    if code in ("CD101", "CD103", "CD109") and latest is not None:
-        prev = offsets.newest_below(latest)
-        missing = f"offsets/{latest - 1}"
-        if prev is None or prev.file.path not in snapshot.raw:
-            out.append(_Option(BRIDGE, [], (code,), unavailable=f"no readable offsets file below offsets/{latest} to copy"))
-        else:
-            steps = []
-            crc = hadoop_crc_path(missing)
-            if crc in snapshot.hadoop_crcs:
-                steps.append(Step(kind="quarantine", path=crc, reason=f"orphan checksum of {missing}"))
-            steps.append(
-                Step(
-                    kind="copy",
-                    path=missing,
-                    source=prev.file.path,
-                    source_sha256=_sha256(snapshot.raw[prev.file.path]),
-                    reason=f"bridge: {missing} = {prev.file.path}, the start an async restart uses",
-                )
-            )
-            out.append(_Option(BRIDGE, steps, (code,), note=f"{missing} := copy of {prev.file.path}"))
-        if code == "CD101":
-            command = f"checkpoint-doctor catch-up {snapshot.root} --job {opts.job or 'MODULE:FUNCTION'} --batches 2"
-            out.append(
-                _Option(
-                    CATCH_UP,
-                    [Step(kind="run", command=command, reason="re-enable async progress tracking with interval 0, run two micro-batches, stop")],
-                    (code,),
-                    note="needs the operator's streaming job and new data in the sources",
-                )
-            )
-        if commits.get(latest) is None and code != "CD101":
-            out.append(_Option(QUARANTINE, _quarantine(snapshot, f"offsets/{latest}", "re-plan the batch"), (code,), note=f"Spark re-plans batch {latest}"))
-        out.append(rollback())
-    elif code == "CD104" and latest is not None:
-        steps = [s for c in commits.entries if c.batch_id > latest for s in _quarantine(snapshot, c.file.path, "commit ahead of offsets")]
-        out.append(_Option(QUARANTINE, steps, (code,), note=f"Spark re-runs batch {latest}"))
-        out.append(rollback())
-    elif code in ("CD003", "CD202", "CD008", "CD011", "CD012"):
-        path = finding.paths[0]
-        batch = finding.batch_ids[0] if finding.batch_ids else None
-        if batch is not None and batch == latest and commits.get(batch) is None:
-            out.append(_Option(QUARANTINE, _quarantine(snapshot, path, "unusable offsets file of an uncommitted batch"), (code,), note=f"Spark re-plans batch {batch}"))
-        out.append(rollback())
-    elif code == "CD004" and k is not None:
-        out.append(_Option(QUARANTINE, _quarantine(snapshot, f"commits/{k}", "unreadable commit"), (code,), note=f"Spark re-runs batch {k}"))
-        out.append(rollback())
-    elif code in ("CD001", "CD002"):
-        query_id = opts.query_id or _derived_query_id(snapshot)
-        steps = _quarantine(snapshot, "metadata", "unreadable metadata") if code == "CD002" else []
-        if code == "CD001" and snapshot.crc_of("metadata") is not None:
-            steps.append(Step(kind="quarantine", path=".metadata.crc", reason="orphan checksum of metadata"))
-        steps.append(Step(kind="write", path="metadata", content=json.dumps({"id": query_id}, separators=(",", ":")), reason="recreate the query id"))
-        note = "with the given query id" if opts.query_id else "with a NEW query id: sinks and listeners keyed on the query id see a new query"
-        out.append(_Option(RECREATE_METADATA, steps, (code,), note=note))
-    elif code == "CD504":
-        out.append(_Option(QUARANTINE, [Step(kind="quarantine", path=p, reason="orphan checksum blocks the next write") for p in finding.paths], (code,)))
-    elif code == "CD507":
-        out.append(_Option(QUARANTINE, [s for p in finding.paths for s in _quarantine(snapshot, p, "leftover in a checkpoint with no batches")], (code,)))
-    elif code == "CD701" and k is not None:
-        keep = max((c for c in commits.ids if c < k and offsets.get(c) is not None), default=None)
-        steps = [s for c in commits.entries if c.batch_id > (keep if keep is not None else -1) for s in _quarantine(snapshot, c.file.path, "commit without offsets")]
-        out.append(_Option(QUARANTINE, steps, (code,), note=f"continuous processing resumes after epoch {keep}" if keep is not None else "starts again at epoch 0"))
-    elif code in ("CD302", "CD303", "CD306", "CD304"):
-        out.append(rollback())
-    elif code == "CD402" and latest is not None and snapshot.sink is not None:
-        steps = [
-            Step(kind="quarantine", area=SINK, path=f"_spark_metadata/{e.batch_id}{'.compact' if e.compact else ''}", reason="sink log entry ahead of the checkpoint")
-            for e in snapshot.sink.log.entries
-            if e.batch_id > latest
-        ]
-        out.append(_Option(QUARANTINE, steps, (code,), note=f"the sink writes batches {latest + 1}.. again when they run"))
-    elif code == "CD110":
-        steps = [s for c in commits.entries for s in _quarantine(snapshot, c.file.path, "commit without any offsets")]
-        out.append(_Option(ROLLBACK, steps, (code,), note="the query starts again from the sources' initial offsets", data_loss=True))
-    return out
-
-
-def _derived_query_id(snapshot: CheckpointSnapshot) -> str:
-    """Return a new query id derived from the checkpoint, so the plan stays deterministic."""
-    digest = hashlib.sha256(f"{snapshot.root}\0{snapshot.fingerprint()}".encode()).digest()
-    return str(uuid.UUID(bytes=digest[:16], version=4))
-
-
-# ------------------------------------------------------------------------------------- consequences
-
-
-def _changes(steps: list[Step], snapshot: CheckpointSnapshot) -> tuple[list[tuple[str, str]], dict[tuple[str, str], bytes]]:
-    removed: list[tuple[str, str]] = []
-    added: dict[tuple[str, str], bytes] = {}
-    for s in steps:
-        if s.kind == "quarantine":
-            removed.append((s.area, s.path))
-        elif s.kind == "copy" and s.source is not None:
-            added[(s.area, s.path)] = snapshot.raw[s.source]
-        elif s.kind == "write" and s.content is not None:
-            added[(s.area, s.path)] = s.content.encode()
-    return removed, added
-
-
-def _expected(snapshot: CheckpointSnapshot, steps: list[Step], dopts: DiagnoseOptions) -> Diagnosis:
-    removed, added = _changes(steps, snapshot)
-    after = simulate_changes(snapshot, removed=removed, added=added)
-    return diagnose(after, replace(dopts, now_ms=None, live_window_s=0))
-
-
-def _origin(path: str | None, steps: list[Step]) -> str | None:
-    """Return the original file a path's bytes come from (a bridged copy names its source)."""
-    for s in steps:
-        if s.kind == "copy" and s.path == path:
-            return s.source
-    return path
-
-
-def _batch_of(path: str | None) -> int | None:
-    if path is None:
-        return None
-    tail = path.rpartition("/")[2]
-    return int(tail) if tail.isdigit() else None
-
-
-def _consequences(option: _Option, snapshot: CheckpointSnapshot, before: Diagnosis, after: Diagnosis) -> dict[str, Any]:
-    pred = after.prediction
-    k = snapshot.commits.latest_id
-    planned = set(snapshot.offsets.ids) | set(snapshot.commits.ids)
-    out: dict[str, Any] = {"restart": pred.summary, "starts": pred.starts}
-    if option.strategy == CATCH_UP:
-        out.update(
-            {
-                "first_batch": None,
-                "reread": "batches since the newest durable offsets are read again by the async restart (at-least-once)",
-                "duplicates": True,
-                "data_loss": False,
-                "summary": "The job runs with async progress tracking (interval 0) until two consecutive batches are durable; "
-                "the range after the newest durable offsets is read again, as an async restart always does.",
-            }
-        )
-        return out
-    b = pred.next_batch_id
-    start = _origin(pred.start_from, option.steps)
-    start_batch = _batch_of(start)
-    kind = None
-    if b is not None:
-        kind = "rerun" if pred.rerun else ("replanned" if b in planned else "new")
-    reread: list[int] = []
-    if k is not None and start_batch is not None and start_batch < k:
-        reread = list(range(start_batch + 1, k + 1))
-    elif k is not None and start is None and b is not None and b <= k:
-        reread = list(range(k + 1))
-    sink = snapshot.sink
-    sink_latest = sink.log.latest_id if sink is not None else None
-    sink_rolled_back = any(s.area == SINK for s in option.steps)
-    loss = False
-    loss_why = ""
-    if kind == "replanned" and b is not None and after.mode == "continuous":
-        kind = "rerun"  # continuous processing re-runs an epoch from the previous offsets: at-least-once
-    if kind == "replanned" and b is not None:
-        committed_replanned = [i for i in planned if i >= b and (snapshot.commits.get(i) is not None)]
-        if sink_latest is not None and sink_latest >= b and not sink_rolled_back:
-            loss, loss_why = True, f"the file sink already holds batch {b} and skips the re-planned batch"
-        elif committed_replanned and not sink_rolled_back:
-            loss = True
-            loss_why = (
-                f"batches {min(committed_replanned)}..{max(committed_replanned)} were committed; sinks idempotent by "
-                "batch id (file sink, Delta) skip the re-planned ids"
-            )
-    option.data_loss = option.data_loss or loss
-    parts = []
-    if b is not None:
-        label = {"rerun": "re-runs planned", "replanned": "re-plans", "new": "plans new"}[kind or "new"]
-        parts.append(f"Spark {label} batch {b}")
-        if pred.start_from is not None:
-            parts.append(f"reading from the end of {pred.start_from}" + (f" (a copy of {start})" if start != pred.start_from else ""))
-        if pred.end_from:
-            parts.append(f"to {pred.end_from}")
-    if reread:
-        parts.append(
-            f"committed batch(es) {range_text(reread)} are read again: duplicates for at-least-once sinks, "
-            "an idempotent sink rewrites or skips them"
-        )
-    elif b is not None:
-        parts.append("no committed data is read again")
-    if loss:
-        parts.append(f"DATA LOSS: {loss_why}")
-    out.update(
-        {
-            "first_batch": {"id": b, "kind": kind},
-            "reads_from": start,
-            "reads_to": pred.end_from or ("new end offsets" if b is not None else None),
-            "reread_batches": [reread[0], reread[-1]] if reread else None,
-            "duplicates": bool(reread),
-            "data_loss": option.data_loss,
-            "summary": "; ".join(parts) + "." if parts else pred.summary,
-        }
+def _manual_plan(
+    frame: _Frame,
+    option: Option,
+    proposals: list[tuple[Finding, list[Option]]],
+    search: Search,
+    diagnoses: dict[Cell, Diagnosis],
+) -> RepairPlan:
+    """The operator's action (catch-up, a restart elsewhere) asked for with ``--strategy``."""
+    expected = _expected(frame.cells, diagnoses, diagnoses)
+    if option.restart is not None:
+        after = search.diagnose_cell(frame.snapshot, option.restart)
+        expected["after"] = f"{option.steps[0].describe()}: {after.prediction.summary}"
+    else:
+        mode = " --mode micro-batch" if frame.diagnosis.mode == "micro-batch" else ""
+        expected["after"] = f"the catch-up run; then: checkpoint-doctor diagnose {frame.snapshot.root}{mode}"
+    return frame.artifact(
+        steps=option.steps,
+        addresses=option.addresses,
+        strategy=option.strategy,
+        options=tuple(_option_docs(proposals, search, None, frame.snapshot, option)),
+        unresolved=(),
+        expected=expected,
+        warnings=(),
     )
-    if option.strategy == RECREATE_METADATA:
-        out["query_id"] = "kept" if "given" in option.note else "NEW: sinks and listeners keyed on the query id see a new query"
-    return out
 
 
-# ------------------------------------------------------------------------------------- the plan
-
-
-def _preconditions(snapshot: CheckpointSnapshot, steps: list[Step], live_window_s: float) -> tuple[Precondition, ...]:
-    pre = [
-        Precondition(kind="query_id", value=snapshot.query_id),
-        Precondition(kind="latest_batches", offsets=snapshot.offsets.latest_id, commits=snapshot.commits.latest_id),
-    ]
-    seen: set[tuple[str, str, str]] = set()
-    quarantined: set[tuple[str, str]] = set()
-    for s in steps:
-        touched: list[tuple[str, str, str]] = []
-        if s.kind == "quarantine":
-            touched.append(("file_unchanged", s.area, s.path))
-            quarantined.add((s.area, s.path))
-        elif s.kind in ("copy", "write"):
-            if (s.area, s.path) not in quarantined:
-                touched.append(("file_absent", s.area, s.path))
-            if s.kind == "copy" and s.source:
-                touched.append(("file_unchanged", s.area, s.source))
-        for kind, area, path in touched:
-            if (kind, area, path) in seen:
-                continue
-            seen.add((kind, area, path))
-            if kind == "file_absent":
-                pre.append(Precondition(kind=kind, area=area, path=path))
-                continue
-            stat = snapshot.file(path) if area == CHECKPOINT else _sink_stat(snapshot, path)
-            pre.append(
-                Precondition(
-                    kind=kind,
-                    area=area,
-                    path=path,
-                    size=stat.size if stat else None,
-                    mtime_ms=stat.mtime_ms if stat and not stat.etag else None,
-                    etag=stat.etag if stat else None,
-                )
-            )
-    pre.append(Precondition(kind="no_live_writer", window_s=live_window_s))
-    return tuple(pre)
-
-
-def _sink_stat(snapshot: CheckpointSnapshot, path: str) -> Any:
-    if snapshot.sink is None:
-        return None
-    name = path.rpartition("/")[2]
-    for e in snapshot.sink.log.entries:
-        if e.file.path == name:
-            return e.file
-    return None
-
-
-def _merge(steps: list[Step], new: list[Step]) -> list[str]:
-    """Add steps, skipping duplicates and conflicts; return conflict warnings.
-
-    A path may be quarantined and then written (recreate a broken file); anything else touching a
-    path twice is a conflict and the later step is dropped.
-    """
-    warnings = []
-    done = {(s.area, s.path, s.kind) for s in steps if s.kind != "run"}
-    for s in new:
-        if s.kind == "run":
-            if s not in steps:
-                steps.append(s)
-            continue
-        if (s.area, s.path, s.kind) in done:
-            continue
-        kinds = {k for a, p, k in done if (a, p) == (s.area, s.path)}
-        if kinds and not (kinds == {"quarantine"} and s.kind in ("write", "copy")):
-            warnings.append(f"skipped {s.kind} of {s.path}: another step already changes it")
-            continue
-        steps.append(s)
-        done.add((s.area, s.path, s.kind))
-    return warnings
-
-
-def plan_repair(snapshot: CheckpointSnapshot, diagnosis: Diagnosis, options: PlanOptions | None = None) -> RepairPlan:
+def plan_repair(
+    snapshot: CheckpointSnapshot,
+    diagnosis: Diagnosis,
+    options: PlanOptions | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+) -> RepairPlan:
     """Return the repair plan for a diagnosed snapshot (read-only, deterministic)."""
     opts = options or PlanOptions()
-    dopts = replace(opts.diagnose, spark=diagnosis.spark, mode=diagnosis.mode)
-    errors = [f for f in diagnosis.findings if f.severity == ERROR]
-    live = [f for f in diagnosis.findings if f.code in LIVE_WRITER_CODES]
-    option_docs: list[dict[str, Any]] = []
-    unresolved: list[dict[str, Any]] = []
-    steps: list[Step] = []
-    warnings: list[str] = []
-    addresses: list[str] = []
-    chosen_strategies: list[str] = []
-    for f in live:
-        unresolved.append({"code": f.code, "reason": f.message, "manual": MANUAL[f.code]})
-    if not live:
-        for finding in errors:
-            candidates = _options_for(finding, snapshot, diagnosis, opts)
-            available = [c for c in candidates if c.unavailable is None and c.steps]
-            for c in available:
-                after = _expected(snapshot, c.steps, dopts) if c.strategy != CATCH_UP else diagnosis
-                c.consequences = _consequences(c, snapshot, diagnosis, after)
-                if c.strategy != CATCH_UP and not after.prediction.starts:
-                    c.unavailable = f"the restart would still fail ({after.prediction.summary})"
-            available = [c for c in available if c.unavailable is None]
-            ranked = sorted(available, key=lambda c: (c.data_loss, candidates.index(c)))
-            chosen = None
-            if ranked:
-                if opts.strategy is not None:
-                    chosen = next((c for c in ranked if c.strategy == opts.strategy), None)
-                if chosen is None:
-                    chosen = ranked[0]
-                if chosen.data_loss and not opts.accept_data_loss:
-                    unresolved.append(
-                        {
-                            "code": finding.code,
-                            "reason": f"the {chosen.strategy} option would lose data: {chosen.consequences.get('summary', '')}",
-                            "manual": "pass --accept-data-loss to plan it anyway, or restore files from a backup",
-                        }
-                    )
-                    chosen = None
-            option_docs.append(
-                {
-                    "finding": finding.code,
-                    "message": finding.message,
-                    "options": [
-                        {
-                            "rank": i + 1,
-                            "strategy": c.strategy,
-                            "chosen": c is chosen,
-                            "note": c.note,
-                            "steps": [s.to_dict() for s in c.steps],
-                            "consequences": c.consequences,
-                        }
-                        for i, c in enumerate(ranked)
-                    ]
-                    + [{"strategy": c.strategy, "available": False, "reason": c.unavailable} for c in candidates if c.unavailable],
-                }
-            )
-            if chosen is not None:
-                warnings += _merge(steps, chosen.steps)
-                addresses.append(finding.code)
-                chosen_strategies.append(chosen.strategy)
-                if chosen.strategy == RECREATE_METADATA and not opts.query_id:
-                    warnings.append("metadata gets a NEW query id: sinks and listeners keyed on the query id will see a new query")
-            elif not any(u["code"] == finding.code for u in unresolved):
-                unresolved.append({"code": finding.code, "reason": CODES[finding.code].title, "manual": MANUAL.get(finding.code, CODES[finding.code].action)})
-    executable = [s for s in steps if s.kind != "run"]
-    expected = _expected(snapshot, executable, dopts) if executable else diagnosis
-    # A finding another option's steps already resolve is not unresolved.
-    remaining = set(expected.codes)
-    unresolved = [u for u in unresolved if u["code"] in remaining or u["code"] in LIVE_WRITER_CODES]
-    expected_doc = {
-        "restart": expected.prediction.summary,
-        "starts": expected.prediction.starts,
-        "next_batch_id": expected.prediction.next_batch_id,
-        "codes": list(expected.codes),
-    }
-    if any(s.kind == "run" for s in steps):
-        expected_doc["after"] = "the catch-up run; then: checkpoint-doctor diagnose " + snapshot.root + " --mode micro-batch"
-    strategy = ",".join(dict.fromkeys(chosen_strategies)) or None
-    return RepairPlan(
-        checkpoint=snapshot.root,
-        sink=snapshot.sink.url if snapshot.sink is not None else None,
-        snapshot_fingerprint=snapshot.fingerprint(),
-        spark=diagnosis.spark,
-        mode=diagnosis.mode,
+    cells = _cells(diagnosis, opts)
+    frame = _Frame(snapshot, diagnosis, opts, cells, storage_options or {})
+    if any(f.code in LIVE_WRITER_CODES for f in diagnosis.findings):
+        return frame.live_plan()
+    dopts: DiagnoseOptions = replace(opts.diagnose, spark=diagnosis.spark, mode=diagnosis.mode)
+    calm = replace(dopts, now_ms=None, live_window_s=0)
+    diagnoses = {c: diagnose(snapshot, replace(calm, spark=c.spark, mode=c.mode)) for c in cells}
+    proposals = _proposals(snapshot, diagnoses, opts)
+    search = Search(snapshot, cells, dopts, opts.sink_kind, _candidates(proposals), opts.guards)
+    manual = _manual_choice(proposals, opts)
+    if manual is not None:
+        return _manual_plan(frame, manual, proposals, search, diagnoses)
+    chosen, needs_consent, warnings = _choose(search, opts)
+    steps = chosen.steps if chosen is not None else ()
+    after = dict(zip(cells, chosen.after, strict=True)) if chosen is not None else diagnoses
+    picked = [search.candidates[i] for i in chosen.combo] if chosen is not None else []
+    if any(o.strategy == "recreate-metadata" and o.note == NEW_ID_NOTE for o in picked):
+        warnings.append(
+            "metadata gets a NEW query id: sinks and listeners keyed on the query id will see a new query"
+        )
+    remaining = {c for d in after.values() for c in d.codes}
+    addresses = tuple(dict.fromkeys(c for o in picked for c in o.addresses if c not in remaining))
+    strategy = ",".join(dict.fromkeys(o.strategy for o in picked)) or None
+    return frame.artifact(
+        steps=steps,
+        addresses=addresses,
         strategy=strategy,
-        addresses=tuple(addresses),
-        preconditions=_preconditions(snapshot, executable, opts.diagnose.live_window_s),
-        steps=tuple(steps),
-        options=tuple(option_docs),
-        unresolved=tuple(unresolved),
-        expected=expected_doc,
+        options=tuple(_option_docs(proposals, search, chosen, snapshot)),
+        unresolved=tuple(_unresolved(after, needs_consent, search, proposals)),
+        expected={
+            **_expected(cells, after, diagnoses),
+            "consequences": chosen.consequences if chosen is not None else None,
+        },
         warnings=tuple(dict.fromkeys(warnings)),
     )

@@ -1,69 +1,376 @@
-"""Check a plan's preconditions against a fresh snapshot. Pure: every failure is returned, none raised."""
+"""Preconditions: what must still hold when a plan is applied. One class per kind. Pure.
+
+Each class owns its JSON form, its text and its check against a fresh snapshot; :func:`derive`
+makes the preconditions of a list of steps, :func:`check_preconditions` returns every one a
+snapshot violates (none raised).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES
+from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.model import FileStat
-from checkpoint_doctor.planning.plan import CHECKPOINT, Precondition, RepairPlan
-from checkpoint_doctor.snapshot import CheckpointSnapshot
+from checkpoint_doctor.planning.steps import (
+    AREAS,
+    CHECKPOINT,
+    CopyStep,
+    QuarantineStep,
+    Step,
+    check_relative_path,
+    kind_class,
+)
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+#: Files checkpoint-doctor's own applies wrote: (path, ETag or mtime).
+Own = frozenset[tuple[str, int | str]]
 
 
-def _stat(snapshot: CheckpointSnapshot, area: str, path: str) -> FileStat | None:
+def file_stat(snapshot: CheckpointSnapshot, area: str, path: str) -> FileStat | None:
+    """Return the stat of a checkpoint file or of a sink log file (``_spark_metadata/<name>``)."""
     if area == CHECKPOINT:
         return snapshot.file(path)
+    return sink_files(snapshot).get(path)
+
+
+def sink_files(snapshot: CheckpointSnapshot) -> dict[str, FileStat]:
+    """Return the sink log files by their sink-relative path (``_spark_metadata/<name>``)."""
     if snapshot.sink is None:
-        return None
-    name = path.rpartition("/")[2]
-    return next((e.file for e in snapshot.sink.log.entries if e.file.path == name), None)
+        return {}
+    return {f"_spark_metadata/{e.file.path}": e.file for e in snapshot.sink.log.entries}
 
 
-def _check(pre: Precondition, snapshot: CheckpointSnapshot, now_ms: int | None) -> str | None:
-    if pre.kind == "query_id":
-        if snapshot.query_id != pre.value:
-            return f"query id is {snapshot.query_id!r}, the plan was made for {pre.value!r}"
+@dataclass(frozen=True)
+class Precondition:
+    """Base of every precondition kind."""
+
+    kind: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build a precondition of this kind from its JSON form.
+
+        Raises:
+            PlanFormatError: a bad area, an unsafe path, a field of the wrong type.
+        """
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        raise NotImplementedError
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """Return why ``snapshot`` violates it, or None."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class QueryIdPre(Precondition):
+    """The query id in ``metadata`` (None: metadata absent or unreadable)."""
+
+    kind: ClassVar[str] = "query_id"
+    value: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"kind": self.kind, "value": self.value}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from ``value``."""
+        value = data.get("value")
+        if value is not None and not isinstance(value, str):
+            raise PlanFormatError("precondition query_id has a non-string value")
+        return cls(value=value)
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        return f"query id is {self.value}" if self.value else "metadata is absent"
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """The query id is unchanged."""
+        if snapshot.query_id != self.value:
+            return f"query id is {snapshot.query_id!r}, the plan was made for {self.value!r}"
         return None
-    if pre.kind == "latest_batches":
+
+
+@dataclass(frozen=True)
+class LatestBatchesPre(Precondition):
+    """The newest offsets and commit ids (None: that log is empty)."""
+
+    kind: ClassVar[str] = "latest_batches"
+    offsets: int | None = None
+    commits: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"kind": self.kind, "offsets": self.offsets, "commits": self.commits}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from ``offsets`` and ``commits``."""
+        return cls(offsets=_optional_int(data, "offsets"), commits=_optional_int(data, "commits"))
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        return f"newest offsets id {self.offsets}, newest commit id {self.commits}"
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """No batch was planned or committed since."""
         o, c = snapshot.offsets.latest_id, snapshot.commits.latest_id
-        if (o, c) != (pre.offsets, pre.commits):
-            return f"newest offsets/commit are {o}/{c}, the plan was made for {pre.offsets}/{pre.commits}"
+        if (o, c) != (self.offsets, self.commits):
+            return f"newest offsets/commit are {o}/{c}, the plan was made for {self.offsets}/{self.commits}"
         return None
-    if pre.kind == "file_absent":
-        if _stat(snapshot, pre.area, pre.path) is not None:
-            return f"{pre.path} exists now; the plan creates it"
-        return None
-    if pre.kind == "file_unchanged":
-        stat = _stat(snapshot, pre.area, pre.path)
+
+
+@dataclass(frozen=True)
+class FileUnchangedPre(Precondition):
+    """A file the plan reads or removes has the size and mtime (or ETag) it had."""
+
+    kind: ClassVar[str] = "file_unchanged"
+    path: str = ""
+    area: str = CHECKPOINT
+    size: int | None = None
+    mtime_ms: int | None = None
+    etag: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {
+            "kind": self.kind,
+            "area": self.area,
+            "path": self.path,
+            "size": self.size,
+            "mtime_ms": self.mtime_ms,
+            "etag": self.etag,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from its file and the stamp it had."""
+        etag = data.get("etag")
+        if etag is not None and not isinstance(etag, str):
+            raise PlanFormatError("precondition file_unchanged has a non-string etag")
+        return cls(
+            **_file_fields(data),
+            size=_optional_int(data, "size"),
+            mtime_ms=_optional_int(data, "mtime_ms"),
+            etag=etag,
+        )
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        stamp = f"ETag {self.etag}" if self.etag else f"mtime {self.mtime_ms}"
+        return f"{self.area}:{self.path} unchanged ({self.size} bytes, {stamp})"
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """The file is there with the same size and stamp."""
+        stat = snapshot.file(self.path) if self.area == CHECKPOINT else sinks.get(self.path)
         if stat is None:
-            return f"{pre.path} is gone"
-        if pre.size is not None and stat.size != pre.size:
-            return f"{pre.path} changed size ({stat.size} bytes, the plan expects {pre.size})"
-        if pre.etag is not None and stat.etag != pre.etag:
-            return f"{pre.path} changed (ETag {stat.etag}, the plan expects {pre.etag})"
-        if pre.etag is None and pre.mtime_ms is not None and stat.mtime_ms != pre.mtime_ms:
-            return f"{pre.path} was modified since the plan was made"
+            return f"{self.path} is gone"
+        if self.size is not None and stat.size != self.size:
+            return f"{self.path} changed size ({stat.size} bytes, the plan expects {self.size})"
+        if self.etag is not None and stat.etag != self.etag:
+            return f"{self.path} changed (ETag {stat.etag}, the plan expects {self.etag})"
+        if self.etag is None and self.mtime_ms is not None and stat.mtime_ms != self.mtime_ms:
+            return f"{self.path} was modified since the plan was made"
         return None
-    if pre.kind == "no_live_writer":
-        if not pre.window_s or now_ms is None:
+
+
+@dataclass(frozen=True)
+class FileAbsentPre(Precondition):
+    """A file the plan creates does not exist yet."""
+
+    kind: ClassVar[str] = "file_absent"
+    path: str = ""
+    area: str = CHECKPOINT
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"kind": self.kind, "area": self.area, "path": self.path}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from its file."""
+        return cls(**_file_fields(data))
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        return f"{self.area}:{self.path} does not exist"
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """Nothing is in the way."""
+        exists = snapshot.file(self.path) if self.area == CHECKPOINT else sinks.get(self.path)
+        if exists is not None:
+            return f"{self.path} exists now; the plan creates it"
+        if self.area == CHECKPOINT and self.path in snapshot.dirs:
+            return f"{self.path} is a directory now; the plan creates a file there"
+        return None
+
+
+@dataclass(frozen=True)
+class NoLiveWriterPre(Precondition):
+    """No query wrote to the checkpoint within the live window (0: not checked)."""
+
+    kind: ClassVar[str] = "no_live_writer"
+    window_s: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"kind": self.kind, "window_s": float(self.window_s)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from ``window_s``."""
+        window = data.get("window_s") or 0
+        if not isinstance(window, (int, float)) or isinstance(window, bool):
+            raise PlanFormatError("precondition no_live_writer has a non-numeric window_s")
+        return cls(window_s=float(window))
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        return f"no live writer (window {self.window_s} s)"
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """No live-writer finding within the window."""
+        if not self.window_s or now_ms is None:
             return None
-        live = [
-            f
-            for f in diagnose(snapshot, DiagnoseOptions(live_window_s=pre.window_s, now_ms=now_ms)).findings
-            if f.code in LIVE_WRITER_CODES
-        ]
+        opts = DiagnoseOptions(live_window_s=self.window_s, now_ms=now_ms, own_writes=own)
+        live = [f for f in diagnose(snapshot, opts).findings if f.code in LIVE_WRITER_CODES]
         if live:
             return f"a writer may be live ({live[0].code}: {live[0].message})"
         return None
-    return f"unknown precondition {pre.kind}"
 
 
-def check_preconditions(plan: RepairPlan, snapshot: CheckpointSnapshot, now_ms: int | None) -> tuple[str, ...]:
-    """Return every precondition of ``plan`` that ``snapshot`` violates (empty: all hold)."""
+PRECONDITION_KINDS: dict[str, type[Precondition]] = {
+    cls.kind: cls for cls in (QueryIdPre, LatestBatchesPre, FileUnchangedPre, FileAbsentPre, NoLiveWriterPre)
+}
+
+
+def _optional_int(data: dict[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise PlanFormatError(f"precondition {data.get('kind')} has a non-integer {key}")
+    return value
+
+
+def _file_fields(data: dict[str, Any]) -> dict[str, Any]:
+    area = data.get("area", CHECKPOINT)
+    if area not in AREAS:
+        raise PlanFormatError(f"unknown precondition area {area!r}")
+    return {"area": area, "path": check_relative_path(data.get("path", ""), what="precondition path")}
+
+
+def parse_precondition(data: Any) -> Precondition:
+    """Build a precondition from its JSON form (its kind's class validates it).
+
+    Raises:
+        PlanFormatError: unknown kind, bad area or unsafe path.
+    """
+    return kind_class(data, PRECONDITION_KINDS, "precondition").from_json(data)
+
+
+def derive(
+    snapshot: CheckpointSnapshot, steps: tuple[Step, ...], live_window_s: float
+) -> tuple[Precondition, ...]:
+    """Return the preconditions of ``steps`` on ``snapshot``: the query id and newest batches, every
+    file removed or copied unchanged, every file created still absent, no live writer."""
+    pre: list[Precondition] = [
+        QueryIdPre(value=snapshot.query_id),
+        LatestBatchesPre(offsets=snapshot.offsets.latest_id, commits=snapshot.commits.latest_id),
+    ]
+    sinks = sink_files(snapshot)
+    seen: set[tuple[str, str, str]] = set()
+    removed: set[tuple[str, str]] = set()
+
+    def unchanged(area: str, path: str) -> None:
+        if ("u", area, path) in seen:
+            return
+        seen.add(("u", area, path))
+        stat = snapshot.file(path) if area == CHECKPOINT else sinks.get(path)
+        pre.append(
+            FileUnchangedPre(
+                path=path,
+                area=area,
+                size=stat.size if stat else None,
+                mtime_ms=stat.mtime_ms if stat and not stat.etag else None,
+                etag=stat.etag if stat else None,
+            )
+        )
+
+    for step in steps:
+        key = step.key
+        if key is None or not step.executable:
+            continue
+        if isinstance(step, QuarantineStep):
+            if not step.if_present:  # an optional one may be absent: nothing to hold
+                unchanged(*key)
+            removed.add(key)
+            continue
+        if isinstance(step, CopyStep):
+            unchanged(step.area, step.source)
+        if step.creates and key not in removed and ("a", *key) not in seen:
+            seen.add(("a", *key))
+            pre.append(FileAbsentPre(path=key[1], area=key[0]))
+    pre.append(NoLiveWriterPre(window_s=live_window_s))
+    return tuple(pre)
+
+
+def check_preconditions(
+    preconditions: tuple[Precondition, ...],
+    snapshot: CheckpointSnapshot,
+    now_ms: int | None,
+    own: Own = frozenset(),
+) -> tuple[str, ...]:
+    """Return every precondition that ``snapshot`` violates (empty: all hold). ``own``: files
+    checkpoint-doctor's own applies wrote (not evidence of a live writer)."""
+    sinks = sink_files(snapshot)
     failures = []
-    if snapshot.root.rstrip("/") != plan.checkpoint.rstrip("/"):
-        failures.append(f"the plan is for {plan.checkpoint}, not {snapshot.root}")
-    for pre in plan.preconditions:
-        problem = _check(pre, snapshot, now_ms)
+    for pre in preconditions:
+        problem = pre.check(snapshot, now_ms, sinks, own)
         if problem is not None:
             failures.append(problem)
     return tuple(failures)

@@ -1,0 +1,104 @@
+"""What the operator asks of the planner: a value a plan records, so that ``apply`` can plan again
+from the live checkpoint and compare (a plan is verified, never trusted). Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from checkpoint_doctor.diagnosis.matrix import Cell
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions
+from checkpoint_doctor.errors import PlanFormatError
+
+#: Sinks that skip a batch id they already committed (a re-planned committed batch is lost there).
+#: ``foreachBatch`` is among them: its documentation asks for writes made idempotent by batch id.
+SKIPS_COMMITTED_IDS = ("file", "delta", "foreachBatch")
+#: Sinks that write whatever a batch holds (a re-planned committed batch gives duplicates only).
+AT_LEAST_ONCE = ("kafka", "foreach", "console", "noop", "memory")
+SINK_KINDS = SKIPS_COMMITTED_IDS + AT_LEAST_ONCE
+
+
+def cell_dict(cell: Cell) -> dict[str, str]:
+    """Return a cell as JSON."""
+    return {"spark": cell.spark, "mode": cell.mode}
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """The planner's inputs besides the snapshot.
+
+    ``cells`` are the restarts the plan must make start (empty: the diagnosis's own line and mode);
+    ``guards`` the restarts that start now and must keep starting (the matrix's other counted cells).
+    ``sink_kind`` is what the operator tells about the sink (one of :data:`SINK_KINDS`); a sink path
+    makes it ``file``; unknown sinks are treated as ones that may skip re-planned batch ids.
+    ``depth`` is how deep the snapshot was read (``deep`` reads every batch file, so a rollback can
+    consider old batches); ``apply`` reads the live checkpoint the same way. ``state_stores`` names the stateful operators' stores (operator id, store name) when ``state/``
+    is gone and a reset must recreate them (default: operator 0, store ``default``).
+    """
+
+    strategy: str | None = None
+    accept_data_loss: bool = False
+    query_id: str | None = None
+    job: str | None = None
+    sink_kind: str | None = None
+    state_stores: tuple[tuple[int, str], ...] = ()
+    cells: tuple[Cell, ...] = ()
+    guards: tuple[Cell, ...] = ()
+    depth: str = "default"
+    diagnose: DiagnoseOptions = field(default_factory=DiagnoseOptions)
+
+    def to_request(self) -> dict[str, Any]:
+        """Return the JSON form a plan records (no clock: ``now_ms`` is not part of a plan)."""
+        d = self.diagnose
+        return {
+            "strategy": self.strategy,
+            "accept_data_loss": self.accept_data_loss,
+            "query_id": self.query_id,
+            "job": self.job,
+            "sink_kind": self.sink_kind,
+            "state_stores": [[op, name] for op, name in self.state_stores],
+            "cells": [cell_dict(c) for c in self.cells],
+            "guards": [cell_dict(c) for c in self.guards],
+            "depth": self.depth,
+            "diagnose": {
+                "spark": d.spark,
+                "mode": d.mode,
+                "sources": d.sources,
+                "stateful": d.stateful,
+                "checkpoint_format_version": d.checkpoint_format_version,
+                "live_window_s": d.live_window_s,
+                "confs": [[k, v] for k, v in d.confs],
+            },
+        }
+
+    @staticmethod
+    def from_request(data: Any) -> PlanOptions:
+        """Rebuild the options a plan was made with.
+
+        Raises:
+            PlanFormatError: the request is malformed.
+        """
+        try:
+            d = data["diagnose"]
+            return PlanOptions(
+                strategy=data.get("strategy"),
+                accept_data_loss=bool(data.get("accept_data_loss")),
+                query_id=data.get("query_id"),
+                job=data.get("job"),
+                sink_kind=data.get("sink_kind"),
+                state_stores=tuple((int(op), str(name)) for op, name in data.get("state_stores", ())),
+                cells=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("cells", ())),
+                guards=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("guards", ())),
+                depth=str(data.get("depth") or "default"),
+                diagnose=DiagnoseOptions(
+                    spark=d.get("spark"),
+                    mode=d.get("mode"),
+                    sources=d.get("sources"),
+                    stateful=d.get("stateful"),
+                    checkpoint_format_version=d.get("checkpoint_format_version"),
+                    live_window_s=float(d.get("live_window_s", 0)),
+                    confs=tuple((str(k), str(v)) for k, v in d.get("confs", ())),
+                ),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise PlanFormatError(f"malformed plan request: {exc}") from exc
