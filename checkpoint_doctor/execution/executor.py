@@ -1,60 +1,91 @@
 """Apply a repair plan safely, and undo it. The I/O edge of repairs.
 
-Order of work in :func:`apply_plan` (each stage finishes before the next starts):
+Order of work in :func:`apply_plan` (each stage finishes before the next starts), all under the
+checkpoint's lock (:mod:`~checkpoint_doctor.execution.lock`, one writer at a time):
 
-1. a fresh snapshot; **every** precondition checked; all failures reported together and nothing
-   touched if any fails (``--dry-run`` stops here);
-2. the journal's ``begin`` event and a copy of the plan in the backup location (outside the
-   checkpoint root, by default ``<root>.checkpoint-doctor/<plan-id>/``);
+1. the plan is verified against a fresh snapshot, not trusted (:func:`verify_plan`): its fingerprint
+   must be the live checkpoint's, the planner run again with the plan's recorded request must make
+   exactly its steps and preconditions, and every precondition must hold; all problems are reported
+   together and nothing is touched (``--dry-run`` stops here, listing every step and file);
+2. the journal is created exclusively with its ``begin`` event, beside a copy of the plan and the
+   listing before any change, in the backup location (outside the checkpoint root, by default
+   ``<root>.checkpoint-doctor/<plan-id>/``), and the apply is added to the checkpoint's history;
 3. a backup of every file the plan removes (Hadoop ``.crc`` side files are steps of their own), each
    read back and verified by size and sha256; copy sources are verified against the plan's sha256;
-4. the steps, in order, each journaled when done; new files are created exclusively (temp name +
+4. the steps, in order (journaled every few hundred); new files are created exclusively (temp name +
    link on file systems, ``If-None-Match: *`` on S3), so a file is never half written or clobbered;
-5. the ``applied`` event with the new listing, then a fresh diagnosis.
+5. the ``applied`` event with the listing afterwards, then a fresh diagnosis.
 
-A failure at any point leaves either the untouched checkpoint (stages 1-3) or one that
-:func:`undo_journal` restores: undo works from the plan's steps and the verified backups and checks
-the real state of every file, so it also completes an apply that died between a change and its
-journal event.
+A failure in stages 1-2 leaves the checkpoint untouched. A failure after the journal exists is
+recorded (``failed``) and reported as :class:`ApplyFailedError`, naming the journal and the undo
+command: undo works from the plan's steps and the verified backups and checks the real state of
+every file, so it also completes an apply that died between a change and its journal event. The
+work grows linearly with the plan: one read, one write and one read-back per saved file, one change
+per step, and a journal rewritten a bounded number of times.
 """
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
+import os
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from checkpoint_doctor import __version__
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
-from checkpoint_doctor.errors import JournalError, PlanFormatError, PreconditionFailedError, StorageError
-from checkpoint_doctor.execution.journal import JOURNAL, PLAN, Journal, backup_path
-from checkpoint_doctor.loading import load_snapshot
-from checkpoint_doctor.planning.plan import SINK, RepairPlan, Step
-from checkpoint_doctor.planning.preconditions import check_preconditions
-from checkpoint_doctor.storage import CheckpointStore
+from checkpoint_doctor.digest import sha256_hex
+from checkpoint_doctor.errors import (
+    ApplyFailedError,
+    CheckpointDoctorError,
+    JournalError,
+    PlanFormatError,
+    PlanMismatchError,
+    PreconditionFailedError,
+    RefusedError,
+    StorageError,
+    TargetExistsError,
+    UndoRefusedError,
+)
+from checkpoint_doctor.execution.history import own_writes
+from checkpoint_doctor.execution.journal import (
+    BACKUPS,
+    DIRS_BEFORE,
+    FAILED,
+    INTERRUPTED,
+    LISTING_AFTER,
+    LISTING_BEFORE,
+    PLAN,
+    PROGRESS_EVERY,
+    Journal,
+    backup_path,
+    free_location,
+    jsonl,
+    list_applies,
+    listing_rows,
+    read_jsonl,
+    record_apply,
+    tool_url,
+)
+from checkpoint_doctor.execution.lock import CheckpointLock, local_path
+from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
+from checkpoint_doctor.planning.preconditions import Own, check_preconditions, file_stat
+from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, follows
+from checkpoint_doctor.reading.pipeline import load_snapshot
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.reading.storage import Storage, translate_error
 
-StoreOpener = Callable[[str], CheckpointStore]
-
-
-def sha256(data: bytes) -> str:
-    """Return the hex sha256 of bytes."""
-    return hashlib.sha256(data).hexdigest()
+StoreOpener = Callable[[str], Storage]
 
 
 def default_backup_url(checkpoint_url: str, plan_id: str) -> str:
-    """Return the default backup location: a sibling of the checkpoint root."""
-    return f"{checkpoint_url.rstrip('/')}.checkpoint-doctor/{plan_id}"
-
-
-def _inside(child: str, parent: str) -> bool:
-    c, p = child.rstrip("/"), parent.rstrip("/")
-    return c == p or c.startswith(p + "/")
+    """Return the first default backup location of a plan: ``<root>.checkpoint-doctor/<plan-id>``."""
+    return f"{tool_url(checkpoint_url)}/{plan_id}"
 
 
 @dataclass(frozen=True)
 class ApplyResult:
-    """What apply did."""
+    """What apply did (or, for a dry run or a cancelled prompt, would do)."""
 
     plan_id: str
     dry_run: bool
@@ -63,127 +94,373 @@ class ApplyResult:
     steps_done: int
     manual_steps: tuple[str, ...]
     after: Diagnosis | None = None
+    cancelled: bool = False
+    would: tuple[dict[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
         return {
             "plan_id": self.plan_id,
             "dry_run": self.dry_run,
+            "cancelled": self.cancelled,
             "backup": self.backup_url,
             "journal": self.journal_url,
             "steps_done": self.steps_done,
+            "would": list(self.would),
             "manual_steps": list(self.manual_steps),
             "after": self.after.to_dict() if self.after is not None else None,
         }
 
 
-class _Areas:
-    def __init__(self, checkpoint: CheckpointStore, sink: CheckpointStore | None) -> None:
+class _AreaIO:
+    """The :class:`~checkpoint_doctor.planning.steps.StepIO` over the checkpoint and sink stores."""
+
+    def __init__(self, checkpoint: Storage, sink: Storage | None) -> None:
         self.checkpoint = checkpoint
         self.sink = sink
 
-    def store(self, area: str) -> CheckpointStore:
+    def store(self, area: str) -> Storage:
         if area == SINK:
             if self.sink is None:
                 raise PlanFormatError("the plan changes a sink log but has no sink path")
             return self.sink
         return self.checkpoint
 
+    def read(self, area: str, path: str) -> bytes:
+        return self.store(area).read(path)
 
-def _content(step: Step, areas: _Areas) -> bytes:
-    if step.kind == "write":
-        return (step.content or "").encode()
-    assert step.source is not None
-    data = areas.store(step.area).read(step.source)
-    if sha256(data) != step.source_sha256:
-        raise PreconditionFailedError((f"{step.source} changed since the plan was made (sha256 differs)",))
-    return data
+    def exists(self, area: str, path: str) -> bool:
+        return self.store(area).stat(path) is not None
+
+    def current(self, area: str, path: str) -> bytes | None:
+        store = self.store(area)
+        return store.read(path) if store.stat(path) is not None else None
+
+    def delete(self, area: str, path: str) -> None:
+        self.store(area).delete(path)
+
+    def create(self, area: str, path: str, data: bytes) -> None:
+        self.store(area).write_exclusive(path, data)
+
+    def set_mtime(self, area: str, path: str, mtime_ms: int | None) -> None:
+        """Give a restored local file back its modification time (object stores: the ETag of the
+        same bytes is the same), so the checkpoint's fingerprint is as before the apply."""
+        store = self.store(area)
+        full = local_path(store, path)
+        if full is not None and mtime_ms is not None:
+            ns = mtime_ms * 1_000_000
+            try:
+                os.utime(full, ns=(ns, ns))
+            except OSError as exc:
+                raise translate_error(exc, store.url_of(path), "set the time of") from exc
+
+    def remove_dir(self, area: str, path: str) -> None:
+        store = self.store(area)
+        full = local_path(store, path)
+        if full is not None:
+            try:
+                os.rmdir(full)
+            except OSError as exc:
+                raise translate_error(exc, store.url_of(path), "remove directory") from exc
+
+    def make_dir(self, area: str, path: str) -> None:
+        store = self.store(area)
+        if local_path(store, path) is not None:
+            store.makedirs(path)
+
+
+# ------------------------------------------------------------------------------------ verification
+
+
+def _structure_problems(plan: RepairPlan, snapshot: CheckpointSnapshot) -> list[str]:
+    """Duplicate or conflicting steps, and files planned where a directory is."""
+    problems: list[str] = []
+    seen: dict[tuple[str, str], list[Step]] = {}
+    for step in plan.executable_steps:
+        key = step.key
+        if key is None:
+            continue
+        before = seen.setdefault(key, [])
+        if step in before:
+            problems.append(f"step '{step.describe()}' appears twice")
+        elif not follows(before, step):
+            problems.append(
+                f"steps conflict on {key[0]}:{key[1]} ({before[-1].describe()}, then {step.describe()})"
+            )
+        before.append(step)
+        if step.creates and key[0] != SINK and key[1] in snapshot.dirs:
+            problems.append(f"step '{step.describe()}' writes {key[1]}, which is a directory here")
+    return problems
+
+
+def _first_difference(mine: tuple[Any, ...], theirs: tuple[Any, ...], what: str) -> str | None:
+    for i, (a, b) in enumerate(zip(mine, theirs, strict=False)):
+        if a != b:
+            return f"{what} {i + 1} is '{a.describe()}', the planner makes '{b.describe()}'"
+    if len(mine) != len(theirs):
+        return f"the plan has {len(mine)} {what}s, the planner makes {len(theirs)}"
+    return None
+
+
+def verify_plan(
+    plan: RepairPlan, snapshot: CheckpointSnapshot, now_ms: int | None, own: Own = frozenset()
+) -> None:
+    """Refuse a plan unless it is what the planner makes for this live snapshot, and every
+    precondition holds.
+
+    Raises:
+        PlanMismatchError: the fingerprint differs, or the steps/preconditions are not the planner's.
+        PreconditionFailedError: with every failed precondition.
+    """
+    problems = _structure_problems(plan, snapshot)
+    if snapshot.root.rstrip("/") != plan.checkpoint.rstrip("/"):
+        problems.append(f"the plan is for {plan.checkpoint}, not {snapshot.root}")
+    if snapshot.fingerprint() != plan.snapshot_fingerprint:
+        # The failed preconditions say what changed; the fingerprint also catches the rest.
+        changed = check_preconditions(plan.preconditions, snapshot, None)
+        if changed and not problems:
+            raise PreconditionFailedError(("the checkpoint changed since the plan was made", *changed))
+        detail = "; ".join(changed) if changed else "files were added, removed or modified"
+        problems.append(f"the checkpoint changed since the plan was made ({detail})")
+    if problems:
+        raise PlanMismatchError(
+            "the plan does not fit the live checkpoint, nothing was changed: " + "; ".join(problems),
+            hint="re-run 'checkpoint-doctor plan' on the current checkpoint",
+        )
+    opts = PlanOptions.from_request(plan.request)
+    calm = replace(opts.diagnose, now_ms=None)
+    again = plan_repair(
+        snapshot, diagnose(snapshot, replace(calm, live_window_s=0)), replace(opts, diagnose=calm)
+    )
+    difference = _first_difference(plan.steps, again.steps, "step") or _first_difference(
+        plan.preconditions, again.preconditions, "precondition"
+    )
+    if difference is not None:
+        raise PlanMismatchError(
+            f"the plan is not what checkpoint-doctor plans for this checkpoint now ({difference}); nothing was changed",
+            hint="apply only plans written by 'checkpoint-doctor plan -o', unedited; re-run plan",
+        )
+    failures = check_preconditions(plan.preconditions, snapshot, now_ms, own)
+    if failures:
+        raise PreconditionFailedError(failures)
+
+
+def _with_unfinished(exc: RefusedError, tool: Storage) -> RefusedError:
+    """Name an earlier apply that did not finish (it is why the checkpoint changed, most likely)."""
+    for entry in reversed(list_applies(tool)):
+        url = str(entry.get("journal", ""))
+        prefix = tool.url_of("")
+        if not url.startswith(prefix + "/"):
+            continue
+        location = url[len(prefix) + 1 :].rpartition("/")[0]
+        with contextlib.suppress(CheckpointDoctorError):
+            journal = Journal.load(tool.child(location))
+            if journal.state in (FAILED, INTERRUPTED):
+                exc.message += (
+                    f"; an earlier apply of plan {entry.get('plan_id')} did not finish "
+                    f"({journal.state}; the checkpoint was changed by it; the record is {url})"
+                )
+                exc.args = (exc.message,)
+                exc.hint = f"undo it with: checkpoint-doctor undo {url}, then apply the plan again"
+                return exc
+    return exc
+
+
+def _would(plan: RepairPlan) -> tuple[dict[str, Any], ...]:
+    return tuple(
+        {
+            "step": i,
+            "kind": s.kind,
+            "area": getattr(s, "area", None),
+            "path": getattr(s, "path", None),
+            "what": s.describe(),
+        }
+        for i, s in enumerate(plan.executable_steps, 1)
+    )
+
+
+# ------------------------------------------------------------------------------------------- apply
+
+
+@dataclass
+class _Apply:
+    """One apply in progress (mutable scratch)."""
+
+    plan: RepairPlan
+    io: _AreaIO
+    backup: Storage
+    journal: Journal
+    snapshot: CheckpointSnapshot
+    contents: dict[int, bytes] = field(default_factory=dict)
+    skipped: set[int] = field(default_factory=set)
+    done: int = 0
+
+    def back_up(self) -> None:
+        rows = []
+        for i, step in enumerate(self.plan.executable_steps):
+            if step.needs_backup():
+                area, path = step.key  # type: ignore[misc]
+                if step.optional() and not self.io.exists(area, path):
+                    self.skipped.add(i)  # absent: nothing to save, nothing to remove
+                    continue
+                data = self.io.read(area, path)
+                target = backup_path(area, path)
+                self.backup.write(target, data)
+                copy = self.backup.read(target)
+                if len(copy) != len(data) or sha256_hex(copy) != sha256_hex(data):
+                    raise StorageError(
+                        self.backup.url_of(target), "verify", "the backup copy differs from the original"
+                    )
+                stat = file_stat(self.snapshot, area, path)
+                rows.append(
+                    {
+                        "index": i,
+                        "area": area,
+                        "path": path,
+                        "size": len(data),
+                        "sha256": sha256_hex(data),
+                        "mtime_ms": stat.mtime_ms if stat is not None else None,
+                    }
+                )
+            content = step.content(self.io)
+            if content is not None:
+                self.contents[i] = content
+        digest = self.journal.write_once(BACKUPS, jsonl(rows))
+        self.journal.append({"event": "backed-up", "count": len(rows), "sha256": digest})
+
+    def run_steps(self) -> None:
+        for i, step in enumerate(self.plan.executable_steps):
+            if i not in self.skipped:
+                step.execute(self.io, self.contents.get(i))
+            self.done = i + 1
+            if self.done % PROGRESS_EVERY == 0:
+                self.journal.append({"event": "progress", "done": self.done})
+
+
+def _begin(
+    plan: RepairPlan, checkpoint: Storage, sink: Storage | None, tool: Storage,
+    backup: Storage | None, now_ms: int | None,
+) -> Journal:  # fmt: skip
+    """Create the journal exclusively (an explicit location must not hold one)."""
+    begin = {
+        "event": "begin",
+        "plan_id": plan.plan_id,
+        "tool_version": __version__,
+        "checkpoint": checkpoint.url,
+        "sink": sink.url if sink is not None else None,
+        "at_ms": now_ms,
+    }
+    if backup is None:
+        return _create_default(tool, plan.plan_id, begin)
+    try:
+        return Journal.create(backup, begin)
+    except TargetExistsError as exc:
+        raise PlanMismatchError(
+            f"{backup.url} already holds a journal (an earlier apply); nothing was changed",
+            hint="choose another --backup-dir, or leave it out to use a new default location",
+        ) from exc
+
+
+def _record(work: _Apply, tool: Storage, snapshot: CheckpointSnapshot, now_ms: int | None) -> None:
+    """Keep the plan and the listing before any change beside the journal; list the apply."""
+    work.journal.write_once(PLAN, work.plan.to_json().encode())
+    work.journal.write_once(LISTING_BEFORE, jsonl(listing_rows(snapshot.listing)))
+    work.journal.write_once(DIRS_BEFORE, jsonl(list(snapshot.dirs)))
+    record_apply(tool, {"plan_id": work.plan.plan_id, "journal": work.journal.url, "at_ms": now_ms})
+
+
+def _create_default(tool: Storage, plan_id: str, begin: dict[str, Any]) -> Journal:
+    while True:
+        location = free_location(tool, plan_id)
+        try:
+            return Journal.create(location, begin)
+        except TargetExistsError:
+            continue  # taken between the look and the create: the next free name
+
+
+def _failed(work: _Apply, exc: BaseException) -> ApplyFailedError:
+    # If even this fails, the journal's begin event and the backups manifest are what undo needs.
+    with contextlib.suppress(StorageError):
+        work.journal.append({"event": "failed", "error": str(exc), "steps_done": work.done})
+    total = len(work.plan.executable_steps)
+    if work.done:
+        changed = f"the checkpoint WAS changed ({work.done} of {total} step(s) done)"
+        hint = f"undo it with: checkpoint-doctor undo {work.journal.url}  (then apply the plan again to finish it)"
+    else:
+        changed = "no step ran, so the checkpoint was not changed"
+        hint = "fix the cause and apply the plan again"
+    return ApplyFailedError(
+        f"apply of plan {work.plan.plan_id} failed ({exc}); {changed}; the record is {work.journal.url}",
+        hint=hint,
+    )
 
 
 def apply_plan(
     plan: RepairPlan,
-    checkpoint: CheckpointStore,
+    checkpoint: Storage,
     *,
-    sink: CheckpointStore | None,
-    backup: CheckpointStore,
+    sink: Storage | None,
+    tool: Storage,
+    backup: Storage | None = None,
     now_ms: int | None,
     dry_run: bool = False,
     confirm: Callable[[RepairPlan], bool] | None = None,
     diagnose_options: DiagnoseOptions | None = None,
 ) -> ApplyResult:
-    """Apply a plan (see module docstring).
+    """Apply a plan (see module docstring). ``tool`` is the checkpoint's tool directory (lock, history,
+    default backups); ``backup`` an explicit backup location (default: a new one in ``tool``).
 
     Raises:
-        PreconditionFailedError: with every failed precondition; nothing was changed.
+        PlanMismatchError / PreconditionFailedError / LockHeldError: refused; nothing was changed.
         PlanFormatError: the backup location is inside the checkpoint, or the plan needs a sink.
-        JournalError: the backup location already holds a journal.
-        StorageError: a storage failure during the apply (the journal says how far it got).
+        ApplyFailedError: a failure after the checkpoint began to change (names the journal).
+        StorageError: a storage failure before anything changed.
     """
-    manual = tuple(s.command or "" for s in plan.steps if s.kind == "run")
-    if _inside(backup.url, checkpoint.url) or (sink is not None and _inside(backup.url, sink.url)):
-        raise PlanFormatError(f"backup location {backup.url} is inside the checkpoint or sink", hint="choose --backup-dir outside them")
-    executable = plan.executable_steps
-    if not executable:
+    manual = tuple(getattr(s, "command", "") for s in plan.steps if not s.executable)
+    # Resolved locations, not URL text: file:// URLs and symlinks lead inside too (issue 14.3).
+    for location in (tool, backup):
+        if location is not None and (
+            checkpoint.contains(location) or (sink is not None and sink.contains(location))
+        ):
+            raise PlanFormatError(
+                f"backup location {location.url} is inside the checkpoint or sink",
+                hint="choose --backup-dir outside them",
+            )
+    if not plan.executable_steps:
         return ApplyResult(plan.plan_id, dry_run, None, None, 0, manual)
-    if any(s.area == SINK for s in executable) and sink is None:
-        raise PlanFormatError("the plan changes the file sink log but no sink is reachable", hint="the plan records the sink path")
-    snapshot = load_snapshot(checkpoint, sink_store=sink)
-    failures = check_preconditions(plan, snapshot, now_ms)
-    if failures:
-        raise PreconditionFailedError(failures)
-    if dry_run:
-        return ApplyResult(plan.plan_id, True, backup.url, None, 0, manual)
-    if confirm is not None and not confirm(plan):
-        return ApplyResult(plan.plan_id, True, backup.url, None, 0, manual)
-    if backup.exists(JOURNAL):
-        raise JournalError(
-            f"{backup.url_of(JOURNAL)} already exists: this plan was applied before",
-            hint=f"undo it with 'checkpoint-doctor undo {backup.url_of(JOURNAL)}' or choose another --backup-dir",
+    if any(getattr(s, "area", None) == SINK for s in plan.executable_steps) and sink is None:
+        raise PlanFormatError(
+            "the plan changes the file sink log but no sink is reachable",
+            hint="the plan records the sink path",
         )
-    areas = _Areas(checkpoint, sink)
-    journal = Journal(backup)
-    journal.append(
-        {
-            "event": "begin",
-            "plan_id": plan.plan_id,
-            "tool_version": __version__,
-            "checkpoint": checkpoint.url,
-            "sink": sink.url if sink is not None else None,
-            "steps": [s.to_dict() for s in executable],
-        }
-    )
-    backup.write(PLAN, plan.to_json().encode())
-    contents: dict[int, bytes] = {}
-    for i, step in enumerate(executable):
-        if step.kind == "quarantine":
-            data = areas.store(step.area).read(step.path)
-            target = backup_path(step.area, step.path)
-            backup.write(target, data)
-            copy = backup.read(target)
-            if len(copy) != len(data) or sha256(copy) != sha256(data):
-                raise StorageError(backup.url_of(target), "verify", "the backup copy differs from the original")
-            journal.append({"event": "backup", "index": i, "area": step.area, "path": step.path, "size": len(data), "sha256": sha256(data)})
-        else:
-            contents[i] = _content(step, areas)
-    journal.append({"event": "backed-up"})
-    for i, step in enumerate(executable):
-        store = areas.store(step.area)
-        if step.kind == "quarantine":
-            store.delete(step.path)
-            journal.append({"event": "step", "index": i, "kind": step.kind, "area": step.area, "path": step.path})
-        else:
-            store.write_exclusive(step.path, contents[i])
-            journal.append({"event": "step", "index": i, "kind": step.kind, "area": step.area, "path": step.path, "sha256": sha256(contents[i])})
-    after_snapshot = load_snapshot(checkpoint, sink_store=sink)
-    journal.append(
-        {
-            "event": "applied",
-            "listing": [[f.path, f.size, f.etag or f.mtime_ms] for f in after_snapshot.files],
-        }
-    )
-    opts = diagnose_options or DiagnoseOptions(spark=plan.spark, mode=plan.mode, live_window_s=0)
+    with CheckpointLock.acquire(tool, f"apply {plan.plan_id}", now_ms):
+        depth = str(plan.request.get("depth") or "default")
+        snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
+        try:
+            # The files earlier applies wrote are no sign of a running query.
+            verify_plan(plan, snapshot, now_ms, own_writes(tool))
+        except (PlanMismatchError, PreconditionFailedError) as exc:
+            raise _with_unfinished(exc, tool) from exc
+        if dry_run or (confirm is not None and not confirm(plan)):
+            return ApplyResult(
+                plan.plan_id, dry_run, None, None, 0, manual, cancelled=not dry_run, would=_would(plan)
+            )
+        journal = _begin(plan, checkpoint, sink, tool, backup, now_ms)
+        work = _Apply(plan, _AreaIO(checkpoint, sink), journal.store, journal, snapshot)
+        try:
+            _record(work, tool, snapshot, now_ms)
+            work.back_up()
+            work.run_steps()
+            after_snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
+            digest = journal.write_once(LISTING_AFTER, jsonl(listing_rows(after_snapshot.listing)))
+            journal.append({"event": "applied", "steps_done": work.done, "listing_sha256": digest})
+        except (CheckpointDoctorError, OSError) as exc:
+            raise _failed(work, exc) from exc
+    # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
+    asked = PlanOptions.from_request(plan.request).diagnose
+    opts = diagnose_options or replace(asked, spark=plan.spark, mode=plan.mode, now_ms=None, live_window_s=0)
     after = diagnose(after_snapshot, opts)
-    return ApplyResult(plan.plan_id, False, backup.url, journal.url, len(executable), manual, after)
+    return ApplyResult(plan.plan_id, False, journal.store.url, journal.url, work.done, manual, after)
 
 
 # ------------------------------------------------------------------------------------------- undo
@@ -200,111 +477,182 @@ class UndoResult:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
-        return {"journal": self.journal_url, "restored": list(self.restored), "removed": list(self.removed), "already_as_before": list(self.unchanged)}
+        return {
+            "journal": self.journal_url,
+            "restored": list(self.restored),
+            "removed": list(self.removed),
+            "already_as_before": list(self.unchanged),
+        }
 
 
-def _changed_since_apply(journal: Journal, checkpoint: CheckpointStore) -> list[str]:
-    applied = journal.first("applied")
-    if applied is None:
-        return []
-    recorded = {p: (size, stamp) for p, size, stamp in applied["listing"]}
-    current = {f.path: (f.size, f.etag or f.mtime_ms) for f in checkpoint.list_tree().files}
-    changed = [p for p in sorted(set(recorded) | set(current)) if recorded.get(p) != current.get(p)]
-    return changed
+def _touched(steps: tuple[Step, ...]) -> set[str]:
+    return {s.key[1] for s in steps if s.key is not None and s.key[0] != SINK}
+
+
+def _changed_since(journal: Journal, checkpoint: Storage, steps: tuple[Step, ...]) -> list[str]:
+    """Return the checkpoint files that differ from the journal's record.
+
+    After a completed apply: every file against the listing after it. After a failed or interrupted
+    apply: every file the plan does not touch against the listing before it (the touched ones are
+    checked one by one against the plan and the backups).
+    """
+    now = {f.path: (f.size, f.etag or f.mtime_ms) for f in checkpoint.list_tree().files}
+    if journal.first("applied") is not None and journal.store.exists(LISTING_AFTER):
+        ignore: set[str] = set()
+        recorded = {p: (size, stamp) for p, size, stamp in read_jsonl(journal.store, LISTING_AFTER)}
+    elif journal.store.exists(LISTING_BEFORE):
+        ignore = _touched(steps)
+        recorded = {p: (size, stamp) for p, size, stamp in read_jsonl(journal.store, LISTING_BEFORE)}
+    else:
+        return []  # the apply died before recording anything: nothing was changed
+    return [p for p in sorted(set(recorded) | set(now)) if p not in ignore and recorded.get(p) != now.get(p)]
+
+
+def _load_backups(journal: Journal) -> dict[int, dict[str, Any]]:
+    if journal.first("backed-up") is None:
+        return {}  # no change is made before every backup is verified and recorded
+    return {row["index"]: row for row in read_jsonl(journal.store, BACKUPS)}
+
+
+def _saved(journal: Journal, info: dict[str, Any] | None) -> bytes | None:
+    if info is None:
+        return None
+    data = journal.store.read(backup_path(info["area"], info["path"]))
+    if sha256_hex(data) != info["sha256"]:
+        raise UndoRefusedError(
+            f"backup of {info['path']} is corrupt (sha256 differs)", hint="nothing was restored"
+        )
+    return data
+
+
+@dataclass(frozen=True)
+class _Undo:
+    """One thing undo does: ``restore``/``replace`` (write ``data`` back, with its old mtime),
+    ``remove`` (a created file) or ``make-dir``."""
+
+    action: str
+    step: Step
+    data: bytes | None = None
+    mtime_ms: int | None = None
+
+
+def _undo_actions(
+    journal: Journal, steps: tuple[Step, ...], io: _AreaIO, force: bool
+) -> tuple[list[_Undo], list[str], list[str]]:
+    """Decide, backwards, what undo does for every step; returns (actions, conflicts, unchanged)."""
+    backups = _load_backups(journal)
+    # The first backup of each path: what a later step that recreates the path replaced.
+    originals: dict[tuple[str, str], dict[str, Any]] = {}
+    for index in sorted(backups):
+        originals.setdefault((backups[index]["area"], backups[index]["path"]), backups[index])
+    # What each touched path holds as the undo proceeds backwards (a path may be quarantined and
+    # then rewritten by one plan: undo removes the rewrite, then restores the original).
+    state: dict[tuple[str, str], bytes | None] = {}
+    actions: list[_Undo] = []
+    conflicts: list[str] = []
+    unchanged: list[str] = []
+    for i in reversed(range(len(steps))):
+        step = steps[i]
+        key = step.key
+        if key is None:
+            continue
+        if key not in state:
+            state[key] = None if step.on_directory else io.current(*key)
+        info = backups.get(i) or originals.get(key)
+        decision = step.undo_action(state[key], _saved(journal, info), force)
+        if decision.conflict:
+            conflicts.append(key[1])
+        if decision.action == "none":
+            unchanged.append(key[1])
+            continue
+        mtime = info.get("mtime_ms") if info is not None and step.needs_backup() else None
+        actions.append(_Undo(decision.action, step, decision.data, mtime))
+        state[key] = decision.data if decision.action in ("restore", "replace") else None
+    return actions, conflicts, unchanged
+
+
+def _perform(actions: list[_Undo], io: _AreaIO) -> tuple[list[str], list[str]]:
+    restored, removed = [], []
+    for undo in actions:
+        area, path = undo.step.key  # type: ignore[misc]
+        if undo.action == "make-dir":
+            io.make_dir(area, path)
+            continue
+        if undo.action in ("remove", "replace"):
+            io.delete(area, path)
+        if undo.action == "remove":
+            removed.append(path)
+            continue
+        assert undo.data is not None
+        io.create(area, path, undo.data)
+        io.set_mtime(area, path, undo.mtime_ms)
+        restored.append(path)
+    return restored, removed
+
+
+def _remove_created_dirs(journal: Journal, steps: tuple[Step, ...], io: _AreaIO) -> None:
+    """Remove the directories the apply created for new files, now empty again (local disk)."""
+    if not journal.store.exists(DIRS_BEFORE):
+        return
+    before = set(read_jsonl(journal.store, DIRS_BEFORE))
+    created: set[str] = set()
+    for step in steps:
+        if step.creates and step.key is not None and step.key[0] != SINK:
+            parent = step.key[1].rpartition("/")[0]
+            while parent and parent not in before:
+                created.add(parent)
+                parent = parent.rpartition("/")[0]
+    for path in sorted(created, key=lambda d: (-d.count("/"), d)):
+        with contextlib.suppress(StorageError):  # not empty: something else is there now, keep it
+            io.remove_dir(CHECKPOINT, path)
+
+
+def _refuse_changes(changed: list[str], what: str) -> None:
+    if changed:
+        shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
+        raise UndoRefusedError(f"{what}: {shown}", hint="nothing was restored; pass --force to undo anyway")
 
 
 def undo_journal(
-    journal_store: CheckpointStore,
-    open_store: StoreOpener,
-    *,
-    force: bool = False,
+    journal_store: Storage, open_storage: StoreOpener, *, force: bool = False, now_ms: int | None = None
 ) -> UndoResult:
-    """Restore exactly what an apply changed, from its journal and backups.
+    """Restore exactly what an apply changed, from its journal and backups (see module docstring).
 
     Raises:
-        JournalError: the journal is unreadable; or (without ``force``) the checkpoint changed
-            since the apply, naming the files; or a backup is missing or corrupt.
+        JournalError: the journal or its plan is unreadable.
+        UndoRefusedError: already undone; or (without ``force``) the checkpoint changed since the
+            apply, naming the files; or a backup is corrupt. Nothing was restored.
+        LockHeldError: another apply or undo of the checkpoint is running.
     """
     journal = Journal.load(journal_store)
     begin = journal.first("begin")
     assert begin is not None
-    if journal.first("undone") is not None:
-        raise JournalError(f"{journal.url} was already undone", hint="nothing to do")
-    checkpoint = open_store(begin["checkpoint"])
-    sink = open_store(begin["sink"]) if begin.get("sink") else None
-    areas = _Areas(checkpoint, sink)
-    steps = [Step.from_dict(s) for s in begin["steps"]]
-    backups = {e["index"]: e for e in journal.all("backup")}
-    if not force:
-        changed = _changed_since_apply(journal, checkpoint)
-        if changed:
-            shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-            raise JournalError(f"the checkpoint changed since the apply: {shown}", hint="nothing was restored; pass --force to undo anyway")
-    actions: list[tuple[str, int, Step, bytes | None]] = []
-    conflicts: list[str] = []
-    unchanged: list[str] = []
-    # What each touched path holds as the undo proceeds backwards (a path may be quarantined
-    # and then rewritten by one plan: undo removes the rewrite, then restores the original).
-    state: dict[tuple[str, str], bytes | None] = {}
-
-    def current_of(step: Step) -> bytes | None:
-        key = (step.area, step.path)
-        if key not in state:
-            store = areas.store(step.area)
-            state[key] = store.read(step.path) if store.exists(step.path) else None
-        return state[key]
-
-    for i in reversed(range(len(steps))):
-        step = steps[i]
-        current = current_of(step)
-        if step.kind == "quarantine":
-            info = backups.get(i)
-            if info is None:
-                # The backup was never made, so this step never ran.
-                unchanged.append(step.path)
-                continue
-            saved = journal_store.read(backup_path(step.area, step.path))
-            if sha256(saved) != info["sha256"]:
-                raise JournalError(f"backup of {step.path} is corrupt (sha256 differs)", hint="nothing was restored")
-            if current is None:
-                actions.append(("restore", i, step, saved))
-                state[(step.area, step.path)] = saved
-            elif sha256(current) == info["sha256"]:
-                unchanged.append(step.path)
-            else:
-                conflicts.append(step.path)
-                if force:
-                    actions.append(("replace", i, step, saved))
-                    state[(step.area, step.path)] = saved
-        else:
-            written = step.content.encode() if step.kind == "write" and step.content is not None else None
-            expected = sha256(written) if written is not None else step.source_sha256
-            if current is None:
-                unchanged.append(step.path)
-            elif sha256(current) == expected:
-                actions.append(("remove", i, step, None))
-                state[(step.area, step.path)] = None
-            else:
-                conflicts.append(step.path)
-                if force:
-                    actions.append(("remove", i, step, None))
-                    state[(step.area, step.path)] = None
-    if conflicts and not force:
-        raise JournalError(f"files changed since the apply: {', '.join(conflicts)}", hint="nothing was restored; pass --force to undo anyway")
-    journal.append({"event": "undo-begin", "force": force})
-    restored, removed = [], []
-    for action, i, step, data in actions:
-        store = areas.store(step.area)
-        if action == "remove":
-            store.delete(step.path)
-            removed.append(step.path)
-            journal.append({"event": "removed", "index": i, "path": step.path})
-        else:
-            if action == "replace":
-                store.delete(step.path)
-            assert data is not None
-            store.write_exclusive(step.path, data)
-            restored.append(step.path)
-            journal.append({"event": "restored", "index": i, "path": step.path})
-    journal.append({"event": "undone"})
+    checkpoint = open_storage(begin["checkpoint"])
+    sink = open_storage(begin["sink"]) if begin.get("sink") else None
+    with CheckpointLock.acquire(open_storage(tool_url(begin["checkpoint"])), f"undo {journal.url}", now_ms):
+        journal = Journal.load(journal_store)  # as it is now that no one else writes it
+        if journal.last("undone") is not None:
+            raise UndoRefusedError(f"{journal.url} was already undone", hint="nothing to do")
+        if journal.first("backed-up") is None:
+            # No change is made before every backup is verified and recorded.
+            raise UndoRefusedError(
+                f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
+            )
+        try:
+            plan = RepairPlan.from_json(journal_store.read(PLAN).decode("utf-8"))
+        except (StorageError, PlanFormatError) as exc:
+            raise JournalError(f"cannot read the plan beside {journal.url}: {exc}") from exc
+        steps = plan.executable_steps
+        if not force:
+            _refuse_changes(
+                _changed_since(journal, checkpoint, steps), "the checkpoint changed since the apply"
+            )
+        io = _AreaIO(checkpoint, sink)
+        actions, conflicts, unchanged = _undo_actions(journal, steps, io, force)
+        if not force:
+            _refuse_changes(conflicts, "files changed since the apply")
+        journal.append({"event": "undo-begin", "force": force, "at_ms": now_ms})
+        restored, removed = _perform(actions, io)
+        _remove_created_dirs(journal, steps, io)
+        journal.append({"event": "undone", "restored": len(restored), "removed": len(removed)})
     return UndoResult(journal.url, tuple(restored), tuple(removed), tuple(unchanged))

@@ -1,11 +1,23 @@
-"""The apply journal: a JSON Lines record of every step, kept beside the backups.
+"""The apply journal and what sits beside it in a backup location. The I/O of the record.
 
-Object stores cannot append, so the journal object is rewritten whole after every event (it is
-small); on local disk the rewrite is a temp file plus ``os.replace``, so a crash never leaves a
-torn journal. Events, in order: ``begin`` (the plan's steps), ``backup`` (one per saved file, with
-size and sha256, after a read-back check), ``backed-up``, ``step`` (one per change made),
-``applied`` (the listing after the change, for undo's "changed since" check), then ``undo-begin``,
-``restored``/``removed``, ``undone``.
+A backup location (by default ``<checkpoint>.checkpoint-doctor/<plan-id>/``) holds:
+
+* ``journal.jsonl``: the events, JSON Lines. Created exclusively (a second apply of the same plan
+  can never overwrite a first one's record), then rewritten whole after each event (object stores
+  cannot append; on local disk the rewrite is a temp file plus ``os.replace``, so a crash never
+  leaves a torn journal). Events are few whatever the plan's size, so the rewrites stay linear:
+  ``begin``, ``backed-up`` (the backups manifest's digest), ``progress`` (every
+  :data:`PROGRESS_EVERY` steps), ``applied`` or ``failed``, then ``undo-begin`` and ``undone``.
+* ``plan.json``: the plan applied (its steps are what undo reverses).
+* ``backups.jsonl``: one line per saved file (step index, area, path, size, sha256), written once
+  after every backup was read back and verified.
+* ``listing-before.jsonl`` / ``listing-after.jsonl``: every checkpoint file (path, size, ETag or
+  mtime) before the first change and after the last, for undo's "changed since" check;
+  ``dirs-before.jsonl``: the directories before (undo removes those the apply created).
+* ``files/<area>/<path>``: the saved files.
+
+The tool directory ``<checkpoint>.checkpoint-doctor/`` also holds ``applies.jsonl``, the list of every
+apply of that checkpoint (wherever its backups went), rewritten only under the checkpoint's lock.
 """
 
 from __future__ import annotations
@@ -14,12 +26,25 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from checkpoint_doctor.errors import JournalError, StorageError
-from checkpoint_doctor.storage import CheckpointStore
+from checkpoint_doctor.digest import sha256_hex
+from checkpoint_doctor.errors import JournalError, StorageError, TargetExistsError
+from checkpoint_doctor.model import Listing
+from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES, DocumentError, parse_json_document
+from checkpoint_doctor.reading.storage import Storage
 
 JOURNAL = "journal.jsonl"
 PLAN = "plan.json"
+BACKUPS = "backups.jsonl"
+LISTING_BEFORE = "listing-before.jsonl"
+LISTING_AFTER = "listing-after.jsonl"
+DIRS_BEFORE = "dirs-before.jsonl"
 FILES = "files"
+APPLIES = "applies.jsonl"
+TOOL_SUFFIX = ".checkpoint-doctor"
+PROGRESS_EVERY = 256
+
+#: The states of an apply, as ``history`` shows them.
+APPLIED, UNDONE, FAILED, INTERRUPTED = "applied", "undone", "failed", "interrupted"
 
 
 def backup_path(area: str, path: str) -> str:
@@ -27,17 +52,77 @@ def backup_path(area: str, path: str) -> str:
     return f"{FILES}/{area}/{path}"
 
 
+def tool_url(checkpoint_url: str) -> str:
+    """Return the checkpoint's tool directory: a sibling of its root (never inside it)."""
+    return checkpoint_url.rstrip("/") + TOOL_SUFFIX
+
+
+def jsonl(rows: list[Any]) -> bytes:
+    """Return rows as JSON Lines."""
+    return "".join(json.dumps(r, sort_keys=True) + "\n" for r in rows).encode()
+
+
+#: The bound of a listing or backups manifest (a row per file: ~80 bytes for each of millions).
+MAX_RECORD_BYTES = 1024 * 2**20
+
+
+def numbered_rows(
+    store: Storage, name: str, *, max_bytes: int = MAX_RECORD_BYTES, what: str = ""
+) -> list[tuple[int, Any]]:
+    """Read a JSON Lines file of a backup location, bounded, each line a bounded JSON document;
+    return (line number, value) of every non-blank line.
+
+    Raises:
+        JournalError: missing, too large, or a line that is not JSON (named ``what`` + URL).
+    """
+    url = store.url_of(name)
+    try:
+        data = store.read(name, max_bytes=max_bytes)
+    except StorageError as exc:
+        raise JournalError(f"cannot read {what}{url}: {exc.reason}") from exc
+    rows = []
+    for n, line in enumerate(data.splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append((n, parse_json_document(line)))
+            except DocumentError as exc:
+                raise JournalError(f"{what}{url} line {n} is not JSON: {exc.reason}") from exc
+    return rows
+
+
+def read_jsonl(store: Storage, name: str, *, max_bytes: int = MAX_RECORD_BYTES) -> list[Any]:
+    """Return the values of a JSON Lines file of a backup location (see :func:`numbered_rows`)."""
+    return [row for _, row in numbered_rows(store, name, max_bytes=max_bytes)]
+
+
+def listing_rows(listing: Listing) -> list[list[Any]]:
+    """Return a listing as rows ``[path, size, ETag or mtime]``."""
+    return [[f.path, f.size, f.etag or f.mtime_ms] for f in listing.files]
+
+
 @dataclass
 class Journal:
     """An open journal in a backup location."""
 
-    store: CheckpointStore
+    store: Storage
     events: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def url(self) -> str:
         """Return the journal's URL."""
         return self.store.url_of(JOURNAL)
+
+    @staticmethod
+    def create(store: Storage, begin: dict[str, Any]) -> Journal:
+        """Create the journal with its ``begin`` event, exclusively.
+
+        Raises:
+            TargetExistsError: the location already holds a journal.
+            StorageError: it could not be written.
+        """
+        journal = Journal(store, [begin])
+        store.write_exclusive(JOURNAL, jsonl(journal.events))
+        return journal
 
     def append(self, event: dict[str, Any]) -> None:
         """Record one event durably (rewrites the journal object).
@@ -46,37 +131,120 @@ class Journal:
             StorageError: the journal could not be written.
         """
         self.events.append(event)
-        text = "".join(json.dumps(e, sort_keys=True) + "\n" for e in self.events)
-        self.store.write(JOURNAL, text.encode())
+        self.store.write(JOURNAL, jsonl(self.events))
 
     def first(self, kind: str) -> dict[str, Any] | None:
         """Return the first event of a kind."""
         return next((e for e in self.events if e.get("event") == kind), None)
 
-    def all(self, kind: str) -> list[dict[str, Any]]:
-        """Return every event of a kind."""
-        return [e for e in self.events if e.get("event") == kind]
+    def last(self, kind: str) -> dict[str, Any] | None:
+        """Return the last event of a kind."""
+        return next((e for e in reversed(self.events) if e.get("event") == kind), None)
+
+    @property
+    def state(self) -> str:
+        """Return ``applied``, ``undone``, ``failed`` or ``interrupted`` (no end event: the process died)."""
+        if self.last("undone") is not None:
+            return UNDONE
+        if self.first("applied") is not None:
+            return APPLIED
+        if self.first("failed") is not None:
+            return FAILED
+        return INTERRUPTED
+
+    def write_once(self, name: str, data: bytes) -> str:
+        """Write a tool-owned file of this backup location and return its sha256."""
+        self.store.write(name, data)
+        return sha256_hex(data)
 
     @staticmethod
-    def load(store: CheckpointStore) -> Journal:
+    def load(store: Storage) -> Journal:
         """Read a journal from a backup location.
 
         Raises:
             JournalError: missing or unreadable journal.
         """
-        try:
-            data = store.read(JOURNAL)
-        except StorageError as exc:
-            raise JournalError(f"cannot read the journal {store.url_of(JOURNAL)}: {exc.reason}", hint="pass the journal.jsonl that 'apply' printed") from exc
-        events = []
-        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                events.append(json.loads(line))
-            except ValueError as exc:
-                raise JournalError(f"journal {store.url_of(JOURNAL)} line {n} is not JSON") from exc
-        journal = Journal(store, events)
+        if not store.exists(JOURNAL):
+            raise JournalError(
+                f"no journal at {store.url_of(JOURNAL)}",
+                hint="pass the journal.jsonl that 'apply' printed (or see 'checkpoint-doctor history')",
+            )
+        url = store.url_of(JOURNAL)
+        rows = numbered_rows(store, JOURNAL, max_bytes=MAX_DOCUMENT_BYTES, what="journal ")
+        for n, event in rows:
+            problem = _event_problem(event)
+            if problem is not None:
+                raise JournalError(f"journal {url} line {n} is not a journal event: {problem}")
+        journal = Journal(store, [event for _, event in rows])
         if journal.first("begin") is None:
-            raise JournalError(f"journal {store.url_of(JOURNAL)} has no 'begin' event")
+            raise JournalError(f"journal {url} has no 'begin' event")
         return journal
+
+
+def record_apply(tool: Storage, entry: dict[str, Any]) -> None:
+    """Add an apply to the checkpoint's list (call only while holding the checkpoint's lock)."""
+    rows = read_jsonl(tool, APPLIES) if tool.exists(APPLIES) else []
+    tool.write(APPLIES, jsonl([*rows, entry]))
+
+
+def list_applies(tool: Storage) -> list[dict[str, Any]]:
+    """Return the recorded applies of a checkpoint, oldest first (empty when there were none)."""
+    try:
+        return read_jsonl(tool, APPLIES) if tool.exists(APPLIES) else []
+    except JournalError:
+        return []
+
+
+def free_location(tool: Storage, plan_id: str) -> Storage:
+    """Return the first default backup location of a plan without a journal: ``<plan-id>``, then
+    ``<plan-id>-2``, ... (an apply, undone, may be applied again)."""
+    n = 1
+    while True:
+        name = plan_id if n == 1 else f"{plan_id}-{n}"
+        if not tool.exists(f"{name}/{JOURNAL}"):
+            return tool.child(name)
+        n += 1
+
+
+__all__ = [
+    "APPLIED",
+    "APPLIES",
+    "BACKUPS",
+    "DIRS_BEFORE",
+    "FAILED",
+    "FILES",
+    "INTERRUPTED",
+    "JOURNAL",
+    "LISTING_AFTER",
+    "LISTING_BEFORE",
+    "PLAN",
+    "UNDONE",
+    "Journal",
+    "TargetExistsError",
+    "backup_path",
+    "free_location",
+    "list_applies",
+    "listing_rows",
+    "read_jsonl",
+    "record_apply",
+    "tool_url",
+]
+
+
+#: The fields undo and history read, per event, and their JSON types (a journal is read back from
+#: disk: a hand edit or a foreign file must be an error naming the event, never a crash).
+_EVENT_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "begin": {"checkpoint": (str,), "sink": (str, type(None)), "plan_id": (str,)},
+    "backed-up": {"count": (int,), "sha256": (str,)},
+    "applied": {"steps_done": (int,)},
+}
+
+
+def _event_problem(event: Any) -> str | None:
+    """Return what is wrong with one journal event, or None."""
+    if not isinstance(event, dict) or not isinstance(event.get("event"), str):
+        return "not an object with an 'event' name"
+    for key, kinds in _EVENT_FIELDS.get(event["event"], {}).items():
+        if not isinstance(event.get(key), kinds) or isinstance(event.get(key), bool):
+            return f"{event['event']!r} without a valid {key!r}"
+    return None

@@ -1,0 +1,226 @@
+"""The PySpark edge: the ONLY module of the package that imports pyspark (lazily, inside functions,
+so the package works without the ``spark`` extra) or calls a Spark object.
+
+Its two users: the catch-up run (:mod:`checkpoint_doctor.execution.catch_up.run`) starts the
+operator's streaming query and watches it; the audit's distributed mode
+(:mod:`checkpoint_doctor.fleet.spark`) runs the per-checkpoint audit in Spark tasks. For both it
+checks that pyspark is installed (:func:`require_pyspark`), creates the session the same way
+(:func:`spark_session`: Spark's log at ERROR, no stage progress bar, the JVM's stdout on stderr,
+local executors with this interpreter; stopped afterwards if this call created it), and turns Spark's
+exceptions into their message text (:func:`exception_text`). Catch-up also gets
+:func:`start_query` and :class:`Query` (active, between triggers, progress, stop, failure); the audit
+:func:`map_partitions`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from checkpoint_doctor.errors import MissingDependencyError, SparkStartError
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def require_pyspark(feature: str) -> str:
+    """Return the installed pyspark version.
+
+    Raises:
+        MissingDependencyError: pyspark is not installed (names ``feature`` and the ``spark`` extra).
+    """
+    try:
+        import pyspark
+    except ImportError as exc:
+        raise MissingDependencyError(feature, "spark", "pyspark") from exc
+    return str(pyspark.__version__)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How to create the session: the application's name, ``--master`` (None: Spark's own, e.g.
+    spark-submit's or ``local[*]``) and ``--conf`` pairs."""
+
+    app_name: str
+    master: str | None = None
+    confs: tuple[tuple[str, str], ...] = ()
+
+
+@contextlib.contextmanager
+def spark_session(opts: SessionOptions) -> Iterator[Any]:
+    """Yield a SparkSession: the active one if there is one, else a new one, stopped afterwards.
+
+    Raises:
+        SparkStartError: Spark cannot start (no Java, a bad master URL or conf), with Spark's message.
+    """
+    from pyspark.sql import SparkSession
+
+    created = SparkSession.getActiveSession() is None
+    if opts.master is not None and opts.master.startswith("local") and "PYSPARK_PYTHON" not in os.environ:
+        # Local executors are forked from the driver machine: run them with this interpreter
+        # (PySpark's default is whatever "python3" is on PATH, which may lack checkpoint-doctor or
+        # the job's own modules).
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    builder = SparkSession.builder.appName(opts.app_name)
+    if opts.master:
+        builder = builder.master(opts.master)
+    if "spark.ui.showConsoleProgress" not in {k for k, _ in opts.confs}:
+        # The commands show their own status; Spark's stage bar would interleave with it.
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+    for key, value in opts.confs:
+        builder = builder.config(key, value)
+    try:
+        with _jvm_stdout_to_stderr():
+            spark = builder.getOrCreate()
+    except Exception as exc:  # Spark's own reasons (no Java, a bad master URL) are the message
+        where = f" (--master {opts.master})" if opts.master else ""
+        raise SparkStartError(
+            f"cannot start Spark{where}: {(exception_text(exc).strip().splitlines() or [type(exc).__name__])[0]}",
+            hint="check that Java is installed (JAVA_HOME or java on PATH) and the --master and --conf values",
+        ) from exc
+    if created:
+        spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        if created:
+            with contextlib.suppress(Exception):
+                spark.stop()
+
+
+@contextlib.contextmanager
+def _jvm_stdout_to_stderr() -> Iterator[None]:
+    """Point fd 1 at stderr while the JVM is launched: the JVM inherits it for good.
+
+    Spark writes to the JVM's stdout (console sinks, some log4j setups, progress bars) and the
+    launcher (``pyspark.java_gateway.launch_gateway``) does not redirect it, so it would mix with the
+    command's output (one JSON document in ``--format json``).
+    """
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def exception_text(exc: BaseException) -> str:
+    """Return the message of an exception pyspark raised (its ``desc`` for captured JVM errors)."""
+    desc = getattr(exc, "desc", None)
+    return str(desc) if desc else str(exc)
+
+
+def raised_by_spark(exc: BaseException) -> bool:
+    """Return whether pyspark (or py4j, for the JVM) raised ``exc``: its message is Spark's own."""
+    return type(exc).__module__.split(".")[0] in ("pyspark", "py4j")
+
+
+# ------------------------------------------------------------------------------------------ queries
+
+
+class QueryStartError(Exception):
+    """Raised when ``DataStreamWriter.start()`` fails; ``text`` is Spark's message."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+def start_query(writer: Any, options: Sequence[tuple[str, str]], trigger: Mapping[str, Any]) -> Query:
+    """Add ``options`` and the trigger (``DataStreamWriter.trigger`` keywords) and start the query.
+
+    Raises:
+        QueryStartError: Spark refused the query at ``start()``.
+    """
+    for key, value in options:
+        writer = writer.option(key, value)
+    writer = writer.trigger(**trigger)
+    try:
+        return Query(writer.start())
+    except Exception as exc:  # Spark's refusals at start() are results, in its words
+        raise QueryStartError(exception_text(exc)) from exc
+
+
+def stop_quietly(query: Any) -> None:
+    """Stop a ``StreamingQuery`` and ignore how it went (it is not the one being watched)."""
+    with contextlib.suppress(Exception):
+        query.stop()
+
+
+class Query:
+    """A running ``StreamingQuery`` (classic or Spark Connect) as the catch-up run reads it."""
+
+    def __init__(self, query: Any) -> None:
+        self._query = query
+
+    @property
+    def active(self) -> bool:
+        """Return whether the query is still running."""
+        return bool(self._query.isActive)
+
+    def trigger_active(self) -> bool:
+        """Return whether a trigger (a batch) is running now, from ``StreamingQuery.status``."""
+        status = self._query.status or {}
+        return bool(status.get("isTriggerActive", False))
+
+    def progress(self) -> list[dict[str, Any]]:
+        """Return the query's recent progress events as dicts."""
+        return [progress_dict(p) for p in self._query.recentProgress]
+
+    def stop(self) -> str | None:
+        """Stop the query; return Spark's message if stop() raised, for the caller to judge."""
+        try:
+            self._query.stop()
+        except Exception as exc:  # noqa: BLE001 - judged by the caller like the query's own exception
+            return exception_text(exc)
+        return None
+
+    def failure(self) -> str | None:
+        """Return the message of the exception that terminated the query, if any."""
+        exc = self._query.exception()
+        return exception_text(exc) if exc is not None else None
+
+
+def progress_dict(p: Any) -> dict[str, Any]:
+    """Return a progress event as a dict (3.5 returns dicts, 4.x StreamingQueryProgress objects)."""
+    if isinstance(p, Mapping):
+        return dict(p)
+    text = getattr(p, "json", None)
+    if callable(text):
+        text = text()
+    if isinstance(text, str):
+        loaded = json.loads(text)
+        if isinstance(loaded, dict):
+            return loaded
+    return {}
+
+
+# ------------------------------------------------------------------------------------------ tasks
+
+
+def map_partitions(
+    spark: Any, items: Sequence[T], work: Callable[[Iterable[T]], Iterable[R]], *, per_core: int
+) -> list[R]:
+    """Run ``work`` over slices of ``items`` in Spark tasks and collect the results on the driver.
+
+    ``per_core`` slices per core of the cluster: small tasks balance uneven work. ``work`` is
+    pickled to the executors, so it must be importable there (a module-level function or a partial).
+    """
+    if not items:
+        return []
+    sc = spark.sparkContext
+    slices = max(1, min(len(items), sc.defaultParallelism * per_core))
+    return list(sc.parallelize(list(items), slices).mapPartitions(work).collect())
