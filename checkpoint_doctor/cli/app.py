@@ -1,17 +1,20 @@
 """The ``checkpoint-doctor`` command line: parse arguments, call one core function, render, exit.
 
-Exit codes (fsck style, OR-ed across checkpoints by ``audit``):
-0 nothing of warning or error severity; 1 warnings only; 4 an error finding (a restart will fail or
-data is at risk); 8 a checkpoint could not be read; 2 usage error; 16 internal error; 130 interrupted.
-The ``cli`` package is the only place that prints or exits.
+The exit codes are :class:`~checkpoint_doctor.exit_codes.ExitCode` (the one definition). The
+``cli`` package is the only place that prints or exits. A command's JSON document is written by
+:func:`main` after the exit code is known, so its ``exit_code`` is the process's; an error in
+``--format json`` replaces it with an error document naming the command click parsed.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 import traceback
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
@@ -21,23 +24,20 @@ from checkpoint_doctor.errors import (
     MissingDependencyError,
     NotACheckpointError,
     PlanFormatError,
+    RefusedError,
+    SparkStartError,
     StorageError,
     UsageError,
 )
-
-EXIT_OK = 0
-EXIT_WARNINGS = 1
-EXIT_USAGE = 2
-EXIT_ERRORS = 4
-EXIT_UNREADABLE = 8
-EXIT_INTERNAL = 16
-EXIT_INTERRUPTED = 130
+from checkpoint_doctor.exit_codes import ExitCode
 
 log = logging.getLogger("checkpoint_doctor")
 
+LOG_LEVELS = ("ERROR", "WARNING", "INFO", "DEBUG")
+
 
 class CommandFailed(Exception):
-    """Carries an exit code and a message out of a command (raised only inside this module)."""
+    """Carries an exit code and a message out of a command (raised only inside this package)."""
 
     def __init__(self, code: int, message: str | None = None) -> None:
         super().__init__(message or "")
@@ -45,36 +45,66 @@ class CommandFailed(Exception):
         self.message = message
 
 
+@dataclass
+class Invocation:
+    """What click parsed for this run that the edges need: the command's name, its output format,
+    the global options (given before or after the command), and the document waiting for its exit
+    code."""
+
+    command: str = ""
+    output_format: str = "table"
+    debug: bool = False
+    log_level: str | None = None
+    quiet: bool = False
+    verbose: int = 0
+    document: Any = None
+
+    @property
+    def json(self) -> bool:
+        """Whether the command prints a JSON document (``--format json``)."""
+        return self.output_format == "json"
+
+
+_current = Invocation()
+
+
+def invocation() -> Invocation:
+    """Return the current run's invocation (what click parsed)."""
+    return _current
+
+
 def exit_code_for(exc: CheckpointDoctorError) -> int:
     """Map a user-actionable error to the exit code contract."""
+    if isinstance(exc, RefusedError):
+        return ExitCode.REFUSED
     if isinstance(exc, (StorageError, NotACheckpointError)):
-        return EXIT_UNREADABLE
-    if isinstance(exc, (UsageError, PlanFormatError, MissingDependencyError)):
-        return EXIT_USAGE
-    return EXIT_ERRORS
+        return ExitCode.UNREADABLE
+    if isinstance(exc, (UsageError, PlanFormatError, MissingDependencyError, SparkStartError)):
+        return ExitCode.USAGE
+    return ExitCode.ERRORS
 
 
 def emit(text: str) -> None:
-    """Write command output to stdout."""
-    click.echo(text, nl=not text.endswith("\n"))
+    """Write command output to stdout; a JSON document waits for the exit code (:func:`main`);
+    ``--quiet`` drops table output."""
+    from checkpoint_doctor.render.text import JsonDocument
+
+    if isinstance(text, JsonDocument):
+        _current.document = text
+        return
+    if _current.quiet and not _current.json:
+        return
+    echo_out(text)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.version_option(__version__, prog_name="checkpoint-doctor")
-@click.option("--debug", is_flag=True, help="Show tracebacks for internal errors.")
-@click.option(
-    "--log-level",
-    type=click.Choice(["ERROR", "WARNING", "INFO", "DEBUG"], case_sensitive=False),
-    default="WARNING",
-    envvar="CHECKPOINT_DOCTOR_LOG_LEVEL",
-    help="Logging level for messages on stderr.",
-)
-@click.pass_context
-def cli(ctx: click.Context, debug: bool, log_level: str) -> None:
-    """Inspect, diagnose and safely repair Spark Structured Streaming checkpoints, without a JVM."""
-    ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
-    logging.basicConfig(level=log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+def echo_out(text: str) -> None:
+    """Write to stdout; what its encoding cannot hold is shown as escapes, never a crash."""
+    try:
+        click.echo(text, nl=not text.endswith("\n"))
+    except UnicodeEncodeError:
+        encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
+        shown = text.encode(encoding, "backslashreplace").decode(encoding)
+        click.echo(shown, nl=not shown.endswith("\n"))
 
 
 def now_ms() -> int:
@@ -84,66 +114,171 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+# ------------------------------------------------------------------------------- global options
+
+
+def _global_params(*, root: bool) -> list[click.Parameter]:
+    """The options every command takes, before or after its name (``--debug inspect`` and
+    ``inspect --debug`` are the same)."""
+    return [
+        click.Option(["--debug"], is_flag=True, default=False, help="Show tracebacks for internal errors."),
+        click.Option(
+            ["--log-level"],
+            type=click.Choice(LOG_LEVELS, case_sensitive=False),
+            default=None,
+            envvar="CHECKPOINT_DOCTOR_LOG_LEVEL" if root else None,
+            help="Logging level for messages on stderr (default WARNING; -v INFO, -vv DEBUG, -q ERROR).",
+        ),
+        click.Option(
+            ["-q", "--quiet"],
+            is_flag=True,
+            default=False,
+            help="No table output, no progress, no hints: the exit code says it (JSON, --html, "
+            "--metrics and -o are still written).",
+        ),
+        click.Option(
+            ["-v", "--verbose"],
+            count=True,
+            help="More detail: every audited record and skipped path in tables, INFO logs (-vv: DEBUG).",
+        ),
+    ]
+
+
+def _apply_globals(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+    _current.debug = _current.debug or debug
+    _current.log_level = log_level.upper() if log_level else _current.log_level
+    _current.quiet = _current.quiet or quiet
+    _current.verbose = max(_current.verbose, verbose)
+
+
+def _configure_logging() -> None:
+    level = _current.log_level
+    if level is None:
+        level = (
+            "DEBUG"
+            if _current.verbose > 1
+            else "INFO"
+            if _current.verbose
+            else "ERROR"
+            if _current.quiet
+            else "WARNING"
+        )
+    logging.basicConfig(
+        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s", force=True
+    )
+
+
+def with_global_options(command: click.Command) -> click.Command:
+    """Give a command the global options and record what click parsed for it (its name, its
+    ``--format``) before its callback runs."""
+    command.params.extend(_global_params(root=False))
+    callback = command.callback
+    assert callback is not None
+
+    @functools.wraps(callback)
+    def wrapped(**kwargs: Any) -> Any:
+        ctx = click.get_current_context()
+        _apply_globals(
+            kwargs.pop("debug"), kwargs.pop("log_level"), kwargs.pop("quiet"), kwargs.pop("verbose")
+        )
+        _current.command = ctx.info_name or command.name or ""
+        _current.output_format = str(kwargs.get("output_format") or "table")
+        ctx.ensure_object(dict)
+        ctx.find_root().ensure_object(dict)["debug"] = _current.debug
+        _configure_logging()
+        return callback(**kwargs)
+
+    command.callback = wrapped
+    return command
+
+
+EXAMPLES = """\b
+Examples:
+  checkpoint-doctor diagnose s3://bucket/checkpoints/orders
+  checkpoint-doctor plan ./ckpt -o plan.json && checkpoint-doctor apply plan.json
+  checkpoint-doctor audit s3://bucket/checkpoints/ --format jsonl --html audit.html
+  checkpoint-doctor explain CD101
+
+Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
+130 interrupted (see the README's "Exit codes"). Shell completion:
+eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
+"""
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog=EXAMPLES,
+    params=_global_params(root=True),
+)
+@click.version_option(__version__, prog_name="checkpoint-doctor")
+def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+    """Inspect, diagnose and safely repair Spark Structured Streaming checkpoints, without a JVM."""
+    _apply_globals(debug, log_level, quiet, verbose)
+    click.get_current_context().ensure_object(dict)["debug"] = _current.debug
+    _configure_logging()
+
+
+# ------------------------------------------------------------------------------------------- main
+
+
 def _run(args: Sequence[str] | None) -> int:
     try:
-        cli.main(args=list(args) if args is not None else None, prog_name="checkpoint-doctor", standalone_mode=False)
+        cli.main(
+            args=list(args) if args is not None else None,
+            prog_name="checkpoint-doctor",
+            standalone_mode=False,
+        )
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except CommandFailed as exc:
         if exc.message:
             click.echo(f"checkpoint-doctor: {exc.message}", err=True)
         return exc.code
-    return EXIT_OK
+    return ExitCode.OK
 
 
-def _format_of(args: Sequence[str]) -> str:
-    for i, a in enumerate(args):
-        if a == "--format" and i + 1 < len(args):
-            return args[i + 1]
-        if a.startswith("--format="):
-            return a.partition("=")[2]
-    return "table"
+def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: error: ") -> None:
+    """An error replaces the command's document (JSON) and is said on stderr in one line."""
+    from checkpoint_doctor.render.text import json_document
+
+    if _current.json and _current.command:
+        _current.document = json_document(_current.command, error={"type": kind, "message": message})
+    click.echo(prefix + message, err=True)
 
 
-def _command_of(args: Sequence[str]) -> str:
-    for a in args:
-        if not a.startswith("-"):
-            return a
-    return ""
-
-
-def _report_error(args: Sequence[str], kind: str, message: str) -> None:
-    if _format_of(args) == "json":
-        from checkpoint_doctor.render import json_document
-
-        click.echo(json_document(_command_of(args), error={"type": kind, "message": message}))
-    click.echo(f"checkpoint-doctor: error: {message}", err=True)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI and return its exit code (the console script exits with it)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in args
+def _guarded(args: Sequence[str]) -> int:
     try:
         return _run(args)
-    except click.exceptions.Abort:
-        click.echo("checkpoint-doctor: interrupted", err=True)
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("checkpoint-doctor: interrupted", err=True)
-        return EXIT_INTERRUPTED
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _report_error("Interrupted", "interrupted", prefix="checkpoint-doctor: ")
+        return ExitCode.INTERRUPTED
     except click.exceptions.ClickException as exc:
         exc.show()
-        return EXIT_USAGE if isinstance(exc, click.exceptions.UsageError) else exc.exit_code
+        return ExitCode.USAGE if isinstance(exc, click.exceptions.UsageError) else exc.exit_code
     except CheckpointDoctorError as exc:
-        _report_error(args, type(exc).__name__, str(exc))
-        if debug:
+        code = exit_code_for(exc)
+        _report_error(type(exc).__name__, str(exc))
+        if _current.debug:
             traceback.print_exc()
-        return exit_code_for(exc)
+        return code
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit code 16
-        _report_error(args, "InternalError", f"internal error: {type(exc).__name__}: {exc}")
-        if debug:
+        _report_error("InternalError", f"internal error: {type(exc).__name__}: {exc}")
+        if _current.debug:
             traceback.print_exc()
         else:
             click.echo("checkpoint-doctor: rerun with --debug for the traceback", err=True)
-        return EXIT_INTERNAL
+        return ExitCode.INTERNAL
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code (the console script exits with it).
+
+    A JSON document is printed last, with the exit code this function returns.
+    """
+    global _current
+    _current = Invocation()
+    code = _guarded(list(sys.argv[1:] if argv is None else argv))
+    document = _current.document
+    if document is not None:
+        echo_out(document.final(exit_code=code, generated_at_ms=now_ms()))
+    return code

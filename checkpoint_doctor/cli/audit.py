@@ -9,15 +9,50 @@ from typing import Any, TextIO
 
 import click
 
-from checkpoint_doctor.cli.app import EXIT_UNREADABLE, CommandFailed, emit, now_ms
-from checkpoint_doctor.cli.options import parse_storage_options, storage_options, write_local_file
+from checkpoint_doctor import __version__
+from checkpoint_doctor.cli.app import CommandFailed, emit, invocation, now_ms
+from checkpoint_doctor.cli.options import (
+    normalize_url,
+    parse_storage_options,
+    spark_option,
+    storage_options,
+    terminal_width,
+)
+from checkpoint_doctor.cli.outputs import Destination, check_destination, check_outside, write_destination
+from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.diagnosis.detect import MODES
+from checkpoint_doctor.diagnosis.matrix import MatrixOptions
+from checkpoint_doctor.errors import UsageError
+from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.fleet.html import render_html
+from checkpoint_doctor.fleet.metrics import render_metrics
+from checkpoint_doctor.fleet.report import (
+    audit_document,
+    link_sinks,
+    next_step,
+    record_line,
+    render_audit,
+    stamped,
+    summary_line,
+)
+from checkpoint_doctor.fleet.run import (
+    DEFAULT_JOBS,
+    AuditResult,
+    audited_stores,
+    default_jobs,
+    finish,
+    local_store_for,
+    plan_fleet,
+    run_tasks,
+)
+from checkpoint_doctor.render.documents import iso_utc
+from checkpoint_doctor.render.hints import Hints
+from checkpoint_doctor.render.text import json_document, layout
 
-#: The same lines as ``diagnose --spark`` (checkpoint_doctor.diagnosis.versions.LINES).
-SPARK_LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 
-
-class ProgressBar:
-    """A one-line progress bar on a terminal (stderr), redrawn at most ten times a second."""
+class Progress:
+    """Progress on a terminal (stderr): the listing of each root, then a one-line bar of the
+    directories audited, redrawn at most ten times a second. Nothing when stderr is not a terminal."""
 
     WIDTH = 28
 
@@ -27,6 +62,15 @@ class ProgressBar:
         self.last = 0.0
         self.drawn = 0
 
+    def _draw(self, line: str) -> None:
+        self.stream.write("\r" + line.ljust(self.drawn))
+        self.drawn = max(self.drawn, len(line))
+        self.stream.flush()
+
+    def listing(self, root: str, done: bool, found: int) -> None:
+        """Say which root is being listed, then how many entries it holds."""
+        self._draw(f"audit: listed {root}: {found} entries" if done else f"audit: listing {root} ...")
+
     def __call__(self, done: int, total: int, record: Mapping[str, Any]) -> None:
         if record.get("verdict") not in (None, "ok"):
             self.attention += 1
@@ -35,41 +79,100 @@ class ProgressBar:
             return
         self.last = now
         filled = self.WIDTH * done // max(total, 1)
-        line = f"\raudit [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total}, {self.attention} need attention"
-        self.drawn = max(self.drawn, len(line))
-        self.stream.write(line)
-        self.stream.flush()
+        self._draw(
+            f"audit [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total}, {self.attention} need attention"
+        )
 
     def close(self) -> None:
-        """Erase the bar."""
+        """Erase the line."""
         if self.drawn:
             self.stream.write("\r" + " " * self.drawn + "\r")
             self.stream.flush()
+            self.drawn = 0
 
 
 @click.command("audit")
 @click.argument("roots", nargs=-1, required=True, metavar="ROOT-OR-PREFIX...")
-@click.option("-j", "--jobs", type=click.IntRange(min=1), help="Directories audited at once: storage requests in flight (default: 16; 1 when every root is on local disk).")
-@click.option("--include", multiple=True, metavar="GLOB", help="Audit only directories whose path (relative to its root) or URL matches (repeatable; * also matches /).")
-@click.option("--exclude", multiple=True, metavar="GLOB", help="Leave out directories whose relative path or URL matches (repeatable).")
-@click.option("--spark", "spark_version", type=click.Choice(SPARK_LINES), help="Spark line of the restart (default: newest, 4.3).")
-@click.option("--mode", type=click.Choice(["micro-batch", "async", "continuous"]), help="Restart mode of every query (default: the mode that wrote each checkpoint).")
-@click.option("--live-window", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="A batch planned or a temp file written this recently means a query may be live (0: off).")
-@click.option("--format", "output_format", type=click.Choice(["table", "json", "jsonl"]), default="table", show_default=True, help="table: summary; json: one document; jsonl: one record per line, then a summary line.")
-@click.option("--html", "html_file", metavar="FILE", help="Also write a self-contained HTML page (summary, a row and a picture of the newest batches per checkpoint).")
-@click.option("--on-spark", is_flag=True, help="Distribute the checkpoints over a Spark cluster (needs the 'spark' extra).")
-@click.option("--spark-master", metavar="URL", help="Spark master for --on-spark, e.g. local[4] or spark://host:7077 (implies --on-spark).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(min=1),
+    help="Directories audited at once: storage requests in flight (default: 16; 1 when every root is on local disk).",
+)
+@click.option(
+    "--include",
+    multiple=True,
+    metavar="GLOB",
+    help="Audit only directories whose path (relative to its root) or URL matches (repeatable; * also matches /).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Leave out directories whose relative path or URL matches (repeatable).",
+)
+@spark_option
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    multiple=True,
+    help="Restart mode of every query, repeatable (default: each checkpoint's plausible modes).",
+)
+@click.option(
+    "--live-window",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A batch planned or a temp file written this recently means a query may be live (0: off).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["table", "json", "jsonl"]),
+    default="table",
+    show_default=True,
+    help="table: summary; json: one document; jsonl: one record per line, then a summary line.",
+)
+@click.option(
+    "--html",
+    "html_file",
+    metavar="FILE-OR-URL",
+    help="Also write a self-contained HTML page (sortable and filterable, a picture of the newest "
+    "batches and the next command per checkpoint); a local file or any fsspec URL (s3://...), "
+    "checked before the audit starts.",
+)
+@click.option(
+    "--metrics",
+    "metrics_file",
+    metavar="FILE",
+    help="Also write Prometheus metrics (text format, atomically) for node_exporter's textfile "
+    "collector, e.g. /var/lib/node_exporter/textfile/checkpoints.prom.",
+)
+@click.option("--force", is_flag=True, help="Overwrite the --html and --metrics files if they exist.")
+@click.option(
+    "--on-spark",
+    is_flag=True,
+    help="Distribute the checkpoints over a Spark cluster (needs the 'spark' extra).",
+)
+@click.option(
+    "--spark-master",
+    metavar="URL",
+    help="Spark master for --on-spark, e.g. local[4] or spark://host:7077 (implies --on-spark).",
+)
 @storage_options
 def audit_command(
     roots: Sequence[str],
     jobs: int | None,
     include: Sequence[str],
     exclude: Sequence[str],
-    spark_version: str | None,
-    mode: str | None,
+    spark_version: tuple[str, ...],
+    mode: tuple[str, ...],
     live_window: float,
     output_format: str,
     html_file: str | None,
+    metrics_file: str | None,
+    force: bool,
     on_spark: bool,
     spark_master: str | None,
     storage_option: Sequence[str],
@@ -79,63 +182,218 @@ def audit_command(
     A directory is a checkpoint when it holds offsets/, commits/ or a metadata file, and a file sink
     output when it holds _spark_metadata/; nested ones are found, Delta tables and other directories
     are skipped with a note. Each root is listed once. Checkpoints get the diagnosis of 'diagnose';
-    a sink output is checked on its own (CD404-CD406; pair it with its checkpoint with 'diagnose
-    --sink-path' for the cross checks). The exit code is the bitwise OR of the per-directory codes:
-    1 warnings, 4 errors, 8 unreadable (16 an internal error on one directory).
+    a sink output is checked on its own and with the checkpoint whose logs prove it is its. With
+    --format jsonl each record is written as soon as its directory is audited and a summary line
+    comes last; Ctrl-C keeps what was written and exits 130. The exit code is the bitwise OR of the
+    per-directory codes: 1 warnings, 4 errors, 8 unreadable (16 an internal error on one directory).
     """
-    from checkpoint_doctor import __version__
-    from checkpoint_doctor.audit.html import render_html
-    from checkpoint_doctor.audit.report import audit_document, jsonl_lines, render_audit
-    from checkpoint_doctor.audit.runner import (
-        DEFAULT_JOBS,
-        default_jobs,
-        finish,
-        fleet_storage_options,
-        local_store_for,
-        plan_fleet,
-        run_tasks,
-    )
-    from checkpoint_doctor.diagnosis import DiagnoseOptions
-    from checkpoint_doctor.inspection import iso_ms
-    from checkpoint_doctor.render import json_document
+    from checkpoint_doctor.fleet.run import fleet_storage_options
 
+    storage = parse_storage_options(storage_option)
+    run = AuditRun(
+        roots=[normalize_url(r) for r in roots],
+        output_format=output_format,
+        hints=Hints.from_options(
+            {"spark_version": spark_version, "mode": mode, "live_window": live_window}, storage_option
+        ),
+        # Destinations first: a wrong one is said now, not after an hour of auditing.
+        html=check_destination(html_file, "--html", storage, force=force) if html_file else None,
+        metrics=check_destination(metrics_file, "--metrics", local_only=True, force=force)
+        if metrics_file
+        else None,
+    )
     distributed = on_spark or spark_master is not None
     if distributed:
-        from checkpoint_doctor.audit.spark import require_pyspark
+        from checkpoint_doctor.fleet.spark import require_pyspark
 
         require_pyspark()
-    options = fleet_storage_options(roots, parse_storage_options(storage_option), jobs or DEFAULT_JOBS)
-    started = now_ms()
-    dopts = DiagnoseOptions(spark=spark_version, mode=mode, live_window_s=live_window, now_ms=started)
-    plan = plan_fleet(roots, options, include=include, exclude=exclude)
-    if distributed:
-        from checkpoint_doctor.audit.spark import run_on_spark
+    options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
+    dopts = MatrixOptions(
+        lines=spark_version, modes=mode, base=DiagnoseOptions(live_window_s=live_window, now_ms=run.started)
+    )
+    run.execute(
+        options,
+        dopts,
+        include=include,
+        exclude=exclude,
+        jobs=jobs,
+        spark_master=spark_master if distributed else None,
+        distributed=distributed,
+    )
+    run.finish()
 
-        records = run_on_spark(plan.tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS)
-    else:
-        bar = ProgressBar(sys.stderr) if output_format == "table" and _isatty(sys.stderr) else None
+
+class AuditRun:
+    """One audit from the command line: records written as they finish, the summary last."""
+
+    def __init__(
+        self,
+        *,
+        roots: list[str],
+        output_format: str,
+        hints: Hints,
+        html: Destination | None,
+        metrics: Destination | None,
+    ) -> None:
+        self.roots = roots
+        self.output_format = output_format
+        self.hints = hints
+        self.html = html
+        self.metrics = metrics
+        self.started = now_ms()
+        self.records: list[dict[str, Any]] = []
+        self.plan: Any = None
+        self.interrupted = False
+        self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
+
+    def _done(self, record: dict[str, Any]) -> None:
+        if record["kind"] == "sink":
+            link_sinks([*self.records, record])
+        record["next_step"] = next_step(record, self.hints)
+        record = stamped(record, now_ms())
+        self.records.append(record)
+        if self.output_format == "jsonl":
+            _write_line(record_line(record, now_ms()))
+
+    def execute(
+        self,
+        options: Mapping[str, Any],
+        dopts: MatrixOptions,
+        *,
+        include: Sequence[str],
+        exclude: Sequence[str],
+        jobs: int | None,
+        spark_master: str | None,
+        distributed: bool,
+    ) -> None:
+        """List, discover and audit; Ctrl-C stops it and keeps what finished."""
         try:
-            records = run_tasks(plan.tasks, local_store_for(plan), dopts, jobs=jobs or default_jobs(plan), progress=bar)
+            self.plan = plan_fleet(
+                self.roots,
+                options,
+                include=include,
+                exclude=exclude,
+                on_listing=self.progress.listing if self.progress else None,
+            )
+            # Inside a checkpoint or sink found under the roots (the listing names them): refused
+            # before a record is written.
+            audited = audited_stores(self.plan)
+            for dest in (self.html, self.metrics):
+                if dest is not None:
+                    check_outside(dest, audited)
+            for record in self.plan.records:
+                self._done(record)
+            self.plan.records = []  # written (and kept in self.records) already
+            # Checkpoints first, then sink outputs: a sink record then names the checkpoints whose
+            # logs proved it is theirs when it is written.
+            tasks = sorted(self.plan.tasks, key=lambda t: t.kind == "sink")
+            total = len(tasks)
+
+            def progress(done: int, _total: int, record: Mapping[str, Any]) -> None:
+                self._done(dict(record))
+                if self.progress is not None:
+                    self.progress(len(self.records) - len(self.plan.records), total, record)
+
+            if distributed:
+                from checkpoint_doctor.fleet.spark import run_on_spark
+
+                for record in run_on_spark(
+                    tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS
+                ):
+                    progress(0, total, record)
+                return
+            store_for = local_store_for(self.plan)
+            threads = jobs or default_jobs(self.plan)
+            for group in (t for t in tasks if t.kind != "sink"), (t for t in tasks if t.kind == "sink"):
+                run_tasks(list(group), store_for, dopts, jobs=threads, progress=progress)
+        except KeyboardInterrupt:
+            self.interrupted = True
         finally:
-            if bar is not None:
-                bar.close()
-    result = finish(plan, records)
-    args = (result.roots, result.records, result.notes, result.summary)
-    if html_file:
-        write_local_file(html_file, render_html(*args, generated_at=iso_ms(started), version=__version__), "--html")
-    if output_format == "json":
-        emit(json_document("audit", audit_document(*args)))
-    elif output_format == "jsonl":
-        emit(jsonl_lines(*args))
-    else:
-        emit(render_audit(*args))
-    if not result.records:
-        raise CommandFailed(
-            EXIT_UNREADABLE,
-            f"no checkpoint or file sink output found under {', '.join(result.roots)}; check the root or prefix",
-        )
-    if result.exit_code:
-        raise CommandFailed(result.exit_code)
+            if self.progress is not None:
+                self.progress.close()
+
+    def _exit_code(self, result: AuditResult) -> int:
+        if self.interrupted:
+            return ExitCode.INTERRUPTED
+        if not result.records:
+            return ExitCode.UNREADABLE
+        return result.exit_code
+
+    def _write_outputs(self, result: AuditResult, code: int) -> tuple[int, list[str]]:
+        """Write --html and --metrics; a failure is said, the page saved elsewhere, and USAGE is
+        OR-ed into the exit code (the audit itself is kept)."""
+        problems: list[str] = []
+        finished = now_ms()
+        if self.html is not None:
+            try:
+                page = render_html(
+                    result.roots,
+                    result.records,
+                    result.notes,
+                    result.summary,
+                    generated_at=iso_utc(self.started),
+                    version=__version__,
+                )
+                write_destination(self.html, page)
+            except UsageError as exc:
+                problems.append(str(exc))
+        if self.metrics is not None and self.interrupted:
+            problems.append(
+                f"--metrics {self.metrics.url} not written: the audit was interrupted (a partial audit would hide checkpoints)"
+            )
+        elif self.metrics is not None:
+            try:
+                text = render_metrics(
+                    result.records,
+                    result.summary,
+                    started_ms=self.started,
+                    finished_ms=finished,
+                    exit_code=code,
+                )
+                write_destination(self.metrics, text)
+            except UsageError as exc:
+                problems.append(str(exc))
+        if problems and not self.interrupted:
+            code |= ExitCode.USAGE
+        return code, problems
+
+    def finish(self) -> None:
+        """Write the outputs, then the summary (or the document, or the table), then exit."""
+        if self.plan is None:
+            from checkpoint_doctor.fleet.run import FleetPlan
+
+            self.plan = FleetPlan(roots=list(self.roots))
+        result = finish(self.plan, self.records, interrupted=self.interrupted)
+        code, problems = self._write_outputs(result, self._exit_code(result))
+        summary = {**result.summary, "exit_code": code}
+        if self.output_format == "jsonl":
+            _write_line(summary_line(result.roots, result.notes, summary, now_ms()))
+        elif self.output_format == "json":
+            emit(json_document("audit", audit_document(result.roots, result.records, result.notes, summary)))
+        else:
+            with layout(terminal_width()):
+                emit(
+                    render_audit(
+                        result.roots, result.records, result.notes, summary, verbose=invocation().verbose > 0
+                    )
+                )
+        for problem in problems:
+            click.echo(f"checkpoint-doctor: error: {problem}", err=True)
+        if self.interrupted:
+            raise CommandFailed(code, "interrupted: the records written so far are kept")
+        if not result.records:
+            raise CommandFailed(
+                code,
+                f"no checkpoint or file sink output found under {', '.join(result.roots)}; check the root or prefix",
+            )
+        if code:
+            raise CommandFailed(code)
+
+
+def _write_line(line: str) -> None:
+    """Write one JSON Lines line and flush it: a consumer (or a Ctrl-C) sees every finished record."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
 
 
 def _isatty(stream: Any) -> bool:
@@ -143,4 +401,3 @@ def _isatty(stream: Any) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
-

@@ -1,4 +1,4 @@
-"""``catch-up``: run the operator's job until a synchronous restart works (see ``execution.runner``).
+"""``catch-up``: run the operator's job until a synchronous restart works (see ``execution.catch_up``).
 
 Runs in the operator's Python with pyspark (the ``spark`` extra). The status line goes to stderr and
 is quiet in ``--format json``; stdout carries the verdict (a table, or one JSON document).
@@ -7,8 +7,9 @@ is quiet in ``--format json``; stdout carries the verdict (a table, or one JSON 
 from __future__ import annotations
 
 import sys
+import traceback
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -16,16 +17,57 @@ from checkpoint_doctor.cli.app import CommandFailed, emit, now_ms
 from checkpoint_doctor.cli.options import format_option, parse_storage_options, storage_options
 from checkpoint_doctor.errors import UsageError
 
+if TYPE_CHECKING:
+    from checkpoint_doctor.execution.catch_up import CatchUpRefusedError
+
 
 @click.command("catch-up")
 @click.argument("checkpoint")
-@click.option("--job", required=True, metavar="MODULE:FUNCTION|PATH.py:FUNCTION", help="Function that takes a SparkSession and returns the job's DataStreamWriter, not started.")
-@click.option("--batches", type=click.IntRange(min=1), default=2, show_default=True, help="Batches to run before stopping (async mode).")
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=300.0, show_default=True, metavar="SECONDS", help="Stop and give up if the batches have not run by then.")
-@click.option("--mode", type=click.Choice(["async", "sync"]), default="async", show_default=True, help="async: async progress tracking with interval 0; sync: re-run the uncommitted batch with Trigger.AvailableNow.")
-@click.option("--master", metavar="URL", help="Spark master (default: Spark's own, e.g. spark-defaults.conf or local[*]).")
-@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark conf for the session (repeatable).")
-@click.option("--live-window", type=click.FloatRange(min=0), default=600.0, show_default=True, metavar="SECONDS", help="Refuse if a batch was planned or a temp file written this recently (0: off).")
+@click.option(
+    "--job",
+    required=True,
+    metavar="MODULE:FUNCTION|PATH.py:FUNCTION",
+    help="Function that takes a SparkSession and returns the job's DataStreamWriter, not started.",
+)
+@click.option(
+    "--batches",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="Batches to run before stopping (async mode).",
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=1),
+    default=300.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Stop and give up if the batches have not run by then.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["async", "sync"]),
+    default="async",
+    show_default=True,
+    help="async: async progress tracking with interval 0; sync: re-run the uncommitted batch with Trigger.AvailableNow.",
+)
+@click.option(
+    "--master",
+    metavar="URL",
+    help="Spark master (default: Spark's own, e.g. spark-defaults.conf or local[*]).",
+)
+@click.option(
+    "--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark conf for the session (repeatable)."
+)
+@click.option(
+    "--live-window",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Refuse if a batch was planned or a temp file written this recently (0: off).",
+)
 @format_option
 @storage_options
 def catch_up_command(
@@ -42,8 +84,8 @@ def catch_up_command(
 ) -> None:
     """Run the streaming job with async progress tracking (interval 0) until the tail is durable,
     stop it, and re-diagnose for a synchronous restart."""
-    from checkpoint_doctor.execution.runner import CatchUpOptions, CatchUpRefusedError, run_catch_up
-    from checkpoint_doctor.render import json_document
+    from checkpoint_doctor.execution.catch_up import CatchUpOptions, CatchUpRefusedError, run_catch_up
+    from checkpoint_doctor.render.text import json_document
 
     opts = CatchUpOptions(
         checkpoint=checkpoint,
@@ -63,19 +105,40 @@ def catch_up_command(
     except CatchUpRefusedError as exc:
         if status:
             status.close()
-        data = exc.report.to_dict() if exc.report is not None else None
-        if output_format == "json":
-            error = {"type": "CatchUpRefused", "message": exc.refusal.message, **exc.refusal.to_dict(), "run": data}
-            emit(json_document("catch-up", error=error))
-        elif data is not None:
-            emit(render_catch_up(data))
-        raise CommandFailed(exc.refusal.exit_code, f"catch-up refused: {exc.refusal.message}\nnext: {exc.refusal.next_step}") from exc
-    if status:
-        status.close()
+        _refused(exc, output_format)
+    finally:
+        # Also before any other error (Spark cannot start, the checkpoint cannot be read): the
+        # status line must not be left unfinished in front of the error message.
+        if status:
+            status.close()
     data = report.to_dict()
     emit(json_document("catch-up", data) if output_format == "json" else render_catch_up(data))
     if report.exit_code:
         raise CommandFailed(report.exit_code)
+
+
+def _refused(exc: CatchUpRefusedError, output_format: str) -> NoReturn:
+    """Report a refusal: the run (if the query ran) on stdout, the refusal on stderr (and in JSON).
+
+    With ``--debug``, the job's own exception (a failed import or build) is printed with its
+    traceback: the refusal's one line is its first line only.
+    """
+    from checkpoint_doctor.render.text import json_document
+
+    refusal = exc.refusal
+    data = exc.report.to_dict() if exc.report is not None else None
+    if output_format == "json":
+        error = {"type": "CatchUpRefused", "message": refusal.message, **refusal.to_dict(), "run": data}
+        emit(json_document("catch-up", error=error))
+    elif data is not None:
+        emit(render_catch_up(data))
+    ctx = click.get_current_context(silent=True)
+    debug = bool(ctx and (ctx.find_root().obj or {}).get("debug"))
+    if debug and refusal.usage and exc.__cause__ is not None:
+        traceback.print_exception(type(exc.__cause__), exc.__cause__, exc.__cause__.__traceback__)
+    raise CommandFailed(
+        refusal.exit_code, f"catch-up refused: {refusal.message}\nnext: {refusal.next_step}"
+    ) from exc
 
 
 def _conf_pairs(confs: Sequence[str]) -> tuple[tuple[str, str], ...]:
@@ -83,7 +146,9 @@ def _conf_pairs(confs: Sequence[str]) -> tuple[tuple[str, str], ...]:
     for item in confs:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise UsageError(f"--conf {item!r} is not KEY=VALUE", hint="e.g. --conf spark.sql.shuffle.partitions=2")
+            raise UsageError(
+                f"--conf {item!r} is not KEY=VALUE", hint="e.g. --conf spark.sql.shuffle.partitions=2"
+            )
         out.append((key.strip(), value))
     return tuple(out)
 
@@ -99,10 +164,14 @@ class _StatusLine:
 
     def update(self, p: Any) -> None:
         if p.phase == "starting Spark":
-            text = "catch-up: starting Spark"
-        else:
-            done = f"{p.batches}/{p.wanted}" if self.mode == "async" else f"{p.batches}"
-            text = f"catch-up: batches {done}, rows {p.rows}, {p.elapsed_s:.0f} s elapsed ({p.phase})"
+            # A whole line even on a terminal: Spark's launcher and the JVM write to the same
+            # stderr next (a missing java, log lines before the log level is set).
+            self.close()
+            click.echo("catch-up: starting Spark", err=True)
+            self.key = (p.phase, p.batches)
+            return
+        done = f"{p.batches}/{p.wanted}" if self.mode == "async" else f"{p.batches}"
+        text = f"catch-up: batches {done}, rows {p.rows}, {p.elapsed_s:.0f} s elapsed ({p.phase})"
         if self.tty:
             click.echo("\r" + text.ljust(self.width), nl=False, err=True)
             self.width = max(self.width, len(text))
@@ -118,16 +187,21 @@ class _StatusLine:
 
 def render_catch_up(data: dict[str, Any]) -> str:
     """Return the verdict as text: what ran, the logs' tail, the synchronous restart, what next."""
-    from checkpoint_doctor.render import key_values, render_findings, render_prediction, section
+    from checkpoint_doctor.render.text import key_values, render_findings, render_prediction, section
 
     tail = data["tail"]
     ids = data["batch_ids"]
-    ran = f"{data['batches_run']}" + (f" of {data['batches_wanted']} wanted" if data["mode"] == "async" else "")
+    ran = f"{data['batches_run']}" + (
+        f" of {data['batches_wanted']} wanted" if data["mode"] == "async" else ""
+    )
     head = key_values(
         [
             ("Checkpoint", data["checkpoint"]),
             ("Job", f"{data['job']} ({data['mode']} mode, Spark {data['spark_version']})"),
-            ("Batches run", ran + (f": {ids[0]}..{ids[-1]}" if len(ids) > 1 else (f": {ids[0]}" if ids else ""))),
+            (
+                "Batches run",
+                ran + (f": {ids[0]}..{ids[-1]}" if len(ids) > 1 else (f": {ids[0]}" if ids else "")),
+            ),
             ("Rows", data["rows"]),
             ("Elapsed", f"{data['elapsed_s']} s" + (" (timed out)" if data["timed_out"] else "")),
             ("Offsets tail", ", ".join(map(str, tail["offsets"])) or "none"),
@@ -139,7 +213,8 @@ def render_catch_up(data: dict[str, Any]) -> str:
     diag = data["diagnosis"]
     blocks = [
         head,
-        "Verdict for a synchronous restart (async progress tracking off):\n" + render_prediction(diag["restart"]),
+        "Verdict for a synchronous restart (async progress tracking off):\n"
+        + render_prediction(diag["restart"]),
     ]
     if diag["findings"]:
         blocks.append(render_findings(diag["findings"], diag["counts"]))

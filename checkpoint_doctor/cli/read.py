@@ -9,11 +9,14 @@ import click
 
 from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
-    diagnose_options_from,
     diagnosis_options,
+    find_sink,
     format_option,
     load,
+    matrix_options_from,
+    own_writes_for,
     storage_options,
+    terminal_width,
 )
 from checkpoint_doctor.errors import UsageError
 
@@ -22,7 +25,9 @@ from checkpoint_doctor.errors import UsageError
 @click.argument("checkpoint")
 @format_option
 @click.option("--deep", is_flag=True, help="Parse every log file, not only what a restart reads.")
-@click.option("--sink-path", metavar="PATH", help="Output path of a file sink, to read its _spark_metadata log.")
+@click.option(
+    "--sink-path", metavar="PATH", help="Output path of a file sink, to read its _spark_metadata log."
+)
 @storage_options
 def inspect_command(
     checkpoint: str,
@@ -32,12 +37,16 @@ def inspect_command(
     storage_option: Sequence[str],
 ) -> None:
     """Show everything in a checkpoint: logs, latest batch, confs, state, debris, timeline."""
-    from checkpoint_doctor.inspection import inspect_report
-    from checkpoint_doctor.render import json_document, render_inspect
+    from checkpoint_doctor.diagnosis.inspection import inspect_report
+    from checkpoint_doctor.render.text import json_document, layout, render_inspect
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
     report = inspect_report(snapshot)
-    emit(json_document("inspect", report) if output_format == "json" else render_inspect(report))
+    if output_format == "json":
+        emit(json_document("inspect", report))
+        return
+    with layout(terminal_width()):
+        emit(render_inspect(report))
 
 
 @click.command("diagnose")
@@ -46,15 +55,31 @@ def inspect_command(
 @click.option("--deep", is_flag=True, help="Parse every log file, not only what a restart reads.")
 @format_option
 @storage_options
-def diagnose_command(checkpoint: str, deep: bool, output_format: str, storage_option: Sequence[str], **kw: Any) -> None:
-    """Predict what Spark does on restart, and list findings with stable codes."""
-    from checkpoint_doctor.diagnosis import diagnose
-    from checkpoint_doctor.render import json_document, render_diagnosis
+def diagnose_command(
+    checkpoint: str, deep: bool, output_format: str, storage_option: Sequence[str], **kw: Any
+) -> None:
+    """Predict what Spark does on restart, for every Spark line and plausible restart mode (the
+    restart matrix; --spark and --mode narrow it), and list findings with stable codes."""
+    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.render.hints import Hints
+    from checkpoint_doctor.render.text import json_document, layout, render_diagnosis, render_matrix
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    result = diagnose(snapshot, diagnose_options_from(kw))
-    data = result.to_dict()
-    emit(json_document("diagnose", data) if output_format == "json" else render_diagnosis(data))
+    note = None
+    if not kw["sink_path"]:
+        snapshot, note = find_sink(snapshot, checkpoint, storage_option)
+    result = diagnose_matrix(
+        snapshot, matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
+    )
+    hints = Hints.from_options(kw, storage_option)
+    if output_format == "json":
+        emit(json_document("diagnose", result.to_dict()))
+    else:
+        with layout(terminal_width()):
+            if len(result.cells) == 1:
+                emit(render_diagnosis(result.cells[0].diagnosis.to_dict(), hints))
+            else:
+                emit(render_matrix(result.to_dict(), hints=hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
 
@@ -67,13 +92,15 @@ def explain_command(code: str, output_format: str) -> None:
     from dataclasses import asdict
 
     from checkpoint_doctor.diagnosis.codes import CODES, lookup
-    from checkpoint_doctor.render import json_document, render_explain
+    from checkpoint_doctor.render.text import json_document, layout, render_explain
 
     info = lookup(code)
     if info is None:
         raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")
     data = asdict(info)
     data["search"] = list(info.search)
-    emit(json_document("explain", data) if output_format == "json" else render_explain(data))
-
-
+    if output_format == "json":
+        emit(json_document("explain", data))
+        return
+    with layout(terminal_width()):
+        emit(render_explain(data))

@@ -1,4 +1,4 @@
-"""Commands that change a checkpoint: plan (read-only), apply, undo."""
+"""Commands that change a checkpoint: plan (read-only), apply, undo, and the history of applies."""
 
 from __future__ import annotations
 
@@ -8,92 +8,234 @@ from typing import Any
 
 import click
 
-from checkpoint_doctor.cli.app import EXIT_ERRORS, EXIT_USAGE, CommandFailed, emit, now_ms
+from checkpoint_doctor.cli.app import CommandFailed, emit, now_ms
 from checkpoint_doctor.cli.options import (
-    diagnose_options_from,
     diagnosis_options,
+    find_sink,
     format_option,
     load,
+    matrix_options_from,
+    own_writes_for,
     parse_storage_options,
     storage_options,
-    write_local_file,
 )
+from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import UsageError
+from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.render.hints import Hints, public_storage_options, storage_pairs
+
+#: ``plan --strategy`` choices (the registry's families, in rank order).
+STRATEGY_CHOICES = (
+    "bridge",
+    "catch-up",
+    "quarantine",
+    "rewrite",
+    "recreate-metadata",
+    "rollback",
+    "reset-state",
+    "start-over",
+    "restart-on-writer",
+    "restart-in-mode",
+)
+SINK_CHOICES = ("file", "delta", "foreachBatch", "kafka", "foreach", "console", "noop", "memory")
+
+
+def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
+    out = []
+    for value in values:
+        op, _, name = value.partition(":")
+        if not op.isdigit():
+            raise UsageError(
+                f"--state-store {value!r} is not OPERATOR_ID[:STORE_NAME]", hint="e.g. --state-store 0"
+            )
+        out.append((int(op), name or "default"))
+    return tuple(out)
 
 
 @click.command("plan")
 @click.argument("checkpoint")
-@click.option("--strategy", type=click.Choice(["bridge", "quarantine", "rollback", "recreate-metadata", "catch-up"]), help="Prefer this strategy where it applies (default: the safest ranked option).")
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGY_CHOICES),
+    help="Prefer this strategy where it applies (default: the safest ranked option).",
+)
 @click.option("-o", "--output", "output", metavar="FILE", help="Write the plan JSON to FILE.")
-@click.option("--accept-data-loss", is_flag=True, help="Allow options that re-plan batches a sink already committed.")
-@click.option("--query-id", metavar="UUID", help="Query id for recreate-metadata (the old id, from driver logs).")
-@click.option("--job", metavar="MODULE:FUNCTION", help="The streaming job, recorded in a catch-up step's command.")
+@click.option("--force", is_flag=True, help="Overwrite the -o file if it exists.")
+@click.option(
+    "--accept-data-loss",
+    is_flag=True,
+    help="Allow options that can lose data (re-planned committed batches a sink may skip, a state reset, a new start).",
+)
+@click.option(
+    "--sink",
+    "sink_kind",
+    type=click.Choice(SINK_CHOICES),
+    help="The query's sink, for data-loss accounting (default: unknown; --sink-path means file).",
+)
+@click.option(
+    "--query-id", metavar="UUID", help="Query id for recreate-metadata (the old id, from driver logs)."
+)
+@click.option(
+    "--job", metavar="MODULE:FUNCTION", help="The streaming job, recorded in a catch-up step's command."
+)
+@click.option(
+    "--state-store",
+    "state_store",
+    multiple=True,
+    metavar="OP[:STORE]",
+    help="A stateful operator's store to recreate when state/ is gone (repeatable; default 0:default).",
+)
+@click.option("--deep", is_flag=True, help="Read every batch file (a rollback may then keep an older batch).")
 @diagnosis_options
 @format_option
 @storage_options
-def plan_command(checkpoint: str, strategy: str | None, output: str | None, accept_data_loss: bool, query_id: str | None, job: str | None, output_format: str, storage_option: Sequence[str], **kw: Any) -> None:
+def plan_command(
+    checkpoint: str,
+    strategy: str | None,
+    output: str | None,
+    force: bool,
+    accept_data_loss: bool,
+    sink_kind: str | None,
+    query_id: str | None,
+    job: str | None,
+    state_store: Sequence[str],
+    deep: bool,
+    output_format: str,
+    storage_option: Sequence[str],
+    **kw: Any,
+) -> None:
     """Propose a repair plan (read-only): ranked options, consequences, steps, preconditions."""
-    from checkpoint_doctor.diagnosis import diagnose
-    from checkpoint_doctor.planning import PlanOptions, plan_repair
-    from checkpoint_doctor.render import json_document, render_plan
+    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.planning import PlanOptions
+    from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.render.text import json_document, render_plan
 
-    snapshot = load(checkpoint, storage_option, deep=False, sink_path=kw["sink_path"])
-    dopts = diagnose_options_from(kw)
-    diagnosis = diagnose(snapshot, dopts)
-    plan = plan_repair(snapshot, diagnosis, PlanOptions(strategy=strategy, accept_data_loss=accept_data_loss, query_id=query_id, job=job, diagnose=dopts))
+    options = parse_storage_options(storage_option)
+    dest = None
     if output:
-        write_local_file(output, plan.to_json(), "-o")
+        reading = [open_storage(checkpoint, options)]
+        if kw["sink_path"]:
+            reading.append(open_storage(kw["sink_path"], options))
+        dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
+    snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    note = None
+    if not kw["sink_path"]:
+        snapshot, note = find_sink(snapshot, checkpoint, storage_option)
+        if dest is not None and snapshot.sink is not None:  # a sink found beside the checkpoint is read too
+            check_outside(dest, [open_storage(snapshot.sink.url, options)])
+    mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
+    matrix = diagnose_matrix(snapshot, mopts)
+    request = PlanOptions(
+        strategy=strategy,
+        accept_data_loss=accept_data_loss,
+        query_id=query_id,
+        job=job,
+        sink_kind=sink_kind,
+        state_stores=_state_stores(state_store),
+        depth="deep" if deep else "default",
+        diagnose=mopts.base,
+    )
+    plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
+    if dest is not None:
+        write_destination(dest, plan.to_json())
     data = plan.to_dict()
-    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output))
+    hints = Hints.from_options(kw, storage_option)
+    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints))
     if plan.unresolved:
-        raise CommandFailed(EXIT_ERRORS)
+        raise CommandFailed(ExitCode.ERRORS)
 
 
 def _read_plan(path: str) -> Any:
+    from checkpoint_doctor.errors import PlanFormatError
+    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES, DocumentError, parse_json_document
     from checkpoint_doctor.planning.plan import RepairPlan
 
+    hint = "pass the file written by 'plan -o'"
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_DOCUMENT_BYTES + 1)  # bounded: a plan is kilobytes
     except OSError as exc:
-        raise UsageError(f"cannot read plan {path}: {exc.strerror or exc}", hint="pass the file written by 'plan -o'") from exc
-    return RepairPlan.from_json(text)
+        raise UsageError(f"cannot read plan {path}: {exc.strerror or exc}", hint=hint) from exc
+    try:
+        document = parse_json_document(data)
+    except DocumentError as exc:
+        raise PlanFormatError(f"{path} is not a plan: {exc.reason}", hint=hint) from exc
+    return RepairPlan.from_dict(document)
 
 
 @click.command("apply")
 @click.argument("plan_file", metavar="PLAN.json")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--backup-dir", metavar="URI", help="Where backups and the journal go (default: <checkpoint>.checkpoint-doctor/<plan-id>/).")
-@click.option("--dry-run", is_flag=True, help="Check every precondition, then stop.")
+@click.option(
+    "--backup-dir",
+    metavar="URI",
+    help="Where backups and the journal go (default: <checkpoint>.checkpoint-doctor/<plan-id>/).",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Verify the plan and every precondition, list every step and file, then stop.",
+)
 @format_option
 @storage_options
-def apply_command(plan_file: str, yes: bool, backup_dir: str | None, dry_run: bool, output_format: str, storage_option: Sequence[str]) -> None:
-    """Apply a plan: check preconditions, back up, change, journal, re-diagnose."""
-    from checkpoint_doctor.execution.executor import apply_plan, default_backup_url
-    from checkpoint_doctor.render import json_document, render_apply, render_plan
-    from checkpoint_doctor.storage import open_store
+def apply_command(
+    plan_file: str,
+    yes: bool,
+    backup_dir: str | None,
+    dry_run: bool,
+    output_format: str,
+    storage_option: Sequence[str],
+) -> None:
+    """Apply a plan: verify it against the live checkpoint, back up, change, journal, re-diagnose."""
+    from checkpoint_doctor.execution.executor import apply_plan
+    from checkpoint_doctor.execution.journal import tool_url
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.render.text import json_document, render_apply, render_plan
 
     plan = _read_plan(plan_file)
-    options = parse_storage_options(storage_option)
-    checkpoint = open_store(plan.checkpoint, options)
-    sink = open_store(plan.sink, options) if plan.sink else None
-    backup = open_store(backup_dir or default_backup_url(checkpoint.url, plan.plan_id), options)
+    # The plan records how to reach its checkpoint (never credentials); the command line adds to it.
+    options = {**plan.storage_options, **parse_storage_options(storage_option)}
+    checkpoint = open_storage(plan.checkpoint, options)
+    sink = open_storage(plan.sink, options) if plan.sink else None
+    tool = open_storage(tool_url(checkpoint.url), options)
+    backup = open_storage(backup_dir, options) if backup_dir else None
 
     def confirm(p: Any) -> bool:
         if yes:
             return True
         if not sys.stdin.isatty():
-            raise UsageError("apply changes the checkpoint and needs confirmation", hint="pass --yes when not on a terminal")
+            raise UsageError(
+                "apply changes the checkpoint and needs confirmation",
+                hint="pass --yes when not on a terminal",
+            )
         click.echo(render_plan(p.to_dict(), None), err=True)
         return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
 
-    result = apply_plan(plan, checkpoint, sink=sink, backup=backup, now_ms=now_ms(), dry_run=dry_run, confirm=None if dry_run else confirm)
+    result = apply_plan(
+        plan,
+        checkpoint,
+        sink=sink,
+        tool=tool,
+        backup=backup,
+        now_ms=now_ms(),
+        dry_run=dry_run,
+        confirm=None if dry_run else confirm,
+    )
     data = result.to_dict()
-    emit(json_document("apply", data) if output_format == "json" else render_apply(data))
-    if not dry_run and result.steps_done == 0 and result.journal_url is None and plan.executable_steps:
-        raise CommandFailed(EXIT_USAGE, "not applied: confirmation declined")
+    # The undo hint carries how the storage was reached (the plan's options and the flags), no secret.
+    hints = Hints(storage_options=storage_pairs(options))
+    emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
+    if result.cancelled:
+        raise CommandFailed(ExitCode.REFUSED)
+    if not plan.executable_steps and not result.manual_steps:
+        raise CommandFailed(ExitCode.REFUSED)
     if result.after is not None and result.after.exit_code:
         raise CommandFailed(result.after.exit_code)
+
+
+def _journal_location(journal: str) -> str:
+    return journal[: -len("/journal.jsonl")] if journal.endswith("/journal.jsonl") else journal
 
 
 @click.command("undo")
@@ -104,13 +246,33 @@ def apply_command(plan_file: str, yes: bool, backup_dir: str | None, dry_run: bo
 def undo_command(journal: str, force: bool, output_format: str, storage_option: Sequence[str]) -> None:
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
     from checkpoint_doctor.execution.executor import undo_journal
-    from checkpoint_doctor.render import json_document, render_undo
-    from checkpoint_doctor.storage import open_store
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.render.text import json_document, render_undo
 
     options = parse_storage_options(storage_option)
-    location = journal[: -len("/journal.jsonl")] if journal.endswith("/journal.jsonl") else journal
-    result = undo_journal(open_store(location, options), lambda url: open_store(url, options), force=force)
+    result = undo_journal(
+        open_storage(_journal_location(journal), options),
+        lambda url: open_storage(url, options),
+        force=force,
+        now_ms=now_ms(),
+    )
     data = result.to_dict()
     emit(json_document("undo", data) if output_format == "json" else render_undo(data))
 
 
+@click.command("history")
+@click.argument("checkpoint")
+@format_option
+@storage_options
+def history_command(checkpoint: str, output_format: str, storage_option: Sequence[str]) -> None:
+    """List the applies made to a checkpoint, newest last, with their state (applied, undone, ...)."""
+    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.render.text import json_document, render_history
+
+    options = parse_storage_options(storage_option)
+    store = open_storage(checkpoint, options)
+    rows = apply_history(store.url, lambda url: open_storage(url, options))
+    data = {"checkpoint": store.url, "applies": rows}
+    hints = Hints(storage_options=public_storage_options(storage_option))
+    emit(json_document("history", data) if output_format == "json" else render_history(data, hints))

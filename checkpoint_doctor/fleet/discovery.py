@@ -6,6 +6,9 @@ and works out everything else from that listing:
 * a directory is a **checkpoint** when it holds ``offsets/``, ``commits/`` or a ``metadata`` file;
 * a directory is a **file sink output** when it holds ``_spark_metadata/``;
 * a directory holding ``_delta_log/`` is a Delta table: skipped, with a note;
+* a directory named ``<name>.checkpoint-doctor`` holds checkpoint-doctor's own backups, journals and
+  lock for the checkpoint ``<name>`` (its backed-up files look like a damaged checkpoint): skipped,
+  with a note;
 * a directory with files but none of the above anywhere below it is skipped, with a note.
 
 Targets nest: a checkpoint inside a checkpoint (``a/`` and ``a/old/``), a checkpoint inside a sink's
@@ -36,8 +39,12 @@ SINK = "sink"
 CHECKPOINT_OWNED = ("offsets", "commits", "state", "sources")
 SINK_LOG = "_spark_metadata"
 DELTA_LOG = "_delta_log"
+#: checkpoint-doctor's own directory beside each checkpoint it repaired (execution.journal.TOOL_SUFFIX).
+TOOL_DIR_SUFFIX = ".checkpoint-doctor"
+TOOL = "tool"
 
 NOTE_DELTA = "delta-table"
+NOTE_TOOL = "checkpoint-doctor-backups"
 NOTE_NEITHER = "not-a-checkpoint"
 NOTE_STRAY = "stray-files"
 NOTE_EXCLUDED = "excluded"
@@ -92,13 +99,17 @@ def _ancestors(path: str) -> Iterable[str]:
         yield path
 
 
-def _candidates(listing: Listing) -> tuple[dict[tuple[str, str], list[str]], list[str]]:
-    """Return {(kind, dir): evidence} and the Delta table directories, from names alone."""
+def _candidates(listing: Listing) -> tuple[dict[tuple[str, str], list[str]], list[str], list[str]]:
+    """Return {(kind, dir): evidence}, the Delta table directories and checkpoint-doctor's own
+    directories, from names alone."""
     found: dict[tuple[str, str], list[str]] = {}
     deltas: list[str] = []
+    tools: list[str] = []
     for d in listing.dirs:
         parent, _, name = d.rpartition("/")
-        if name == "offsets" or name == "commits":
+        if name.endswith(TOOL_DIR_SUFFIX) and len(name) > len(TOOL_DIR_SUFFIX):
+            tools.append(d)
+        elif name == "offsets" or name == "commits":
             found.setdefault((CHECKPOINT, parent), []).append(f"{name}/")
         elif name == SINK_LOG:
             found.setdefault((SINK, parent), []).append(f"{SINK_LOG}/")
@@ -107,7 +118,7 @@ def _candidates(listing: Listing) -> tuple[dict[tuple[str, str], list[str]], lis
     for column in listing.columns:
         if "metadata" in column.names and column.path.rpartition("/")[2] != "_metadata":
             found.setdefault((CHECKPOINT, column.path), []).append("metadata")
-    return found, deltas
+    return found, deltas, tools
 
 
 def _owned_by(kind: str, path: str) -> tuple[str, ...]:
@@ -115,6 +126,8 @@ def _owned_by(kind: str, path: str) -> tuple[str, ...]:
         return tuple(join(path, d) for d in CHECKPOINT_OWNED)
     if kind == SINK:
         return (join(path, SINK_LOG),)
+    if kind == TOOL:
+        return (path,)
     return (join(path, DELTA_LOG),)
 
 
@@ -143,17 +156,22 @@ def discover(
     against its URL (``root_url`` + path): with includes, only matching targets are kept; a target
     matching an exclude is dropped. Left-out targets get a note.
     """
-    found, deltas = _candidates(listing)
+    found, deltas, tools = _candidates(listing)
     owned: set[str] = set()
     accepted: list[Target] = []
     kept_deltas: list[str] = []
-    # Shallow first, so a directory's owner is known before anything below it is considered.
-    order = sorted([*found, *((DELTA_LOG, d) for d in deltas)], key=lambda kp: (_depth(kp[1]), kp[1], kp[0]))
+    kept_tools: list[str] = []
+    # Shallow first, so a directory's owner is known before anything below it is considered (a tool
+    # directory before the offsets/ and commits/ of the backups it holds).
+    candidates = [*found, *((DELTA_LOG, d) for d in deltas), *((TOOL, d) for d in tools)]
+    order = sorted(candidates, key=lambda kp: (_depth(kp[1]), kp[1], kp[0]))
     for kind, path in order:
         if path in owned or any(a in owned for a in _ancestors(path)):
             continue
         owned.update(_owned_by(kind, path))
-        if kind == DELTA_LOG:
+        if kind == TOOL:
+            kept_tools.append(path)
+        elif kind == DELTA_LOG:
             kept_deltas.append(path)
         else:
             accepted.append(Target(kind, path, tuple(sorted(set(found[(kind, path)])))))
@@ -166,16 +184,36 @@ def discover(
             continue
         glob = matches(exclude, target.path, url)
         if glob is not None:
-            notes.append(Note(target.path, NOTE_EXCLUDED, f"{_what(target)} left out: matches --exclude {glob!r}"))
+            notes.append(
+                Note(target.path, NOTE_EXCLUDED, f"{_what(target)} left out: matches --exclude {glob!r}")
+            )
             continue
         targets.append(target)
     notes.extend(
-        Note(d, NOTE_DELTA, "a Delta table (_delta_log/), not a streaming checkpoint: skipped") for d in kept_deltas
+        Note(d, NOTE_DELTA, "a Delta table (_delta_log/), not a streaming checkpoint: skipped")
+        for d in kept_deltas
     )
-    notes.extend(_uncovered_notes(listing, [t.path for t in accepted] + kept_deltas))
+    notes.extend(
+        Note(d, NOTE_TOOL, "checkpoint-doctor's own backups and journals, not a checkpoint: skipped")
+        for d in kept_tools
+    )
+    notes.extend(_uncovered_notes(listing, [t.path for t in accepted] + kept_deltas + kept_tools))
     targets.sort(key=lambda t: (t.path, t.kind != CHECKPOINT))
     notes.sort(key=lambda n: (n.path, n.kind))
     return Discovery(tuple(targets), tuple(notes))
+
+
+def left_out(rel: str, root_url: str, *, include: Sequence[str], exclude: Sequence[str]) -> str | None:
+    """Return why a directory is left out by ``--include``/``--exclude`` (matching it or a
+    directory above it), or None when it is audited."""
+    paths = [rel, *(a for a in _ancestors(rel) if a)]
+    if include and not any(matches(include, p, url_join(root_url, p)) for p in paths):
+        return "matches no --include"
+    for p in paths:
+        glob = matches(exclude, p, url_join(root_url, p))
+        if glob is not None:
+            return f"matches --exclude {glob!r}"
+    return None
 
 
 def _what(target: Target) -> str:
@@ -186,7 +224,13 @@ def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:
     """Notes for directories holding files but no target, and for files lying outside every target."""
     if not covered:
         if listing.file_count:
-            return [Note("", NOTE_EMPTY, f"no checkpoint, file sink output or Delta table in {listing.file_count} files")]
+            return [
+                Note(
+                    "",
+                    NOTE_EMPTY,
+                    f"no checkpoint, file sink output or Delta table in {listing.file_count} files",
+                )
+            ]
         return [Note("", NOTE_EMPTY, "no checkpoint, file sink output or Delta table: nothing is listed")]
     inside = set(covered)
     leading: set[str] = set()
@@ -206,7 +250,11 @@ def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:
         count = index.count(d)
         if count:
             noun = "file" if count == 1 else "files"
-            notes.append(Note(d, NOTE_NEITHER, f"neither a checkpoint nor a file sink output ({count} {noun}): skipped"))
+            notes.append(
+                Note(
+                    d, NOTE_NEITHER, f"neither a checkpoint nor a file sink output ({count} {noun}): skipped"
+                )
+            )
     for parent in sorted(leading):
         count = index.files_in(parent)
         if count:
@@ -239,6 +287,7 @@ class TreeIndex:
         self._paths = [c.path for c in columns]
         self._before = list(accumulate((len(c.names) for c in columns), initial=0))
         self._dirs = sorted(listing.dirs)
+        self._unlisted = sorted(listing.unlisted)
 
     @staticmethod
     def _span(paths: list[str], prefix: str) -> tuple[int, int]:
@@ -273,7 +322,14 @@ class TreeIndex:
         if exact is not None:
             columns.insert(0, _rerooted(self._columns[exact], ""))
         dlo, dhi = self._span(self._dirs, prefix)
-        return Listing(dirs=tuple(d[cut:] for d in self._dirs[dlo:dhi]), columns=tuple(columns))
+        unlisted = tuple(
+            (path[cut:] if path != prefix else "", code)
+            for path, code in self._unlisted
+            if path == prefix or path.startswith(prefix + "/")
+        )
+        return Listing(
+            dirs=tuple(d[cut:] for d in self._dirs[dlo:dhi]), columns=tuple(columns), unlisted=unlisted
+        )
 
 
 def _rerooted(column: DirEntries, path: str) -> DirEntries:

@@ -1,0 +1,196 @@
+"""The Python API: what the command line does, as functions returning typed values.
+
+``checkpoint_doctor.inspect``, ``diagnose``, ``plan`` and ``audit`` (re-exported by the package)
+read through the same storage layer and run the same pure core as the CLI; nothing here prints or
+exits. Paths are local paths, ``file:`` URIs, ``s3://`` or any fsspec URL; ``storage_options`` are
+fsspec's (``{"client_kwargs": {"endpoint_url": ...}}``; credentials come from the environment).
+Errors are :class:`~checkpoint_doctor.errors.CheckpointDoctorError` subclasses with a one-line message.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
+from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions
+from checkpoint_doctor.diagnosis.timeline import TimelineRow, timeline
+from checkpoint_doctor.errors import NotACheckpointError
+from checkpoint_doctor.fleet.run import AuditResult
+from checkpoint_doctor.planning.plan import RepairPlan
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+#: The default of ``live_window_s``: a batch planned this recently means a query may be live.
+LIVE_WINDOW_S = 600.0
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """What ``inspect`` shows: the snapshot, who wrote it and how, and the newest batch ids."""
+
+    checkpoint: str
+    query_id: str | None
+    mode: str
+    written_by: WriterGuess
+    timeline: tuple[TimelineRow, ...]
+    snapshot: CheckpointSnapshot
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``inspect --format json``'s ``result``."""
+        from checkpoint_doctor.diagnosis.inspection import inspect_report
+
+        return inspect_report(self.snapshot)
+
+
+def _local(url: str) -> str:
+    from checkpoint_doctor.cli.options import normalize_url
+
+    return normalize_url(url)
+
+
+def load(
+    checkpoint: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    sink_path: str | None = None,
+    deep: bool = False,
+) -> CheckpointSnapshot:
+    """Read a checkpoint (and a file sink's log) into a snapshot.
+
+    Raises:
+        NotACheckpointError: the directory holds no checkpoint.
+        StorageError: it cannot be read.
+    """
+    from checkpoint_doctor.cli.options import describe_non_checkpoint
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    snapshot = load_checkpoint(
+        _local(checkpoint),
+        storage_options=storage_options,
+        depth="deep" if deep else "default",
+        sink_path=_local(sink_path) if sink_path else None,
+    )
+    if not snapshot.is_checkpoint:
+        raise NotACheckpointError(snapshot.root, describe_non_checkpoint(snapshot.files, snapshot.dirs))
+    return snapshot
+
+
+def inspect(
+    checkpoint: str,
+    *,
+    storage_options: Mapping[str, Any] | None = None,
+    sink_path: str | None = None,
+    deep: bool = False,
+) -> Inspection:
+    """Return what a checkpoint holds (``checkpoint-doctor inspect``)."""
+    snapshot = load(checkpoint, storage_options=storage_options, sink_path=sink_path, deep=deep)
+    mode = detect_mode(snapshot).mode
+    return Inspection(
+        checkpoint=snapshot.root,
+        query_id=snapshot.query_id,
+        mode=mode,
+        written_by=detect_writer(snapshot),
+        timeline=timeline(snapshot, mode),
+        snapshot=snapshot,
+    )
+
+
+def _options(
+    spark: Sequence[str], mode: Sequence[str], stateful: bool | None, live_window_s: float, now_ms: int | None
+) -> MatrixOptions:
+    from checkpoint_doctor.diagnosis.versions import line_of
+
+    return MatrixOptions(
+        lines=tuple(dict.fromkeys(line_of(v) for v in spark)),
+        modes=tuple(mode),
+        base=DiagnoseOptions(
+            stateful=stateful,
+            live_window_s=live_window_s,
+            now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
+        ),
+    )
+
+
+def diagnose(
+    target: str | CheckpointSnapshot,
+    *,
+    spark: Sequence[str] = (),
+    mode: Sequence[str] = (),
+    stateful: bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    sink_path: str | None = None,
+    live_window_s: float = LIVE_WINDOW_S,
+    now_ms: int | None = None,
+) -> MatrixDiagnosis:
+    """Return the restart matrix of a checkpoint (a URL, or a snapshot from :func:`load`):
+    ``checkpoint-doctor diagnose``. ``spark`` (lines or versions: ``"4.3"``, ``"4.3.0"``) and
+    ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's."""
+    snapshot = (
+        target
+        if isinstance(target, CheckpointSnapshot)
+        else load(target, storage_options=storage_options, sink_path=sink_path)
+    )
+    return diagnose_matrix(snapshot, _options(spark, mode, stateful, live_window_s, now_ms))
+
+
+def plan(
+    target: str | CheckpointSnapshot,
+    *,
+    spark: Sequence[str] = (),
+    mode: Sequence[str] = (),
+    stateful: bool | None = None,
+    strategy: str | None = None,
+    accept_data_loss: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
+    sink_path: str | None = None,
+    live_window_s: float = LIVE_WINDOW_S,
+    now_ms: int | None = None,
+) -> RepairPlan:
+    """Return the repair plan for the restarts that fail (``checkpoint-doctor plan``; read-only).
+    ``plan.to_json()`` is the file ``apply`` takes."""
+    from checkpoint_doctor.planning import PlanOptions
+    from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
+
+    snapshot = (
+        target
+        if isinstance(target, CheckpointSnapshot)
+        else load(target, storage_options=storage_options, sink_path=sink_path)
+    )
+    options = _options(spark, mode, stateful, live_window_s, now_ms)
+    matrix = diagnose_matrix(snapshot, options)
+    return plan_for_matrix(
+        snapshot,
+        matrix,
+        PlanOptions(strategy=strategy, accept_data_loss=accept_data_loss, diagnose=options.base),
+    )
+
+
+def audit(
+    roots: str | Sequence[str],
+    *,
+    spark: Sequence[str] = (),
+    mode: Sequence[str] = (),
+    storage_options: Mapping[str, Any] | None = None,
+    live_window_s: float = LIVE_WINDOW_S,
+    jobs: int | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    now_ms: int | None = None,
+) -> AuditResult:
+    """Audit every checkpoint and file sink output under the roots (``checkpoint-doctor audit``):
+    ``.records`` (one dict per directory, ``audit-record.json``), ``.summary``, ``.notes``,
+    ``.exit_code``."""
+    from checkpoint_doctor.fleet.run import audit as run_audit
+
+    names = [roots] if isinstance(roots, str) else list(roots)
+    return run_audit(
+        [_local(r) for r in names],
+        storage_options,
+        options=_options(spark, mode, None, live_window_s, now_ms),
+        jobs=jobs,
+        include=include,
+        exclude=exclude,
+    )

@@ -1,0 +1,256 @@
+"""The audit as one self-contained HTML page, rendered with Jinja2 (``templates/audit.html.j2``,
+autoescaped). Pure: records in, a string out.
+
+For the scheduled-audit use case: a headline (how many checkpoints will not restart), counts by
+verdict and by finding code, then one row per audited directory, worst first, sortable (verdict,
+path, codes) and filterable (verdict, code, part of the path; the filter is kept in the URL's
+``#fragment``, so a link shows the same rows), with the next command to run and a small picture of
+the newest batch ids: one column per batch id (oldest left), one row each for ``offsets/``,
+``commits/`` and the state version the batch commits (a sink output: its ``_spark_metadata`` log).
+Damage has its own colour: a missing file is red, an empty, truncated, too-new or otherwise damaged
+one is a darker shade, so a broken tail is seen, not read. Long lists of skipped paths are folded.
+
+No network resources: inline CSS, inline SVG and one inline script; no fonts, images or links.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+from checkpoint_doctor.diagnosis.timeline import (
+    ABSENT,
+    COMPACT,
+    DAMAGED,
+    EMPTY_FILE,
+    FOLDED,
+    MISSING,
+    NONE,
+    PARTIAL,
+    PENDING,
+    PRESENT,
+    STATES,
+    TOO_NEW,
+    TRUNCATED,
+)
+from checkpoint_doctor.fleet.report import (
+    ERROR,
+    NOTES_SHOWN,
+    OK,
+    UNREADABLE,
+    VERDICT_ORDER,
+    VERDICTS,
+    WARNING,
+)
+
+#: Cell fills of the timeline picture. ``MISSING_COLOUR`` is used for nothing else on the page.
+MISSING_COLOUR = "#e0301e"
+CELL_FILL = {
+    PRESENT: "#3a9e5c",
+    MISSING: MISSING_COLOUR,
+    EMPTY_FILE: "#8c1c13",
+    TRUNCATED: "#b8541a",
+    TOO_NEW: "#7b3fa0",
+    DAMAGED: "#5c1410",
+    PENDING: "#ffffff",
+    PARTIAL: "#f2a93b",
+    ABSENT: "#e3e6ea",
+    COMPACT: "#1f6f43",
+    FOLDED: "#c4e3cf",
+}
+CELL_STROKE = {PENDING: "#7a818c"}
+CELL_TEXT = {
+    PRESENT: "present",
+    MISSING: "missing",
+    EMPTY_FILE: "empty file (0 bytes or only the version line)",
+    TRUNCATED: "truncated (the JSON ends early)",
+    TOO_NEW: "written by a newer Spark (log version too new)",
+    DAMAGED: "damaged (cannot be parsed)",
+    PENDING: "not written yet (batch in flight when the query stopped)",
+    PARTIAL: "present in some stores only",
+    ABSENT: "absent (expected gap)",
+    COMPACT: "compact file",
+    FOLDED: "folded into a .compact file",
+}
+LEGEND_TEXT = {
+    PRESENT: "present",
+    MISSING: "missing",
+    EMPTY_FILE: "empty",
+    TRUNCATED: "truncated",
+    TOO_NEW: "too new",
+    DAMAGED: "damaged",
+    PENDING: "batch in flight",
+    PARTIAL: "in some stores",
+    ABSENT: "expected gap",
+    COMPACT: "sink .compact",
+    FOLDED: "folded into .compact",
+}
+VERDICT_COLOUR = {ERROR: "#a8231b", UNREADABLE: "#6b4fa0", WARNING: "#9a6a12", OK: "#2f7d4a"}
+
+CELL = 14
+GAP = 2
+LABEL_W = 16
+ROW_LABELS = (("offsets", "o"), ("commit", "c"), ("state", "s"))
+ROW_WORDS = {"offsets": "offsets", "commit": "commits", "state": "state", "sink": "_spark_metadata"}
+#: The "Skipped" list is folded when it is longer than this.
+NOTES_OPEN = NOTES_SHOWN
+
+
+@lru_cache(maxsize=1)
+def _template() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("checkpoint_doctor.fleet", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+    )
+    return env.get_template("audit.html.j2")
+
+
+def _cell_title(cell: Mapping[str, Any], key: str) -> str:
+    title = f"batch {cell['batch_id']}: {ROW_WORDS[key]} {CELL_TEXT[cell[key]]}"
+    stores = cell.get("state_stores")
+    if key == "state" and stores:
+        title += f" ({stores[0]}/{stores[1]} stores)"
+    return title
+
+
+def picture(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """Return the layout of a record's timeline picture (None when it has no batches)."""
+    cells = list(reversed(record.get("timeline") or []))
+    if not cells:
+        return None
+    if record["kind"] == "sink":
+        rows = [("sink", "log")]
+    else:
+        rows = [(key, label) for key, label in ROW_LABELS if any(c[key] != NONE for c in cells)]
+    width = LABEL_W + len(cells) * (CELL + GAP)
+    laid = []
+    for r, (key, label) in enumerate(rows):
+        laid.append(
+            {
+                "y": r * (CELL + GAP),
+                "label": label,
+                "cells": [
+                    {"x": LABEL_W + i * (CELL + GAP), "state": c[key], "title": _cell_title(c, key)}
+                    for i, c in enumerate(cells)
+                    if c[key] != NONE
+                ],
+            }
+        )
+    return {
+        "width": width,
+        "height": len(rows) * (CELL + GAP) + 12,
+        "base": len(rows) * (CELL + GAP) + 9,
+        "first": cells[0]["batch_id"],
+        "last": cells[-1]["batch_id"],
+        "rows": laid,
+    }
+
+
+def cell_states(records: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Return the cell states the pictures of these records use."""
+    states: set[str] = set()
+    for record in records:
+        if record.get("error"):
+            continue
+        for cell in record.get("timeline") or ():
+            states.update(v for k, v in cell.items() if k in ("offsets", "commit", "state", "sink"))
+    return states
+
+
+def _findings(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    findings = record.get("findings")
+    if findings is None and record.get("diagnosis"):
+        findings = record["diagnosis"].get("findings")
+    return list(findings or [])
+
+
+def _row(record: Mapping[str, Any]) -> dict[str, Any]:
+    restart = record.get("restart") or {}
+    latest = (record.get("sink_log") or {}).get("latest")
+    return {
+        "rank": VERDICT_ORDER[record["verdict"]],
+        "verdict": record["verdict"],
+        "colour": VERDICT_COLOUR[record["verdict"]],
+        "url": record["url"],
+        "kind_label": {"sink": "sink output", "root": "root"}.get(record["kind"], ""),
+        "error": (record.get("error") or {}).get("message"),
+        "summary": restart.get("summary"),
+        "fails": restart.get("outcome") == "fails",
+        "lines": record.get("lines"),
+        "sink_text": f"file sink output; latest sink batch {latest if latest is not None else '-'}",
+        "pairing": record.get("pairing"),
+        "findings": _findings(record),
+        "next_step": record.get("next_step"),
+        "codes": " ".join(record["codes"]),
+        "picture": None if record.get("error") else picture(record),
+    }
+
+
+def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
+    fails = summary["restart_fails"]
+    verdicts = summary["verdicts"]
+    cards = [{"alert": bool(fails), "colour": None, "n": fails, "label": "will not restart"}]
+    for v in (ERROR, UNREADABLE, WARNING, OK):
+        cards.append(
+            {
+                "alert": False,
+                "colour": VERDICT_COLOUR[v] if verdicts[v] else None,
+                "n": verdicts[v],
+                "label": v,
+            }
+        )
+    cards.append(
+        {"alert": False, "colour": None, "n": summary["kinds"]["checkpoint"], "label": "checkpoints"}
+    )
+    cards.append(
+        {"alert": False, "colour": None, "n": summary["kinds"]["sink"], "label": "file sink outputs"}
+    )
+    return cards
+
+
+def render_html(
+    roots: Sequence[str],
+    records: Sequence[Mapping[str, Any]],
+    notes: Sequence[Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    *,
+    generated_at: str | None = None,
+    version: str | None = None,
+) -> str:
+    """Return the audit page (UTF-8 HTML5, no external resources)."""
+    head = ", ".join(roots)
+    meta = [f"roots: {head}"]
+    if generated_at:
+        meta.append(f"generated {generated_at}")
+    if version:
+        meta.append(f"checkpoint-doctor {version}")
+    meta.append(f"exit code {summary['exit_code']}")
+    ordered = sorted(records, key=lambda r: (VERDICT_ORDER[r["verdict"]], r["url"], r["kind"]))
+    used = cell_states(records)
+    codes = list(summary["codes"])
+    return str(
+        _template().render(
+            roots_text=head,
+            meta=" · ".join(meta),
+            interrupted=bool(summary.get("interrupted")),
+            cards=_cards(summary),
+            serious=[c for c in codes if c["severity"] in (ERROR, WARNING)],
+            informational=[c for c in codes if c["severity"] not in (ERROR, WARNING)],
+            verdicts=[v for v in VERDICTS if summary["verdicts"].get(v)],
+            all_codes=sorted({c for r in records for c in r["codes"]}),
+            legend=[(s, LEGEND_TEXT[s]) for s in STATES if s in used and s in LEGEND_TEXT],
+            rows=[_row(r) for r in ordered],
+            notes=list(notes),
+            notes_open=NOTES_OPEN,
+            fills=CELL_FILL,
+            stroked=CELL_STROKE,
+            size=CELL,
+            gap=GAP,
+            label_w=LABEL_W,
+        )
+    )

@@ -1,0 +1,134 @@
+"""An audit as Prometheus metrics (text exposition format 0.0.4), for node_exporter's textfile
+collector. Pure: records in, text out (the CLI writes it atomically).
+
+Every metric has ``# HELP`` and ``# TYPE`` lines and one sample per line; label values are escaped
+(backslash, double quote, newline). Per audited directory (``url`` label, plus ``kind``):
+
+* ``checkpoint_doctor_exit_code`` and ``checkpoint_doctor_verdict{verdict=...}`` (1 for the
+  record's verdict, 0 for the others, so an alert can match ``== 1``);
+* ``checkpoint_doctor_restart_starts{spark, mode, role}``: 1 when that restart starts, 0 when it
+  fails (every cell of the restart matrix: the verdict per Spark line);
+* ``checkpoint_doctor_latest_offsets_batch_id``, ``checkpoint_doctor_latest_commit_batch_id`` and
+  ``checkpoint_doctor_uncommitted_batches`` (the gap between them);
+* ``checkpoint_doctor_newest_batch_age_seconds``: since the newest batch was planned (offsets'
+  ``batchTimestampMs``), as of the audit;
+* ``checkpoint_doctor_findings{severity, code}``: findings per code.
+
+And for the whole audit: when it ran, how long it took, its exit code, directories per verdict,
+whether it was complete.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from checkpoint_doctor.fleet.report import VERDICTS
+
+PREFIX = "checkpoint_doctor_"
+
+
+def escape_label(value: str) -> str:
+    """Escape a label value as the exposition format requires."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _labels(labels: Mapping[str, Any]) -> str:
+    if not labels:
+        return ""
+    return "{" + ",".join(f'{k}="{escape_label(str(v))}"' for k, v in labels.items()) + "}"
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+class _Family:
+    def __init__(self, name: str, kind: str, help_text: str) -> None:
+        self.name = PREFIX + name
+        self.kind = kind
+        self.help = help_text
+        self.samples: list[str] = []
+
+    def add(self, value: float, **labels: Any) -> None:
+        self.samples.append(f"{self.name}{_labels(labels)} {_number(value)}")
+
+    def text(self) -> str:
+        help_text = self.help.replace("\\", "\\\\").replace("\n", "\\n")
+        return "\n".join(
+            [f"# HELP {self.name} {help_text}", f"# TYPE {self.name} {self.kind}", *self.samples]
+        )
+
+
+def _families() -> dict[str, _Family]:
+    specs = [
+        ("audit_timestamp_seconds", "When the audit started (Unix time)."),
+        ("audit_duration_seconds", "How long the audit took."),
+        ("audit_exit_code", "The audit's exit code (bitwise OR of the directories' codes)."),
+        ("audit_complete", "1 when every directory found was audited."),
+        ("audit_directories", "Audited directories per kind and verdict."),
+        (
+            "exit_code",
+            "Exit code of one audited directory (0 ok, 1 warnings, 4 errors, 8 unreadable, 16 internal).",
+        ),
+        ("verdict", "1 for the directory's verdict, 0 for the others."),
+        ("restart_starts", "1 when the restart (Spark line, mode) starts, 0 when Spark fails to restart."),
+        ("latest_offsets_batch_id", "Newest batch id in offsets/."),
+        ("latest_commit_batch_id", "Newest batch id in commits/ (-1: none)."),
+        ("uncommitted_batches", "Batches planned in offsets/ after the newest commit."),
+        ("newest_batch_age_seconds", "Seconds between the newest batch's planning time and the audit."),
+        ("findings", "Findings per severity and code."),
+    ]
+    return {name: _Family(name, "gauge", text) for name, text in specs}
+
+
+def _record(families: Mapping[str, _Family], record: Mapping[str, Any], now_ms: int) -> None:
+    who = {"url": record["url"], "kind": record["kind"]}
+    families["exit_code"].add(record["exit_code"], **who)
+    for verdict in VERDICTS:
+        families["verdict"].add(1 if record["verdict"] == verdict else 0, **who, verdict=verdict)
+    for cell in record.get("matrix") or ():
+        starts = 1 if cell["outcome"] == "starts" else 0
+        families["restart_starts"].add(
+            starts, **who, spark=cell["spark"], mode=cell["mode"], role=cell["role"]
+        )
+    latest = record.get("latest") or {}
+    if latest.get("offsets") is not None:
+        families["latest_offsets_batch_id"].add(latest["offsets"], **who)
+        families["latest_commit_batch_id"].add(
+            latest["commit"] if latest["commit"] is not None else -1, **who
+        )
+        families["uncommitted_batches"].add(latest["uncommitted"], **who)
+    if latest.get("batch_time_ms"):
+        families["newest_batch_age_seconds"].add(max(0, now_ms - latest["batch_time_ms"]) / 1000, **who)
+    findings = record.get("findings")
+    if findings is None:
+        findings = (record.get("diagnosis") or {}).get("findings") or []
+    for (severity, code), n in sorted(Counter((f["severity"], f["code"]) for f in findings).items()):
+        families["findings"].add(n, **who, severity=severity, code=code)
+
+
+def render_metrics(
+    records: Iterable[Mapping[str, Any]],
+    summary: Mapping[str, Any],
+    *,
+    started_ms: int,
+    finished_ms: int,
+    exit_code: int,
+) -> str:
+    """Return the audit as Prometheus text exposition format (ends with a newline)."""
+    families = _families()
+    families["audit_timestamp_seconds"].add(started_ms / 1000)
+    families["audit_duration_seconds"].add(max(0, finished_ms - started_ms) / 1000)
+    families["audit_exit_code"].add(exit_code)
+    families["audit_complete"].add(0 if summary.get("interrupted") else 1)
+    kinds: Counter[tuple[str, str]] = Counter()
+    ordered: Sequence[Mapping[str, Any]] = sorted(records, key=lambda r: (r["url"], r["kind"]))
+    for record in ordered:
+        kinds[(record["kind"], record["verdict"])] += 1
+        _record(families, record, finished_ms)
+    for kind in ("checkpoint", "sink", "root"):
+        for verdict in VERDICTS:
+            families["audit_directories"].add(kinds[(kind, verdict)], kind=kind, verdict=verdict)
+    return "\n".join(f.text() for f in families.values() if f.samples) + "\n"

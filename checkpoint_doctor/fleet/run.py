@@ -1,0 +1,510 @@
+"""The fleet runner: list each root once, discover, then audit every target concurrently.
+
+I/O lives here and in :mod:`checkpoint_doctor.reading.storage`; discovery, the diagnosis and the report
+are pure. A target's snapshot is assembled from its slice of the root's one listing plus the reads
+:func:`~checkpoint_doctor.reading.snapshot.plan_reads` asks for (on S3: a few GETs per checkpoint, no
+listing request of its own). A failure on one target becomes that target's record; the audit goes
+on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.diagnosis.checks_sink import check_sink_log
+from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
+from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
+from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
+from checkpoint_doctor.diagnosis.versions import line_of
+from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
+from checkpoint_doctor.fleet.discovery import (
+    NOTE_EXCLUDED,
+    SINK,
+    SINK_LOG,
+    Note,
+    TreeIndex,
+    discover,
+    left_out,
+    url_join,
+)
+from checkpoint_doctor.fleet.pairing import SinkCandidate, sink_candidates
+from checkpoint_doctor.fleet.report import (
+    checkpoint_record,
+    latest_batches,
+    link_sinks,
+    sink_record,
+    sort_records,
+    summarize,
+    unreadable_record,
+)
+from checkpoint_doctor.model import Listing
+from checkpoint_doctor.reading.pipeline import attach_sink, read_sink, snapshot_from_listing
+from checkpoint_doctor.reading.snapshot import (
+    CheckpointSnapshot,
+)
+from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
+
+#: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
+DEFAULT_JOBS = 16
+
+Progress = Callable[[int, int, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class AuditTask:
+    """One directory to audit: everything a worker needs, picklable (sent to Spark executors).
+
+    ``listing`` is the target's slice of its root's listing, relative to the target; ``sinks`` are
+    the file sink outputs whose logs may prove they belong to this checkpoint (nearest first).
+    """
+
+    kind: str
+    url: str
+    root: str
+    path: str
+    listing: Listing
+    sinks: tuple[SinkCandidate, ...] = ()
+
+
+@dataclass
+class FleetPlan:
+    """The roots, their stores, the tasks discovered, notes, and records of roots that failed."""
+
+    roots: list[str] = field(default_factory=list)
+    stores: dict[str, Storage] = field(default_factory=dict)
+    tasks: list[AuditTask] = field(default_factory=list)
+    notes: list[dict[str, Any]] = field(default_factory=list)
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AuditResult:
+    """The finished audit: records sorted by URL, notes, and the summary."""
+
+    roots: tuple[str, ...]
+    records: tuple[dict[str, Any], ...]
+    notes: tuple[dict[str, Any], ...]
+    summary: dict[str, Any]
+
+    @property
+    def exit_code(self) -> int:
+        """Return the bitwise OR of the records' exit codes."""
+        return int(self.summary["exit_code"])
+
+
+def note_dict(root_url: str, note: Note) -> dict[str, Any]:
+    """Return a note as JSON-safe data, with its URL."""
+    return {"url": url_join(root_url, note.path), "root": root_url, **note.to_dict()}
+
+
+def plan_tasks(
+    root_url: str, listing: Listing, *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> tuple[list[AuditTask], list[dict[str, Any]]]:
+    """Return the tasks and notes of one root's listing. Pure."""
+    found = discover(listing, root_url=root_url, include=include, exclude=exclude)
+    index = TreeIndex(listing)
+    sinks = [
+        (url_join(root_url, t.path), t.path, index.slice(t.path)) for t in found.targets if t.kind == SINK
+    ]
+    tasks = []
+    for t in found.targets:
+        listing = index.slice(t.path)
+        candidates = sink_candidates(t.path, listing, sinks) if t.kind != SINK else ()
+        tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
+    return tasks, [note_dict(root_url, n) for n in found.notes]
+
+
+def plan_fleet(
+    roots: Sequence[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    on_listing: Callable[[str, bool, int], None] | None = None,
+) -> FleetPlan:
+    """List every root once and discover its targets (``on_listing(root, done, entries)`` is told
+    before and after each listing).
+
+    A root that cannot be listed (missing, denied, unreachable) becomes an ``unreadable`` record of
+    kind ``root``. A directory found under two roots is audited once.
+
+    Raises:
+        MissingDependencyError: a root's protocol needs an extra that is not installed.
+        UsageError: a root's protocol is unknown.
+    """
+    plan = FleetPlan()
+    seen: set[tuple[str, str]] = set()
+    for root in dict.fromkeys(roots):
+        store = open_storage(root, storage_options)
+        plan.roots.append(store.url)
+        plan.stores[store.url] = store
+        if on_listing is not None:
+            on_listing(store.url, False, 0)
+        try:
+            listing = store.list_tree()
+            if on_listing is not None:
+                on_listing(store.url, True, listing.file_count + len(listing.dirs))
+        except StorageError as exc:
+            plan.records.append(
+                unreadable_record(
+                    kind="root",
+                    url=store.url,
+                    root=store.url,
+                    path="",
+                    error_type=type(exc).__name__,
+                    message=str(exc),
+                )
+            )
+            continue
+        tasks, notes = plan_tasks(store.url, listing, include=include, exclude=exclude)
+        for task in tasks:
+            if (task.kind, task.url) not in seen:
+                seen.add((task.kind, task.url))
+                plan.tasks.append(task)
+        plan.notes.extend(notes)
+        records, notes = unlisted_outside_targets(store, listing, tasks, include=include, exclude=exclude)
+        plan.records.extend(records)
+        plan.notes.extend(notes)
+    return plan
+
+
+def unlisted_outside_targets(
+    store: Storage,
+    listing: Listing,
+    tasks: Sequence[AuditTask],
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return records (and notes) for the directories of a root's listing that could not be listed.
+
+    One inside a target is that target's error (its record names the directory); one outside
+    every target may hide checkpoints, so it gets an ``unreadable`` record of kind ``root`` naming
+    it, and the audit goes on. ``--include``/``--exclude`` leave it out like a target.
+    """
+    records: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    for rel, code in listing.unlisted:
+        if any(not t.path or rel == t.path or rel.startswith(t.path + "/") for t in tasks):
+            continue
+        url = url_join(store.url, rel)
+        why = left_out(rel, store.url, include=include, exclude=exclude)
+        if why is not None:
+            notes.append(
+                note_dict(store.url, Note(rel, NOTE_EXCLUDED, f"unreadable directory left out: {why}"))
+            )
+            continue
+        error = translate_error(OSError(code, os.strerror(code)), url, "list")
+        records.append(
+            unreadable_record(
+                kind="root",
+                url=url,
+                root=store.url,
+                path=rel,
+                error_type=type(error).__name__,
+                message=str(error),
+            )
+        )
+    return records, notes
+
+
+# ------------------------------------------------------------------------------------- one target
+
+
+SinkStoreFor = Callable[[SinkCandidate], Storage]
+
+
+NO_SINK = "sink not checked: no file sink output under the audited roots has logs matching this checkpoint"
+
+
+def _pair_sink(
+    task: AuditTask, snapshot: CheckpointSnapshot, sink_store_for: SinkStoreFor
+) -> tuple[CheckpointSnapshot, dict[str, Any]]:
+    """Return the snapshot with the file sink its logs prove (nearest first), and what was found
+    (``reads``: the sink log files read for candidates that were not attached)."""
+    proven: list[tuple[SinkCandidate, tuple[Any, ...], str, int]] = []
+    reads = 0
+    for candidate in task.sinks:
+        if proven and candidate.nearness < proven[0][0].nearness:
+            break
+        try:
+            log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
+            sink, arg, count = read_sink(sink_store_for(candidate), log_listing)
+        except CheckpointDoctorError:
+            continue
+        evidence = pairing_evidence(snapshot, sink)
+        if evidence.proven:
+            proven.append((candidate, arg, evidence.text, count))
+        else:
+            reads += count
+    if len(proven) == 1:
+        candidate, arg, why, _ = proven[0]
+        found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
+        return attach_sink(snapshot, arg), found
+    if proven:
+        urls = ", ".join(c.url for c, _, _, _ in proven)
+        return snapshot, {
+            "checked": False,
+            "url": None,
+            "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
+            "reads": reads + sum(count for _, _, _, count in proven),
+        }
+    return snapshot, {"checked": False, "url": None, "note": NO_SINK, "reads": reads}
+
+
+def _audit_checkpoint(
+    store: Storage, task: AuditTask, options: MatrixOptions, sink_store_for: SinkStoreFor
+) -> dict[str, Any]:
+    snapshot = snapshot_from_listing(store, task.listing)
+    snapshot, sink = _pair_sink(task, snapshot, sink_store_for)
+    matrix = diagnose_matrix(snapshot, options)
+    newest = snapshot.offsets.latest
+    metadata = newest.record.metadata if newest is not None and newest.record is not None else None
+    batch_time = metadata.batch_timestamp_ms if metadata is not None else None
+    return checkpoint_record(
+        url=task.url,
+        root=task.root,
+        path=task.path,
+        matrix=matrix,
+        timeline=timeline(snapshot, matrix.mode_detected),
+        latest=latest_batches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
+        files=task.listing.file_count,
+        reads=snapshot.read_count + sink.pop("reads"),
+        sink=sink,
+    )
+
+
+def _audit_sink(store: Storage, task: AuditTask) -> dict[str, Any]:
+    sink, _, reads = read_sink(store, TreeIndex(task.listing).slice(SINK_LOG))
+    findings = sorted(dict.fromkeys(check_sink_log(sink)), key=lambda f: f.sort_key())
+    missing = sink.missing_for_readers()
+    log = {
+        "latest": sink.log.latest_id,
+        "entries": len(sink.log.entries),
+        "compacts": list(sink.compact_ids),
+        "compact_interval": sink.compact_interval,
+        "missing_for_readers": list(missing),
+    }
+    ids = [e.batch_id for e in sink.log.entries if not e.compact]
+    return sink_record(
+        url=task.url,
+        root=task.root,
+        path=task.path,
+        findings=findings,
+        log=log,
+        timeline=sink_timeline(ids, sink.compact_ids, missing),
+        files=task.listing.file_count,
+        reads=reads,
+    )
+
+
+def audit_task(
+    store: Storage,
+    task: AuditTask,
+    options: MatrixOptions,
+    sink_store_for: SinkStoreFor | None = None,
+) -> dict[str, Any]:
+    """Audit one target through its store; never raises: a failure becomes the target's record.
+
+    ``sink_store_for`` opens the stores of the file sinks that may belong to a checkpoint (None:
+    none is read, the checkpoint's record says "sink not checked")."""
+    try:
+        if task.kind == SINK:
+            return _audit_sink(store, task)
+        if sink_store_for is None:
+            task = replace(task, sinks=())
+        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store)
+    except CheckpointDoctorError as exc:
+        return unreadable_record(
+            kind=task.kind,
+            url=task.url,
+            root=task.root,
+            path=task.path,
+            error_type=type(exc).__name__,
+            message=str(exc),
+        )
+    except Exception as exc:  # noqa: BLE001 - one target's bug must not stop a fleet audit
+        return unreadable_record(
+            kind=task.kind,
+            url=task.url,
+            root=task.root,
+            path=task.path,
+            error_type="InternalError",
+            message=f"internal error auditing {task.url}: {type(exc).__name__}: {exc}",
+            internal=True,
+        )
+
+
+def _no_sink_store(candidate: SinkCandidate) -> Storage:
+    raise AssertionError("no sink candidates without a sink store")
+
+
+def run_tasks(
+    tasks: Sequence[AuditTask],
+    store_for: Callable[[AuditTask], Storage],
+    options: MatrixOptions,
+    *,
+    jobs: int = DEFAULT_JOBS,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
+
+    ``progress(done, total, record)`` is called from the calling thread after each record.
+    """
+    total = len(tasks)
+    records: list[dict[str, Any]] = []
+
+    def one(task: AuditTask) -> dict[str, Any]:
+        try:
+            store = store_for(task)
+        except CheckpointDoctorError as exc:
+            return unreadable_record(
+                kind=task.kind,
+                url=task.url,
+                root=task.root,
+                path=task.path,
+                error_type=type(exc).__name__,
+                message=str(exc),
+            )
+
+        def sink_store_for(candidate: SinkCandidate) -> Storage:
+            return store_for(AuditTask(SINK, candidate.url, task.root, candidate.path, candidate.listing))
+
+        return audit_task(store, task, options, sink_store_for)
+
+    if jobs <= 1 or total <= 1:
+        for task in tasks:
+            records.append(one(task))
+            if progress is not None:
+                progress(len(records), total, records[-1])
+        return records
+    with ThreadPoolExecutor(max_workers=min(jobs, total), thread_name_prefix="cd-audit") as pool:
+        pending: set[Future[dict[str, Any]]] = set()
+        queue = iter(tasks)
+        # Submit lazily (a bounded window) so a huge fleet does not queue every task at once.
+        for task in queue:
+            pending.add(pool.submit(one, task))
+            if len(pending) >= 4 * jobs:
+                break
+        try:
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for future in done:
+                    records.append(future.result())
+                    if progress is not None:
+                        progress(len(records), total, records[-1])
+                    nxt = next(queue, None)
+                    if nxt is not None:
+                        pending.add(pool.submit(one, nxt))
+        except BaseException:
+            # Interrupted (Ctrl-C) or a progress callback failed: do not start what is queued.
+            for future in pending:
+                future.cancel()
+            raise
+    return records
+
+
+def audited_stores(plan: FleetPlan) -> list[Storage]:
+    """Return the storage of every checkpoint and sink the plan audits (to keep outputs out)."""
+    store_for = local_store_for(plan)
+    return [store_for(task) for task in plan.tasks]
+
+
+def local_store_for(plan: FleetPlan) -> Callable[[AuditTask], Storage]:
+    """Return a function giving a task's store as a child of its root's store (no new client)."""
+
+    def store_for(task: AuditTask) -> Storage:
+        root = plan.stores[task.root]
+        return root.child(task.path) if task.path else root
+
+    return store_for
+
+
+#: GETs in flight per audited checkpoint: ``read_many`` reads a checkpoint's few files at once.
+READS_IN_FLIGHT = 8
+_S3_PROTOCOLS = ("s3://", "s3a://")
+
+
+def fleet_storage_options(
+    roots: Sequence[str], storage_options: Mapping[str, Any] | None, jobs: int
+) -> dict[str, Any]:
+    """Return the storage options for auditing ``roots`` with ``jobs`` concurrent checkpoints. Pure.
+
+    On S3, botocore keeps at most 10 connections per client (``max_pool_connections``): with a few
+    GETs per checkpoint that would cap a ``--jobs 16`` audit at one or two checkpoints in flight.
+    Unless the operator set it (``--storage-option config_kwargs.max_pool_connections=N``), the pool
+    is sized to ``jobs`` x :data:`READS_IN_FLIGHT`. Other protocols get the options unchanged.
+    """
+    options = {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in (storage_options or {}).items()}
+    if not any(root.startswith(_S3_PROTOCOLS) for root in roots):
+        return options
+    config = options.setdefault("config_kwargs", {})
+    if isinstance(config, dict):
+        config.setdefault("max_pool_connections", max(10, jobs * READS_IN_FLIGHT))
+    return options
+
+
+def default_jobs(plan: FleetPlan) -> int:
+    """Return the concurrency to use when the operator gave none: ``DEFAULT_JOBS``, or 1 when every
+    root is on local disk, where reads take microseconds and the work is parsing: threads would
+    only contend for the interpreter lock (a network file system mounted locally wants ``--jobs``)."""
+    if plan.stores and all(store.is_local for store in plan.stores.values()):
+        return 1
+    return DEFAULT_JOBS
+
+
+def as_matrix_options(options: MatrixOptions | DiagnoseOptions | None) -> MatrixOptions:
+    """Return matrix options; a single-cell ``DiagnoseOptions`` names its line and mode, if any."""
+    if isinstance(options, MatrixOptions):
+        return options
+    base = options or DiagnoseOptions()
+    return MatrixOptions(
+        lines=(line_of(base.spark),) if base.spark else (),
+        modes=(base.mode,) if base.mode else (),
+        base=replace(base, spark=None, mode=None),
+    )
+
+
+def finish(plan: FleetPlan, records: Sequence[dict[str, Any]], *, interrupted: bool = False) -> AuditResult:
+    """Combine the roots' records and the targets' records into the result (``interrupted``: the
+    records are those finished before the audit was stopped)."""
+    ordered = sort_records([*plan.records, *records])
+    link_sinks(ordered)
+    notes = sorted(plan.notes, key=lambda n: (n["url"], n["kind"]))
+    return AuditResult(
+        tuple(plan.roots), tuple(ordered), tuple(notes), summarize(ordered, notes, interrupted=interrupted)
+    )
+
+
+def audit(
+    roots: Sequence[str],
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    options: MatrixOptions | DiagnoseOptions | None = None,
+    jobs: int | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    progress: Progress | None = None,
+) -> AuditResult:
+    """Audit every checkpoint and file sink output under the roots, on this machine, with ``jobs``
+    threads (None: :func:`default_jobs`).
+
+    Raises:
+        MissingDependencyError: a root's protocol needs an extra that is not installed.
+        UsageError: a root's protocol is unknown.
+    """
+    fleet_options = fleet_storage_options(roots, storage_options, jobs or DEFAULT_JOBS)
+    plan = plan_fleet(roots, fleet_options, include=include, exclude=exclude)
+    records = run_tasks(
+        plan.tasks,
+        local_store_for(plan),
+        as_matrix_options(options),
+        jobs=jobs or default_jobs(plan),
+        progress=progress,
+    )
+    return finish(plan, records)

@@ -1,0 +1,137 @@
+"""The follow-up commands the output suggests, built so that they run as printed. Pure.
+
+A hint carries every flag that shaped the answer it follows: the restart it is about (``--spark``,
+``--mode``, ``--stateful``, ``--sources``, ``--checkpoint-format-version``, ``--live-window``), the
+file sink (``--sink-path``) and how to reach the storage (``--storage-option``). Storage options
+that look like secrets (keys, secrets, tokens, passwords) are never printed: credentials come from
+the environment (``AWS_*``, ``AWS_PROFILE``), which the suggested command inherits.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+PROG = "checkpoint-doctor"
+#: The default of ``--live-window`` (a hint names it only when the operator changed it).
+DEFAULT_LIVE_WINDOW = 600.0
+#: Words that make a storage option a secret (matched in the option's last dotted part).
+SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential", "sas", "signature")
+
+
+def is_secret(key: str) -> bool:
+    """Return whether a storage option key names a secret (never printed, never written to a plan)."""
+    last = key.rpartition(".")[2].lower()
+    return any(word in last for word in SECRET_WORDS)
+
+
+def public_storage_options(pairs: Sequence[str]) -> tuple[str, ...]:
+    """Return the ``KEY=VALUE`` storage options that may be printed (no secret)."""
+    return tuple(p for p in pairs if not is_secret(p.partition("=")[0]))
+
+
+def storage_pairs(options: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
+    """Return parsed storage options as ``KEY=VALUE`` pairs again (``client_kwargs.endpoint_url``
+    as ``endpoint_url``), secrets left out: how a plan's recorded options become flags."""
+    out: list[str] = []
+    for key, value in options.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            inner = "" if name == "client_kwargs" else f"{name}."
+            out.extend(storage_pairs(value, inner))
+        elif not is_secret(name):
+            text = str(value).lower() if isinstance(value, bool) else str(value)
+            out.append(f"{name}={text}")
+    return tuple(out)
+
+
+def command(*words: str) -> str:
+    """Return a command line, each word quoted for a POSIX shell where it needs it."""
+    return shlex.join([PROG, *words])
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What shaped an answer, to carry into the commands it suggests."""
+
+    storage_options: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+    modes: tuple[str, ...] = ()
+    sink_path: str | None = None
+    stateful: bool | None = None
+    sources: int | None = None
+    checkpoint_format_version: int | None = None
+    live_window: float | None = None
+
+    @classmethod
+    def from_options(cls, kw: Mapping[str, Any], storage_option: Sequence[str] = ()) -> Hints:
+        """Return the hints of a command's parsed options (``diagnose``/``plan``/``audit``'s names)."""
+        live = kw.get("live_window")
+        return cls(
+            storage_options=public_storage_options(storage_option),
+            lines=tuple(kw.get("spark_version") or ()),
+            modes=tuple(kw.get("mode") or ()),
+            sink_path=kw.get("sink_path"),
+            stateful=kw.get("stateful"),
+            sources=kw.get("sources"),
+            checkpoint_format_version=kw.get("checkpoint_format_version"),
+            live_window=None if live is None or float(live) == DEFAULT_LIVE_WINDOW else float(live),
+        )
+
+    def storage_flags(self) -> list[str]:
+        """Return ``--storage-option KEY=VALUE`` for each printable option."""
+        return [w for pair in self.storage_options for w in ("--storage-option", pair)]
+
+    def restart_flags(
+        self, *, lines: Sequence[str] | None = None, modes: Sequence[str] | None = None
+    ) -> list[str]:
+        """Return the flags that describe the restart (the named lines and modes unless given)."""
+        words: list[str] = []
+        for line in self.lines if lines is None else lines:
+            words += ["--spark", line]
+        for mode in self.modes if modes is None else modes:
+            words += ["--mode", mode]
+        if self.sink_path:
+            words += ["--sink-path", self.sink_path]
+        if self.stateful is not None:
+            words.append("--stateful" if self.stateful else "--stateless")
+        if self.sources is not None:
+            words += ["--sources", str(self.sources)]
+        if self.checkpoint_format_version is not None:
+            words += ["--checkpoint-format-version", str(self.checkpoint_format_version)]
+        if self.live_window is not None:
+            words += ["--live-window", f"{self.live_window:g}"]
+        return words
+
+    def diagnose(self, checkpoint: str, spark: str | None = None, mode: str | None = None) -> str:
+        """Return ``diagnose`` of one restart (``spark``/``mode``) or of the same restarts."""
+        lines = [spark] if spark else None
+        modes = [mode] if mode else None
+        return command(
+            "diagnose", checkpoint, *self.restart_flags(lines=lines, modes=modes), *self.storage_flags()
+        )
+
+    def plan(self, checkpoint: str, *extra: str) -> str:
+        """Return ``plan`` for the same restarts."""
+        return command("plan", checkpoint, *self.restart_flags(), *extra, *self.storage_flags())
+
+    def inspect(self, checkpoint: str) -> str:
+        """Return ``inspect`` of a checkpoint."""
+        sink = ["--sink-path", self.sink_path] if self.sink_path else []
+        return command("inspect", checkpoint, *sink, *self.storage_flags())
+
+    def apply(self, plan_file: str) -> str:
+        """Return ``apply`` of a plan file (the plan records how to reach its checkpoint; the
+        storage flags say it again for plans written before it did)."""
+        return command("apply", plan_file, *self.storage_flags())
+
+    def undo(self, journal: str) -> str:
+        """Return ``undo`` of a journal."""
+        return command("undo", journal, *self.storage_flags())
+
+
+def explain(code: str) -> str:
+    """Return ``explain CODE``."""
+    return command("explain", code)
