@@ -32,4 +32,8 @@ def build(spark: SparkSession) -> DataStreamWriter:
         .option("advanceMillisPerBatch", "1000")
         .load()
     )
-    return df.select(F.col("value"), (F.col("value") % 3).alias("key")).writeStream.format("noop").outputMode("append")
+    return (
+        df.select(F.col("value"), (F.col("value") % 3).alias("key"))
+        .writeStream.format("noop")
+        .outputMode("append")
+    )

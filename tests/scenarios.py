@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
-from checkpoint_doctor.loading import load_checkpoint
+from checkpoint_doctor.reading.pipeline import load_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -53,6 +53,14 @@ class Scenario:
         sink = str(dest / "sink") if self.has_sink else None
         return load_checkpoint(str(cp), sink_path=sink, **kw)
 
+    def read(self, dest: Path, **kw):
+        """Load a snapshot for reading only: in place when git kept the scenario whole (reading never
+        writes), else from a copy that recreates the empty directories git drops."""
+        if self.data.get("facts", {}).get("empty_dirs"):
+            return self.load(dest, **kw)
+        sink = str(self.path / "sink") if self.has_sink else None
+        return load_checkpoint(str(self.path / "checkpoint"), sink_path=sink, **kw)
+
 
 def all_scenarios() -> list[Scenario]:
     """Return every scenario, sorted by id."""
@@ -71,11 +79,15 @@ def options_for_restart(scenario: Scenario, restart: dict) -> DiagnoseOptions:
     """Return the diagnose options that describe one recorded restart."""
     query = restart.get("query") or scenario.data["query"]["name"]
     sources = TWO_SOURCE_QUERIES.get(query, scenario.data["query"].get("sources", 1))
+    # The session confs the restart ran with: the query's own (sparklab QUERY_CONFS, e.g. the
+    # checkpoint format of rocksdb_v2) plus the restart's, as recorded with the result.
+    confs = dict((restart.get("result") or {}).get("confs") or {})
+    confs.update(restart.get("confs") or {})
     return DiagnoseOptions(
         spark=".".join(restart["spark"].split(".")[:2]),
         mode=restart["mode"],
         sources=sources,
         stateful=bool(scenario.data["query"].get("stateful")),
         live_window_s=0,
-        confs=tuple(sorted((restart.get("confs") or {}).items())),
+        confs=tuple(sorted(confs.items())),
     )

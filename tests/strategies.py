@@ -18,9 +18,12 @@ raw_offsets = st.one_of(
     st.builds(lambda o, t: json.dumps({"offset": o, "timestamp": t}, separators=(",", ":")), small, small),
     st.builds(str, small),
     st.builds(lambda n: json.dumps({"logOffset": n}, separators=(",", ":")), small),
-    st.dictionaries(names, st.dictionaries(st.integers(0, 50).map(str), small, min_size=1, max_size=3), min_size=1, max_size=3).map(
-        lambda d: json.dumps(d, separators=(",", ":"))
-    ),
+    st.dictionaries(
+        names,
+        st.dictionaries(st.integers(0, 50).map(str), small, min_size=1, max_size=3),
+        min_size=1,
+        max_size=3,
+    ).map(lambda d: json.dumps(d, separators=(",", ":"))),
     st.text(min_size=1, max_size=30).filter(lambda s: "\n" not in s and "\r" not in s and s != "-"),
 )
 
@@ -35,7 +38,11 @@ def offset_seqs(draw: st.DrawFn) -> OffsetSeq:
         conf = draw(st.dictionaries(st.text(max_size=15), json_texts, max_size=4)) if has_conf else {}
         info = ()
         if version == 2:
-            info_d = draw(st.dictionaries(names, st.fixed_dictionaries({"sourceId": small, "providerName": names}), max_size=2))
+            info_d = draw(
+                st.dictionaries(
+                    names, st.fixed_dictionaries({"sourceId": small, "providerName": names}), max_size=2
+                )
+            )
             info = tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in info_d.items()))
         metadata = OffsetSeqMetadata(
             batch_watermark_ms=draw(longs),
@@ -49,7 +56,9 @@ def offset_seqs(draw: st.DrawFn) -> OffsetSeq:
     for i in range(count):
         raw = draw(st.one_of(st.none(), raw_offsets))
         name = draw(names) if version == 2 else None
-        sources.append(SourceOffset(index=i, raw=raw, name=name, decoded=decode_offset(raw) if raw is not None else None))
+        sources.append(
+            SourceOffset(index=i, raw=raw, name=name, decoded=decode_offset(raw) if raw is not None else None)
+        )
     return OffsetSeq(version=version, metadata=metadata, sources=tuple(sources))
 
 
@@ -60,12 +69,23 @@ def commit_records(draw: st.DrawFn) -> CommitRecord:
         return CommitRecord(version=version, next_batch_watermark_ms=0, header_only=True)
     ids = None
     if version >= 2 and draw(st.booleans()):
-        ops = draw(st.dictionaries(st.integers(0, 3), st.lists(st.lists(st.uuids().map(str), min_size=1, max_size=2), min_size=1, max_size=3), min_size=1, max_size=2))
+        ops = draw(
+            st.dictionaries(
+                st.integers(0, 3),
+                st.lists(st.lists(st.uuids().map(str), min_size=1, max_size=2), min_size=1, max_size=3),
+                min_size=1,
+                max_size=2,
+            )
+        )
         ids = tuple(sorted((op, tuple(tuple(p) for p in parts)) for op, parts in ops.items()))
     sink = None
     if version == 3 and draw(st.booleans()):
-        sink = json.dumps({draw(names): {"sinkName": "s", "isActive": True}}, sort_keys=True, separators=(",", ":"))
-    return CommitRecord(version=version, next_batch_watermark_ms=draw(longs), state_unique_ids=ids, sink_metadata_json=sink)
+        sink = json.dumps(
+            {draw(names): {"sinkName": "s", "isActive": True}}, sort_keys=True, separators=(",", ":")
+        )
+    return CommitRecord(
+        version=version, next_batch_watermark_ms=draw(longs), state_unique_ids=ids, sink_metadata_json=sink
+    )
 
 
 query_metadata = st.uuids().map(lambda u: QueryMetadata(query_id=str(u)))

@@ -9,11 +9,18 @@ from tests.scenarios import REPO
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
 
 
 def test_ruff_finds_nothing():
     proc = run("ruff", "check", "checkpoint_doctor", "tests", "scripts", "examples")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_ruff_format_is_clean():
+    proc = run("ruff", "format", "--check", "checkpoint_doctor", "tests", "scripts", "examples")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 

@@ -48,7 +48,9 @@ def decode(data: bytes) -> Image:
         if kind == b"IHDR":
             width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", body)
             if depth != 8 or colour not in (2, 6) or interlace:
-                raise ValueError(f"unsupported PNG: depth {depth}, colour type {colour}, interlace {interlace}")
+                raise ValueError(
+                    f"unsupported PNG: depth {depth}, colour type {colour}, interlace {interlace}"
+                )
             channels = 3 if colour == 2 else 4
         elif kind == b"IDAT":
             idat += body

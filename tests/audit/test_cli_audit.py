@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from checkpoint_doctor.cli import main
+from checkpoint_doctor.render.documents import schema_version
 from tests.audit.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, SINKS, Fleet, place_fleet
 from tests.conftest import REPO
 
@@ -34,14 +35,22 @@ def test_table_says_which_checkpoints_will_not_restart(local_fleet: Fleet, capsy
     assert "Found             6 checkpoints, 1 file sink outputs" in lines
     assert "Will not restart  2" in lines
     assert "Verdicts          2 error, 0 unreadable, 1 warning, 4 ok" in lines
-    attention = [line for line in lines if line.startswith(("error ", "warning ", "unreadable ")) and local_fleet.root in line]
+    attention = [
+        line
+        for line in lines
+        if line.startswith(("error ", "warning ", "unreadable ")) and local_fleet.root in line
+    ]
     assert [line.split("  ")[0] for line in attention] == ["error", "error", "warning"]
-    assert any(local_fleet.url("team b/broken tail") in line and "FAILS" in line and "CD103" in line for line in attention)
+    assert any(
+        local_fleet.url("team b/broken tail") in line and "FAILS" in line and "CD103" in line
+        for line in attention
+    )
     assert any(local_fleet.url(GARBAGE_CHECKPOINT) in line for line in attention)
     assert any(local_fleet.url("team c/commits two behind") in line and "CD105" in line for line in attention)
-    assert "Needs attention (4 ok not shown; --format jsonl lists every record)" in lines
+    assert "Needs attention (4 ok not shown; -v or --format jsonl lists every record)" in lines
     assert any(line.startswith("CD103 ") and " error " in line for line in lines)
-    assert any(local_fleet.url(DELTA_TABLE) in line and "Delta table" in line for line in lines)
+    delta = next(i for i, line in enumerate(lines) if line.startswith(local_fleet.url(DELTA_TABLE)))
+    assert "Delta table" in " ".join(lines[delta : delta + 3])
 
 
 def test_json_is_one_document_with_records_summary_and_notes(local_fleet: Fleet, capsys) -> None:
@@ -49,12 +58,12 @@ def test_json_is_one_document_with_records_summary_and_notes(local_fleet: Fleet,
 
     doc = json.loads(out)
     assert code == 5
-    assert (doc["schema_version"], doc["command"]) == (1, "audit")
+    assert (doc["schema_version"], doc["command"]) == (schema_version("audit"), "audit")
     result = doc["result"]
     assert result["roots"] == [local_fleet.root]
     assert result["summary"]["exit_code"] == 5
     assert len(result["records"]) == len(CHECKPOINTS) + 1 + len(SINKS)
-    assert {r["schema_version"] for r in result["records"]} == {1}
+    assert {r["schema_version"] for r in result["records"]} == {schema_version("audit-record")}
     assert {n["kind"] for n in result["notes"]} >= {"delta-table", "not-a-checkpoint", "stray-files"}
     broken = next(r for r in result["records"] if r["path"] == "team b/broken tail")
     assert broken["verdict"] == "error"
@@ -73,7 +82,11 @@ def test_jsonl_is_one_record_per_line_then_a_summary_line(local_fleet: Fleet, ca
     assert summary["kind"] == "summary"
     assert summary["exit_code"] == 5
     assert summary["total"] == len(lines) - 1
-    assert [line["checkpoint"] for line in lines[:-1]] == sorted(line["checkpoint"] for line in lines[:-1])
+    # Written as each directory finishes: checkpoints first, then the sink outputs they were checked with.
+    kinds = [line["kind"] for line in lines[:-1]]
+    assert kinds == sorted(kinds)
+    sink = lines[-2]
+    assert sink["kind"] == "sink" and sink["paired_with"] == [local_fleet.url("team b/out/_checkpoint")]
 
 
 @pytest.mark.s3
@@ -82,12 +95,21 @@ def test_on_s3_through_the_cli(tmp_path, request, capsys) -> None:
     endpoint = fleet.options["client_kwargs"]["endpoint_url"]
 
     code, out, err = run(
-        capsys, "audit", fleet.root, "--format", "jsonl", "--storage-option", f"endpoint_url={endpoint}", "--jobs", "4", *FIXED
+        capsys,
+        "audit",
+        fleet.root,
+        "--format",
+        "jsonl",
+        "--storage-option",
+        f"endpoint_url={endpoint}",
+        "--jobs",
+        "4",
+        *FIXED,
     )
 
     records = [json.loads(line) for line in out.splitlines()][:-1]
     assert (code, err) == (5, "")
-    assert fleet.url("team b/broken tail") in {r["checkpoint"] for r in records}
+    assert fleet.url("team b/broken tail") in {r["url"] for r in records}
     assert fleet.s3 is not None
     assert fleet.s3.server.log.kinds()["ListObjectsV2"] == 1
 
@@ -107,7 +129,9 @@ def test_html_file_is_written_alongside_the_table(local_fleet: Fleet, tmp_path: 
     assert text.count("<svg") >= len(CHECKPOINTS)
 
 
-def test_an_unwritable_html_path_is_a_one_line_usage_error(local_fleet: Fleet, tmp_path: Path, capsys) -> None:
+def test_an_unwritable_html_path_is_a_one_line_usage_error(
+    local_fleet: Fleet, tmp_path: Path, capsys
+) -> None:
     code, _, err = run(capsys, "audit", local_fleet.root, "--html", str(tmp_path / "no dir" / "x.html"))
     assert code == 2
     assert err.count("\n") == 1
@@ -135,7 +159,7 @@ def test_a_prefix_without_any_checkpoint_exits_8_with_one_line(tmp_path: Path, c
     assert code == 8
     assert err.count("\n") == 1
     assert "no checkpoint or file sink output found under" in err and "check the root or prefix" in err
-    assert "no checkpoint, file sink output or Delta table in 1 files" in out
+    assert "no checkpoint, file sink output or Delta table in 1 files" in " ".join(out.split())
 
 
 def test_on_spark_without_pyspark_names_the_spark_extra(local_fleet: Fleet, capsys) -> None:
@@ -192,7 +216,7 @@ def _run_on_terminal(*args: str) -> tuple[int, bytes, bytes]:
     return code, out, terminal
 
 
-def test_a_progress_bar_on_a_terminal_only_in_table_mode(local_fleet: Fleet) -> None:
+def test_progress_on_a_terminal_for_listing_and_diagnosing_in_every_format(local_fleet: Fleet) -> None:
     code, out, terminal = _run_on_terminal("audit", local_fleet.root, "--jobs", "1", *FIXED)
     total = len(CHECKPOINTS) + 1 + len(SINKS)
     assert code == 5
@@ -202,18 +226,55 @@ def test_a_progress_bar_on_a_terminal_only_in_table_mode(local_fleet: Fleet) -> 
     assert b"Will not restart" in out
     assert b"audit [" not in out
 
+    assert f"audit: listing {local_fleet.root} ...".encode() in terminal
+
     code, out, terminal = _run_on_terminal("audit", local_fleet.root, "--format", "jsonl", *FIXED)
     assert code == 5
-    assert terminal == b""
+    assert b"audit: listed " in terminal and f"] {total}/{total}".encode() in terminal
     assert json.loads(out.splitlines()[-1])["kind"] == "summary"
+
+    code, out, terminal = _run_on_terminal("audit", local_fleet.root, "--quiet", *FIXED)
+    assert (code, out, terminal) == (5, b"", b"")
 
 
 def test_include_and_exclude_leave_directories_out_with_a_note(local_fleet: Fleet, capsys) -> None:
-    code, out, _ = run(capsys, "audit", local_fleet.root, "--format", "json", "--include", "team b/*", "--exclude", "*/broken tail", *FIXED)
+    code, out, _ = run(
+        capsys,
+        "audit",
+        local_fleet.root,
+        "--format",
+        "json",
+        "--include",
+        "team b/*",
+        "--exclude",
+        "*/broken tail",
+        *FIXED,
+    )
 
     result = json.loads(out)["result"]
     assert code == 0
-    assert sorted((r["kind"], r["path"]) for r in result["records"]) == [("checkpoint", "team b/out/_checkpoint"), ("sink", "team b/out")]
+    assert sorted((r["kind"], r["path"]) for r in result["records"]) == [
+        ("checkpoint", "team b/out/_checkpoint"),
+        ("sink", "team b/out"),
+    ]
     excluded = {n["path"]: n["message"] for n in result["notes"] if n["kind"] == "excluded"}
     assert "--exclude '*/broken tail'" in excluded["team b/broken tail"]
     assert "matches no --include" in excluded["team c/commits two behind"]
+
+
+def test_the_backups_of_an_apply_are_not_reported_as_a_checkpoint(tmp_path: Path, capsys) -> None:
+    from tests.scenarios import all_scenarios
+
+    root = tmp_path / "fleet"
+    scenario = next(s for s in all_scenarios() if s.id == "spark-4.3.0/offsets-latest-empty")
+    cp = scenario.copy_to(root / "orders")
+    plan = tmp_path / "plan.json"
+    assert run(capsys, "plan", str(cp), "-o", str(plan), *FIXED)[0] == 0
+    assert run(capsys, "apply", str(plan), "--yes")[0] == 0
+    assert (cp.parent / "checkpoint.checkpoint-doctor").is_dir()
+    code, out, _ = run(capsys, "audit", str(root), "--format", "json", *FIXED)
+    result = json.loads(out)["result"]
+    assert [r["checkpoint"] for r in result["records"]] == [str(cp)]
+    assert code == 0
+    tool = "orders/checkpoint.checkpoint-doctor"
+    assert any(n["kind"] == "checkpoint-doctor-backups" and n["path"] == tool for n in result["notes"])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checkpoint_doctor.audit.discovery import (
+from checkpoint_doctor.fleet.discovery import (
     CHECKPOINT,
     NOTE_DELTA,
     NOTE_EMPTY,
@@ -21,7 +21,7 @@ from checkpoint_doctor.audit.discovery import (
     discover,
 )
 from checkpoint_doctor.model import FileStat, Listing
-from checkpoint_doctor.storage import open_store
+from checkpoint_doctor.reading.storage import open_storage
 from tests.audit.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, GARBAGE_DIR, SINKS, Fleet
 
 
@@ -64,7 +64,9 @@ def test_an_empty_log_directory_is_enough_on_local_disk() -> None:
 
 
 def test_the_root_itself_can_be_the_checkpoint() -> None:
-    found = discover(listing(["metadata", "offsets/0", "commits/0", "state/0/_metadata/metadata", "state/0/0/1.delta"]))
+    found = discover(
+        listing(["metadata", "offsets/0", "commits/0", "state/0/_metadata/metadata", "state/0/0/1.delta"])
+    )
     assert targets(found) == {(CHECKPOINT, "")}
     assert found.notes == ()
 
@@ -183,7 +185,9 @@ def test_discovery_does_not_depend_on_the_listing_order() -> None:
     assert discover(shuffled) == expected
 
 
-names = st.sampled_from(["a", "b c", "metadata", "offsets", "commits", "state", "0", "_spark_metadata", "_delta_log", "é"])
+names = st.sampled_from(
+    ["a", "b c", "metadata", "offsets", "commits", "state", "0", "_spark_metadata", "_delta_log", "é"]
+)
 trees = st.lists(st.lists(names, min_size=1, max_size=5).map("/".join), min_size=1, max_size=25, unique=True)
 
 
@@ -198,7 +202,9 @@ def test_slices_hold_exactly_the_files_below_each_directory(paths: list[str]) ->
         below = sorted(p[len(d) + 1 :] if d else p for p in leaves if not d or p.startswith(d + "/"))
         assert [f.path for f in sliced.files] == below
         assert index.count(d) == len(below)
-        expected_dirs = sorted(x[len(d) + 1 :] if d else x for x in tree.dirs if not d or x.startswith(d + "/"))
+        expected_dirs = sorted(
+            x[len(d) + 1 :] if d else x for x in tree.dirs if not d or x.startswith(d + "/")
+        )
         assert list(sliced.dirs) == expected_dirs
     found = discover(tree)
     # Every target is a directory of the listing (or the root), found once per kind.
@@ -213,14 +219,16 @@ def test_one_listing_of_the_fleet_finds_every_target_and_slices_like_their_own_l
     from tests.audit.conftest import place_fleet
 
     fleet: Fleet = place_fleet(backend, tmp_path, request)
-    store = open_store(fleet.root, fleet.options)
+    store = open_storage(fleet.root, fleet.options)
     whole = store.list_tree()
     found = discover(whole, root_url=store.url)
 
-    assert targets(found) == {(CHECKPOINT, p) for p in [*CHECKPOINTS, GARBAGE_CHECKPOINT]} | {(SINK, p) for p in SINKS}
+    assert targets(found) == {(CHECKPOINT, p) for p in [*CHECKPOINTS, GARBAGE_CHECKPOINT]} | {
+        (SINK, p) for p in SINKS
+    }
     kinds = {(n.path, n.kind) for n in found.notes}
     assert {("", NOTE_STRAY), (DELTA_TABLE, NOTE_DELTA), (GARBAGE_DIR, NOTE_NEITHER)} <= kinds
     index = TreeIndex(whole)
     for target in found.targets:
-        own = open_store(fleet.url(target.path), fleet.options).list_tree()
+        own = open_storage(fleet.url(target.path), fleet.options).list_tree()
         assert index.slice(target.path) == own, target.path

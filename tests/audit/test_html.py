@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_doctor.audit.html import CELL, MISSING_COLOUR, cell_states, render_html, timeline_svg
-from checkpoint_doctor.audit.report import checkpoint_timeline, sink_timeline, summarize
-from checkpoint_doctor.audit.runner import audit
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.fleet.html import CELL, MISSING_COLOUR, cell_states, render_html
+from checkpoint_doctor.fleet.report import summarize
+from checkpoint_doctor.fleet.run import audit
 from tests.audit.conftest import SPARK, Fleet
 from tests.audit.png import decode, hex_rgb
 from tests.storage.builders import read_files, write_files
@@ -25,67 +25,87 @@ OPTIONS = DiagnoseOptions(live_window_s=0)
 
 def page_for(root: str) -> str:
     result = audit([root], options=OPTIONS)
-    return render_html(result.roots, result.records, result.notes, result.summary, generated_at="2026-01-01T00:00:00Z")
+    return render_html(
+        result.roots, result.records, result.notes, result.summary, generated_at="2026-01-01T00:00:00Z"
+    )
 
 
 def test_the_page_loads_nothing_from_anywhere(local_fleet: Fleet) -> None:
     html = page_for(local_fleet.root)
 
     assert html.startswith("<!doctype html>")
-    for needle in ("<script", "src=", "href=", "url(", "@import", "http://", "https://", "<link", "<img", "<iframe"):
+    assert html.count("<script") == html.count("<script>") == 1  # one inline script, nothing loaded
+    for needle in (
+        "src=",
+        "href=",
+        "url(",
+        "@import",
+        "http://",
+        "https://",
+        "<link",
+        "<img",
+        "<iframe",
+    ):
         assert needle not in html.lower(), needle
     assert html.count("<svg") >= 7
     assert "Checkpoint audit" in html
 
 
 def test_text_is_escaped(tmp_path: Path) -> None:
-    root = write_files(tmp_path / "fleet", {f'a<b>&"c"/{p}': d for p, d in read_files(SPARK / "stateless" / "checkpoint").items()})
+    root = write_files(
+        tmp_path / "fleet",
+        {f'a<b>&"c"/{p}': d for p, d in read_files(SPARK / "stateless" / "checkpoint").items()},
+    )
     html = page_for(str(root))
     assert "a<b>" not in html
-    assert "a&lt;b&gt;&amp;&quot;c&quot;" in html
+    assert "a&lt;b&gt;&amp;&#34;c&#34;" in html  # markupsafe's escaping (Jinja2 autoescape)
 
 
-def _row(batch_id: int, offsets: bool, commit: bool, state: tuple[int, int] | None) -> dict:
+def _cell(batch_id: int, offsets: str, commit: str) -> dict:
+    return {"batch_id": batch_id, "offsets": offsets, "commit": commit, "state": "none", "state_stores": None}
+
+
+def _record(i: int, timeline: list[dict], verdict: str, code: int) -> dict:
     return {
-        "batch_id": batch_id,
-        "offsets": offsets,
-        "commit": commit,
-        "state": None if state is None else {"present": state[0], "stores": state[1]},
+        "kind": "checkpoint",
+        "url": f"/x/{i}",
+        "checkpoint": f"/x/{i}",
+        "verdict": verdict,
+        "exit_code": code,
+        "codes": [],
+        "restart": None,
+        "timeline": timeline,
     }
 
 
-def test_timeline_cells() -> None:
-    rows = [_row(5, True, False, (0, 2)), _row(4, False, True, (2, 2)), _row(3, True, True, (1, 2)), _row(2, True, True, (0, 2))]
-    cells = checkpoint_timeline(rows, "micro-batch")
-    assert [(c["offsets"], c["commit"], c["state"]) for c in cells] == [
-        ("present", "pending", "pending"),  # the newest batch was in flight when the query stopped
-        ("missing", "present", "present"),
-        ("present", "present", "partial"),
-        ("present", "present", "missing"),
-    ]
-    async_cells = checkpoint_timeline([_row(9, True, True, None), _row(8, False, False, None)], "async")
-    assert [(c["offsets"], c["commit"], c["state"]) for c in async_cells] == [
-        ("present", "present", "none"),
-        ("absent", "absent", "none"),
-    ]
-    sink = sink_timeline([10, 11, 12], [9], ["_spark_metadata/13"], length=6)
-    assert [(c["batch_id"], c["sink"]) for c in sink] == [(12, "present"), (11, "present"), (10, "present"), (9, "compact"), (8, "folded"), (7, "folded")]
-
-
 def test_missing_cells_and_the_legend_swatch_are_the_only_uses_of_the_missing_colour() -> None:
-    healthy = {"kind": "checkpoint", "timeline": checkpoint_timeline([_row(1, True, True, None), _row(0, True, True, None)], "micro-batch")}
-    broken = {"kind": "checkpoint", "timeline": checkpoint_timeline([_row(2, True, False, None), _row(1, False, True, None), _row(0, True, True, None)], "micro-batch")}
+    healthy = _record(0, [_cell(1, "present", "present"), _cell(0, "present", "present")], "ok", 0)
+    broken = _record(
+        1,
+        [_cell(2, "present", "pending"), _cell(1, "missing", "present"), _cell(0, "present", "present")],
+        "error",
+        4,
+    )
 
-    assert MISSING_COLOUR not in timeline_svg(healthy)
-    assert timeline_svg(broken).count(MISSING_COLOUR) == 1
     assert "missing" not in cell_states([healthy])
     assert "missing" in cell_states([healthy, broken])
-    records = [
-        {**r, "checkpoint": f"/x/{i}", "verdict": v, "exit_code": e, "codes": [], "restart": None}
-        for i, (r, v, e) in enumerate([(healthy, "ok", 0), (broken, "error", 4)])
-    ]
-    assert MISSING_COLOUR not in render_html(["/x"], records[:1], [], summarize(records[:1]))
-    assert render_html(["/x"], records, [], summarize(records)).count(MISSING_COLOUR) == 2  # the cell and its legend swatch
+    assert MISSING_COLOUR not in render_html(["/x"], [healthy], [], summarize([healthy]))
+    page = render_html(["/x"], [healthy, broken], [], summarize([healthy, broken]))
+    assert page.count(MISSING_COLOUR) == 2  # the cell and its legend swatch
+
+
+def test_damage_has_its_own_cell_and_legend_entry() -> None:
+    damaged = _record(0, [_cell(3, "truncated", "empty"), _cell(2, "too-new", "damaged")], "error", 4)
+    page = render_html(["/x"], [damaged], [], summarize([damaged]))
+    for title in (
+        "truncated (the JSON ends early)",
+        "empty file",
+        "written by a newer Spark",
+        "damaged (cannot",
+    ):
+        assert title in page
+    for legend in (">truncated<", ">empty<", ">too new<", ">damaged<"):
+        assert legend in page
 
 
 # --------------------------------------------------------------------------------- the browser
@@ -99,19 +119,25 @@ def chromium() -> str:
     raise AssertionError("headless chromium is needed for this test: apt-get install -y chromium")
 
 
+#: The flags of a headless chromium that reaches nothing but the page.
+HEADLESS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+)
+
+
 def screenshot(page: Path, png: Path, size: str = "1400,1400") -> bytes:
     """Render a local page to PNG in headless chromium, as an operator's browser shows it."""
     with tempfile.TemporaryDirectory(prefix="cd-chromium-") as profile:
         proc = subprocess.run(
             [
                 chromium(),
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--no-first-run",
+                *HEADLESS,
                 "--hide-scrollbars",
                 "--force-device-scale-factor=1",
                 f"--user-data-dir={profile}",
@@ -135,8 +161,14 @@ def fleet_of(tmp_path: Path, name: str, scenarios: dict[str, str]) -> Path:
 
 
 def test_a_broken_tail_is_seen_in_a_real_browser(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    healthy = fleet_of(tmp_path, "healthy fleet", {"q1 window": "window_agg", "q2": "stateless", "q3": "uncommitted-tail"})
-    broken = fleet_of(tmp_path, "broken fleet", {"q1 window": "window_agg", "q2": "missing-prev-offsets", "q3": "state-delta-missing"})
+    healthy = fleet_of(
+        tmp_path, "healthy fleet", {"q1 window": "window_agg", "q2": "stateless", "q3": "uncommitted-tail"}
+    )
+    broken = fleet_of(
+        tmp_path,
+        "broken fleet",
+        {"q1 window": "window_agg", "q2": "missing-prev-offsets", "q3": "state-delta-missing"},
+    )
     red = hex_rgb(MISSING_COLOUR)
     counts = {}
     for fleet in (healthy, broken):
@@ -155,3 +187,57 @@ def test_a_broken_tail_is_seen_in_a_real_browser(tmp_path: Path, capsys: pytest.
     # missing-prev-offsets: offsets/2 is missing -> one whole red cell (plus the legend swatch).
     assert counts["broken fleet"] >= CELL * CELL
     assert re.search(r"q2", (tmp_path / "broken fleet.html").read_text())
+
+
+def dump_dom(page: Path, fragment: str = "") -> str:
+    """Return the DOM after the page's script ran, in headless chromium."""
+    with tempfile.TemporaryDirectory(prefix="cd-chromium-") as profile:
+        proc = subprocess.run(
+            [
+                chromium(),
+                *HEADLESS,
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                page.resolve().as_uri() + fragment,
+            ],
+            capture_output=True,
+            timeout=180,
+            check=False,
+        )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-2000:]
+    return proc.stdout.decode()
+
+
+def thousand_checkpoints(local_fleet: Fleet) -> tuple[list, dict]:
+    result = audit([local_fleet.root], options=OPTIONS)
+    checkpoints = [r for r in result.records if r["kind"] == "checkpoint"]
+    records = [
+        {**checkpoints[i % len(checkpoints)], "url": f"s3://fleet/team-{i // 100}/query-{i:04d}/checkpoint"}
+        for i in range(1000)
+    ]
+    return records, summarize(records)
+
+
+def test_a_thousand_checkpoints_filter_and_sort_in_a_real_browser(local_fleet: Fleet, tmp_path: Path) -> None:
+    records, summary = thousand_checkpoints(local_fleet)
+    page = tmp_path / "thousand.html"
+    page.write_text(render_html(["s3://fleet/"], records, [], summary), encoding="utf-8")
+
+    everything = dump_dom(page)
+    ready = re.search(r'data-ready-ms="(\d+)"', everything)
+    assert ready is not None  # the script ran to its end: the page is interactive
+    rows = re.findall(r'<tr data-rank="\d" data-verdict="(\w+)"[^>]*?(hidden="")?>', everything)
+    assert len(rows) == 1000 and not any(hidden for _, hidden in rows)
+    assert "1000 shown" in everything
+
+    errors = dump_dom(page, "#verdict=error&code=CD103")
+    shown = re.findall(
+        r'<tr data-rank="\d" data-verdict="(\w+)" data-path="[^"]*" data-codes="([^"]*)">', errors
+    )
+    expected = sum(1 for r in records if r["verdict"] == "error" and "CD103" in r["codes"])
+    assert 0 < len(shown) == expected and all(v == "error" and " CD103 " in c for v, c in shown)
+    assert f"{expected} shown" in errors
+
+    by_path = dump_dom(page, "#sort=-path&path=team-9")
+    paths = re.findall(r'data-path="(s3://fleet/team-9/[^"]+)" data-codes="[^"]*">', by_path)
+    assert paths == sorted(paths, reverse=True) and len(paths) == 100

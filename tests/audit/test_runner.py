@@ -7,16 +7,18 @@ import math
 
 import pytest
 
-from checkpoint_doctor.audit.report import combined_exit_code, summarize, verdict_of
-from checkpoint_doctor.audit.runner import (
+from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+from checkpoint_doctor.fleet.report import combined_exit_code, summarize, verdict_of
+from checkpoint_doctor.fleet.run import (
     DEFAULT_JOBS,
+    as_matrix_options,
     audit,
     default_jobs,
     fleet_storage_options,
     plan_fleet,
 )
-from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-from checkpoint_doctor.loading import load_checkpoint
+from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.audit.conftest import (
     CHECKPOINTS,
     EXPECTED_EXIT,
@@ -34,6 +36,9 @@ from tests.storage.builders import checkpoint_files, read_files, write_files
 OPTIONS = DiagnoseOptions(live_window_s=600, now_ms=1_900_000_000_000)
 
 
+PAIRED_SINKS = {"team b/out/_checkpoint": "team b/out"}
+
+
 def by_path(result) -> dict[str, dict]:
     return {(r["path"] if r["kind"] == "checkpoint" else f"sink:{r['path']}"): r for r in result.records}
 
@@ -45,13 +50,19 @@ def test_every_checkpoint_gets_the_diagnosis_diagnose_gives(fleet: Fleet) -> Non
     assert set(records) == {*CHECKPOINTS, GARBAGE_CHECKPOINT, *(f"sink:{p}" for p in SINKS)}
     for rel in [*CHECKPOINTS, GARBAGE_CHECKPOINT]:
         record = records[rel]
-        alone = diagnose(load_checkpoint(fleet.url(rel), storage_options=fleet.options), OPTIONS)
+        # The sink output around "out/_checkpoint" is paired by its logs and checked with it.
+        sink = fleet.url(PAIRED_SINKS[rel]) if rel in PAIRED_SINKS else None
+        snapshot = load_checkpoint(fleet.url(rel), storage_options=fleet.options, sink_path=sink)
+        alone = diagnose_matrix(snapshot, as_matrix_options(OPTIONS))
         assert record["checkpoint"] == fleet.url(rel)
         assert record["diagnosis"] == alone.to_dict(), rel
         assert record["exit_code"] == alone.exit_code == EXPECTED_EXIT[rel], rel
-        assert record["codes"] == list(alone.codes)
+        assert record["codes"] == sorted({f.code for f in alone.findings})
         assert record["verdict"] == verdict_of(alone.exit_code)
-        assert record["restart"]["summary"] == alone.prediction.summary
+        assert record["restart"]["summary"] == alone.primary.diagnosis.prediction.summary
+        assert record["file_sink"]["checked"] == (sink is not None), rel
+        if sink is not None:
+            assert record["file_sink"]["url"] == sink
     assert result.exit_code == 0 | 1 | 4
     assert result.summary["verdicts"] == {"ok": 4, "warning": 1, "error": 2, "unreadable": 0}
     assert result.summary["kinds"] == {"checkpoint": 6, "sink": 1, "root": 0}
@@ -66,10 +77,10 @@ def test_a_sink_output_is_audited_on_its_own(fleet: Fleet) -> None:
 
     assert sink["kind"] == "sink"
     assert sink["verdict"] == "ok"
-    assert sink["restart"] is None
-    assert sink["sink"]["latest"] == 11
-    assert sink["sink"]["compacts"] == [9]
-    assert sink["sink"]["missing_for_readers"] == []
+    assert "restart" not in sink and sink["sink"] == sink["url"]
+    assert sink["sink_log"]["latest"] == 11
+    assert sink["sink_log"]["compacts"] == [9]
+    assert sink["sink_log"]["missing_for_readers"] == []
     assert [c["batch_id"] for c in sink["timeline"]][:3] == [11, 10, 9]
     assert [c["sink"] for c in sink["timeline"]][:3] == ["present", "present", "compact"]
 
@@ -79,8 +90,13 @@ def test_a_sink_missing_the_compact_readers_need_is_an_error(tmp_path) -> None:
     root = write_files(tmp_path / "fleet", {f"out/{p}": d for p, d in sink.items()})
     result = audit([str(root)], options=OPTIONS)
     (record,) = result.records
-    assert (record["kind"], record["verdict"], record["exit_code"], record["codes"]) == ("sink", "error", 4, ["CD404"])
-    assert record["sink"]["missing_for_readers"] == ["_spark_metadata/9.compact"]
+    assert (record["kind"], record["verdict"], record["exit_code"], record["codes"]) == (
+        "sink",
+        "error",
+        4,
+        ["CD404"],
+    )
+    assert record["sink_log"]["missing_for_readers"] == ["_spark_metadata/9.compact"]
     assert {c["batch_id"]: c["sink"] for c in record["timeline"]}[9] == "missing"
 
 
@@ -89,14 +105,40 @@ def test_exit_code_is_the_or_of_the_records() -> None:
     assert combined_exit_code(records) == 5
     assert combined_exit_code([*records, {"exit_code": 8}]) == 13
     assert combined_exit_code([]) == 0
-    assert [verdict_of(c) for c in (0, 1, 4, 5, 8, 12, 16)] == ["ok", "warning", "error", "error", "unreadable", "unreadable", "unreadable"]
+    assert [verdict_of(c) for c in (0, 1, 4, 5, 8, 12, 16)] == [
+        "ok",
+        "warning",
+        "error",
+        "error",
+        "unreadable",
+        "unreadable",
+        "unreadable",
+    ]
 
 
 def test_summary_counts_by_verdict_and_code() -> None:
     records = [
-        {"kind": "checkpoint", "verdict": "error", "exit_code": 4, "codes": ["CD103", "CD108"], "restart": {"outcome": "fails"}},
-        {"kind": "checkpoint", "verdict": "error", "exit_code": 4, "codes": ["CD103"], "restart": {"outcome": "fails"}},
-        {"kind": "checkpoint", "verdict": "warning", "exit_code": 1, "codes": ["CD108"], "restart": {"outcome": "starts"}},
+        {
+            "kind": "checkpoint",
+            "verdict": "error",
+            "exit_code": 4,
+            "codes": ["CD103", "CD108"],
+            "restart": {"outcome": "fails"},
+        },
+        {
+            "kind": "checkpoint",
+            "verdict": "error",
+            "exit_code": 4,
+            "codes": ["CD103"],
+            "restart": {"outcome": "fails"},
+        },
+        {
+            "kind": "checkpoint",
+            "verdict": "warning",
+            "exit_code": 1,
+            "codes": ["CD108"],
+            "restart": {"outcome": "starts"},
+        },
         {"kind": "sink", "verdict": "ok", "exit_code": 0, "codes": [], "restart": None},
         {"kind": "root", "verdict": "unreadable", "exit_code": 8, "codes": [], "restart": None},
     ]
@@ -104,8 +146,11 @@ def test_summary_counts_by_verdict_and_code() -> None:
     assert summary["verdicts"] == {"ok": 1, "warning": 1, "error": 2, "unreadable": 1}
     assert summary["kinds"] == {"checkpoint": 3, "sink": 1, "root": 1}
     assert summary["restart_fails"] == 2
-    assert [(c["code"], c["count"], c["severity"]) for c in summary["codes"]] == [("CD103", 2, "error"), ("CD108", 2, "warning")]
-    assert (summary["exit_code"], summary["notes"], summary["total"]) == (13, 1, 5)
+    assert [(c["code"], c["count"], c["severity"]) for c in summary["codes"]] == [
+        ("CD103", 2, "error"),
+        ("CD108", 2, "warning"),
+    ]
+    assert (summary["exit_code"], summary["note_count"], summary["total"]) == (13, 1, 5)
 
 
 def test_a_checkpoint_that_vanishes_mid_audit_is_recorded_and_the_audit_goes_on(fleet: Fleet) -> None:
@@ -133,12 +178,14 @@ def test_a_checkpoint_that_vanishes_mid_audit_is_recorded_and_the_audit_goes_on(
     assert result.exit_code == 4 | 8
 
 
-def test_a_root_that_cannot_be_listed_is_recorded_and_the_other_roots_audited(local_fleet: Fleet, tmp_path) -> None:
+def test_a_root_that_cannot_be_listed_is_recorded_and_the_other_roots_audited(
+    local_fleet: Fleet, tmp_path
+) -> None:
     missing = str(tmp_path / "no such prefix")
     result = audit([missing, local_fleet.root], options=OPTIONS)
     roots = [r for r in result.records if r["kind"] == "root"]
 
-    assert [(r["checkpoint"], r["verdict"], r["exit_code"], r["error"]["type"]) for r in roots] == [
+    assert [(r["url"], r["verdict"], r["exit_code"], r["error"]["type"]) for r in roots] == [
         (missing, "unreadable", 8, "CheckpointNotFoundError")
     ]
     assert "no such file or directory" in roots[0]["error"]["message"]
@@ -148,7 +195,7 @@ def test_a_root_that_cannot_be_listed_is_recorded_and_the_other_roots_audited(lo
 
 def test_overlapping_roots_audit_each_directory_once(local_fleet: Fleet) -> None:
     result = audit([local_fleet.root, local_fleet.url("team b")], options=OPTIONS)
-    urls = [(r["kind"], r["checkpoint"]) for r in result.records]
+    urls = [(r["kind"], r["url"]) for r in result.records]
     assert len(urls) == len(set(urls)) == len(CHECKPOINTS) + 1 + len(SINKS)
 
 
@@ -161,7 +208,10 @@ def test_default_jobs_is_one_on_local_disk_and_sixteen_on_object_stores(local_fl
 def test_the_s3_connection_pool_is_sized_to_the_jobs_unless_the_operator_set_it() -> None:
     given = {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}
     sized = fleet_storage_options(["s3://bkt/fleet"], given, 16)
-    assert sized == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}, "config_kwargs": {"max_pool_connections": 128}}
+    assert sized == {
+        "client_kwargs": {"endpoint_url": "http://127.0.0.1:1"},
+        "config_kwargs": {"max_pool_connections": 128},
+    }
     assert given == {"client_kwargs": {"endpoint_url": "http://127.0.0.1:1"}}  # not changed in place
     assert fleet_storage_options(["s3a://bkt/x"], None, 1)["config_kwargs"] == {"max_pool_connections": 10}
     mine = {"config_kwargs": {"max_pool_connections": 7, "connect_timeout": 2}}
@@ -177,7 +227,9 @@ def test_jobs_do_not_change_the_records(local_fleet: Fleet) -> None:
 
 
 @pytest.mark.s3
-def test_on_s3_the_fleet_is_listed_once_and_each_checkpoint_costs_only_its_reads(s3: S3, tmp_path, request) -> None:
+def test_on_s3_the_fleet_is_listed_once_and_each_checkpoint_costs_only_its_reads(
+    s3: S3, tmp_path, request
+) -> None:
     fleet = place_fleet("s3", tmp_path, request)
     keys = len(fleet_files())
 
@@ -209,5 +261,100 @@ def test_listing_requests_grow_with_keys_not_checkpoints(s3: S3) -> None:
     kinds = s3.server.log.kinds()
     assert len(result.records) == count
     assert kinds["ListObjectsV2"] == math.ceil(len(files) / 1000) == 2
-    assert kinds["GetObject"] == sum(r["reads"] for r in result.records) == count * 6  # every file of so small a checkpoint
+    assert (
+        kinds["GetObject"] == sum(r["reads"] for r in result.records) == count * 6
+    )  # every file of so small a checkpoint
     assert "HeadObject" not in kinds
+
+
+def _deny(monkeypatch: pytest.MonkeyPatch, *denied) -> None:
+    """Injected fault: scandir of these directories fails with EACCES (this process runs as root,
+    so chmod cannot deny it)."""
+    import errno
+    import os
+
+    real = os.scandir
+    blocked = {str(d) for d in denied}
+
+    def scandir(path):
+        if os.fspath(path) in blocked:
+            raise PermissionError(errno.EACCES, "Permission denied", path)
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+
+
+def test_one_unreadable_directory_is_recorded_where_it_belongs_and_the_audit_goes_on(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write_files(
+        tmp_path / "fleet",
+        {
+            **{f"a/{p}": d for p, d in checkpoint_files(partitions=2, state_versions=[1, 2]).items()},
+            **{f"b/{p}": d for p, d in checkpoint_files().items()},
+            "secret/notes.txt": b"x",
+        },
+    )
+    _deny(monkeypatch, root / "a" / "state" / "0", root / "secret")
+
+    result = audit([str(root)], options=OPTIONS)
+    records = {r["path"]: r for r in result.records}
+
+    assert set(records) == {"a", "b", "secret"}
+    assert records["b"]["verdict"] in ("ok", "warning")
+    a = records["a"]
+    assert (a["kind"], a["verdict"], a["exit_code"]) == ("checkpoint", "unreadable", 8)
+    assert a["error"] == {
+        "type": "AccessDeniedError",
+        "message": f"cannot list {root}/a/state/0: access denied; check the permissions or bucket policy for this path",
+    }
+    secret = records["secret"]
+    assert (secret["kind"], secret["url"], secret["verdict"]) == (
+        "root",
+        f"{root}/secret",
+        "unreadable",
+    )
+    assert secret["error"]["message"].startswith(f"cannot list {root}/secret: access denied")
+    assert result.exit_code & 8
+
+
+def test_exclude_leaves_an_unreadable_directory_out(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = write_files(
+        tmp_path / "fleet",
+        {**{f"b/{p}": d for p, d in checkpoint_files().items()}, "secret/notes.txt": b"x"},
+    )
+    _deny(monkeypatch, root / "secret")
+
+    result = audit([str(root)], options=OPTIONS, exclude=["secret"])
+
+    assert [r["path"] for r in result.records] == ["b"]
+    assert not result.exit_code & 8
+    assert {(n["path"], n["kind"]) for n in result.notes} >= {("secret", "excluded")}
+
+
+def test_audit_follows_a_symlinked_checkpoint_and_a_symlinked_state_dir(tmp_path) -> None:
+    """Issue 13.7: checkpoints linked into a fleet directory and a state/ on another volume are
+    audited like real ones; a link back up the tree is not followed round and round."""
+    volume = write_files(tmp_path / "volume", checkpoint_files(partitions=2, state_versions=[1, 2, 3]))
+    linked = write_files(tmp_path / "elsewhere" / "ckpt", checkpoint_files())
+    fleet = write_files(tmp_path / "fleet", {f"real/{p}": d for p, d in checkpoint_files().items()})
+    (fleet / "team").mkdir()
+    (fleet / "team" / "linked").symlink_to(linked)
+    (fleet / "team" / "loop").symlink_to(fleet)
+    stateful = write_files(
+        fleet / "stateful",
+        {p: d for p, d in checkpoint_files(partitions=2).items() if not p.startswith("state/")},
+    )
+    (stateful / "state").symlink_to(volume / "state")
+
+    result = audit([str(fleet)], options=OPTIONS)
+    records = {r["path"]: r for r in result.records}
+
+    assert set(records) == {"real", "stateful", "team/linked"}
+    assert records["team/linked"]["verdict"] == records["real"]["verdict"]
+    assert "CD301" not in records["stateful"]["codes"]  # its state is found through the link
+    alone = diagnose_matrix(
+        load_checkpoint(str(volume)), as_matrix_options(OPTIONS)
+    )  # the same files, unlinked
+    assert records["stateful"]["exit_code"] == alone.exit_code
+    assert records["stateful"]["codes"] == sorted({f.code for f in alone.findings})

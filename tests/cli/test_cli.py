@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from checkpoint_doctor.cli import main
+from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.render.documents import schema_version
 from tests.scenarios import REPO, all_scenarios
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -35,8 +37,9 @@ def golden(name: str, text: str, replace: dict[str, str]) -> None:
     text = re.sub(r"mtime \d+", "mtime <mtime>", text)
     text = re.sub(r"^Plan(\s+)[0-9a-f]{16}$", r"Plan\1<plan-id>", text, flags=re.M)
     path = GOLDEN / name
-    if UPDATE or not path.exists():
+    if UPDATE:
         path.write_text(text)
+    assert path.exists(), f"golden file {path} is missing (CHECKPOINT_DOCTOR_UPDATE_GOLDEN=1 writes it)"
     assert text == path.read_text()
 
 
@@ -45,8 +48,28 @@ def golden(name: str, text: str, replace: dict[str, str]) -> None:
     [
         ("spark-4.3.0/window_agg", ["inspect"], "inspect-window_agg.txt"),
         ("spark-3.5.9/file_to_file", ["inspect", "--sink-path", "{sink}"], "inspect-file_to_file.txt"),
-        ("spark-4.3.0/async-tail", ["diagnose", "--mode", "micro-batch", "--live-window", "0"], "diagnose-async-tail-sync.txt"),
-        ("spark-3.5.9/state-delta-missing", ["diagnose", "--spark", "3.5", "--live-window", "0"], "diagnose-state-delta-missing.txt"),
+        (
+            "spark-4.3.0/async-tail",
+            ["diagnose", "--spark", "4.3.0", "--mode", "micro-batch", "--live-window", "0"],
+            "diagnose-async-tail-sync.txt",
+        ),
+        ("spark-4.3.0/async-tail", ["diagnose", "--live-window", "0"], "diagnose-async-tail-matrix.txt"),
+        (
+            "spark-3.5.9/state-deleted",
+            ["diagnose", "--live-window", "0"],
+            "diagnose-state-deleted-matrix.txt",
+        ),
+        ("spark-4.3.0/continuous", ["diagnose", "--live-window", "0"], "diagnose-continuous-matrix.txt"),
+        (
+            "spark-3.5.9/async-tail",
+            ["diagnose", "--mode", "micro-batch", "--spark", "3.5", "--spark", "4.3", "--live-window", "0"],
+            "diagnose-async-tail-narrowed.txt",
+        ),
+        (
+            "spark-3.5.9/state-delta-missing",
+            ["diagnose", "--spark", "3.5", "--live-window", "0"],
+            "diagnose-state-delta-missing.txt",
+        ),
         ("spark-4.3.0/missing-prev-offsets", ["plan", "--live-window", "0"], "plan-missing-prev-offsets.txt"),
     ],
 )
@@ -65,7 +88,7 @@ def test_inspect_json_is_one_document_with_a_schema_version(tmp_path, capsys):
     code, out, err = run(capsys, "inspect", str(cp), "--format", "json", "--deep")
     doc = json.loads(out)
     assert code == 0 and err == ""
-    assert doc["schema_version"] == 1 and doc["command"] == "inspect"
+    assert doc["schema_version"] == schema_version("inspect") and doc["command"] == "inspect"
     result = doc["result"]
     assert result["offsets"]["last"] == 6 and result["state"]["operators"][0]["provider"] == "rocksdb"
     assert result["written_by"]["line"] == "4.3" and result["mode"]["mode"] == "micro-batch"
@@ -89,7 +112,19 @@ def test_diagnose_exit_codes(scenario_id, args, expected, tmp_path, capsys):
 
 def test_diagnose_json_prediction_and_findings(tmp_path, capsys):
     cp = scenario("spark-3.5.9/async-tail").copy_to(tmp_path)
-    code, out, _ = run(capsys, "diagnose", str(cp), "--mode", "micro-batch", "--spark", "3.5", "--format", "json", "--live-window", "0")
+    code, out, _ = run(
+        capsys,
+        "diagnose",
+        str(cp),
+        "--mode",
+        "micro-batch",
+        "--spark",
+        "3.5",
+        "--format",
+        "json",
+        "--live-window",
+        "0",
+    )
     result = json.loads(out)["result"]
     assert code == 4
     assert result["restart"]["outcome"] == "fails"
@@ -111,7 +146,9 @@ def test_file_instead_of_directory_exit_8(tmp_path, capsys):
     assert code == 8 and "not a directory" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize(("layout", "words"), [({}, "empty"), ({"_delta_log/00000.json": "{}"}, "Delta table")])
+@pytest.mark.parametrize(
+    ("layout", "words"), [({}, "empty"), ({"_delta_log/00000.json": "{}"}, "Delta table")]
+)
 def test_non_checkpoint_directories_say_so_in_one_line(layout, words, tmp_path, capsys):
     for rel, text in layout.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -154,12 +191,12 @@ def test_explain_prints_what_to_do(capsys):
 
 
 def test_internal_error_exit_16_with_debug_hint(monkeypatch, tmp_path, capsys):
-    import checkpoint_doctor.diagnosis as diagnosis
+    import checkpoint_doctor.diagnosis.matrix as matrix
 
     def boom(*a, **k):
         raise RuntimeError("injected fault")
 
-    monkeypatch.setattr(diagnosis, "diagnose", boom)
+    monkeypatch.setattr(matrix, "diagnose_matrix", boom)
     cp = scenario("spark-4.3.0/window_agg").copy_to(tmp_path)
     code, _, err = run(capsys, "diagnose", str(cp))
     assert code == 16 and "internal error" in err and "--debug" in err and "Traceback" not in err
@@ -168,12 +205,12 @@ def test_internal_error_exit_16_with_debug_hint(monkeypatch, tmp_path, capsys):
 
 
 def test_interrupt_exit_130(monkeypatch, tmp_path, capsys):
-    import checkpoint_doctor.diagnosis as diagnosis
+    import checkpoint_doctor.diagnosis.matrix as matrix
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(diagnosis, "diagnose", interrupted)
+    monkeypatch.setattr(matrix, "diagnose_matrix", interrupted)
     cp = scenario("spark-4.3.0/window_agg").copy_to(tmp_path)
     code, _, err = run(capsys, "diagnose", str(cp))
     assert code == 130 and "interrupted" in err
@@ -189,14 +226,34 @@ def test_plan_apply_undo_round_trip(tmp_path, capsys):
     assert (cp / "offsets" / "3").exists()
     code, out, _ = run(capsys, "apply", str(plan_file), "--dry-run")
     assert code == 0 and "nothing was changed" in out and (cp / "offsets" / "3").exists()
+    assert "1. quarantine checkpoint:offsets/3" in out and "2. quarantine checkpoint:offsets/.3.crc" in out
     code, out, _ = run(capsys, "apply", str(plan_file), "--yes", "--format", "json")
     result = json.loads(out)["result"]
     assert code == 0 and result["steps_done"] == 2 and result["after"]["restart"]["outcome"] == "starts"
     assert not (cp / "offsets" / "3").exists()
     code, _, err = run(capsys, "apply", str(plan_file), "--yes")
-    assert code == 4 and "precondition" in err and err.count("\n") == 1
+    assert code == ExitCode.REFUSED and "changed since the plan was made" in err and err.count("\n") == 1
     code, out, _ = run(capsys, "undo", result["journal"])
     assert code == 0 and "restored offsets/3" in out and (cp / "offsets" / "3").exists()
+    code, _, err = run(capsys, "undo", result["journal"])
+    assert code == 32 and "already undone" in err
+    code, out, _ = run(capsys, "apply", str(plan_file), "--yes")
+    assert code == 0 and "Applied plan" in out
+    code, out, _ = run(capsys, "history", str(cp))
+    assert code == 0
+    states = [line.split()[1] for line in out.splitlines()[2:4]]
+    assert states == ["undone", "applied"] and "Undo the newest with: checkpoint-doctor undo" in out
+
+
+def test_declining_the_prompt_says_cancelled(tmp_path, capsys, monkeypatch):
+    cp = scenario("spark-4.3.0/offsets-latest-empty").copy_to(tmp_path)
+    plan_file = tmp_path / "plan.json"
+    run(capsys, "plan", str(cp), "-o", str(plan_file), "--live-window", "0")
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True)
+    monkeypatch.setattr("click.confirm", lambda *a, **k: False)
+    code, out, _ = run(capsys, "apply", str(plan_file))
+    assert code == 32 and out.startswith("Cancelled:") and "Dry run" not in out
+    assert (cp / "offsets" / "3").exists()
 
 
 def test_apply_rejects_a_plan_pointing_outside_the_checkpoint(tmp_path, capsys):
@@ -215,9 +272,18 @@ def test_apply_rejects_a_plan_pointing_outside_the_checkpoint(tmp_path, capsys):
 
 def test_module_entry_point_and_lazy_optional_imports():
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys, checkpoint_doctor.cli; print(sorted(m for m in ('s3fs', 'pyspark', 'botocore') if m in sys.modules))"],
-        capture_output=True, text=True, cwd=REPO, check=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, checkpoint_doctor.cli; print(sorted(m for m in ('s3fs', 'pyspark', 'botocore') if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        check=True,
     )
     assert proc.stdout.strip() == "[]"
-    proc = subprocess.run([sys.executable, "-m", "checkpoint_doctor", "--version"], capture_output=True, text=True, cwd=REPO)
+    proc = subprocess.run(
+        [sys.executable, "-m", "checkpoint_doctor", "--version"], capture_output=True, text=True, cwd=REPO
+    )
     assert proc.returncode == 0 and "checkpoint-doctor" in proc.stdout

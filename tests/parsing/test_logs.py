@@ -74,7 +74,12 @@ def test_offsets_failure_kinds(data, kind):
 
 @pytest.mark.parametrize(
     ("data", "kind"),
-    [(b"", "empty"), (b"v4\n{}", "unsupported-version"), (b"x\n{}", "malformed-header"), (b"v1\n{", "truncated-json")],
+    [
+        (b"", "empty"),
+        (b"v4\n{}", "unsupported-version"),
+        (b"x\n{}", "malformed-header"),
+        (b"v1\n{", "truncated-json"),
+    ],
 )
 def test_commit_failure_kinds(data, kind):
     assert kind_of(parse_commit, data) == kind
@@ -90,7 +95,9 @@ def test_commit_v2_state_unique_ids():
     assert record.state_unique_ids == ((0, (("a",), ("b",))),)
 
 
-@pytest.mark.parametrize(("data", "kind"), [(b"", "empty"), (b"{", "truncated-json"), (b'{"x":1}', "invalid-content")])
+@pytest.mark.parametrize(
+    ("data", "kind"), [(b"", "empty"), (b"{", "truncated-json"), (b'{"x":1}', "invalid-content")]
+)
 def test_metadata_failure_kinds(data, kind):
     assert kind_of(parse_query_metadata, data) == kind
 

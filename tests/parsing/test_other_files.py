@@ -22,7 +22,11 @@ from checkpoint_doctor.model import (
     LongOffset,
     RateStartTime,
 )
-from checkpoint_doctor.parsing.compactible import parse_sink_log, parse_source_metadata
+from checkpoint_doctor.parsing.compactible import (
+    is_kafka_initial_offsets,
+    parse_sink_log,
+    parse_source_metadata,
+)
 from checkpoint_doctor.parsing.source_offsets import decode_offset
 from checkpoint_doctor.parsing.state_files import (
     parse_operator_metadata,
@@ -35,14 +39,20 @@ from tests.strategies import file_like_bytes
 @pytest.mark.parametrize(
     ("raw", "decoded"),
     [
-        ('{"topicA":{"0":23,"1":42},"topicB":{"0":7}}', KafkaOffset((("topicA", 0, 23), ("topicA", 1, 42), ("topicB", 0, 7)))),
+        (
+            '{"topicA":{"0":23,"1":42},"topicB":{"0":7}}',
+            KafkaOffset((("topicA", 0, 23), ("topicA", 1, 42), ("topicB", 0, 7))),
+        ),
         ('{"logOffset":6}', FileSourceOffset(6)),
         ("2", LongOffset(2)),
         (
             '{"sourceVersion":1,"reservoirId":"abc","reservoirVersion":12,"index":-1,"isStartingVersion":false}',
             DeltaOffset("abc", 12, -1, 1, False),
         ),
-        ('{"0":{"value":10,"runTimeMs":5},"1":{"value":11,"runTimeMs":6}}', ContinuousRateOffset(((0, 10, 5), (1, 11, 6)))),
+        (
+            '{"0":{"value":10,"runTimeMs":5},"1":{"value":11,"runTimeMs":6}}',
+            ContinuousRateOffset(((0, 10, 5), (1, 11, 6))),
+        ),
         ('{"something":"else"}', None),
         ("not json", None),
     ],
@@ -64,6 +74,27 @@ def test_kafka_initial_offsets_skip_the_leading_nul_byte():
     assert record.offset == KafkaOffset((("t", 0, 5),))
     legacy = parse_source_metadata(b'\x00{"t":{"0":5}}', path="sources/0/0")
     assert legacy.legacy_format
+
+
+def test_kafka_initial_offsets_of_every_era():
+    """KafkaSourceInitialOffsetWriter.deserialize skips the first byte whatever it is (SPARK-19517)."""
+    body = b'{"events":{"0":100,"1":90}}'
+    spark_2_1_0 = parse_source_metadata(bytes([len(body)]) + body, path="sources/0/0")
+    assert spark_2_1_0.legacy_format and spark_2_1_0.version == 0
+    assert spark_2_1_0.offset == KafkaOffset((("events", 0, 100), ("events", 1, 90)))
+    current = parse_source_metadata(b"\x00v1\n" + body, path="sources/0/0")
+    assert not current.legacy_format and current.version == 1 and current.offset == spark_2_1_0.offset
+    with pytest.raises(CheckpointParseError) as info:
+        parse_source_metadata(b"\x00v99999\n" + body, path="sources/0/0")
+    assert (info.value.kind, info.value.version) == ("unsupported-version", 99999)
+    with pytest.raises(CheckpointParseError) as info:
+        parse_source_metadata(b"\x00v1", path="sources/0/0")
+    assert info.value.kind == "malformed-header"  # "failed to detect the log file version line"
+    with pytest.raises(CheckpointParseError) as info:
+        parse_source_metadata(b"\x00", path="sources/0/0")
+    assert info.value.kind == "empty"  # require(content.nonEmpty)
+    assert is_kafka_initial_offsets(b"\x00v1\n{}") and is_kafka_initial_offsets(b"\x1b{")
+    assert not is_kafka_initial_offsets(b"v1\n1795357718920") and not is_kafka_initial_offsets(b"")
 
 
 def test_rate_start_time():
@@ -92,7 +123,14 @@ def _utf(s: str) -> bytes:
 def test_schema_header_v2_chunks():
     key = json.dumps({"type": "struct", "fields": [{"name": "window"}]})
     value = json.dumps({"type": "struct", "fields": [{"name": "count"}]})
-    data = _utf("v2") + struct.pack(">i", 2) + _utf(key[:10]) + _utf(key[10:]) + struct.pack(">i", 1) + _utf(value)
+    data = (
+        _utf("v2")
+        + struct.pack(">i", 2)
+        + _utf(key[:10])
+        + _utf(key[10:])
+        + struct.pack(">i", 1)
+        + _utf(value)
+    )
     header = parse_schema_header(data, path="state/0/0/_metadata/schema")
     assert (header.version, header.key_fields, header.value_fields) == (2, ("window",), ("count",))
 
@@ -100,14 +138,23 @@ def test_schema_header_v2_chunks():
 def test_rocksdb_zip_metadata_names_its_ssts():
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("metadata", 'v1\n{"sstFiles":[{"localFileName":"000008.sst","dfsSstFileName":"000008-abc.sst","sizeBytes":1}],"numKeys":2}')
+        z.writestr(
+            "metadata",
+            'v1\n{"sstFiles":[{"localFileName":"000008.sst","dfsSstFileName":"000008-abc.sst","sizeBytes":1}],"numKeys":2}',
+        )
     md = parse_rocksdb_zip_metadata(buf.getvalue(), path="state/0/0/2.zip")
     assert md.sst_files == ("000008-abc.sst",) and md.num_keys == 2
 
 
 @given(file_like_bytes)
 def test_other_parsers_return_a_value_or_raise_parse_error(data):
-    for parser in (parse_source_metadata, parse_sink_log, parse_operator_metadata, parse_schema_header, parse_rocksdb_zip_metadata):
+    for parser in (
+        parse_source_metadata,
+        parse_sink_log,
+        parse_operator_metadata,
+        parse_schema_header,
+        parse_rocksdb_zip_metadata,
+    ):
         with contextlib.suppress(CheckpointParseError):
             parser(data, path="p")
 

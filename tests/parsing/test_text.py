@@ -94,7 +94,10 @@ def test_json_value_ignores_trailing_content_like_jackson():
     assert parse_json_value('{"a":1} trailing', path="p", line=2) == {"a": 1}
 
 
-@pytest.mark.parametrize(("text", "kind"), [('{"a":', "truncated-json"), ('{"a" 1}', "bad-json"), ("", "truncated-json"), ("NaN", "bad-json")])
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [('{"a":', "truncated-json"), ('{"a" 1}', "bad-json"), ("", "truncated-json"), ("NaN", "bad-json")],
+)
 def test_json_value_errors_are_classified(text, kind):
     with pytest.raises(CheckpointParseError) as info:
         parse_json_value(text, path="p", line=2)

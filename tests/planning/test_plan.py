@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.planning.plan import RepairPlan, check_relative_path
@@ -83,7 +85,9 @@ def test_bridge_is_the_default_for_the_async_tail(tmp_path):
     from tests.scenarios import all_scenarios
 
     scenario = next(s for s in all_scenarios() if s.id == "spark-3.5.9/async-tail")
-    restart = next(r for r in scenario.data["restarts"] if r["mode"] == "micro-batch" and r["spark"] == "3.5.9")
+    restart = next(
+        r for r in scenario.data["restarts"] if r["mode"] == "micro-batch" and r["spark"] == "3.5.9"
+    )
     _, plan = plan_for(scenario, restart, scenario.load(tmp_path))
     assert plan.strategy == "bridge"
     (step,) = plan.steps
@@ -104,3 +108,63 @@ def test_rollback_across_committed_batches_needs_accept_data_loss(tmp_path):
     _, accepted = plan_for(scenario, restart, scenario.load(tmp_path / "b"), accept_data_loss=True)
     assert accepted.strategy == "rollback" and accepted.executable_steps
     assert accepted.expected["starts"] is True
+
+
+@pytest.mark.parametrize(
+    ("scenario_id", "args"),
+    [
+        ("spark-3.5.9/async-tail", []),
+        ("spark-4.3.0/state-deleted", ["--stateful", "--accept-data-loss"]),
+        ("spark-4.3.0/rocksdb_v2", ["--spark", "3.5"]),
+        ("spark-4.3.0/offsets-dir-deleted", ["--accept-data-loss"]),
+        ("spark-4.3.0/rate-start-garbage", ["--accept-data-loss", "--sink", "noop"]),
+        ("spark-4.3.0/commit-ahead", []),
+    ],
+)
+def test_plan_documents_validate_against_the_schema(scenario_id, args, tmp_path, capsys):
+    from checkpoint_doctor.cli import main
+    from tests.cli.test_schemas import validate
+    from tests.scenarios import all_scenarios
+
+    scenario = next(s for s in all_scenarios() if s.id == scenario_id)
+    cp = scenario.copy_to(tmp_path)
+    main(["plan", str(cp), "--live-window", "0", "--format", "json", *args])
+    doc = json.loads(capsys.readouterr()[0])
+    validate("plan", doc)
+    assert doc["result"]["options"], "a refused fixture gets options"
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=5),
+    max_leaves=20,
+)
+KIND_NAMES = st.sampled_from(["quarantine", "copy", "write", "remove-dir", "run", "query_id", "latest_batches",
+                              "file_unchanged", "file_absent", "no_live_writer", "shell"])  # fmt: skip
+
+
+FIELDS = ["kind", "area", "path", "source", "source_sha256", "content", "encoding", "if_present", "command",
+          "reason", "value", "offsets", "commits", "size", "mtime_ms", "etag", "window_s"]  # fmt: skip
+
+
+@settings(max_examples=400)
+@given(st.one_of(JSON, st.dictionaries(st.sampled_from(FIELDS), JSON | KIND_NAMES, max_size=8)))
+def test_step_and_precondition_parsers_raise_only_plan_format_errors(data):
+    from checkpoint_doctor.planning.preconditions import parse_precondition
+    from checkpoint_doctor.planning.steps import parse_step
+
+    for parse in (parse_step, parse_precondition):
+        try:
+            parsed = parse(data)
+        except PlanFormatError:
+            continue
+        assert parse(parsed.to_dict()) == parsed  # whatever parses round-trips
+
+
+@given(JSON)
+def test_a_plan_document_of_any_shape_is_a_plan_format_error_or_a_plan(data):
+    try:
+        RepairPlan.from_dict(data)
+    except PlanFormatError:
+        return
+    raise AssertionError("arbitrary JSON made a plan")

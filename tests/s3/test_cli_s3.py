@@ -25,7 +25,7 @@ from tests.storage.builders import (
 )
 from tests.storage.conftest import MemoryBackend
 
-VOLATILE = ("mtime_ms", "etag")
+VOLATILE = ("mtime_ms", "etag", "generated_at")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -72,7 +72,9 @@ def test_inspect_on_s3_gives_the_local_report(
     s3.fs.put(str(local), s3.key("prefix"), recursive=True)
     memory_url = memory.put_tree(local, "ckpt")
 
-    s3_code, s3_out, s3_err = inspect_json(capsys, s3.url("prefix"), "--storage-option", f"endpoint_url={s3.endpoint}")
+    s3_code, s3_out, s3_err = inspect_json(
+        capsys, s3.url("prefix"), "--storage-option", f"endpoint_url={s3.endpoint}"
+    )
     local_code, local_out, _ = inspect_json(capsys, str(local))
     memory_code, memory_out, _ = inspect_json(capsys, memory_url)
 
@@ -120,7 +122,9 @@ def test_inspect_missing_prefix_json(s3: S3, capsys: pytest.CaptureFixture[str])
     assert len(err.splitlines()) == 1
 
 
-def test_inspect_unreachable_endpoint_fails_fast_with_one_line(s3: S3, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_unreachable_endpoint_fails_fast_with_one_line(
+    s3: S3, capsys: pytest.CaptureFixture[str]
+) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))  # bound, not listening: connections are refused
     port = sock.getsockname()[1]
@@ -147,14 +151,20 @@ def test_inspect_unreachable_endpoint_fails_fast_with_one_line(s3: S3, capsys: p
     assert err.endswith("; check the network and --storage-option endpoint_url\n")
 
 
-def test_inspect_no_credentials_exits_8(s3: S3, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_inspect_no_credentials_exits_8(
+    s3: S3, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
 
-    code, out, err = run_cli(capsys, "inspect", s3.url("ckpt"), "--storage-option", f"endpoint_url={s3.endpoint}")
+    code, out, err = run_cli(
+        capsys, "inspect", s3.url("ckpt"), "--storage-option", f"endpoint_url={s3.endpoint}"
+    )
 
     assert (code, out) == (8, "")
-    assert err.startswith(f"checkpoint-doctor: error: cannot list {s3.url('ckpt')}: no credentials found; set AWS_ACCESS_KEY_ID")
+    assert err.startswith(
+        f"checkpoint-doctor: error: cannot list {s3.url('ckpt')}: no credentials found; set AWS_ACCESS_KEY_ID"
+    )
 
 
 SPARK_VERSIONS = sorted({p.parent.name for p in all_scenarios()})
@@ -194,11 +204,18 @@ def test_inspect_every_fixture_alike_on_local_memory_and_s3(
                 copy_files_only(scenario / part, files_only / part)
             for empty in empty_dirs:
                 (full / empty).mkdir(parents=True, exist_ok=True)
-        files = {f"{part}/{rel}": data for part in parts for rel, data in read_files(files_only / part).items()}
+        files = {
+            f"{part}/{rel}": data for part in parts for rel, data in read_files(files_only / part).items()
+        }
         memory.put_tree(full, name)
         seed_objects(s3.bucket, name, files)
         with subtests.test(msg=name):
-            bases = {"full": str(full), "files": str(files_only), "memory": memory.url(name), "s3": s3.url(name)}
+            bases = {
+                "full": str(full),
+                "files": str(files_only),
+                "memory": memory.url(name),
+                "s3": s3.url(name),
+            }
             results = {}
             for where, base in bases.items():
                 extra = ["--sink-path", f"{base}/sink"] if "sink" in parts else []

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from checkpoint_doctor.loading import load_checkpoint
+from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.s3.conftest import S3
 from tests.s3.server import seed_objects
 from tests.storage.builders import DELTA, checkpoint_files
@@ -39,7 +39,10 @@ def test_one_list_request_per_1000_keys_and_no_head(s3: S3, keys: int) -> None:
     snapshot = load_checkpoint(s3.url("ckpt"), storage_options=s3.options)
 
     assert len(snapshot.files) == keys
-    assert s3.server.log.kinds() == {"ListObjectsV2": math.ceil(keys / 1000), "GetObject": snapshot.read_count}
+    assert s3.server.log.kinds() == {
+        "ListObjectsV2": math.ceil(keys / 1000),
+        "GetObject": snapshot.read_count,
+    }
 
 
 @pytest.mark.parametrize("depth", ["default", "deep"])

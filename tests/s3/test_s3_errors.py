@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
 
@@ -17,12 +18,14 @@ from checkpoint_doctor.errors import (
     CredentialsError,
     EndpointUnreachableError,
 )
-from checkpoint_doctor.loading import load_checkpoint
-from checkpoint_doctor.storage import open_store
+from checkpoint_doctor.reading.pipeline import load_checkpoint
+from checkpoint_doctor.reading.storage import open_storage
 from tests.s3.conftest import S3
 from tests.storage.builders import checkpoint_files
 
-NO_CREDENTIALS_HINT = "set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or pass --storage-option key=... secret=..."
+NO_CREDENTIALS_HINT = (
+    "set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or AWS_PROFILE, or pass --storage-option key=... secret=..."
+)
 FAIL_FAST = {"config_kwargs": {"connect_timeout": 1, "retries": {"total_max_attempts": 1}}}
 
 
@@ -35,6 +38,41 @@ def closed_port() -> Iterator[int]:
         yield sock.getsockname()[1]
     finally:
         sock.close()
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts every connection and never sends a byte."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.accepted:
+            conn.close()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    try:
+        yield server
+    finally:
+        server.close()
 
 
 @pytest.fixture
@@ -76,7 +114,7 @@ def test_no_credentials(s3: S3, monkeypatch: pytest.MonkeyPatch) -> None:
     url = s3.url("ckpt")
 
     with pytest.raises(CredentialsError) as info:
-        open_store(url, s3.options).list_tree()
+        open_storage(url, s3.options).list_tree()
 
     assert info.value.url == url
     assert str(info.value) == f"cannot list {url}: no credentials found; {NO_CREDENTIALS_HINT}"
@@ -87,16 +125,18 @@ def test_rejected_credentials(s3: S3, denied_user: dict[str, str]) -> None:
     url = s3.url("ckpt")
 
     with pytest.raises(CredentialsError) as info:
-        open_store(url, {**s3.options, "key": "AKIANOSUCHKEY0000000", "secret": "x"}).list_tree()
+        open_storage(url, {**s3.options, "key": "AKIANOSUCHKEY0000000", "secret": "x"}).list_tree()
 
     assert info.value.url == url
-    assert str(info.value).startswith(f"cannot list {url}: the credentials were rejected (InvalidAccessKeyId); ")
+    assert str(info.value).startswith(
+        f"cannot list {url}: the credentials were rejected (InvalidAccessKeyId); "
+    )
     assert "check the access key, secret and session token" in str(info.value)
 
 
 def test_access_denied(s3: S3, denied_user: dict[str, str]) -> None:
     url = s3.url("ckpt")
-    store = open_store(url, {**s3.options, **denied_user})
+    store = open_storage(url, {**s3.options, **denied_user})
 
     with pytest.raises(AccessDeniedError) as info:
         store.list_tree()
@@ -124,11 +164,13 @@ def test_unreachable_endpoint_fails_fast(s3: S3, closed_port: int) -> None:
     start = time.monotonic()
 
     with pytest.raises(EndpointUnreachableError) as info:
-        open_store(url, options).list_tree()
+        open_storage(url, options).list_tree()
 
     assert time.monotonic() - start < 5
     message = str(info.value)
-    assert message.startswith(f"cannot list {url}: endpoint unreachable (Could not connect to the endpoint URL: ")
+    assert message.startswith(
+        f"cannot list {url}: endpoint unreachable (Could not connect to the endpoint URL: "
+    )
     assert f"127.0.0.1:{closed_port}" in message
     assert message.endswith("; check the network and --storage-option endpoint_url")
 
@@ -137,7 +179,7 @@ def test_missing_bucket(s3: S3) -> None:
     url = "s3://no-such-bucket/ckpt"
 
     with pytest.raises(CheckpointNotFoundError) as info:
-        open_store(url, s3.options).list_tree()
+        open_storage(url, s3.options).list_tree()
 
     assert str(info.value) == f"cannot list {url}: no such bucket; check the bucket name and the endpoint"
 
@@ -147,8 +189,52 @@ def test_missing_prefix_and_a_key_where_the_prefix_should_be(s3: S3) -> None:
         s3.fs.pipe_file(s3.key(f"ckpt/{rel}"), data)
 
     with pytest.raises(CheckpointNotFoundError) as missing:
-        open_store(s3.url("ckp"), s3.options).list_tree()  # a prefix of "ckpt/", not a directory
-    listing = open_store(s3.url("ckpt/offsets"), s3.options).list_tree()
+        open_storage(s3.url("ckp"), s3.options).list_tree()  # a prefix of "ckpt/", not a directory
+    listing = open_storage(s3.url("ckpt/offsets"), s3.options).list_tree()
 
     assert missing.value.url == s3.url("ckp")
     assert [f.path for f in listing.files] == ["0", "1", "2"]
+
+
+def _silent_options(server: SilentServer, **config: object) -> dict[str, object]:
+    options: dict[str, object] = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{server.port}"}}
+    if config:
+        options["config_kwargs"] = config
+    return options
+
+
+def test_an_endpoint_that_never_answers_fails_after_two_attempts(s3: S3, silent_server: SilentServer) -> None:
+    url = s3.url("ckpt")
+
+    with pytest.raises(EndpointUnreachableError) as info:
+        open_storage(url, _silent_options(silent_server, read_timeout=0.5)).list_tree()
+
+    # The retry budget: two attempts of one request, not s3fs's 5 x botocore's 5 (the default
+    # connect timeout and retries apply under the operator's read timeout).
+    assert len(silent_server.accepted) == 2
+    message = str(info.value)
+    assert message.startswith(
+        f"cannot list {url}: no answer within the timeout (Read timeout on endpoint URL: "
+    )
+    assert message.endswith(
+        "; check the endpoint; if it is only slow, raise --storage-option config_kwargs.read_timeout=SECONDS "
+        "(and config_kwargs.connect_timeout)"
+    )
+
+
+def test_the_operator_sets_the_retry_budget(s3: S3, silent_server: SilentServer) -> None:
+    options = _silent_options(silent_server, read_timeout=0.2, retries={"total_max_attempts": 3})
+
+    with pytest.raises(EndpointUnreachableError):
+        load_checkpoint(s3.url("ckpt"), storage_options=options)
+
+    assert len(silent_server.accepted) == 3
+
+
+@pytest.mark.slow
+def test_default_options_answer_on_a_silent_endpoint(s3: S3, silent_server: SilentServer) -> None:
+    """With no option at all: two attempts of 10 s each (about 21 s in all, see S3_CONFIG_DEFAULTS)."""
+    with pytest.raises(EndpointUnreachableError):
+        load_checkpoint(s3.url("ckpt"), storage_options=_silent_options(silent_server))
+
+    assert len(silent_server.accepted) == 2

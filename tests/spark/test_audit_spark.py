@@ -10,11 +10,21 @@ import subprocess
 
 import pytest
 
-from checkpoint_doctor.audit.runner import audit
 from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.fleet.run import audit
 from tests.audit.conftest import CHECKPOINTS, GARBAGE_CHECKPOINT, SINKS, place_fleet
+from tests.conftest import FIXTURES, copy_scenario
 from tests.s3.conftest import AWS_ENV, AWS_UNSET, moto_server, s3, s3_observer  # noqa: F401 - fixtures place_fleet asks for
-from tests.sparkrun import spark_python
+from tests.sparkrun import REPO, spark_python
+
+
+def spark_env(**extra: str) -> dict[str, str]:
+    """The environment of a Spark venv process that runs THIS checkout's package: the shared venvs
+    install another checkout in editable mode, and the audit runs outside the repository."""
+    env = {k: v for k, v in os.environ.items() if k not in AWS_UNSET}
+    env.pop("PYSPARK_PYTHON", None)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    return {**env, **extra}
 
 
 @pytest.mark.spark
@@ -23,9 +33,7 @@ def test_audit_on_spark_local_mode_against_s3_gives_the_local_records(tmp_path, 
     fleet = place_fleet("s3", tmp_path, request)
     assert fleet.s3 is not None
     server = fleet.s3.server
-    env = {k: v for k, v in os.environ.items() if k not in AWS_UNSET}
-    env.update(AWS_ENV)
-    env.pop("PYSPARK_PYTHON", None)
+    env = spark_env(**AWS_ENV)
     python = spark_python("4.3.0")
 
     proc = subprocess.run(
@@ -54,7 +62,7 @@ def test_audit_on_spark_local_mode_against_s3_gives_the_local_records(tmp_path, 
     )
     spark_kinds = server.log.kinds()
 
-    assert proc.returncode == 0 | 1 | 4, proc.stderr[-3000:]
+    assert proc.returncode == 5, proc.stderr[-3000:]  # errors (4) on some checkpoints, warnings (1) on others
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
     records, summary = lines[:-1], lines[-1]
     assert summary["kind"] == "summary"
@@ -70,7 +78,49 @@ def test_audit_on_spark_local_mode_against_s3_gives_the_local_records(tmp_path, 
     assert "Traceback" not in proc.stderr
 
     local = audit([fleet.root], fleet.options, options=DiagnoseOptions(live_window_s=0))
-    assert records == list(local.records)
+    # The CLI stamps each JSON Lines record with the document envelope (tool version, time made) and
+    # the next command to run (it knows the flags); everything else is what the in-process audit gives.
+    stamps = ("tool_version", "generated_at", "next_step")
+    assert all({"tool_version", "generated_at"} <= set(r) for r in records)
+    on_spark = {(r["kind"], r["url"]): {k: v for k, v in r.items() if k not in stamps} for r in records}
+    in_process = {(r["kind"], r["url"]): r for r in local.records}
+    assert sorted(on_spark) == sorted(in_process)
+    for key, got in on_spark.items():
+        want = in_process[key]
+        differing = {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+        assert not differing, f"{got.get('path')}: {differing}"
     by_path = {r["path"]: r for r in records if r["kind"] == "checkpoint"}
     assert by_path["team b/broken tail"]["restart"]["outcome"] == "fails"
     assert by_path[GARBAGE_CHECKPOINT]["exit_code"] == 4
+
+
+@pytest.mark.spark
+def test_audit_on_spark_without_java_is_one_line(tmp_path) -> None:
+    """JAVA_HOME points nowhere: Spark's own reason, exit 2, no traceback (no JVM starts)."""
+    copy_scenario(FIXTURES / "spark-4.3.0" / "stateless", tmp_path / "fleet" / "a")
+    proc = subprocess.run(
+        [
+            str(spark_python("4.3.0")),
+            "-m",
+            "checkpoint_doctor",
+            "audit",
+            str(tmp_path / "fleet"),
+            "--on-spark",
+            "--spark-master",
+            "local[2]",
+            "--format",
+            "jsonl",
+        ],
+        capture_output=True,
+        text=True,
+        env=spark_env(JAVA_HOME=str(tmp_path / "no-java")),
+        cwd=tmp_path,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert (
+        "checkpoint-doctor: error: cannot start Spark (--master local[2]): [JAVA_GATEWAY_EXITED] "
+        "Java gateway process exited before sending its port number.; check that Java is installed"
+    ) in proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""

@@ -101,7 +101,9 @@ class MemoryBackend(Backend):
         below = self.prefix + "/"
         for path in [p for p in self.fs.store if p == self.prefix or p.startswith(below)]:
             del self.fs.store[path]
-        self.fs.pseudo_dirs[:] = [d for d in self.fs.pseudo_dirs if d != self.prefix and not d.startswith(below)]
+        self.fs.pseudo_dirs[:] = [
+            d for d in self.fs.pseudo_dirs if d != self.prefix and not d.startswith(below)
+        ]
 
 
 class S3Backend(Backend):

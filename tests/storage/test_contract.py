@@ -13,11 +13,12 @@ import pytest
 
 from checkpoint_doctor.errors import (
     CheckpointNotFoundError,
+    FileTooLargeError,
     StorageError,
     TargetExistsError,
 )
 from checkpoint_doctor.model import FileStat
-from checkpoint_doctor.storage import open_store
+from checkpoint_doctor.reading.storage import open_storage
 from tests.storage.conftest import Backend
 
 FILES = {
@@ -52,7 +53,7 @@ def test_list_tree_gives_relative_posix_paths_sizes_mtimes_and_dirs(backend: Bac
     url = backend.put_files(root, FILES)
     after_ms = int(time.time() * 1000)
 
-    listing = open_store(url, backend.options).list_tree()
+    listing = open_storage(url, backend.options).list_tree()
 
     assert [f.path for f in listing.files] == sorted(FILES)
     assert {f.path: f.size for f in listing.files} == {p: len(d) for p, d in FILES.items()}
@@ -64,7 +65,7 @@ def test_list_tree_gives_relative_posix_paths_sizes_mtimes_and_dirs(backend: Bac
 
 
 def test_list_tree_etag_on_s3_only(backend: Backend, populated: str) -> None:
-    listing = open_store(populated, backend.options).list_tree()
+    listing = open_storage(populated, backend.options).list_tree()
 
     etags = {f.etag for f in listing.files}
     if backend.name == "s3":
@@ -75,8 +76,8 @@ def test_list_tree_etag_on_s3_only(backend: Backend, populated: str) -> None:
 
 def test_an_empty_directory_lists_empty_where_directories_exist(backend: Backend, root: str) -> None:
     backend.put(f"{root}/x", b"1")
-    open_store(backend.url(root), backend.options).makedirs("empty")
-    empty = open_store(backend.url(f"{root}/empty"), backend.options)
+    open_storage(backend.url(root), backend.options).makedirs("empty")
+    empty = open_storage(backend.url(f"{root}/empty"), backend.options)
 
     if backend.name == "s3":
         # An S3 "directory" is a key prefix: with no key below it, it does not exist.
@@ -88,14 +89,14 @@ def test_an_empty_directory_lists_empty_where_directories_exist(backend: Backend
 
 
 def test_read_returns_the_bytes(backend: Backend, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
 
     for rel, data in FILES.items():
         assert store.read(rel) == data
 
 
 def test_read_of_a_missing_file_names_its_url(backend: Backend, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
 
     with pytest.raises(CheckpointNotFoundError) as info:
         store.read("offsets/7")
@@ -104,10 +105,14 @@ def test_read_of_a_missing_file_names_its_url(backend: Backend, populated: str) 
     assert str(info.value) == f"cannot read {store.url}/offsets/7: no such file or directory; check the path"
 
 
-def test_read_many_maps_a_missing_file_to_its_error_and_reads_the_others(backend: Backend, populated: str) -> None:
-    store = open_store(populated, backend.options)
+def test_read_many_maps_a_missing_file_to_its_error_and_reads_the_others(
+    backend: Backend, populated: str
+) -> None:
+    store = open_storage(populated, backend.options)
 
-    out = store.read_many(["offsets/0", "offsets/9", "caf\u00e9/na\u00efve \u00e9", "offsets/0", "state/0/0/1.delta"])
+    out = store.read_many(
+        ["offsets/0", "offsets/9", "caf\u00e9/na\u00efve \u00e9", "offsets/0", "state/0/0/1.delta"]
+    )
 
     assert list(out) == ["offsets/0", "offsets/9", "caf\u00e9/na\u00efve \u00e9", "state/0/0/1.delta"]
     assert out["offsets/0"] == FILES["offsets/0"]
@@ -120,7 +125,7 @@ def test_read_many_maps_a_missing_file_to_its_error_and_reads_the_others(backend
 
 
 def test_stat_and_exists(backend: Backend, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
 
     st = store.stat("offsets/1 b")
     assert isinstance(st, FileStat)
@@ -133,7 +138,7 @@ def test_stat_and_exists(backend: Backend, populated: str) -> None:
 
 
 def test_write_exclusive_creates_then_refuses(backend: Backend, root: str, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
 
     store.write_exclusive("commits/2", b"v1\n{}")
     store.write_exclusive("new dir/\u00e9/file", b"x")
@@ -151,7 +156,7 @@ def test_write_exclusive_creates_then_refuses(backend: Backend, root: str, popul
 
 
 def test_write_exclusive_leaves_no_temp_file_on_local_disk(backend: Backend, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
     store.write_exclusive("commits/2", b"v1\n{}")
     with pytest.raises(TargetExistsError):
         store.write_exclusive("commits/2", b"other")
@@ -168,9 +173,11 @@ def test_write_exclusive_leaves_no_temp_file_on_local_disk(backend: Backend, pop
         assert sorted(os.listdir(os.path.join(store.root, "commits"))) == ["2"]
 
 
-def test_write_exclusive_failing_midway_leaves_nothing_on_local_disk(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_write_exclusive_failing_midway_leaves_nothing_on_local_disk(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "ckpt/commits").mkdir(parents=True)
-    store = open_store(str(tmp_path / "ckpt"))
+    store = open_storage(str(tmp_path / "ckpt"))
 
     def disk_full(fd: int) -> None:
         raise OSError(28, "No space left on device")
@@ -184,18 +191,22 @@ def test_write_exclusive_failing_midway_leaves_nothing_on_local_disk(tmp_path, m
     assert os.listdir(tmp_path / "ckpt/commits") == []
 
 
-def test_write_creates_or_replaces_and_leaves_no_temp_file(backend: Backend, root: str, populated: str) -> None:
-    store = open_store(populated, backend.options)
+def test_write_creates_or_replaces_and_leaves_no_temp_file(
+    backend: Backend, root: str, populated: str
+) -> None:
+    store = open_storage(populated, backend.options)
 
     store.write("journal/plan 1.json", b"{}")
     store.write("journal/plan 1.json", b'{"step":2}')
 
     assert backend.get(f"{root}/journal/plan 1.json") == b'{"step":2}'
-    assert [f.path for f in store.list_tree().files if f.path.startswith("journal/")] == ["journal/plan 1.json"]
+    assert [f.path for f in store.list_tree().files if f.path.startswith("journal/")] == [
+        "journal/plan 1.json"
+    ]
 
 
 def test_delete_removes_one_file(backend: Backend, root: str, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
 
     store.delete("offsets/1 b")
 
@@ -208,7 +219,7 @@ def test_delete_removes_one_file(backend: Backend, root: str, populated: str) ->
 
 
 def test_delete_tree_removes_a_subtree_and_nothing_else(backend: Backend, root: str, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
     store.write_exclusive("state/0/00", b"prefix-sharing sibling")
 
     store.delete_tree("state/0/0")
@@ -221,7 +232,7 @@ def test_delete_tree_removes_a_subtree_and_nothing_else(backend: Backend, root: 
 
 
 def test_store_urls_and_children(backend: Backend, populated: str) -> None:
-    store = open_store(populated, backend.options)
+    store = open_storage(populated, backend.options)
     child = store.child("state/0")
 
     assert child.url == f"{store.url}/state/0"
@@ -232,13 +243,15 @@ def test_store_urls_and_children(backend: Backend, populated: str) -> None:
 
 def test_everything_works_under_a_root_with_a_space_and_unicode(backend: Backend) -> None:
     url = backend.put_files(UNICODE_ROOT, FILES)
-    store = open_store(url, backend.options)
+    store = open_storage(url, backend.options)
 
     assert store.url.endswith("my checkpoints/ckpt \u00e9")
     assert [f.path for f in store.list_tree().files] == sorted(FILES)
     assert store.read("caf\u00e9/na\u00efve \u00e9") == b"unicode"
     out = store.read_many(["offsets/1 b", "offsets/9"])
-    assert out["offsets/1 b"] == FILES["offsets/1 b"] and isinstance(out["offsets/9"], CheckpointNotFoundError)
+    assert out["offsets/1 b"] == FILES["offsets/1 b"] and isinstance(
+        out["offsets/9"], CheckpointNotFoundError
+    )
     assert store.stat("offsets/1 b").size == len(FILES["offsets/1 b"])
     assert store.exists("state/0/0") and not store.exists("state/9")
     store.write_exclusive("commits/\u00e9 0", b"v1")
@@ -249,3 +262,49 @@ def test_everything_works_under_a_root_with_a_space_and_unicode(backend: Backend
     store.delete_tree("state")
     assert backend.get(f"{UNICODE_ROOT}/commits/\u00e9 0") is None
     assert [f.path for f in store.list_tree().files] == sorted(p for p in FILES if not p.startswith("state/"))
+
+
+def test_atomic_create_where_the_backend_gives_it(backend: Backend, populated: str) -> None:
+    store = open_storage(populated, backend.options)
+
+    # Local disk (link) and S3 (If-None-Match) create atomically; the generic fsspec path checks first.
+    assert store.atomic_create is (backend.name != "memory")
+
+
+def test_contains_sees_its_own_subtree_only(backend: Backend, root: str, populated: str) -> None:
+    store = open_storage(populated, backend.options)
+
+    assert store.contains(store)
+    assert store.contains(store.child("state/0"))
+    assert store.contains(open_storage(backend.url(f"{root}/offsets/"), backend.options))
+    assert not store.contains(open_storage(backend.url(f"{root}-sibling"), backend.options))
+    assert not store.contains(open_storage(backend.url(f"{root}2"), backend.options))
+    assert not store.child("state").contains(store)
+
+
+def test_reads_stop_at_max_bytes(backend: Backend, populated: str) -> None:
+    store = open_storage(populated, backend.options)
+    size = len(FILES["offsets/1 b"])
+
+    assert store.read("offsets/1 b", max_bytes=size) == FILES["offsets/1 b"]
+    with pytest.raises(FileTooLargeError) as info:
+        store.read("offsets/1 b", max_bytes=size - 1)
+    out = store.read_many(["offsets/1 b", "offsets/0", "offsets/9"], max_bytes=size - 1)
+
+    assert info.value.url == f"{store.url}/offsets/1 b"
+    assert info.value.limit == size - 1 and info.value.size >= size
+    assert str(info.value).startswith(f"cannot read {store.url}/offsets/1 b: ")
+    assert isinstance(out["offsets/1 b"], FileTooLargeError)
+    assert out["offsets/0"] == FILES["offsets/0"]
+    assert isinstance(out["offsets/9"], CheckpointNotFoundError)
+
+
+def test_read_heads_reads_the_first_bytes_only(backend: Backend, populated: str) -> None:
+    store = open_storage(populated, backend.options)
+
+    out = store.read_heads(["offsets/1 b", "state/0/0/1.delta", "metadata", "offsets/9"], 4)
+
+    assert out["offsets/1 b"] == FILES["offsets/1 b"][:4]
+    assert out["state/0/0/1.delta"] == b""  # an empty file (S3 answers its range with 416)
+    assert out["metadata"] == FILES["metadata"][:4]
+    assert isinstance(out["offsets/9"], CheckpointNotFoundError)

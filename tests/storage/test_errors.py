@@ -13,7 +13,7 @@ from checkpoint_doctor.errors import (
     NotADirectoryStorageError,
     UsageError,
 )
-from checkpoint_doctor.storage import open_store, parse_storage_options
+from checkpoint_doctor.reading.storage import open_storage, parse_storage_options
 from tests.storage.conftest import Backend
 
 
@@ -22,7 +22,7 @@ def test_missing_checkpoint_path(backend: Backend) -> None:
     url = backend.url("no/such checkpoint")
 
     with pytest.raises(CheckpointNotFoundError) as info:
-        open_store(url, backend.options).list_tree()
+        open_storage(url, backend.options).list_tree()
 
     assert info.value.url == url
     assert str(info.value) == f"cannot list {url}: no such file or directory; check the path"
@@ -33,10 +33,12 @@ def test_a_file_where_the_checkpoint_directory_should_be(backend: Backend) -> No
     url = backend.url("ckpt/metadata")
 
     with pytest.raises(NotADirectoryStorageError) as info:
-        open_store(url, backend.options).list_tree()
+        open_storage(url, backend.options).list_tree()
 
     assert info.value.url == url
-    assert str(info.value) == f"cannot list {url}: it is a file, not a directory; pass the checkpoint directory"
+    assert (
+        str(info.value) == f"cannot list {url}: it is a file, not a directory; pass the checkpoint directory"
+    )
 
 
 def test_missing_extra_names_the_url_the_package_and_the_extra() -> None:
@@ -44,7 +46,7 @@ def test_missing_extra_names_the_url_the_package_and_the_extra() -> None:
     assert importlib.util.find_spec("gcsfs") is None
 
     with pytest.raises(MissingDependencyError) as info:
-        open_store("gs://bucket/ckpt")
+        open_storage("gs://bucket/ckpt")
 
     assert (info.value.extra, info.value.module) == ("gcs", "gcsfs")
     assert str(info.value) == (
@@ -53,16 +55,21 @@ def test_missing_extra_names_the_url_the_package_and_the_extra() -> None:
     )
 
 
-def test_missing_backend_without_an_extra_names_the_package_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_backend_without_an_extra_names_the_package_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     # A protocol fsspec knows, whose backend module is absent, and for which there is no extra.
     monkeypatch.setitem(
         known_implementations,
         "cdtest",
-        {"class": "cd_absent_backend.core.AbsentFileSystem", "err": "Install cd_absent_backend to access cdtest://"},
+        {
+            "class": "cd_absent_backend.core.AbsentFileSystem",
+            "err": "Install cd_absent_backend to access cdtest://",
+        },
     )
 
     with pytest.raises(MissingDependencyError) as info:
-        open_store("cdtest://container/ckpt")
+        open_storage("cdtest://container/ckpt")
 
     assert info.value.module == "cd_absent_backend"
     assert str(info.value) == (
@@ -73,7 +80,7 @@ def test_missing_backend_without_an_extra_names_the_package_to_install(monkeypat
 
 def test_unknown_protocol_is_a_usage_error() -> None:
     with pytest.raises(UsageError) as info:
-        open_store("nosuchproto://x/y")
+        open_storage("nosuchproto://x/y")
 
     assert "nosuchproto" in str(info.value) and "nosuchproto://x/y" in str(info.value)
 
@@ -96,20 +103,111 @@ def test_storage_options_plain_and_dotted() -> None:
         "client_kwargs": {"endpoint_url": "http://127.0.0.1:9000", "region_name": "eu-west-1"},
         "anon": False,
         "key": "12345",  # plain values stay text: a secret may well be all digits
-        "config_kwargs": {"connect_timeout": 2, "read_timeout": 0.5, "retries": {"total_max_attempts": 1, "mode": "standard"}},
+        "config_kwargs": {
+            "connect_timeout": 2,
+            "read_timeout": 0.5,
+            "retries": {"total_max_attempts": 1, "mode": "standard"},
+        },
     }
 
 
-@pytest.mark.parametrize("pair", ["novalue", "=x", "a..b=1", "a.=1"])
-def test_malformed_storage_option(pair: str) -> None:
+@pytest.mark.parametrize(
+    ("pair", "why"),
+    [
+        ("novalue", "it has no '=' (its text is not shown: it may be a secret)"),
+        ("=x", "its key is empty"),
+        ("a..b=1", "key 'a..b' has an empty part"),
+        ("a.=1", "key 'a.' has an empty part"),
+    ],
+)
+def test_malformed_storage_option(pair: str, why: str) -> None:
     with pytest.raises(UsageError) as info:
-        parse_storage_options([pair])
+        parse_storage_options(["anon=false", pair])
 
-    assert repr(pair) in str(info.value) and "key=value" in str(info.value)
+    assert str(info.value) == (
+        f"--storage-option number 2 is not key=value: {why}; "
+        "e.g. --storage-option endpoint_url=http://127.0.0.1:9000"
+    )
 
 
 def test_dotted_storage_option_clashing_with_a_plain_one() -> None:
     with pytest.raises(UsageError) as info:
         parse_storage_options(["config_kwargs=x", "config_kwargs.connect_timeout=1"])
 
-    assert "config_kwargs.connect_timeout=1" in str(info.value)
+    assert str(info.value) == (
+        "--storage-option config_kwargs.connect_timeout clashes with --storage-option config_kwargs, "
+        "which sets a plain value; give config_kwargs either as one value or as dotted keys, not both"
+    )
+
+
+def test_plain_storage_option_clashing_with_dotted_ones() -> None:
+    with pytest.raises(UsageError) as info:
+        parse_storage_options(["config_kwargs.connect_timeout=1", "config_kwargs=x"])
+
+    assert "config_kwargs" in str(info.value) and "clashes" in str(info.value)
+
+
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYzEXAMPLEKEY"
+
+
+@pytest.mark.parametrize(
+    "pairs",
+    [
+        [SECRET],  # the secret pasted without its key
+        [f"secret={SECRET}", "secret.x=1"],  # a dotted key below a plain secret
+        [f"secret.x={SECRET}", "secret=1"],
+        [f"key={SECRET}", "=" + SECRET],
+        [f"..={SECRET}"],
+    ],
+)
+def test_storage_option_errors_never_echo_a_value(pairs: list[str]) -> None:
+    with pytest.raises(UsageError) as info:
+        parse_storage_options(pairs)
+
+    assert SECRET not in str(info.value)
+
+
+def test_the_cli_never_echoes_a_storage_option_value(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
+    from checkpoint_doctor.cli import main
+
+    for pairs in ([SECRET], [f"secret={SECRET}", "secret.x=1"]):
+        args = ["inspect", str(tmp_path)]
+        for pair in pairs:
+            args += ["--storage-option", pair]
+
+        assert main(args) == 2
+        out, err = capsys.readouterr()
+        assert SECRET not in out + err and "storage-option" in err
+
+
+def test_every_extra_an_error_names_is_declared() -> None:
+    import configparser
+    from pathlib import Path
+
+    from checkpoint_doctor.reading.storage.errors import EXTRA_FOR_PROTOCOL
+
+    setup = configparser.ConfigParser()
+    setup.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    extras = setup["options.extras_require"]
+    for protocol, (extra, package) in EXTRA_FOR_PROTOCOL.items():
+        assert extra in extras, protocol
+        assert package in extras[extra], protocol
+
+
+def test_s3_defaults_sit_under_what_the_operator_sets() -> None:
+    from checkpoint_doctor.reading.storage.options import S3_CONFIG_DEFAULTS, with_s3_defaults
+
+    assert with_s3_defaults({})["config_kwargs"] == S3_CONFIG_DEFAULTS
+    assert S3_CONFIG_DEFAULTS == {
+        "connect_timeout": 5,
+        "read_timeout": 10,
+        "retries": {"total_max_attempts": 2, "mode": "standard"},
+    }
+    given = parse_storage_options(
+        ["config_kwargs.read_timeout=60", "config_kwargs.retries.max_attempts=4", "anon=true"]
+    )
+    assert with_s3_defaults(given) == {
+        "anon": True,
+        "config_kwargs": {"connect_timeout": 5, "read_timeout": 60, "retries": {"max_attempts": 4}},
+    }
+    assert with_s3_defaults({"config_kwargs": "left alone"}) == {"config_kwargs": "left alone"}

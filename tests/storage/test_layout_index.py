@@ -8,8 +8,8 @@ import random
 from hypothesis import given
 from hypothesis import strategies as st
 
-from checkpoint_doctor.layout import Layout, StateFileName, index_listing, orphan_crcs
 from checkpoint_doctor.model import FileStat, Listing
+from checkpoint_doctor.reading.layout import Layout, StateFileName, index_listing, orphan_crcs
 
 UUID = "0a9b8c7d-6e5f-4a3b-9c2d-1e0f2a3b4c5d"
 
@@ -138,7 +138,9 @@ def test_every_file_is_placed_once_whatever_the_order(paths: list[str], rnd: ran
     ordered = index_listing(listing(paths))
     shuffled_paths = list(paths)
     rnd.shuffle(shuffled_paths)
-    shuffled = index_listing(Listing(tuple(FileStat(p, len(p), 1) for p in shuffled_paths), listing(paths).dirs))
+    shuffled = index_listing(
+        Listing(tuple(FileStat(p, len(p), 1) for p in shuffled_paths), listing(paths).dirs)
+    )
 
     assert placements(ordered) == len(paths)
     assert summary(shuffled) == summary(ordered)

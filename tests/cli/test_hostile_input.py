@@ -1,0 +1,205 @@
+"""No crash on any input (issue 14.5): each input that made a command exit 16 now gets a clean error
+or a finding naming the file. The fuzz test (tests/test_fuzz.py) covers the rest at random."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checkpoint_doctor.cli import main
+from checkpoint_doctor.parsing.commits import parse_commit
+from checkpoint_doctor.parsing.compactible import parse_sink_log
+from checkpoint_doctor.parsing.offsets import parse_offsets
+from checkpoint_doctor.parsing.text import java_long
+from tests.conftest import FIXTURES
+
+LONG_MAX, LONG_MIN = 2**63 - 1, -(2**63)
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def fixture(tmp_path: Path, name: str = "spark-4.3.0/window_agg") -> Path:
+    cp = tmp_path / "checkpoint"
+    shutil.copytree(FIXTURES / name / "checkpoint", cp)
+    return cp
+
+
+def latest_offsets(cp: Path) -> Path:
+    return cp / "offsets" / str(max(int(p.name) for p in (cp / "offsets").iterdir() if p.name.isdigit()))
+
+
+@pytest.mark.parametrize(
+    ("number", "value"),
+    [
+        ("1e999", LONG_MAX),  # a double: infinity, then Double.longValue
+        ("-1e999", LONG_MIN),
+        ("1.5e300", LONG_MAX),
+        ("-0.0", 0),
+        ("12.9", 12),
+        ("9223372036854775808", LONG_MIN),  # an integer: BigInt.longValue keeps the low 64 bits
+        ("123456789012345678901234567890", 123456789012345678901234567890 % 2**64 - 2**64),
+    ],
+)
+def test_json_numbers_out_of_range_read_as_json4s_reads_a_long(number: str, value: int) -> None:
+    offsets = parse_offsets(f'v1\n{{"batchWatermarkMs":{number},"batchTimestampMs":1}}\n-'.encode(), path="o")
+    commit = parse_commit(f'v1\n{{"nextBatchWatermarkMs":{number}}}'.encode(), path="c")
+    sink = parse_sink_log(f'v1\n{{"path":"p","size":{number},"action":"add"}}'.encode(), path="s")
+
+    assert offsets.metadata is not None and offsets.metadata.batch_watermark_ms == value
+    assert commit.next_batch_watermark_ms == value
+    assert sink.entries[0].size == value
+    assert java_long(float("nan")) == 0
+
+
+@pytest.mark.parametrize("command", ["inspect", "diagnose", "plan"])
+def test_a_number_out_of_range_in_the_newest_offsets_file(tmp_path: Path, capsys, command: str) -> None:
+    cp = fixture(tmp_path)
+    path = latest_offsets(cp)
+    path.write_bytes(re.sub(rb'"batchWatermarkMs":\d+', b'"batchWatermarkMs":1e999', path.read_bytes()))
+
+    extra = [] if command == "inspect" else ["--live-window", "0"]
+    code, _out, err = run(capsys, command, str(cp), *extra)
+
+    assert code in (0, 1, 4), err
+    assert "internal error" not in err
+
+
+@pytest.mark.parametrize("command", ["inspect", "diagnose", "plan"])
+@pytest.mark.parametrize("log", ["offsets", "commits"])
+def test_a_batch_file_named_long_max(tmp_path: Path, capsys, command: str, log: str) -> None:
+    cp = fixture(tmp_path)
+    shutil.copy(latest_offsets(cp) if log == "offsets" else cp / "commits" / "0", cp / log / str(LONG_MAX))
+
+    code, out, err = run(capsys, command, str(cp), "--format", "json")
+
+    assert code in (0, 1, 4), err
+    assert str(LONG_MAX) in out
+
+
+def test_a_partition_count_of_int_max_is_no_hang(tmp_path: Path, capsys) -> None:
+    cp = fixture(tmp_path)
+    meta = cp / "state" / "0" / "_metadata" / "metadata"
+    meta.write_bytes(meta.read_bytes().replace(b'"numPartitions":2', b'"numPartitions":2147483647'))
+    for path in (cp / "offsets").iterdir():
+        path.write_bytes(path.read_bytes().replace(b'"spark.sql.shuffle.partitions":"2"', b'"x":"2"'))
+
+    code, out, err = run(capsys, "diagnose", str(cp), "--live-window", "0")
+
+    assert code == 4, err
+    text = " ".join(out.split())
+    assert (
+        "partitions 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21 and 2147483625"
+        in text
+    )
+    assert "more of the 2147483647 pinned shuffle partitions" in text
+
+
+def _bad_name(cp: Path) -> None:
+    with open(os.path.join(os.fsencode(cp), b"offsets", b"\xff\xfe"), "wb") as fh:
+        fh.write(b"v1\n")
+    os.mkdir(os.path.join(os.fsencode(cp), b"state", b"0", b"1", b"store\xc3"))
+
+
+@pytest.mark.parametrize("command", [["inspect"], ["diagnose"], ["plan"], ["inspect", "--format", "json"]])
+def test_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path, capsys, command: list[str]) -> None:
+    cp = fixture(tmp_path)
+    _bad_name(cp)
+
+    extra = [] if command[0] == "inspect" else ["--live-window", "0"]
+    code, out, err = run(capsys, command[0], str(cp), *extra, *command[1:])
+
+    assert code in (0, 1, 4), err
+    if command == ["inspect", "--format", "json"]:
+        assert '"offsets/\\\\xff\\\\xfe"' in out  # JSON escapes the backslash of the \xff escape
+    elif command[0] != "plan":
+        assert "offsets/\\xff\\xfe" in out
+
+
+def test_audit_html_with_a_name_that_is_not_utf8(tmp_path: Path, capsys) -> None:
+    cp = fixture(tmp_path / "fleet")
+    _bad_name(cp)
+    html = tmp_path / "report.html"
+
+    code, _out, err = run(capsys, "audit", str(tmp_path / "fleet"), "--html", str(html), "--live-window", "0")
+
+    assert code in (0, 1, 4), err
+    assert "<b>CD509</b> offsets/\\xff\\xfe is not a file Spark writes." in html.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "not UTF-8 text (a binary file? invalid byte at offset 0)"),
+        (b"[" * 100_000 + b"]" * 100_000, "JSON nested deeper than 32 levels"),
+        (b'{"a":' * 40 + b"1" + b"}" * 40, "JSON nested deeper than 32 levels"),
+        (
+            b"{not json",
+            "not JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        ),
+    ],
+)
+def test_a_plan_file_that_is_no_plan_is_a_usage_error(
+    tmp_path: Path, capsys, content: bytes, reason: str
+) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(content)
+
+    code, _out, err = run(capsys, "apply", str(plan), "--yes")
+
+    assert code == 2
+    assert (
+        err
+        == f"checkpoint-doctor: error: {plan} is not a plan: {reason}; pass the file written by 'plan -o'\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("lines", "problem"),
+    [
+        (
+            [b"\xac\xed\x00\x05binary"],
+            "line 1 is not JSON: not UTF-8 text (a binary file? invalid byte at offset 0)",
+        ),
+        ([b"[1,2]"], "line 1 is not a journal event: not an object with an 'event' name"),
+        ([b'{"event":"begin"}'], "line 1 is not a journal event: 'begin' without a valid 'checkpoint'"),
+        (
+            [b'{"event":"begin","checkpoint":"/x","sink":null,"plan_id":5}'],
+            "line 1 is not a journal event: 'begin' without a valid 'plan_id'",
+        ),
+        (
+            [
+                b'{"event":"begin","checkpoint":"/x","sink":null,"plan_id":"p"}',
+                b"",
+                b'{"event":"backed-up","count":"1","sha256":"x"}',
+            ],
+            "line 3 is not a journal event: 'backed-up' without a valid 'count'",
+        ),
+        (
+            [
+                b'{"event":"begin","checkpoint":"/x","sink":null,"plan_id":"p"}',
+                b'{"event":"applied","steps_done":true}',
+            ],
+            "line 2 is not a journal event: 'applied' without a valid 'steps_done'",
+        ),
+        ([b"[" * 50_000 + b"]" * 50_000], "line 1 is not JSON: JSON nested deeper than 32 levels"),
+    ],
+)
+def test_a_malformed_journal_is_an_error_naming_it(
+    tmp_path: Path, capsys, lines: list[bytes], problem: str
+) -> None:
+    journal = tmp_path / "backup" / "journal.jsonl"
+    journal.parent.mkdir()
+    journal.write_bytes(b"\n".join(lines) + b"\n")
+
+    code, _out, err = run(capsys, "undo", str(journal))
+
+    assert code == 4
+    assert err == f"checkpoint-doctor: error: journal {journal} {problem}\n"

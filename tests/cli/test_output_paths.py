@@ -1,0 +1,122 @@
+"""Read-only commands never write inside a checkpoint, and never overwrite a file without --force
+(issue 14.3): ``plan -o`` and ``audit --html``, the checkpoint given as a path, a ``file://`` URL or
+through a symlink."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checkpoint_doctor.cli import main
+from tests.conftest import FIXTURES
+from tests.storage.builders import read_files
+
+
+def run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> Path:
+    cp = tmp_path / "ckpt"
+    shutil.copytree(FIXTURES / "spark-4.3.0" / "missing-prev-offsets" / "checkpoint", cp)
+    (tmp_path / "into").symlink_to(cp / "offsets")
+    return cp
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "{cp}/offsets/3",  # the newest offsets file: replaced by plan JSON before the fix
+        "{cp}/plan.json",
+        "{cp}/offsets/../state/plan.json",
+        "file://{cp}/offsets/9",
+        "{tmp}/into/plan.json",  # a symlink into the checkpoint
+    ],
+)
+@pytest.mark.parametrize("how", ["path", "file-url", "symlink"])
+def test_plan_refuses_an_output_inside_the_checkpoint(
+    tmp_path: Path, capsys, checkpoint: Path, output: str, how: str
+) -> None:
+    target = output.format(cp=checkpoint, tmp=tmp_path)
+    given = {"path": str(checkpoint), "file-url": f"file://{checkpoint}", "symlink": str(tmp_path / "link")}[
+        how
+    ]
+    (tmp_path / "link").symlink_to(checkpoint)
+    before = read_files(checkpoint)
+
+    code, _out, err = run(capsys, "plan", given, "-o", target, "--force", "--live-window", "0")
+
+    assert code == 2
+    shown = target.removeprefix("file://")
+    assert err.startswith(f"checkpoint-doctor: error: -o {shown} is inside ")
+    assert (
+        "which this command reads; a read-only command never writes there; choose a -o path outside it" in err
+    )
+    assert read_files(checkpoint) == before
+
+
+def test_plan_refuses_an_output_inside_the_sink(tmp_path: Path, capsys) -> None:
+    scenario = FIXTURES / "spark-3.5.9" / "file_to_file"
+    shutil.copytree(scenario / "checkpoint", tmp_path / "ckpt")
+    shutil.copytree(scenario / "sink", tmp_path / "out")
+    before = read_files(tmp_path / "out")
+
+    code, _, err = run(
+        capsys,
+        "plan",
+        str(tmp_path / "ckpt"),
+        "--sink-path",
+        str(tmp_path / "out"),
+        "-o",
+        str(tmp_path / "out" / "_spark_metadata" / "0"),
+        "--live-window",
+        "0",
+    )
+
+    assert code == 2 and f"is inside {tmp_path / 'out'}" in err
+    assert read_files(tmp_path / "out") == before
+
+
+def test_plan_never_overwrites_without_force(tmp_path: Path, capsys, checkpoint: Path) -> None:
+    output = tmp_path / "plan.json"
+    output.write_text("keep me")
+
+    code, _, err = run(capsys, "plan", str(checkpoint), "-o", str(output), "--live-window", "0")
+
+    assert code == 2
+    assert (
+        err
+        == f"checkpoint-doctor: error: -o {output} exists; pass --force to overwrite it, or choose another path\n"
+    )
+    assert output.read_text() == "keep me"
+    code, _, _ = run(capsys, "plan", str(checkpoint), "-o", str(output), "--force", "--live-window", "0")
+    assert code in (0, 4) and output.read_text().startswith("{")
+    fresh = tmp_path / "fresh.json"
+    code, _, _ = run(capsys, "plan", str(checkpoint), "-o", f"file://{fresh}", "--live-window", "0")
+    assert code in (0, 4) and fresh.read_text().startswith("{")
+
+
+def test_audit_html_refuses_a_checkpoint_it_reads_and_an_existing_file(tmp_path: Path, capsys) -> None:
+    fleet = tmp_path / "fleet"
+    shutil.copytree(FIXTURES / "spark-4.3.0" / "window_agg" / "checkpoint", fleet / "team" / "ckpt")
+    before = read_files(fleet)
+
+    inside = fleet / "team" / "ckpt" / "commits" / "report.html"
+    code, _, err = run(capsys, "audit", str(fleet), "--html", str(inside))
+    assert code == 2 and f"--html {inside} is inside {fleet}/team/ckpt" in err
+    assert read_files(fleet) == before
+
+    existing = tmp_path / "report.html"
+    existing.write_text("keep me")
+    code, _, err = run(capsys, "audit", str(fleet), "--html", str(existing))
+    assert code == 2 and "exists; pass --force to overwrite it" in err
+    assert existing.read_text() == "keep me"
+
+    beside = fleet / "report.html"  # under the root, outside every checkpoint: allowed
+    code, _, _ = run(capsys, "audit", str(fleet), "--html", str(beside), "--live-window", "0")
+    assert code in (0, 1) and beside.read_text().startswith("<!doctype html>")
