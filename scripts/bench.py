@@ -9,6 +9,10 @@ measured in the same run, on the same machine, in the same process where it can 
 Sections live in ``SECTIONS`` (name -> function taking the parsed arguments and returning rows of
 ``(figure, value, baseline, ratio, goal)``); a later piece of work adds its own section there.
 
+Section ``apply``: the apply time per step of a start-over plan (every commit and state file of a
+synthetic checkpoint whose ``offsets/`` is gone) with ~4x more steps against a smaller one; linear
+means a ratio near 1 (issue 14.6: 2,000 steps used to take 52 s, quadratically).
+
 Section ``inspect``:
 
 * Builds a synthetic checkpoint in a temp dir (about 50,000 files with the defaults): ``metadata``;
@@ -134,9 +138,15 @@ def schema_file() -> bytes:
 
 
 def offsets_file(batch_id: int) -> bytes:
-    meta = {"batchWatermarkMs": batch_id * 1000, "batchTimestampMs": 1_700_000_000_000 + batch_id * 1000, "conf": CONF}
+    meta = {
+        "batchWatermarkMs": batch_id * 1000,
+        "batchTimestampMs": 1_700_000_000_000 + batch_id * 1000,
+        "conf": CONF,
+    }
     source = {"offset": batch_id * 10, "timestamp": 1_700_000_000_000 + batch_id * 1000}
-    return f"v1\n{json.dumps(meta, separators=(',', ':'))}\n{json.dumps(source, separators=(',', ':'))}".encode()
+    return (
+        f"v1\n{json.dumps(meta, separators=(',', ':'))}\n{json.dumps(source, separators=(',', ':'))}".encode()
+    )
 
 
 def commit_file(batch_id: int) -> bytes:
@@ -183,7 +193,12 @@ def build_checkpoint(
         # createAtomic leftovers: the next batch's files, never renamed.
         log = ("offsets", "commits")[i % 2]
         name = f".{last + 1 + i // 2}.{uuid.UUID(int=i + 1)}.tmp"
-        count += _put(root, f"{log}/{name}", offsets_file(last + 1) if log == "offsets" else commit_file(last + 1), crc=False)
+        count += _put(
+            root,
+            f"{log}/{name}",
+            offsets_file(last + 1) if log == "offsets" else commit_file(last + 1),
+            crc=False,
+        )
     # Batch N commits state version N + 1: the newest state version is last + 1.
     newest = last + 1
     versions = list(range(newest - state_versions + 1, newest + 1))
@@ -295,7 +310,11 @@ def request_kind(request_line: str) -> str | None:
         if not on_key and not segments:
             return "ListBuckets"
         if not on_key:
-            return "ListObjects" if not params - {"prefix", "delimiter", "marker", "max-keys", "encoding-type"} else "GetBucket?" + ",".join(sorted(params))
+            return (
+                "ListObjects"
+                if not params - {"prefix", "delimiter", "marker", "max-keys", "encoding-type"}
+                else "GetBucket?" + ",".join(sorted(params))
+            )
         return "GetObject"
     if method == "HEAD":
         return "HeadObject" if on_key else "HeadBucket"
@@ -367,8 +386,8 @@ def seed_backend(bucket: str, prefix: str, root: Path) -> int:
 def run_s3(args: argparse.Namespace, trees: dict[int, Path]) -> list[Row]:
     import s3fs
 
-    from checkpoint_doctor.inspection import inspect_report
-    from checkpoint_doctor.loading import load_checkpoint
+    from checkpoint_doctor.diagnosis.inspection import inspect_report
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
 
     rows: list[Row] = []
     counter = RequestCounter()
@@ -396,7 +415,10 @@ def run_s3(args: argparse.Namespace, trees: dict[int, Path]) -> list[Row]:
             if args.s3_seed == "http":
                 start = time.perf_counter()
                 fs.put(str(tree), f"bench-{batches}/ckpt", recursive=True)
-                print(f"  uploaded {tree.name} over HTTP in {time.perf_counter() - start:.0f} s", file=sys.stderr)
+                print(
+                    f"  uploaded {tree.name} over HTTP in {time.perf_counter() - start:.0f} s",
+                    file=sys.stderr,
+                )
                 keys[batches] = len(fs.find(f"bench-{batches}/ckpt"))
             else:
                 keys[batches] = seed_backend(f"bench-{batches}", "ckpt", tree)
@@ -432,7 +454,15 @@ def run_s3(args: argparse.Namespace, trees: dict[int, Path]) -> list[Row]:
             listed = kinds.get("ListObjectsV2", 0)
             ideal = math.ceil(keys[batches] / 1000)
             prefix = f"S3 inspect, {batches} batches, {keys[batches]} keys"
-            rows.append((f"{prefix}: ListObjectsV2", str(listed), f"ceil(N/1000) = {ideal}", ratio(listed, ideal), "1.00"))
+            rows.append(
+                (
+                    f"{prefix}: ListObjectsV2",
+                    str(listed),
+                    f"ceil(N/1000) = {ideal}",
+                    ratio(listed, ideal),
+                    "1.00",
+                )
+            )
             rows.append(
                 (
                     f"{prefix}: requests by kind",
@@ -442,12 +472,26 @@ def run_s3(args: argparse.Namespace, trees: dict[int, Path]) -> list[Row]:
                     "no HeadObject per file",
                 )
             )
-            rows.append((f"{prefix}: wall time vs bare s3fs find", seconds(inspect_s), seconds(find_s), ratio(inspect_s, find_s), "-"))
+            rows.append(
+                (
+                    f"{prefix}: wall time vs bare s3fs find",
+                    seconds(inspect_s),
+                    seconds(find_s),
+                    ratio(inspect_s, find_s),
+                    "-",
+                )
+            )
         small, large = sorted(trees)
         g_small = results[small].get("GetObject", 0)
         g_large = results[large].get("GetObject", 0)
         rows.append(
-            (f"S3 inspect GETs, {large} vs {small} batches", f"{g_large}", f"{g_small}", ratio(g_large, g_small), "1.00")
+            (
+                f"S3 inspect GETs, {large} vs {small} batches",
+                f"{g_large}",
+                f"{g_small}",
+                ratio(g_large, g_small),
+                "1.00",
+            )
         )
     return rows
 
@@ -456,8 +500,8 @@ def run_s3(args: argparse.Namespace, trees: dict[int, Path]) -> list[Row]:
 
 
 def section_inspect(args: argparse.Namespace) -> list[Row]:
-    from checkpoint_doctor.inspection import inspect_report
-    from checkpoint_doctor.loading import load_checkpoint
+    from checkpoint_doctor.diagnosis.inspection import inspect_report
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
 
     rows: list[Row] = []
     work = Path(tempfile.mkdtemp(prefix="cd-bench-"))
@@ -486,8 +530,18 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
         lib_s, report = best_of(library, args.repeat)
         assert report["files"]["count"] == n_walk, (report["files"]["count"], n_walk)
         assert report["offsets"]["count"] == args.batches
-        rows.append(("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-"))
-        rows.append(("local inspect --deep, library call", seconds(lib_s), seconds(walk_s), ratio(lib_s, walk_s), "<= 1.50"))
+        rows.append(
+            ("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-")
+        )
+        rows.append(
+            (
+                "local inspect --deep, library call",
+                seconds(lib_s),
+                seconds(walk_s),
+                ratio(lib_s, walk_s),
+                "<= 1.50",
+            )
+        )
         cli_times = []
         for _ in range(max(1, min(args.repeat, 3))):
             start = time.perf_counter()
@@ -499,9 +553,19 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
             )
             cli_times.append(time.perf_counter() - start)
             if proc.returncode >= 8:
-                raise SystemExit(f"checkpoint-doctor inspect failed ({proc.returncode}): {proc.stderr.decode()}")
+                raise SystemExit(
+                    f"checkpoint-doctor inspect failed ({proc.returncode}): {proc.stderr.decode()}"
+                )
         cli_s = min(cli_times)
-        rows.append(("local `checkpoint-doctor inspect --deep` subprocess", seconds(cli_s), seconds(walk_s), ratio(cli_s, walk_s), "-"))
+        rows.append(
+            (
+                "local `checkpoint-doctor inspect --deep` subprocess",
+                seconds(cli_s),
+                seconds(walk_s),
+                ratio(cli_s, walk_s),
+                "-",
+            )
+        )
         if args.profile:
             profiler = cProfile.Profile()
             profiler.enable()
@@ -630,7 +694,9 @@ def audit_moto(bucket: str, prefix: str, checkpoints: int) -> Iterator[tuple[str
         proc.join(10)
 
 
-def request_ceiling(options: dict[str, Any], bucket: str, prefix: str, checkpoints: int, seconds_: float = 5.0) -> float:
+def request_ceiling(
+    options: dict[str, Any], bucket: str, prefix: str, checkpoints: int, seconds_: float = 5.0
+) -> float:
     """Return GETs per second of this client against the server: 4 threads each keeping 32 GETs in
     flight (after a one-second warm-up), the listings cache filled as the audit's listing fills it."""
     import threading
@@ -675,8 +741,8 @@ def request_ceiling(options: dict[str, Any], bucket: str, prefix: str, checkpoin
 def run_audit_s3(args: argparse.Namespace) -> list[Row]:
     import s3fs
 
-    from checkpoint_doctor.audit.runner import audit
     from checkpoint_doctor.diagnosis import DiagnoseOptions
+    from checkpoint_doctor.fleet.run import audit
 
     rows: list[Row] = []
     n = args.audit_checkpoints
@@ -684,19 +750,31 @@ def run_audit_s3(args: argparse.Namespace) -> list[Row]:
     keys = n * len(audit_checkpoint_files())
     start = time.perf_counter()
     with audit_moto(bucket, prefix, n) as (endpoint, command):
-        print(f"  seeded {n} checkpoints ({keys} keys) in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        print(
+            f"  seeded {n} checkpoints ({keys} keys) in {time.perf_counter() - start:.1f} s", file=sys.stderr
+        )
         options = {"client_kwargs": {"endpoint_url": endpoint}}
         dopts = DiagnoseOptions(live_window_s=0)
         ceiling = request_ceiling(options, bucket, prefix, n)
         command("counts")
-        rows.append(("S3 request ceiling, client + moto, no delay", f"{ceiling:.0f} GET/s", "-", "-", "bounds every --jobs here"))
+        rows.append(
+            (
+                "S3 request ceiling, client + moto, no delay",
+                f"{ceiling:.0f} GET/s",
+                "-",
+                "-",
+                "bounds every --jobs here",
+            )
+        )
         for latency in args.audit_s3_latency_ms:
             command("latency", latency)
             times: dict[int, float] = {}
             for jobs, pool in ((1, None), (16, None), (16, 10)):
                 # The audit sizes botocore's connection pool to --jobs; pool 10 is botocore's
                 # default, for comparison.
-                run_options = options if pool is None else {**options, "config_kwargs": {"max_pool_connections": pool}}
+                run_options = (
+                    options if pool is None else {**options, "config_kwargs": {"max_pool_connections": pool}}
+                )
                 s3fs.S3FileSystem.clear_instance_cache()
                 start = time.perf_counter()
                 result = audit([f"s3://{bucket}/{prefix}"], run_options, options=dopts, jobs=jobs)
@@ -715,16 +793,40 @@ def run_audit_s3(args: argparse.Namespace) -> list[Row]:
                     goal = "<= 0.125 (8x faster)" if pool is None else "-"
                     gets = kinds.get("GetObject", 0)
                     rows.append((label, seconds(elapsed), seconds(times[1]), ratio(elapsed, times[1]), goal))
-                    rows.append((f"  speed-up over --jobs 1: {times[1] / elapsed:.1f}x", "", "", "", ">= 8x" if pool is None else "-"))
+                    rows.append(
+                        (
+                            f"  speed-up over --jobs 1: {times[1] / elapsed:.1f}x",
+                            "",
+                            "",
+                            "",
+                            ">= 8x" if pool is None else "-",
+                        )
+                    )
                     if pool is None:
                         # No --jobs can beat the request ceiling: GETs / ceiling seconds at best.
                         bound = times[1] / (gets / ceiling)
                         rows.append((f"  speed-up the ceiling allows here: {bound:.1f}x", "", "", "", "-"))
-                    rows.append(("  GET rate vs the request ceiling", f"{gets / elapsed:.0f} GET/s", f"{ceiling:.0f} GET/s", ratio(gets / elapsed, ceiling), "-"))
+                    rows.append(
+                        (
+                            "  GET rate vs the request ceiling",
+                            f"{gets / elapsed:.0f} GET/s",
+                            f"{ceiling:.0f} GET/s",
+                            ratio(gets / elapsed, ceiling),
+                            "-",
+                        )
+                    )
                 if latency == args.audit_s3_latency_ms[0] and jobs == 1:
                     listed = kinds.get("ListObjectsV2", 0)
                     ideal = math.ceil(keys / 1000)
-                    rows.append((f"S3 audit, {keys} keys: ListObjectsV2 for the fleet", str(listed), f"ceil(N/1000) = {ideal}", ratio(listed, ideal), "1.00"))
+                    rows.append(
+                        (
+                            f"S3 audit, {keys} keys: ListObjectsV2 for the fleet",
+                            str(listed),
+                            f"ceil(N/1000) = {ideal}",
+                            ratio(listed, ideal),
+                            "1.00",
+                        )
+                    )
                     rows.append(
                         (
                             "S3 audit: requests per checkpoint",
@@ -763,15 +865,18 @@ def build_audit_tree(root: Path, target_files: int) -> tuple[int, int]:
 
 
 def run_audit_local(args: argparse.Namespace) -> list[Row]:
-    from checkpoint_doctor.audit.runner import audit
     from checkpoint_doctor.diagnosis import DiagnoseOptions
+    from checkpoint_doctor.fleet.run import audit
 
     rows: list[Row] = []
     work = Path(tempfile.mkdtemp(prefix="cd-bench-audit-"))
     try:
         start = time.perf_counter()
         files, checkpoints = build_audit_tree(work / "fleet", args.audit_files)
-        print(f"  built the local fleet: {files} files, {checkpoints} checkpoints in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+        print(
+            f"  built the local fleet: {files} files, {checkpoints} checkpoints in {time.perf_counter() - start:.1f} s",
+            file=sys.stderr,
+        )
         path = str(work / "fleet")
         dopts = DiagnoseOptions(live_window_s=0)
         walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
@@ -779,16 +884,47 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
         assert n_walk == files, (n_walk, files)
         assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
         assert sum(r["files"] for r in result.records) + 20 * (checkpoints // 25) == files
-        rows.append((f"local walk of {files} files: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-"))
-        rows.append((f"local audit of {checkpoints} checkpoints, library call", seconds(audit_s), seconds(walk_s), ratio(audit_s, walk_s), "<= 2.00"))
+        rows.append(
+            (
+                f"local walk of {files} files: os.scandir + stat (baseline)",
+                seconds(walk_s),
+                f"{n_walk} files",
+                "1.00",
+                "-",
+            )
+        )
+        rows.append(
+            (
+                f"local audit of {checkpoints} checkpoints, library call",
+                seconds(audit_s),
+                seconds(walk_s),
+                ratio(audit_s, walk_s),
+                "<= 2.00",
+            )
+        )
         cli_times = []
         for _ in range(max(1, min(args.repeat, 3))):
             start = time.perf_counter()
-            proc = subprocess.run([*_cli_command(), "audit", path, "--format", "jsonl", "--live-window", "0"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, check=False)
+            proc = subprocess.run(
+                [*_cli_command(), "audit", path, "--format", "jsonl", "--live-window", "0"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                check=False,
+            )
             cli_times.append(time.perf_counter() - start)
             if proc.returncode >= 8:
-                raise SystemExit(f"checkpoint-doctor audit failed ({proc.returncode}): {proc.stderr.decode()}")
-        rows.append(("local `checkpoint-doctor audit --format jsonl` subprocess", seconds(min(cli_times)), seconds(walk_s), ratio(min(cli_times), walk_s), "-"))
+                raise SystemExit(
+                    f"checkpoint-doctor audit failed ({proc.returncode}): {proc.stderr.decode()}"
+                )
+        rows.append(
+            (
+                "local `checkpoint-doctor audit --format jsonl` subprocess",
+                seconds(min(cli_times)),
+                seconds(walk_s),
+                ratio(min(cli_times), walk_s),
+                "-",
+            )
+        )
         if args.profile:
             profiler = cProfile.Profile()
             profiler.enable()
@@ -834,15 +970,32 @@ def _spark_restart_seconds(scenario_dir: Path, work: Path, mode: str) -> tuple[f
     results = work / "results.json"
     jobs.write_text(json.dumps([job]))
     start = time.perf_counter()
-    subprocess.run([str(python), str(REPO / "scripts" / "sparklab.py"), str(jobs), str(results)], check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [str(python), str(REPO / "scripts" / "sparklab.py"), str(jobs), str(results)],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     elapsed = time.perf_counter() - start
     return elapsed, json.loads(results.read_text())[0]["started"]
 
 
+def build_synthetic(tree: Path, args: argparse.Namespace) -> Path:
+    """Build the synthetic checkpoint of section ``inspect`` with the command line's sizes."""
+    build_checkpoint(
+        tree,
+        first_batch=1000 - args.batches,
+        batches=args.batches,
+        operators=args.operators,
+        partitions=args.partitions,
+        state_versions=args.state_versions,
+    )
+    return tree
+
+
 def section_diagnose(args: argparse.Namespace) -> list[Row]:
     from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-    from checkpoint_doctor.loading import load_checkpoint
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
 
     rows: list[Row] = []
     work = Path(tempfile.mkdtemp(prefix="cd-bench-diag-"))
@@ -855,26 +1008,325 @@ def section_diagnose(args: argparse.Namespace) -> list[Row]:
             for _ in range(max(1, min(args.repeat, 3))):
                 start = time.perf_counter()
                 proc = subprocess.run(
-                    [*_cli_command(), "diagnose", str(cp), "--mode", mode, "--spark", "4.3", "--format", "json"],
-                    stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False,
+                    [
+                        *_cli_command(),
+                        "diagnose",
+                        str(cp),
+                        "--mode",
+                        mode,
+                        "--spark",
+                        "4.3",
+                        "--format",
+                        "json",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    check=False,
                 )
                 times.append(time.perf_counter() - start)
             verdict = json.loads(proc.stdout)["result"]["restart"]["outcome"]
             doctor_s = min(times)
             spark_s, started = _spark_restart_seconds(scenario_dir, work / name, mode)
             assert (verdict == "starts") == started, (name, verdict, started)
-            rows.append((f"restart verdict, {name} ({verdict}): PySpark restart (baseline)", seconds(spark_s), "-", "1.00", "-"))
-            rows.append((f"restart verdict, {name} ({verdict}): `checkpoint-doctor diagnose`", seconds(doctor_s), seconds(spark_s), f"{spark_s / doctor_s:.0f}x faster", ">= 30x faster"))
-        tree = work / "ckpt"
-        build_checkpoint(tree, first_batch=1000 - args.batches, batches=args.batches, operators=args.operators,
-                         partitions=args.partitions, state_versions=args.state_versions)
+            rows.append(
+                (
+                    f"restart verdict, {name} ({verdict}): PySpark restart (baseline)",
+                    seconds(spark_s),
+                    "-",
+                    "1.00",
+                    "-",
+                )
+            )
+            rows.append(
+                (
+                    f"restart verdict, {name} ({verdict}): `checkpoint-doctor diagnose`",
+                    seconds(doctor_s),
+                    seconds(spark_s),
+                    f"{spark_s / doctor_s:.0f}x faster",
+                    ">= 30x faster",
+                )
+            )
+        tree = build_synthetic(work / "ckpt", args)
         path = str(tree)
         walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
         opts = DiagnoseOptions(live_window_s=0)
         deep_s, result = best_of(lambda: diagnose(load_checkpoint(path, depth="deep"), opts), args.repeat)
         assert result.prediction.starts
-        rows.append(("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-"))
-        rows.append(("local diagnose --deep, library call", seconds(deep_s), seconds(walk_s), ratio(deep_s, walk_s), "<= 2.00"))
+        rows.append(
+            ("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-")
+        )
+        rows.append(
+            (
+                "local diagnose --deep, library call",
+                seconds(deep_s),
+                seconds(walk_s),
+                ratio(deep_s, walk_s),
+                "<= 2.00",
+            )
+        )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+def _apply_once(root: Path, partitions: int) -> tuple[int, float]:
+    """Build a checkpoint whose offsets/ is gone, plan the start-over (every commit and state file
+    is quarantined), and time ``apply_plan``; return (steps, seconds)."""
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.execution.executor import apply_plan
+    from checkpoint_doctor.execution.journal import tool_url
+    from checkpoint_doctor.planning import PlanOptions, plan_repair
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+    from checkpoint_doctor.reading.storage import open_storage
+
+    build_checkpoint(
+        root, first_batch=0, batches=100, operators=1, partitions=partitions, state_versions=6, temps=0
+    )
+    shutil.rmtree(root / "offsets")
+    snapshot = load_checkpoint(str(root))
+    dopts = DiagnoseOptions(spark="4.3", mode="micro-batch", live_window_s=0)
+    plan = plan_repair(
+        snapshot, diagnose(snapshot, dopts), PlanOptions(diagnose=dopts, accept_data_loss=True)
+    )
+    store = open_storage(str(root))
+    start = time.perf_counter()
+    apply_plan(plan, store, sink=None, tool=open_storage(tool_url(store.url)), now_ms=None)
+    return len(plan.executable_steps), time.perf_counter() - start
+
+
+def section_apply(args: argparse.Namespace) -> list[Row]:
+    """Apply time per step of a plan about 4x larger against a smaller one, built and applied in the
+    same run (goal: linear, a per-step ratio <= 1.5)."""
+    work = Path(tempfile.mkdtemp(prefix="bench-apply-"))
+    try:
+        small = min((_apply_once(work / f"small-{i}", 25) for i in range(args.repeat)), key=lambda r: r[1])
+        large = min((_apply_once(work / f"large-{i}", 150) for i in range(args.repeat)), key=lambda r: r[1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    per_small, per_large = small[1] / small[0], large[1] / large[0]
+    return [
+        (f"apply, {small[0]} steps", seconds(small[1]), "-", "-", "-"),
+        (f"apply, {large[0]} steps", seconds(large[1]), "-", "-", "-"),
+        (
+            f"apply time per step, {large[0]} vs {small[0]} steps",
+            f"{per_large * 1000:.2f} ms",
+            f"{per_small * 1000:.2f} ms",
+            ratio(per_large, per_small),
+            "<= 1.50",
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------------------ memory
+#
+# Section ``memory`` (``--section memory``): the peak resident memory of ``checkpoint-doctor
+# inspect`` on the largest and the most hostile inputs (issue 14.6), each in a fresh interpreter
+# (the kernel's ``VmHWM`` at its exit; Linux). The baseline is the same command on a small
+# healthy checkpoint, measured in the same run: the figure is what an input costs above it, as a
+# ratio to the input's size (goal: at most a few times the bytes read; inputs over the 64 MiB read
+# bound are not read at all).
+
+# The peak is the kernel's high-water mark of this process image (VmHWM): ``ru_maxrss`` would
+# carry the parent's peak over the fork and exec.
+MEMORY_CHILD = """
+import os, sys
+sys.stdout = open(os.devnull, "w")
+from checkpoint_doctor.cli import main
+code = main(sys.argv[1:])
+with open("/proc/self/status") as fh:
+    hwm = next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+print(code, hwm * 1024, file=sys.stderr)
+"""
+
+
+def _peak_rss(args: list[str]) -> tuple[int, int]:
+    """Return (exit code, peak RSS in bytes) of ``checkpoint-doctor <args>`` in a fresh interpreter."""
+    proc = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, *args], capture_output=True, text=True, check=False
+    )
+    last = proc.stderr.strip().splitlines()[-1].split()
+    return int(last[0]), int(last[1])
+
+
+def _sink_compact(target_bytes: int) -> bytes:
+    """A ``_spark_metadata/<id>.compact`` of realistic entries, about ``target_bytes`` long."""
+    lines = [b"v1"]
+    size = 3
+    i = 0
+    while size < target_bytes:
+        entry = (
+            f'{{"path":"file:///data/out/part-{i:05d}-{uuid.UUID(int=i)}.c000.snappy.parquet",'
+            f'"size":{1000 + i},"isDir":false,"modificationTime":{1_700_000_000_000 + i},'
+            '"blockReplication":1,"blockSize":33554432,"action":"add"}'
+        ).encode()
+        lines.append(entry)
+        size += len(entry) + 1
+        i += 1
+    return b"\n".join(lines)
+
+
+def memory_inputs(work: Path) -> list[tuple[str, list[str], int]]:
+    """Build the inputs; return (figure, command arguments, bytes of the input file)."""
+    small = work / "small"
+    build_checkpoint(small, batches=10, operators=1, partitions=2, state_versions=10, temps=0)
+    out: list[tuple[str, list[str], int]] = [
+        ("small healthy checkpoint (baseline)", ["inspect", str(small)], 0)
+    ]
+    header = offsets_file(999).split(b"\n")[:2]
+
+    def variant(name: str, rel: str, data: bytes | None = None, *, sparse: int = 0) -> Path:
+        tree = work / name
+        shutil.copytree(small, tree)
+        path = tree / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if data is not None:
+            path.write_bytes(data)
+        if sparse:
+            os.truncate(path, sparse)
+        return tree
+
+    newlines = b"\n".join(header) + b"\n" * 50_000_000
+    tree = variant("newlines", "offsets/909", newlines)
+    out.append(("offsets: header + 50 MB of newlines", ["inspect", str(tree)], len(newlines)))
+    blank = b"\n".join(header) + b"\n" * 3_000_000
+    tree = variant("blank", "offsets/909", blank)
+    out.append(("offsets: header + 3M blank lines", ["inspect", str(tree)], len(blank)))
+    # 100,000 partitions: the top of what Kafka clusters hold. Every partition becomes Python
+    # objects (the decoded offset, the report's rows): this input costs the most per byte.
+    kafka = {"topic": {str(p): 1_000_000_000 + p for p in range(100_000)}}
+    big_line = b"\n".join([*header, json.dumps(kafka, separators=(",", ":")).encode()])
+    tree = variant("kafka", "offsets/909", big_line)
+    out.append(("offsets: one Kafka source, 100k partitions", ["inspect", str(tree)], len(big_line)))
+    compact = _sink_compact(60 * 2**20)
+    sink = work / "sink"
+    (sink / "_spark_metadata").mkdir(parents=True)
+    (sink / "_spark_metadata" / "9.compact").write_bytes(compact)
+    out.append(
+        (
+            "sink: 60 MiB compact file (under the bound)",
+            ["inspect", str(small), "--sink-path", str(sink)],
+            len(compact),
+        )
+    )
+    tree = variant("sparse", "offsets/909", b"v1\n", sparse=200 * 2**20)
+    out.append(("offsets: 200 MiB file (over the bound, not read)", ["inspect", str(tree)], 200 * 2**20))
+    # The state version the restart loads (910: batch 909 committed) as a 200 MiB file: only its
+    # header is checked, so only its head is read.
+    tree = variant("snapshot", "state/0/0/910.delta", b"LZ4Block", sparse=200 * 2**20)
+    out.append(
+        ("state: 200 MiB delta of the loaded version (head read)", ["inspect", str(tree)], 200 * 2**20)
+    )
+    return out
+
+
+def section_memory(args: argparse.Namespace) -> list[Row]:
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-memory-"))
+    try:
+        inputs = memory_inputs(work)
+        _, base = _peak_rss(inputs[0][1])
+        rows.append((inputs[0][0], f"{base / 2**20:.0f} MiB", "-", "1.00", "-"))
+        for figure, command, size in inputs[1:]:
+            code, peak = _peak_rss(command)
+            above = max(0, peak - base)
+            print(f"  {figure}: exit {code}, peak {peak / 2**20:.0f} MiB", file=sys.stderr)
+            rows.append(
+                (
+                    f"{figure}: peak RSS above baseline / input bytes",
+                    f"{above / 2**20:.0f} MiB",
+                    f"{size / 2**20:.0f} MiB input",
+                    f"{above / size:.2f}",
+                    "-" if "Kafka" in figure else "<= 4",
+                )
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
+# ------------------------------------------------------------------------------------------ matrix
+#
+# Section ``matrix`` (``--section matrix``): the cost of the restart matrix, the default of
+# ``diagnose`` (every Spark line x plausible restart mode), against one cell (``--spark 4.3 --mode
+# micro-batch``), end to end, in the same run (goal: ratio <= 1.3):
+# * the library call (load + diagnose) on the synthetic ~50,000-file checkpoint of section
+#   ``inspect`` (default depth: what ``diagnose`` reads) and on the bundled ``async-tail`` fixture
+#   (10 cells: 5 lines x async and micro-batch), best of ``--repeat``, cell and matrix interleaved;
+# * ``checkpoint-doctor diagnose`` as a subprocess on ``async-tail`` (what an operator runs).
+
+
+def _interleaved_best(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
+    best = [float("inf")] * len(fns)
+    for _ in range(max(1, repeat)):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[i] = min(best[i], time.perf_counter() - start)
+    return best
+
+
+def _ms(value: float) -> str:
+    return f"{value * 1000:.2f} ms"
+
+
+def section_matrix(args: argparse.Namespace) -> list[Row]:
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-matrix-"))
+    one = DiagnoseOptions(spark="4.3", mode="micro-batch", live_window_s=0)
+    every = MatrixOptions(base=DiagnoseOptions(live_window_s=0))
+    try:
+        tree = build_synthetic(work / "ckpt", args)
+        tail = work / "async-tail"
+        shutil.copytree(REPO / "fixtures" / "spark-4.3.0" / "async-tail" / "checkpoint", tail)
+        for name, path in (("synthetic checkpoint", str(tree)), ("async-tail fixture", str(tail))):
+            cells = len(diagnose_matrix(load_checkpoint(path), every).cells)
+            cell_s, matrix_s = _interleaved_best(
+                [
+                    lambda p=path: diagnose(load_checkpoint(p), one),
+                    lambda p=path: diagnose_matrix(load_checkpoint(p), every),
+                ],
+                args.repeat,
+            )
+            rows.append((f"{name}: load + one cell, library (baseline)", _ms(cell_s), "-", "1.00", "-"))
+            rows.append(
+                (
+                    f"{name}: load + matrix of {cells} cells, library",
+                    _ms(matrix_s),
+                    _ms(cell_s),
+                    ratio(matrix_s, cell_s),
+                    "<= 1.30",
+                )
+            )
+        base = [*_cli_command(), "diagnose", str(tail), "--live-window", "0", "--format", "json"]
+
+        def cli(extra: list[str]) -> None:
+            subprocess.run([*base, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+
+        cell_s, matrix_s = _interleaved_best(
+            [lambda: cli(["--spark", "4.3", "--mode", "micro-batch"]), lambda: cli([])], min(args.repeat, 5)
+        )
+        rows.append(
+            (
+                "async-tail: `diagnose --spark 4.3 --mode micro-batch` (baseline)",
+                seconds(cell_s),
+                "-",
+                "1.00",
+                "-",
+            )
+        )
+        rows.append(
+            (
+                "async-tail: `diagnose` (the matrix)",
+                seconds(matrix_s),
+                seconds(cell_s),
+                ratio(matrix_s, cell_s),
+                "<= 1.30",
+            )
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return rows
@@ -884,6 +1336,9 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "inspect": section_inspect,
     "diagnose": section_diagnose,
     "audit": section_audit,
+    "memory": section_memory,
+    "matrix": section_matrix,
+    "apply": section_apply,
 }
 
 
@@ -897,11 +1352,15 @@ def print_table(rows: list[Row]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--section", choices=[*SECTIONS, "all"], default="all")
     parser.add_argument("--repeat", type=int, default=5, help="runs per timing; the best is kept")
     parser.add_argument("--batches", type=int, default=100, help="retained batches of the main tree")
-    parser.add_argument("--batches-large", type=int, default=300, help="retained batches of the second S3 tree")
+    parser.add_argument(
+        "--batches-large", type=int, default=300, help="retained batches of the second S3 tree"
+    )
     parser.add_argument("--operators", type=int, default=2)
     parser.add_argument("--partitions", type=int, default=200)
     parser.add_argument("--state-versions", type=int, default=56)
@@ -913,7 +1372,9 @@ def main(argv: list[str] | None = None) -> int:
         help="how the trees reach moto: its backend (fast) or s3fs.put over HTTP (minutes)",
     )
     parser.add_argument("--profile", action="store_true", help="print a cProfile of the library call")
-    parser.add_argument("--audit-checkpoints", type=int, default=1000, help="audit: checkpoints of the S3 fleet")
+    parser.add_argument(
+        "--audit-checkpoints", type=int, default=1000, help="audit: checkpoints of the S3 fleet"
+    )
     parser.add_argument("--audit-files", type=int, default=100_000, help="audit: files of the local fleet")
     parser.add_argument(
         "--audit-s3-latency-ms",

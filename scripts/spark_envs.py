@@ -11,6 +11,10 @@ the version is written after a successful install; while it is present and match
 is done, so calling this again is fast.
 
 CLI: ``python scripts/spark_envs.py 3.5.9 4.3.0`` ensures both and prints the python paths.
+
+Interpreters: a venv is made with the python running this script, except for the lines listed in
+``PYTHON_FOR`` (a release line whose PySpark does not support that python). PySpark 3.3 predates
+Python 3.11 support (added in 3.4, SPARK-40991), so its venv is made with a pyenv Python 3.10.
 """
 
 from __future__ import annotations
@@ -46,6 +50,26 @@ def _python_of(venv: pathlib.Path) -> pathlib.Path:
 PACKAGE_EXTRAS = "[s3]"
 
 
+#: Python minor version a PySpark release line needs when the running python is too new for it.
+PYTHON_FOR = {"3.3": "3.10"}
+
+
+def base_python(version: str) -> str:
+    """Return the interpreter that creates the venv of a PySpark version."""
+    want = PYTHON_FOR.get(".".join(version.split(".")[:2]))
+    if want is None or f"{sys.version_info[0]}.{sys.version_info[1]}" == want:
+        return sys.executable
+    # pyenv's own installs first: its shims on PATH fail for versions not selected.
+    pyenv = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv")) / "versions"
+    for candidate in sorted(pyenv.glob(f"{want}.*"), reverse=True):
+        if (candidate / "bin" / "python").exists():
+            return str(candidate / "bin" / "python")
+    found = shutil.which(f"python{want}")
+    if found and ".pyenv/shims" not in found:
+        return found
+    raise RuntimeError(f"PySpark {version} needs Python {want}; none found on PATH or under {pyenv}")
+
+
 def _marker_text(version: str, editable: bool) -> str:
     return f"pyspark=={version}\neditable={'yes' + PACKAGE_EXTRAS if editable else 'no'}\n"
 
@@ -79,7 +103,7 @@ def ensure_spark_python(version: str) -> pathlib.Path:
     if venv.exists():
         shutil.rmtree(venv)
     venv.parent.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "venv", str(venv)])
+    _run([base_python(version), "-m", "venv", str(venv)])
     _run([str(python), "-m", "pip", "install", "--quiet", f"pyspark=={version}"])
     if want_editable:
         _run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{REPO}{PACKAGE_EXTRAS}"])

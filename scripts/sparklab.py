@@ -182,16 +182,8 @@ def q_stream_join(spark, job):
 @query("file_to_file")
 def q_file_to_file(spark, job):
     args = _args(job)
-    df = (
-        spark.readStream.schema("id LONG, text STRING")
-        .option("maxFilesPerTrigger", "1")
-        .json(job["input"])
-    )
-    return (
-        df.writeStream.format(args.get("format", "json"))
-        .option("path", job["sink"])
-        .outputMode("append")
-    )
+    df = spark.readStream.schema("id LONG, text STRING").option("maxFilesPerTrigger", "1").json(job["input"])
+    return df.writeStream.format(args.get("format", "json")).option("path", job["sink"]).outputMode("append")
 
 
 @query(
@@ -204,6 +196,24 @@ def q_file_to_file(spark, job):
 )
 def q_rocksdb_changelog(spark, job):
     return _noop(_window_agg_df(spark, job))
+
+
+@query("rocksdb", {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER})
+def q_rocksdb(spark, job):
+    return _noop(_window_agg_df(spark, job))
+
+
+@query("rate_source")
+def q_rate_source(spark, job):
+    """The micro-batch ``rate`` source: it keeps its start time in ``sources/0/0``."""
+    args = _args(job)
+    df = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", str(args.get("rowsPerSecond", 5)))
+        .option("numPartitions", str(args.get("numPartitions", 1)))
+        .load()
+    )
+    return _noop(df.select("value", "timestamp"))
 
 
 @query(
@@ -452,9 +462,7 @@ def run_job(spark: SparkSession, job: dict) -> dict:
         result["error"] = {
             "phase": "start",
             "type": type(exc).__name__,
-            "message": _scrub("".join(traceback.format_exception_only(type(exc), exc)), job)[
-                :MESSAGE_LIMIT
-            ],
+            "message": _scrub("".join(traceback.format_exception_only(type(exc), exc)), job)[:MESSAGE_LIMIT],
         }
     finally:
         for key, old in saved.items():
@@ -470,66 +478,79 @@ def run_job(spark: SparkSession, job: dict) -> dict:
     return result
 
 
+class _Batches:
+    """The batches a query has executed so far (progress events, or epochs on disk)."""
+
+    def __init__(self, q, job: dict, continuous: bool) -> None:
+        self.q = q
+        self.continuous = continuous
+        self.executed: dict[int, dict] = {}
+        self.commits_dir = os.path.join(job["checkpoint"], "commits")
+        self.offsets_dir = os.path.join(job["checkpoint"], "offsets")
+        self.before = max(_ids_on_disk(self.commits_dir), default=-1)
+
+    def collect(self) -> None:
+        if self.continuous:
+            # Continuous queries report no progress events (observed on 3.5.9 and 4.3.0), so
+            # completed epochs are read from disk: every new commits/<epoch> file.
+            for epoch in _ids_on_disk(self.commits_dir):
+                if epoch > self.before and epoch not in self.executed:
+                    self.executed[epoch] = _epoch_summary(self.offsets_dir, epoch)
+            return
+        for p in _progress(self.q):
+            if "addBatch" in (p.get("durationMs") or {}) and p.get("batchId") is not None:
+                self.executed.setdefault(int(p["batchId"]), _batch_summary(p))
+
+
+def _done_running(job: dict, batches: _Batches, self_stopping: bool) -> bool:
+    """A ``run`` job with a trigger that does not stop by itself has run enough batches."""
+    return (
+        job.get("op", "run") == "run"
+        and not self_stopping
+        and len(batches.executed) >= int(job.get("batches", 1))
+        and (not job.get("stop_when_aligned") or _aligned_on_disk(job["checkpoint"]))
+    )
+
+
+def _wait(q, job: dict, result: dict, batches: _Batches, self_stopping: bool) -> None:
+    deadline = time.monotonic() + float(job.get("timeout_s", 60))
+    while True:
+        batches.collect()
+        if not q.isActive:
+            return
+        if job.get("op", "run") == "restart" and batches.executed:
+            return
+        if _done_running(job, batches, self_stopping):
+            return
+        if time.monotonic() > deadline:
+            result["timed_out"] = True
+            return
+        time.sleep(POLL_S)
+
+
 def _watch(q, job: dict, result: dict, *, continuous: bool, trigger: str) -> None:
-    op = job.get("op", "run")
     try:
         result["query_id"] = str(q.id)
     except Exception:  # noqa: BLE001
         result["query_id"] = None
-    want = int(job.get("batches", 1))
-    timeout = float(job.get("timeout_s", 60))
-    deadline = time.monotonic() + timeout
-    self_stopping = trigger in ("once", "available-now")
-    executed: dict[int, dict] = {}
-    commits_dir = os.path.join(job["checkpoint"], "commits")
-    offsets_dir = os.path.join(job["checkpoint"], "offsets")
-    before = max(_ids_on_disk(commits_dir), default=-1)
-
-    def collect() -> None:
-        if continuous:
-            # Continuous queries report no progress events (observed on 3.5.9 and 4.3.0), so
-            # completed epochs are read from disk: every new commits/<epoch> file.
-            for epoch in _ids_on_disk(commits_dir):
-                if epoch > before and epoch not in executed:
-                    executed[epoch] = _epoch_summary(offsets_dir, epoch)
-            return
-        for p in _progress(q):
-            if "addBatch" in (p.get("durationMs") or {}) and p.get("batchId") is not None:
-                executed.setdefault(int(p["batchId"]), _batch_summary(p))
-
-    while True:
-        collect()
-        if not q.isActive:
-            break
-        if op == "restart" and executed:
-            break
-        if (
-            op == "run"
-            and not self_stopping
-            and len(executed) >= want
-            and (not job.get("stop_when_aligned") or _aligned_on_disk(job["checkpoint"]))
-        ):
-            break
-        if time.monotonic() > deadline:
-            result["timed_out"] = True
-            break
-        time.sleep(POLL_S)
+    batches = _Batches(q, job, continuous)
+    _wait(q, job, result, batches, self_stopping=trigger in ("once", "available-now"))
     stop_error = None
     if q.isActive:
         try:
             q.stop()
         except Exception as exc:  # noqa: BLE001
             stop_error = exc
-    collect()
+    batches.collect()
     jexc = q._jsq.exception()
     if jexc.isDefined():
         result["error"] = describe_error(jexc.get(), "run", job)
     elif stop_error is not None:
         result["error"] = describe_error(stop_error, "run", job)
-    ids = sorted(executed)
-    if op == "restart":
+    ids = sorted(batches.executed)
+    if job.get("op", "run") == "restart":
         ids = ids[:1]
-    result["batches"] = [executed[i] for i in ids]
+    result["batches"] = [batches.executed[i] for i in ids]
     result["started"] = result["error"] is None or bool(result["batches"])
 
 
@@ -608,9 +629,7 @@ def build_session(log_path: str | None = None) -> SparkSession:
         config = _JVM_LOG + ".log4j2.properties"
         with open(config, "w", encoding="utf-8") as fh:
             fh.write(LOG4J2_TEMPLATE.replace("@FILE@", _JVM_LOG))
-        builder = builder.config(
-            "spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{config}"
-        )
+        builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{config}")
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark

@@ -25,4 +25,11 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
+# The style gate first (ruff check, ruff format --check, mypy; see .pre-commit-config.yaml): it fails
+# in seconds where the tests take minutes. CHECKPOINT_DOCTOR_SKIP_LINT=1 skips it for a quick local run.
+if [ "${CHECKPOINT_DOCTOR_SKIP_LINT:-0}" != 1 ]; then
+  PATH="$PWD/.venv/bin:$PATH" PRE_COMMIT_HOME="${PRE_COMMIT_HOME:-$PWD/.venv/pre-commit-cache}" \
+    .venv/bin/pre-commit run --all-files --show-diff-on-failure
+fi
+
 exec .venv/bin/python -m pytest "$@"
