@@ -1,10 +1,9 @@
-"""Shared test configuration: hypothesis profiles, environment isolation, fixture discovery."""
+"""Shared test configuration: hypothesis profiles, environment isolation, markers (scenario helpers:
+:mod:`tests.scenarios`)."""
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -30,24 +29,24 @@ def _isolate_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
     monkeypatch.setenv("BOTO_CONFIG", "/dev/null")
 
 
-def all_scenarios() -> list[Path]:
-    """Return every fixture scenario directory (holding scenario.json), sorted."""
-    return sorted(p.parent for p in FIXTURES.glob("spark-*/*/scenario.json"))
+#: Fixtures that start or use the moto S3 server (directly, or as a parametrized backend).
+S3_FIXTURES = frozenset({"moto_server", "s3", "s3_observer"})
 
 
-def load_scenario(path: Path) -> dict:
-    """Return a scenario.json as a dict."""
-    return json.loads((path / "scenario.json").read_text())
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Keep the markers true, so ``-m "not spark"`` and ``-m "not s3"`` select what they say.
 
-
-def scenario_id(path: Path) -> str:
-    """Return a short test id for a scenario directory."""
-    return f"{path.parent.name}/{path.name}"
-
-
-def copy_scenario(path: Path, dest: Path) -> Path:
-    """Copy a scenario's checkpoint (and sink/input) to ``dest``; return the checkpoint copy."""
-    for part in ("checkpoint", "sink", "input"):
-        if (path / part).exists():
-            shutil.copytree(path / part, dest / part)
-    return dest / "checkpoint"
+    A test that uses the moto server is marked ``s3`` here (also when a parametrized backend is
+    ``s3``). A test under ``tests/spark/`` must carry the ``spark`` marker itself: starting a JVM is
+    a deliberate choice, and collection stops naming the test that forgot it.
+    """
+    unmarked = []
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if names & S3_FIXTURES or "s3" in params.values():
+            item.add_marker(pytest.mark.s3)
+        if "tests/spark/" in item.path.as_posix() and item.get_closest_marker("spark") is None:
+            unmarked.append(item.nodeid)
+    if unmarked:
+        raise pytest.UsageError(f"tests under tests/spark/ without @pytest.mark.spark: {', '.join(unmarked)}")

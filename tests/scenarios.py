@@ -62,6 +62,17 @@ class Scenario:
         return load_checkpoint(str(self.path / "checkpoint"), sink_path=sink, **kw)
 
 
+def scenario_at(path: Path) -> Scenario:
+    """Return the scenario in a fixture directory (``fixtures/spark-4.3.0/async-tail``)."""
+    return Scenario(path, json.loads((path / "scenario.json").read_text()))
+
+
+def copy_scenario(path: Path, dest: Path) -> Path:
+    """Copy a scenario's checkpoint (and sink/input) to ``dest`` with its empty directories; return
+    the checkpoint copy."""
+    return scenario_at(path).copy_to(dest)
+
+
 def all_scenarios() -> list[Scenario]:
     """Return every scenario, sorted by id."""
     out = []

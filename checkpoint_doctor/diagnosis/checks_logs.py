@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
+from checkpoint_doctor.diagnosis.detect import CONTINUOUS
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.ids import id_range, range_text
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
@@ -93,15 +94,30 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
     """CD008 blank metadata line outside continuous mode; CD010 no pinned confs (2.1 style)."""
     if ctx.is_continuous:
         return
-    for entry in ctx.snapshot.offsets.entries:
-        seq = entry.record
-        if seq is not None and seq.metadata is None and seq.version == 1:
-            yield Finding(
-                Code.OFFSETS_METADATA_LINE_EMPTY,
-                f"{entry.file.path} has an empty metadata line, as only continuous processing writes.",
-                paths=(entry.file.path,),
-                batch_ids=(entry.batch_id,),
-            )
+    blank = [
+        e
+        for e in ctx.snapshot.offsets.entries
+        if e.record is not None and e.record.metadata is None and e.record.version == 1
+    ]
+    if len(blank) > 1 and ctx.detected.mode == CONTINUOUS:
+        # One fact, one finding: continuous processing wrote every one of them (a micro-batch
+        # restart of it fails once, on the newest; WatermarkTracker in MicroBatchExecution).
+        names = [e.file.path for e in blank]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        yield Finding(
+            Code.OFFSETS_METADATA_LINE_EMPTY,
+            f"{shown} have an empty metadata line, as only continuous processing writes.",
+            paths=tuple(names),
+            batch_ids=tuple(e.batch_id for e in blank),
+        )
+        blank = []
+    for entry in blank:
+        yield Finding(
+            Code.OFFSETS_METADATA_LINE_EMPTY,
+            f"{entry.file.path} has an empty metadata line, as only continuous processing writes.",
+            paths=(entry.file.path,),
+            batch_ids=(entry.batch_id,),
+        )
     latest = ctx.offsets(ctx.latest)
     seq = latest.record if latest is not None else None
     md = seq.metadata if seq is not None else None
@@ -169,11 +185,17 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
         ("sync_restart_works", ctx.offsets(latest - 1) is not None),
     )
     if code == Code.ASYNC_PROGRESS_LOG:
+        # What the async restart runs first must say what the prediction says: a committed newest
+        # batch is not re-run (AsyncProgressTrackingMicroBatchExecution resumes after it).
+        then = (
+            f"an async restart starts new batch {latest + 1}"
+            if ctx.commit(latest) is not None
+            else f"an async restart re-runs batch {latest} (from offsets/{prev_id} to offsets/{latest})"
+        )
         yield Finding(
             code,
             f"offsets ({range_text(ctx.offsets_ids)}) and commits ({range_text(ctx.commit_ids)}) are the sparse "
-            f"logs of async progress tracking; an async restart starts batch {latest} from "
-            f"offsets/{prev_id}.",
+            f"logs of async progress tracking; {then}.",
             paths=paths,
             batch_ids=(latest,),
             details=details,

@@ -47,7 +47,11 @@ def test_the_page_loads_nothing_from_anywhere(local_fleet: Fleet) -> None:
         "<iframe",
     ):
         assert needle not in html.lower(), needle
-    assert html.count("<svg") >= 7
+    # One picture per checkpoint or sink with batches, one swatch per state in the legend.
+    result = audit([local_fleet.root], options=OPTIONS)
+    pictures = sum(1 for r in result.records if r.get("timeline") and not r.get("error"))
+    assert html.count('role="img"') == pictures > 0
+    assert html.count("<svg") == pictures + html.count("<span><svg width=")
     assert "Checkpoint audit" in html
 
 

@@ -43,6 +43,21 @@ def golden(name: str, text: str, replace: dict[str, str]) -> None:
     assert text == path.read_text()
 
 
+#: The exit code of each golden run: a warning (1) where only a plausible restart fails or state may
+#: be gone; an error (4) where the restart that counts fails.
+GOLDEN_EXIT_CODES = {
+    "inspect-window_agg.txt": 0,
+    "inspect-file_to_file.txt": 0,
+    "diagnose-async-tail-sync.txt": 4,
+    "diagnose-async-tail-matrix.txt": 1,
+    "diagnose-state-deleted-matrix.txt": 1,
+    "diagnose-continuous-matrix.txt": 1,
+    "diagnose-async-tail-narrowed.txt": 4,
+    "diagnose-state-delta-missing.txt": 4,
+    "plan-missing-prev-offsets.txt": 0,
+}
+
+
 @pytest.mark.parametrize(
     ("scenario_id", "args", "golden_name"),
     [
@@ -80,7 +95,7 @@ def test_golden_tables(scenario_id, args, golden_name, tmp_path, capsys):
     code, out, err = run(capsys, argv[0], str(cp), *argv[1:])
     assert err == ""
     golden(golden_name, out, {str(tmp_path): "<tmp>"})
-    assert code in (0, 1, 4)
+    assert code == GOLDEN_EXIT_CODES[golden_name]
 
 
 def test_inspect_json_is_one_document_with_a_schema_version(tmp_path, capsys):
@@ -92,7 +107,7 @@ def test_inspect_json_is_one_document_with_a_schema_version(tmp_path, capsys):
     result = doc["result"]
     assert result["offsets"]["last"] == 6 and result["state"]["operators"][0]["provider"] == "rocksdb"
     assert result["written_by"]["line"] == "4.3" and result["mode"]["mode"] == "micro-batch"
-    assert result["timeline"][0]["batch_id"] >= 6
+    assert [t["batch_id"] for t in result["timeline"]][:1] == [6]
 
 
 @pytest.mark.parametrize(

@@ -68,7 +68,9 @@ def test_a_number_out_of_range_in_the_newest_offsets_file(tmp_path: Path, capsys
     extra = [] if command == "inspect" else ["--live-window", "0"]
     code, _out, err = run(capsys, command, str(cp), *extra)
 
-    assert code in (0, 1, 4), err
+    # The value is read as a number (no crash, no finding); no real Spark restart of this file is
+    # recorded, so the exit code pins today's behaviour, not Spark's verdict.
+    assert code == 0, err
     assert "internal error" not in err
 
 
@@ -80,7 +82,8 @@ def test_a_batch_file_named_long_max(tmp_path: Path, capsys, command: str, log: 
 
     code, out, err = run(capsys, command, str(cp), "--format", "json")
 
-    assert code in (0, 1, 4), err
+    # inspect reports; diagnose and plan see a batch id Spark cannot follow (an error finding).
+    assert code == (0 if command == "inspect" else 4), err
     assert str(LONG_MAX) in out
 
 
@@ -116,7 +119,7 @@ def test_names_that_are_not_utf8_are_shown_escaped(tmp_path: Path, capsys, comma
     extra = [] if command[0] == "inspect" else ["--live-window", "0"]
     code, out, err = run(capsys, command[0], str(cp), *extra, *command[1:])
 
-    assert code in (0, 1, 4), err
+    assert code == 0, err  # a stray name is debris (CD509, info), not a danger
     if command == ["inspect", "--format", "json"]:
         assert '"offsets/\\\\xff\\\\xfe"' in out  # JSON escapes the backslash of the \xff escape
     elif command[0] != "plan":
@@ -130,7 +133,7 @@ def test_audit_html_with_a_name_that_is_not_utf8(tmp_path: Path, capsys) -> None
 
     code, _out, err = run(capsys, "audit", str(tmp_path / "fleet"), "--html", str(html), "--live-window", "0")
 
-    assert code in (0, 1, 4), err
+    assert code == 0, err
     assert "<b>CD509</b> offsets/\\xff\\xfe is not a file Spark writes." in html.read_text(encoding="utf-8")
 
 

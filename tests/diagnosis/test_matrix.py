@@ -221,3 +221,19 @@ def test_a_stale_checkpoint_with_matching_ids_is_not_paired(tmp_path):
     later = replace(sink, log=replace(sink.log, entries=tuple(entries)))
     evidence = pairing_evidence(snapshot, later)
     assert not evidence.proven and "long after" in evidence.text
+
+
+@pytest.mark.parametrize("name", ["async", "async-tail", "async-tail-uncommitted"])
+def test_the_async_log_finding_names_the_batch_the_prediction_runs(name, tmp_path):
+    # CD102 once said "starts batch 31" next to a prediction of "new batch 32" (a committed tail).
+    import re
+
+    from tests.scenarios import all_scenarios
+
+    for s in (s for s in all_scenarios() if s.name == name):
+        d = diagnose(s.read(tmp_path / s.id), DiagnoseOptions(mode="async", live_window_s=0))
+        (finding,) = [f for f in d.findings if f.code == "CD102"]
+        said = re.search(r"an async restart (starts new batch|re-runs batch) (\d+)", finding.message)
+        assert said is not None and d.prediction.starts, (s.id, finding.message)
+        assert int(said.group(2)) == d.prediction.next_batch_id, (s.id, d.prediction.summary)
+        assert (said.group(1) == "re-runs batch") == ("re-runs" in d.prediction.summary), s.id

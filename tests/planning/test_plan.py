@@ -168,3 +168,45 @@ def test_a_plan_document_of_any_shape_is_a_plan_format_error_or_a_plan(data):
     except PlanFormatError:
         return
     raise AssertionError("arbitrary JSON made a plan")
+
+
+@pytest.mark.parametrize(
+    "scenario_id",
+    ["spark-4.3.0/unfinished-repartition", "spark-3.5.9/async-tail", "spark-4.3.0/offsets-latest-empty"],
+)
+def test_plans_are_identical_across_processes_with_different_hash_seeds(scenario_id, tmp_path):
+    # apply verifies a plan by planning again in its own process: any set or dict iteration order
+    # leaking into a plan would make that verification refuse a good plan.
+    import os
+    import subprocess
+    import sys
+
+    from tests.scenarios import all_scenarios
+
+    scenario = next(s for s in all_scenarios() if s.id == scenario_id)
+    cp = scenario.copy_to(tmp_path / "cp")
+    documents, codes = [], []
+    for seed in ("1", "4242"):
+        out = tmp_path / f"plan-{seed}.json"
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "checkpoint_doctor",
+                "plan",
+                str(cp),
+                "--live-window",
+                "0",
+                "-o",
+                str(out),
+            ],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert out.exists(), run.stderr
+        documents.append(out.read_text())
+        codes.append(run.returncode)
+    assert documents[0] == documents[1] and codes[0] == codes[1]
+    assert json.loads(documents[0])["steps"], "a plan with steps, so the comparison covers them"

@@ -10,7 +10,7 @@ from checkpoint_doctor.execution.catch_up.decisions import next_command, spark_l
 from checkpoint_doctor.execution.catch_up.model import CatchUpOptions, CatchUpReport, RunFacts
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, simulate_changes
-from tests.conftest import FIXTURES, copy_scenario
+from tests.scenarios import FIXTURES, copy_scenario
 
 #: (newest durable offsets below L, L) of the ``async-tail`` fixture, per Spark version.
 ASYNC_TAIL = {"3.5.9": (21, 32), "4.3.0": (20, 31)}

@@ -34,7 +34,6 @@ from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.snapshot import simulate_changes
 from checkpoint_doctor.spark import progress_dict
-from tests.conftest import FIXTURES, copy_scenario
 from tests.runner.checkpoints import (
     ASYNC_TAIL,
     JOB,
@@ -44,6 +43,7 @@ from tests.runner.checkpoints import (
     report_for,
     snapshot_of,
 )
+from tests.scenarios import FIXTURES, copy_scenario
 
 # ------------------------------------------------------------------------------------------ durable tail
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-import time
 from collections.abc import Iterator
 
 import boto3
@@ -158,15 +157,15 @@ def test_access_denied_loading_a_checkpoint(s3: S3, denied_user: dict[str, str])
     assert info.value.url == s3.url("ckpt")
 
 
-def test_unreachable_endpoint_fails_fast(s3: S3, closed_port: int) -> None:
+def test_unreachable_endpoint_is_one_clear_error(s3: S3, closed_port: int) -> None:
+    # How fast it gives up is the timeouts' job (their defaults are asserted in
+    # tests/storage/test_errors.py), not a wall-clock assertion here.
     url = s3.url("ckpt")
     options = {"client_kwargs": {"endpoint_url": f"http://127.0.0.1:{closed_port}"}, **FAIL_FAST}
-    start = time.monotonic()
 
     with pytest.raises(EndpointUnreachableError) as info:
         open_storage(url, options).list_tree()
 
-    assert time.monotonic() - start < 5
     message = str(info.value)
     assert message.startswith(
         f"cannot list {url}: endpoint unreachable (Could not connect to the endpoint URL: "
