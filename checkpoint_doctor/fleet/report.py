@@ -250,9 +250,8 @@ def summarize(
     ``interrupted``: the audit was stopped (Ctrl-C) and the counts cover what had finished."""
     verdicts = Counter(r["verdict"] for r in records)
     kinds = Counter(r["kind"] for r in records)
-    per_code: Counter[str] = Counter()
-    for r in records:
-        per_code.update(set(r["codes"]))
+    per_code = _records_per_code(records)
+    worst = _effective_severities(records)
     codes = []
     for code, count in per_code.items():
         info = CODES.get(code)
@@ -260,7 +259,7 @@ def summarize(
             {
                 "code": code,
                 "slug": info.slug if info else None,
-                "severity": info.severity if info else None,
+                "severity": worst.get(code) or (info.severity if info else None),
                 "title": info.title if info else None,
                 "count": count,
             }
@@ -281,6 +280,40 @@ def summarize(
         "exit_code": combined_exit_code(records),
         "interrupted": interrupted,
     }
+
+
+def _records_per_code(records: Sequence[Mapping[str, Any]]) -> Counter[str]:
+    """Count, per code, the places it was found: a sink checked together with its checkpoint shows
+    the sink's findings in both records, and they count once (on the checkpoint)."""
+    seen_by_checkpoint: dict[str, set[str]] = {}
+    for r in records:
+        sink = r.get("file_sink") or {}
+        if r["kind"] == "checkpoint" and sink.get("checked") and sink.get("url"):
+            seen_by_checkpoint.setdefault(sink["url"], set()).update(r["codes"])
+    per_code: Counter[str] = Counter()
+    for r in records:
+        codes = set(r["codes"])
+        if r["kind"] == "sink":
+            codes -= seen_by_checkpoint.get(r.get("url") or "", set())
+        per_code.update(codes)
+    return per_code
+
+
+def _effective_severities(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """Return each code's worst severity as the findings had it (a failing restart that does not
+    count is a warning, whatever the registry's default severity)."""
+    worst: dict[str, str] = {}
+    for r in records:
+        findings = r.get("findings") or (r.get("diagnosis") or {}).get("findings") or ()
+        for f in findings:
+            code, severity = f.get("code"), f.get("severity")
+            if (
+                code
+                and severity
+                and SEVERITY_ORDER.get(severity, 9) < SEVERITY_ORDER.get(worst.get(code, ""), 9)
+            ):
+                worst[code] = severity
+    return worst
 
 
 def audit_document(

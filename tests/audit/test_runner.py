@@ -358,3 +358,16 @@ def test_audit_follows_a_symlinked_checkpoint_and_a_symlinked_state_dir(tmp_path
     )  # the same files, unlinked
     assert records["stateful"]["exit_code"] == alone.exit_code
     assert records["stateful"]["codes"] == sorted({f.code for f in alone.findings})
+
+
+def test_summary_counts_a_paired_sink_finding_once_with_its_effective_severity() -> None:
+    # The sink is checked together with its checkpoint, so CD404 is in both records: one place.
+    sink_case = audit([str(FIXTURES / "spark-3.5.9" / "file-sink-compact-missing")], options=OPTIONS)
+    assert sorted(r["kind"] for r in sink_case.records) == ["checkpoint", "sink"]
+    assert all("CD404" in r["codes"] for r in sink_case.records)
+    assert [(c["code"], c["count"]) for c in sink_case.summary["codes"]] == [("CD404", 1)]
+    # CD101 is an error in the registry, a warning where only the plausible synchronous restart
+    # fails (the async checkpoint as configured starts): the summary says what the records say.
+    tail = audit([str(FIXTURES / "spark-4.3.0" / "async-tail")], options=OPTIONS)
+    (cd101,) = [c for c in tail.summary["codes"] if c["code"] == "CD101"]
+    assert cd101["severity"] == "warning" and tail.summary["verdicts"]["warning"] == 1

@@ -206,3 +206,16 @@ def test_a_malformed_journal_is_an_error_naming_it(
 
     assert code == 4
     assert err == f"checkpoint-doctor: error: journal {journal} {problem}\n"
+
+
+@pytest.mark.parametrize("command", ["inspect", "diagnose"])
+def test_control_characters_in_a_name_never_reach_the_terminal(tmp_path: Path, capsys, command: str) -> None:
+    cp = fixture(tmp_path)
+    (cp / "offsets" / "\x1b[31mRED\x07").write_bytes(b"x")
+
+    extra = [] if command == "inspect" else ["--live-window", "0"]
+    code, out, err = run(capsys, command, str(cp), *extra)
+
+    assert code == 0, err
+    assert "offsets/\\x1b[31mRED\\x07" in out
+    assert not any(c in out + err for c in "\x1b\x07\r")
