@@ -15,6 +15,7 @@ from checkpoint_doctor.diagnosis import (
     checks_statefulness,
     checks_writers,
 )
+from checkpoint_doctor.diagnosis.checks_sink import sink_not_checked
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
@@ -74,6 +75,9 @@ def diagnose(
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:
         assumptions.append(f"target Spark {ctx.target.line} (the newest supported; pass --spark)")
+    partly = sink_not_checked(snapshot)
+    if partly is not None:
+        assumptions.append(partly)
     return Diagnosis(
         checkpoint=snapshot.root,
         spark=ctx.target.line,

@@ -9,7 +9,23 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.ids import id_range
 from checkpoint_doctor.parsing.text import TOO_LARGE
-from checkpoint_doctor.reading.snapshot import SinkLog
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
+
+
+def sink_not_checked(snapshot: CheckpointSnapshot) -> str | None:
+    """Return the assumption to state when sink log files were over the read bound (not read, so
+    the files they list were not checked), or None."""
+    sink = snapshot.sink
+    if sink is None:
+        return None
+    big = [f for f in sink.log.failures() if f.kind == TOO_LARGE]
+    if not big:
+        return None
+    names = ", ".join(f.path for f in big[:3]) + (f" and {len(big) - 3} more" if len(big) > 3 else "")
+    return (
+        f"file sink log partly not checked: {names} not read ({big[0].reason}); "
+        "the data files it lists were not checked"
+    )
 
 
 def check_sink_log(sink: SinkLog) -> Iterator[Finding]:

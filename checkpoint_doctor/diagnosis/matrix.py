@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis.checks_sink import sink_not_checked
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
@@ -398,6 +399,9 @@ def _assumptions(facts: SnapshotFacts, snapshot: CheckpointSnapshot, opts: Matri
         out.append(
             "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
         )
+    partly = sink_not_checked(snapshot)
+    if partly is not None:
+        out.append(partly)
     return out
 
 

@@ -122,6 +122,16 @@ def test_a_sink_compact_over_the_bound_is_not_called_damaged(tmp_path: Path) -> 
 
     assert [f.kind for f in snapshot.sink.log.failures()] == [TOO_LARGE]  # type: ignore[union-attr]
     assert "CD405" not in result.codes
+    # ... and not silently fine either: the diagnosis says what it did not check.
+    said = [a for a in result.assumptions if a.startswith("file sink log partly not checked")]
+    assert said == [
+        f"file sink log partly not checked: _spark_metadata/2 not read ({MAX_FILE_BYTES + 1} bytes or more, "
+        f"over the {MAX_FILE_BYTES}-byte bound for one file); the data files it lists were not checked"
+    ]
+    from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
+
+    matrix = diagnose_matrix(snapshot, MatrixOptions(base=DiagnoseOptions(live_window_s=0)))
+    assert said[0] in matrix.assumptions
 
 
 @pytest.mark.parametrize("name", ["metadata", "commits/2", "state/0/_metadata/metadata"])
