@@ -709,6 +709,17 @@ SCENARIOS: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "sink-orphan-crc",
+        "base": "file_to_file",
+        "description": "commits/{L} deleted, and the file sink's _spark_metadata/{L} deleted with rm, leaving "
+        "its Hadoop checksum _spark_metadata/.{L}.crc behind: batch {L} runs again and the sink writes "
+        "_spark_metadata/{L} again.",
+        "damage": [
+            {"op": "delete", "path": "commits/{L}"},
+            {"op": "delete", "in": "sink", "path": "_spark_metadata/{L}", "keep_crc": True},
+        ],
+    },
+    {
         "name": "sink-log-unreadable",
         "base": "file_to_file",
         "description": "The file sink's newest log file _spark_metadata/{L} is 0 bytes.",
@@ -1176,6 +1187,7 @@ EXPECT: dict[str, dict[str, Any]] = {
     "file-sink-compact-missing": {"codes": ["CD404"]},
     "sink-log-behind": {"codes": ["CD403"]},
     "sink-log-unreadable": {"codes": ["CD405"]},
+    "sink-orphan-crc": {"codes": ["CD106", "CD504"]},
     "sink-log-missing": {"codes": ["CD406"]},
     "kafka-partitions-changed": {"codes": ["CD203"]},
     "rocksdb": {"codes": []},

@@ -61,6 +61,18 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
     if sink is None:
         return
     yield from check_sink_log(sink)
+    b = prediction.next_batch_id
+    orphan = sink.orphan_crc_for(b) if b is not None else None
+    if orphan is not None and b is not None:
+        target = f"_spark_metadata/{sink.entry_name(b)}"
+        yield Finding(
+            Code.ORPHAN_CRC_BLOCKS_WRITE,
+            f"{orphan} remains in the file sink's log although {target} is gone, and the sink writes "
+            f"{target} again when batch {b} runs.",
+            paths=(orphan,),
+            batch_ids=(b,),
+            details=(("target", target), ("area", "sink")),
+        )
     if not sink.log.exists or not sink.log.entries:
         return
     top = sink.log.latest_id

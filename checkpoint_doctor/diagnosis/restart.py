@@ -97,6 +97,11 @@ def _writes_step(run: _Run) -> RestartPrediction | None:
         return None
     if not run.rerun and _orphan_crc_blocks(ctx, OFFSETS, b):
         return run.done(ctx.target.concurrent_rename(OFFSETS, "batch"), Code.ORPHAN_CRC_BLOCKS_WRITE)
+    sink = ctx.snapshot.sink
+    if sink is not None and sink.orphan_crc_for(b) is not None:
+        # The sink adds batch b to its log while the batch runs, before commits/b is written.
+        log_dir = f"{sink.url.rstrip('/')}/_spark_metadata"
+        return run.done(ctx.target.sink_concurrent_rename(log_dir), Code.ORPHAN_CRC_BLOCKS_WRITE)
     if _orphan_crc_blocks(ctx, COMMITS, b):
         return run.done(ctx.target.concurrent_rename(COMMITS, "commit"), Code.ORPHAN_CRC_BLOCKS_WRITE)
     return None

@@ -237,6 +237,16 @@ class SparkTarget(StateTexts, SourceTexts):
             phase,
         )
 
+    def sink_concurrent_rename(self, sink_log_dir: str) -> SparkError:
+        """The same rename failure in a file sink's log (FileStreamSinkLog is an HDFSMetadataLog):
+        ``ManifestFileCommitProtocol.commitJob`` adds the batch while the batch runs."""
+        text = f"Multiple streaming queries are concurrently using {sink_log_dir}."
+        return SparkError(
+            text + self.sqlstate("XXKST"),
+            "Multiple streaming queries are concurrently using",
+            "batch",
+        )
+
     def missing_metadata(self) -> SparkError:
         """4.2+: ``STREAMING_CHECKPOINT_MISSING_METADATA_FILE`` at start()."""
         text = (

@@ -40,7 +40,9 @@ def sink_files(snapshot: CheckpointSnapshot) -> dict[str, FileStat]:
     """Return the sink log files by their sink-relative path (``_spark_metadata/<name>``)."""
     if snapshot.sink is None:
         return {}
-    return {f"_spark_metadata/{e.file.path}": e.file for e in snapshot.sink.log.entries}
+    files = {f"_spark_metadata/{e.file.path}": e.file for e in snapshot.sink.log.entries}
+    files.update((f"_spark_metadata/{f.path}", f) for f in snapshot.sink.crc_files)
+    return files
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,8 @@ class LogIndex:
     noncanonical: list[tuple[str, int]] = field(default_factory=list)
     ignored_dirs: set[str] = field(default_factory=set)
     other: list[FileStat] = field(default_factory=list)
+    #: the Hadoop ``.<name>.crc`` files directly in the directory
+    crcs: list[FileStat] = field(default_factory=list)
     file_count: int = 0
     total_bytes: int = 0
 
@@ -188,6 +190,7 @@ def _index_log_file(log: LogIndex, f: FileStat, rest: list[str], layout: Layout,
     if name[:1] == ".":
         if name.endswith(".crc"):
             layout.hadoop_crcs.add(f.path)
+            log.crcs.append(f)
             return
         target = temp_target(name)
         if target is not None:

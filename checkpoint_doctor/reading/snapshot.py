@@ -261,6 +261,33 @@ class SinkLog:
     url: str
     log: BatchLog[SinkLogBatch]
     default_compact_interval: int = 10
+    #: the Hadoop ``.<name>.crc`` files in ``_spark_metadata`` (kept for the orphans: one where
+    #: the sink writes next makes that write fail)
+    crc_files: tuple[FileStat, ...] = ()
+
+    @property
+    def crcs(self) -> frozenset[str]:
+        """Return the names of the Hadoop checksum files in the log directory."""
+        return frozenset(f.path.rpartition("/")[2] for f in self.crc_files)
+
+    @property
+    def local(self) -> bool:
+        """Return whether the sink is on a local file system (where Hadoop writes .crc files)."""
+        return "://" not in self.url or self.url.startswith("file:")
+
+    def entry_name(self, batch_id: int) -> str:
+        """Return the file name the sink writes for a batch (``N`` or ``N.compact``)."""
+        compact = (batch_id + 1) % self.compact_interval == 0
+        return f"{batch_id}.compact" if compact else str(batch_id)
+
+    def orphan_crc_for(self, batch_id: int) -> str | None:
+        """Return the sink-relative path of an orphan .crc where the sink writes ``batch_id``, or
+        None (the sink writes it only when the batch is above its newest entry)."""
+        latest = self.log.latest_id
+        if not self.local or (latest is not None and batch_id <= latest):
+            return None
+        name = self.entry_name(batch_id)
+        return f"_spark_metadata/.{name}.crc" if f".{name}.crc" in self.crcs else None
 
     @property
     def compact_ids(self) -> tuple[int, ...]:
@@ -693,7 +720,11 @@ def assemble_snapshot(
     sink_log = None
     if sink is not None:
         url, index, sink_contents = sink
-        sink_log = SinkLog(url, _log(index, parse_sink_log, sink_contents, prefix="_spark_metadata/"))
+        sink_log = SinkLog(
+            url,
+            _log(index, parse_sink_log, sink_contents, prefix="_spark_metadata/"),
+            crc_files=tuple(sorted(index.crcs, key=lambda f: f.path)),
+        )
     sources = tuple(
         _log(layout.sources[name], parse_source_metadata, contents)
         for name in sorted(layout.sources, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
@@ -753,6 +784,7 @@ def simulate_changes(
         sink_gone = {p[len(prefix) :] for a, p in removed if a == "sink"}
         sink_new = {p[len(prefix) :]: d for (a, p), d in added.items() if a == "sink"}
         sink_files = [e.file for e in snapshot.sink.log.entries if e.file.path not in sink_gone]
+        sink_files += [f for f in snapshot.sink.crc_files if f.path not in sink_gone]
         sink_files += [FileStat(p, len(d), None) for p, d in sink_new.items()]
         sink_contents: dict[str, Content] = {k: v for k, v in snapshot.sink_raw.items() if k not in sink_gone}
         sink_contents.update(sink_new)

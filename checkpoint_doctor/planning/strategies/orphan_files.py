@@ -7,7 +7,7 @@ from __future__ import annotations
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine
-from checkpoint_doctor.planning.steps import QuarantineStep, Step
+from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, QuarantineStep, Step
 
 NAME = "orphan-files"
 
@@ -16,8 +16,11 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     """One option per finding: quarantine every path it names."""
     steps: tuple[Step, ...]
     if finding.code == Code.ORPHAN_CRC_BLOCKS_WRITE:
+        # A file sink's orphan (checks_sink) is in the sink's log, not in the checkpoint.
+        area = SINK if dict(finding.details).get("area") == "sink" else CHECKPOINT
         steps = tuple(
-            QuarantineStep(path=p, reason="orphan checksum blocks the next write") for p in finding.paths
+            QuarantineStep(path=p, area=area, reason="orphan checksum blocks the next write")
+            for p in finding.paths
         )
     else:
         steps = tuple(
