@@ -837,6 +837,13 @@ SCENARIOS += [
         "description": "commits/{L}'s version line is v7, its body otherwise valid.",
         "damage": [{"op": "replace_line", "path": "commits/{L}", "line": 1, "text": "v7"}],
     },
+    {
+        "name": "commit-v3-without-sink-map",
+        "base": "stateless",
+        "description": "commits/{L}'s version line is v3 (the sink-evolution format of 4.2+) while its body "
+        "has no sinkMetadataMap, as a tool that only bumps the header leaves it.",
+        "damage": [{"op": "replace_line", "path": "commits/{L}", "line": 1, "text": "v3"}],
+    },
 ]
 
 # --- issue 14 item 7: damage Spark reads must not read as healthy ----------------------------
@@ -1196,6 +1203,7 @@ EXPECT: dict[str, dict[str, Any]] = {
     "orphan-crc-both-different": {"codes": ["CD106", "CD107", "CD108", "CD504", "CD505"]},
     "offsets-header-v9": {"codes": ["CD005"]},
     "commit-header-v7": {"codes": ["CD005"]},
+    "commit-v3-without-sink-map": {"codes": {"3.5+": ["CD005"], "4.2+": ["CD004"]}},
     "rate-start-garbage": {"codes": ["CD205"]},
     "rate-start-empty": {"codes": ["CD205"]},
     "rate-start-bad-header": {"codes": ["CD205"]},

@@ -283,4 +283,12 @@ class Context:
                     t.too_new(entry.file.path, version, log=log),
                     f"commit log v{version} needs Spark 4.0 or newer",
                 )
+            elif version == 3 and isinstance(record, CommitRecord) and record.sink_metadata_json is None:
+                # CommitMetadataV3 requires sinkMetadataMap; json4s fails extracting it
+                # [exp: commit-v3-without-sink-map on 4.2.1 and 4.3.0].
+                return LogProblem(
+                    Code.COMMIT_FILE_UNREADABLE,
+                    t.commit_v3_without_sink_map(entry.file.path),
+                    "a v3 commit without the sinkMetadataMap that v3 requires",
+                )
         return None

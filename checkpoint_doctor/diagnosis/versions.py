@@ -237,6 +237,15 @@ class SparkTarget(StateTexts, SourceTexts):
             phase,
         )
 
+    def commit_v3_without_sink_map(self, path: str) -> SparkError:
+        """4.2+: a ``v3`` commit body without ``sinkMetadataMap`` (json4s extraction, no file name)."""
+        text = "No usable value for json\nDid not find value which can be converted into java.lang.String"
+        return SparkError(
+            f"{text}{self.sqlstate('XXKST')} (json4s reading <cp>/{path}; the message does not name the file)",
+            "No usable value for json",
+            "init",
+        )
+
     def sink_concurrent_rename(self, sink_log_dir: str) -> SparkError:
         """The same rename failure in a file sink's log (FileStreamSinkLog is an HDFSMetadataLog):
         ``ManifestFileCommitProtocol.commitJob`` adds the batch while the batch runs."""

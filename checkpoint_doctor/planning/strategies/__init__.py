@@ -35,6 +35,8 @@ from checkpoint_doctor.planning.strategies import (
 ALL: tuple[Strategy, ...] = (
     bridge.STRATEGY,
     catch_up.STRATEGY,
+    # Before the re-run strategies: a rewrite that Spark reads re-reads nothing.
+    rewrite_format.STRATEGY,
     replan_batch.STRATEGY,
     rerun_batch.STRATEGY,
     commit_ahead.STRATEGY,
@@ -43,7 +45,6 @@ ALL: tuple[Strategy, ...] = (
     continuous_commit.STRATEGY,
     damaged_snapshot.STRATEGY,
     restore_offsets_metadata.STRATEGY,
-    rewrite_format.STRATEGY,
     rewrite_source_file.STRATEGY,
     rate_start_time.STRATEGY,
     recreate_metadata.STRATEGY,

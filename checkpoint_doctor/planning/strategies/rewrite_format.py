@@ -8,6 +8,8 @@ then on.
   ``sourceMetadataInfo`` (a v1 reader ignores it anyway). A control batch (offline repartition) is not.
 * commits ``v2``/``v3`` become ``v1`` when they carry no ``stateUniqueIds`` (checkpoint format 2 names
   state files by those ids, which a v1 reader cannot use); ``v3``'s ``sinkMetadataMap`` is dropped.
+* a ``v3`` commit without the ``sinkMetadataMap`` v3 requires (4.2+ cannot read it) becomes the lowest
+  version its fields fit.
 * any other version (``v9`` offsets, ``v7`` commits): the body must parse as the older version with
   only the fields that version has; then only the version line changes.
 """
@@ -171,12 +173,20 @@ def _version_of(ctx: PlanContext, path: str) -> int | None:
     )
 
 
+def _v3_without_sink_map(ctx: PlanContext, path: str) -> bool:
+    """A v3 commit lacking the ``sinkMetadataMap`` v3 requires (4.2+ fail: "No usable value for json")."""
+    log, _, batch = path.partition("/")
+    entry = ctx.snapshot.commits.get(int(batch)) if log == "commits" else None
+    record = entry.record if entry is not None else None
+    return record is not None and record.version == 3 and record.sink_metadata_json is None
+
+
 def _rewrite(ctx: PlanContext, path: str) -> tuple[list[Step], str] | None:
     """Return the steps rewriting ``path`` and what they do (``v99 -> v1``), or None when it needs none."""
     log = path.partition("/")[0]
     version, wanted = _version_of(ctx, path), _wanted(ctx, log)
     raw = ctx.snapshot.raw.get(path)
-    if version is None or version <= wanted or raw is None:
+    if version is None or raw is None or (version <= wanted and not _v3_without_sink_map(ctx, path)):
         return None
     if log == "offsets":
         data = _offsets(raw, version, wanted, ctx)
@@ -222,4 +232,10 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     ]
 
 
-STRATEGY = Strategy(NAME, FAMILY, (Code.LOG_VERSION_TOO_NEW, Code.COMMIT_VERSION_MISMATCH), propose)
+STRATEGY = Strategy(
+    NAME,
+    FAMILY,
+    # CD004 for a v3 commit without sinkMetadataMap: its body is a valid v1 commit.
+    (Code.LOG_VERSION_TOO_NEW, Code.COMMIT_VERSION_MISMATCH, Code.COMMIT_FILE_UNREADABLE),
+    propose,
+)
