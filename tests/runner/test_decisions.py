@@ -144,7 +144,7 @@ def test_live_writer_is_refused_before_anything_runs(tmp_path):
     snap = load_checkpoint(str(cp))
     diag = diagnose(snap, DiagnoseOptions(mode="async", now_ms=int(time.time() * 1000)))
     refusal = pre_start_refusal(snap, diag, facts_for(snap))
-    assert refusal is not None and refusal.reason == "live-writer" and refusal.exit_code == ExitCode.ERRORS
+    assert refusal is not None and refusal.reason == "live-writer" and refusal.exit_code == ExitCode.REFUSED
     assert "may be writing to" in refusal.message and "CD502" in refusal.message
     assert "stop the query" in refusal.next_step
 
@@ -152,7 +152,7 @@ def test_live_writer_is_refused_before_anything_runs(tmp_path):
 def test_stateful_checkpoint_is_refused_for_async_but_not_for_sync(tmp_path):
     snap = snapshot_of("3.5.9", "window_agg", tmp_path)
     refusal = pre_start_refusal(snap, diagnose(snap, DiagnoseOptions(mode="async")), facts_for(snap))
-    assert refusal is not None and refusal.reason == "stateful" and refusal.exit_code == ExitCode.ERRORS
+    assert refusal is not None and refusal.reason == "stateful" and refusal.exit_code == ExitCode.REFUSED
     assert refusal.spark_message == STATEFUL_TEXT and refusal.message.endswith(STATEFUL_TEXT)
     # A stateful query never tracked progress asynchronously: its synchronous restart starts, and
     # a bridge would have nothing to bridge.

@@ -236,13 +236,13 @@ def test_refusals_decided_before_spark_starts(version, tmp_path):
     assert "Traceback" not in run.stderr
 
     run = catch_up(version, cp, "--job", "examples.rate_job:build", "--mode", "sync")
-    assert run.returncode == 4
+    assert run.returncode == 32  # refused before Spark ran: nothing changed
     assert "catch-up refused: a synchronous restart of" in run.stderr and "doesn't exist" in run.stderr
     assert "next: run catch-up in the default async mode" in run.stderr
 
     (cp / "offsets" / ".99.0b6d3c2e-5a5b-4f57-9d3c-1f2e3d4c5b6a.tmp").write_text("v1\n")
     run = catch_up(version, cp, "--job", "examples.rate_job:build")
-    assert run.returncode == 4
+    assert run.returncode == 32
     assert f"catch-up refused: a streaming query may be writing to {cp} right now (CD502" in run.stderr
     assert "next: stop the query" in run.stderr
     (cp / "offsets" / ".99.0b6d3c2e-5a5b-4f57-9d3c-1f2e3d4c5b6a.tmp").unlink()
@@ -250,7 +250,7 @@ def test_refusals_decided_before_spark_starts(version, tmp_path):
 
     stateful = copy_scenario(FIXTURES / f"spark-{version}" / "window_agg", tmp_path / "s")
     run = catch_up(version, stateful, "--job", "examples.rate_job:build", "--format", "json")
-    assert run.returncode == 4
+    assert run.returncode == 32
     error = json.loads(run.stdout)["error"]
     assert error["reason"] == "stateful" and error["spark_message"] == STATEFUL_TEXT
     # Its synchronous restart starts already: nothing to catch up, nothing to bridge.

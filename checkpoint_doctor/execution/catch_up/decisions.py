@@ -404,6 +404,7 @@ def pre_start_refusal(snapshot: CheckpointSnapshot, restart: Diagnosis, facts: R
             "live-writer",
             f"a streaming query may be writing to {cp} right now ({f.code}: {f.message.rstrip('.')})",
             "stop the query, wait for the live window to pass (or pass --live-window 0 if you are sure it is stopped), then run catch-up again",
+            before_run=True,
         )
     if mode == ASYNC and snapshot.state.operators:
         ops = ", ".join(f"state/{op.operator_id}" for op in snapshot.state.operators)
@@ -412,6 +413,7 @@ def pre_start_refusal(snapshot: CheckpointSnapshot, restart: Diagnosis, facts: R
             f"{cp} belongs to a stateful query ({ops}) and Spark refuses async progress tracking for it: {STATEFUL_TEXT}",
             instead(facts),
             spark_message=STATEFUL_TEXT,
+            before_run=True,
         )
     pred = restart.prediction
     if pred.starts:
@@ -426,6 +428,7 @@ def pre_start_refusal(snapshot: CheckpointSnapshot, restart: Diagnosis, facts: R
         f"{what} of {cp} fails before any batch runs ({pred.summary}), so the job cannot catch up",
         step,
         spark_message=pred.error.message if pred.error is not None else None,
+        before_run=True,
     )
 
 

@@ -55,7 +55,9 @@ class Refusal:
     """Why catch-up will not run (or stopped): a stable ``reason``, a one-line message, the next step.
 
     ``spark_message`` is Spark's own text where Spark refused. ``usage`` refusals are about the
-    operator's input (the job) and exit 2; the others are about the checkpoint or Spark and exit 4.
+    operator's input (the job) and exit 2; ``before_run`` refusals (a live writer, a stateful query
+    for async tracking, a restart predicted to fail) are made before Spark starts, nothing changed,
+    and exit 32 like every refused change; the others stop a run and exit 4.
     """
 
     reason: str
@@ -63,11 +65,14 @@ class Refusal:
     next_step: str
     spark_message: str | None = None
     usage: bool = False
+    before_run: bool = False
 
     @property
     def exit_code(self) -> int:
-        """Return 2 for a problem with the job, 4 for one with the checkpoint or the run."""
-        return ExitCode.USAGE if self.usage else ExitCode.ERRORS
+        """Return 2 for a problem with the job, 32 for a refusal before the run, 4 for a stopped run."""
+        if self.usage:
+            return ExitCode.USAGE
+        return ExitCode.REFUSED if self.before_run else ExitCode.ERRORS
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
