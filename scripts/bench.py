@@ -202,7 +202,9 @@ def build_checkpoint(
     # Batch N commits state version N + 1: the newest state version is last + 1.
     newest = last + 1
     versions = list(range(newest - state_versions + 1, newest + 1))
-    delta = b"LZ4 block of a state delta file...........\x00\x00\x00"
+    # Starts with the LZ4Block stream magic that state files carry (a state file without a codec
+    # header is damage: parse_state_data_header).
+    delta = b"LZ4Block of a state delta file............\x00\x00\x00"
     delta_crc = hadoop_crc(delta)
     snapshot = delta * 4
     snapshot_crc = hadoop_crc(snapshot)

@@ -83,11 +83,10 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
                     )
                 continue
             bad = result.corrupt or result.missing
-            what = "cannot be read" if result.corrupt else "missing"
+            what = "cannot be read" if result.corrupt else ("is missing" if len(bad) == 1 else "are missing")
             yield Finding(
                 code,
-                f"batch {b} loads state version {b} from {store.path} but {', '.join(bad)} "
-                f"{'is' if len(bad) == 1 else 'are'} {what} ({result.basis}).",
+                f"batch {b} loads state version {b} from {store.path} but {', '.join(bad)} {what} ({result.basis}).",
                 paths=bad,
                 batch_ids=(b,),
                 details=(
