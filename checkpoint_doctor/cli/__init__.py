@@ -4,13 +4,26 @@ Commands are listed here explicitly; nothing registers itself on import. Each ge
 options (``--debug``, ``--log-level``, ``-q``, ``-v``), so they work before or after its name.
 """
 
+import importlib
+
 import click
 
 from checkpoint_doctor.cli.app import cli, main, with_global_options
-from checkpoint_doctor.cli.audit import audit_command
-from checkpoint_doctor.cli.catch_up import catch_up_command
-from checkpoint_doctor.cli.read import diagnose_command, explain_command, inspect_command
-from checkpoint_doctor.cli.repair import apply_command, history_command, plan_command, undo_command
+
+#: Each command and where it lives. A command's module is imported when the command runs (or its
+#: help is shown), not at start-up: ``diagnose`` does not pay for the audit's HTML report or the
+#: planner (start-up is most of a verdict's time, see ``scripts/bench.py --section diagnose``).
+COMMANDS = {
+    "inspect": "checkpoint_doctor.cli.read:inspect_command",
+    "diagnose": "checkpoint_doctor.cli.read:diagnose_command",
+    "explain": "checkpoint_doctor.cli.read:explain_command",
+    "plan": "checkpoint_doctor.cli.repair:plan_command",
+    "apply": "checkpoint_doctor.cli.repair:apply_command",
+    "undo": "checkpoint_doctor.cli.repair:undo_command",
+    "history": "checkpoint_doctor.cli.repair:history_command",
+    "audit": "checkpoint_doctor.cli.audit:audit_command",
+    "catch-up": "checkpoint_doctor.cli.catch_up:catch_up_command",
+}
 
 #: The ``Examples:`` epilog of each command's ``--help``.
 EXAMPLES = {
@@ -48,17 +61,23 @@ def _with_examples(command: click.Command) -> click.Command:
     return command
 
 
-for _command in (
-    inspect_command,
-    diagnose_command,
-    explain_command,
-    plan_command,
-    apply_command,
-    undo_command,
-    history_command,
-    audit_command,
-    catch_up_command,
-):
-    cli.add_command(_with_examples(with_global_options(_command)))
+_loaded: dict[str, click.Command] = {}
+
+
+def _load(name: str) -> click.Command | None:
+    """Return a command by name, importing its module the first time (with the global options and
+    its examples)."""
+    if name not in _loaded:
+        where = COMMANDS.get(name)
+        if where is None:
+            return None
+        module, _, attr = where.partition(":")
+        command = getattr(importlib.import_module(module), attr)
+        _loaded[name] = _with_examples(with_global_options(command))
+    return _loaded[name]
+
+
+cli.names = tuple(COMMANDS)
+cli.loader = _load
 
 __all__ = ["cli", "main"]

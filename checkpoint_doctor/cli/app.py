@@ -12,7 +12,7 @@ import functools
 import logging
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -218,7 +218,24 @@ eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
 """
 
 
+class LazyGroup(click.Group):
+    """The command group: its commands are named up front and imported when one is used
+    (:data:`checkpoint_doctor.cli.COMMANDS`)."""
+
+    names: tuple[str, ...] = ()
+    loader: Callable[[str], click.Command | None] | None = None
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Return the command names in the order ``--help`` lists them."""
+        return list(self.names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Return the command, importing its module the first time."""
+        return self.loader(cmd_name) if self.loader is not None else None
+
+
 @click.group(
+    cls=LazyGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=EXAMPLES,
     params=_global_params(root=True),

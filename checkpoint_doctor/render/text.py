@@ -12,12 +12,16 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from tabulate import tabulate
-
-from checkpoint_doctor.planning.preconditions import parse_precondition
-from checkpoint_doctor.planning.steps import parse_step
 from checkpoint_doctor.render.documents import dumps, envelope
 from checkpoint_doctor.render.hints import Hints, explain
+
+
+def tabulate(*args: Any, **kwargs: Any) -> str:
+    """tabulate's table, imported on first use (JSON output never pays for it at start-up)."""
+    from tabulate import tabulate as _tabulate
+
+    return str(_tabulate(*args, **kwargs))
+
 
 TABLEFMT = "simple"
 
@@ -593,10 +597,15 @@ def render_explain(info: dict[str, Any]) -> str:
 
 
 def _pre_text(p: dict[str, Any]) -> str:
+    # Imported here: only plan renderings need the planner's types (start-up of the other commands).
+    from checkpoint_doctor.planning.preconditions import parse_precondition
+
     return parse_precondition(p).describe()
 
 
 def _step_text(s: dict[str, Any]) -> str:
+    from checkpoint_doctor.planning.steps import parse_step
+
     return parse_step(s).describe()
 
 

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -355,7 +356,19 @@ def test_quiet_prints_nothing_and_verbose_lists_everything(local_fleet, capsys) 
 
 
 def test_every_command_has_examples_in_its_help(capsys) -> None:
-    for name in cli.commands:
+    names = cli.list_commands(click.Context(cli))
+    assert names == [
+        "inspect",
+        "diagnose",
+        "explain",
+        "plan",
+        "apply",
+        "undo",
+        "history",
+        "audit",
+        "catch-up",
+    ]
+    for name in names:
         assert name in EXAMPLES, name
         code = main([name, "--help"])
         out = capsys.readouterr()[0]
@@ -373,3 +386,21 @@ def test_shell_completion_script_is_produced() -> None:
     assert (
         proc.returncode == 0 and "complete -o nosort -F" in proc.stdout and "checkpoint-doctor" in proc.stdout
     )
+
+
+def test_a_diagnose_imports_only_what_it_uses() -> None:
+    # Start-up is most of a verdict's time (scripts/bench.py --section diagnose): commands load
+    # lazily, so a diagnose never imports the audit, the planner, asyncio or (for JSON) tabulate.
+    cp = REPO / "fixtures" / "spark-4.3.0" / "async-tail" / "checkpoint"
+    code = (
+        "import sys, contextlib, io\n"
+        "from checkpoint_doctor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['diagnose', {str(cp)!r}, '--spark', '4.3', '--mode', 'micro-batch', '--format', 'json'])\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = set(proc.stdout.split())
+    assert "checkpoint_doctor.diagnosis.restart" in loaded
+    heavy = {"checkpoint_doctor.fleet", "checkpoint_doctor.planning.planner", "asyncio", "tabulate", "jinja2"}
+    assert heavy & loaded == set()

@@ -8,10 +8,10 @@ names the URL and says what to do; none quotes a storage option (credentials sta
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import socket
+import sys
 from collections.abc import Iterator, Mapping
 
 from checkpoint_doctor.errors import (
@@ -61,7 +61,11 @@ TIMEOUT_HINT = (
 def _kinds() -> dict[str, tuple[type[BaseException], ...]]:
     """Return the exception classes per failure kind, with the optional backends' own classes."""
     no_credentials: list[type[BaseException]] = []
-    timeouts: list[type[BaseException]] = [TimeoutError, asyncio.TimeoutError, socket.timeout]
+    timeouts: list[type[BaseException]] = [TimeoutError, socket.timeout]
+    # asyncio.TimeoutError (its own class before Python 3.11) can only be raised once an async
+    # backend (s3fs) imported asyncio: not imported here, it is start-up time for every command.
+    if "asyncio" in sys.modules:
+        timeouts.append(sys.modules["asyncio"].TimeoutError)
     unreachable: list[type[BaseException]] = [ConnectionError, socket.gaierror]
     with contextlib.suppress(ImportError):
         from fsspec.exceptions import FSTimeoutError
