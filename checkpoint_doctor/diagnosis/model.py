@@ -111,9 +111,10 @@ class RestartPrediction:
                 "commit": f"when committing batch {self.next_batch_id}",
             }.get(self.error.phase, "")
             return f"FAILS {when}: {self.error.search}".strip()
+        # The one wording of a start, also a matrix cell's (render.text._cell_text).
         unit = "epoch" if self.mode == "continuous" else "batch"
-        kind = "re-runs planned" if self.rerun else "starts new"
-        return f"STARTS: {kind} {unit} {self.next_batch_id}"
+        kind = "re-runs" if self.rerun else "new"
+        return f"STARTS {kind} {unit} {self.next_batch_id}"
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""

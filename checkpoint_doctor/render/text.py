@@ -495,9 +495,7 @@ def _cell_text(cell: dict[str, Any]) -> str:
     if cell["outcome"] == "fails":
         text = "FAILS: " + (cell["error"]["search"] if cell["error"] else cell["summary"])
     else:
-        unit = "epoch" if cell["mode"] == "continuous" else "batch"
-        kind = "re-runs" if cell["batch_kind"] == "rerun" else "new"
-        text = f"STARTS {kind} {unit} {cell['next_batch_id']}"
+        text = cell["summary"]  # RestartPrediction.summary: "STARTS new batch 32"
     if cell.get("if_stateful") and cell["if_stateful"].startswith("FAILS"):
         text += " ?"
     return ("* " if cell["role"] == "as-configured" else "  ") + text

@@ -145,7 +145,7 @@ def test_the_diagnose_command_of_a_spark_failure_runs_as_printed(tmp_path, capsy
     args = shlex.split(step.partition(";")[0])
     assert args[1:] == ["diagnose", str(cp), "--mode", "async", "--spark", "3.5"]  # the run's restart
     assert main(args[1:]) == ExitCode.OK
-    assert "Restart on Spark 3.5 (async): STARTS: starts new batch 33" in capsys.readouterr().out
+    assert "Restart on Spark 3.5 (async): STARTS new batch 33" in capsys.readouterr().out
 
 
 def test_debug_prints_the_jobs_own_traceback_under_the_one_line_refusal(capsys):

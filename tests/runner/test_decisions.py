@@ -156,7 +156,7 @@ def test_stateful_checkpoint_is_refused_for_async_but_not_for_sync(tmp_path):
     assert refusal.spark_message == STATEFUL_TEXT and refusal.message.endswith(STATEFUL_TEXT)
     # A stateful query never tracked progress asynchronously: its synchronous restart starts, and
     # a bridge would have nothing to bridge.
-    assert refusal.next_step.startswith("nothing to catch up: a synchronous restart already starts (STARTS: ")
+    assert refusal.next_step.startswith("nothing to catch up: a synchronous restart already starts (STARTS ")
     assert "--strategy bridge" not in refusal.next_step
     sync = facts_for(snap, mode="sync")
     assert pre_start_refusal(snap, diagnose(snap, DiagnoseOptions(mode="micro-batch")), sync) is None
@@ -225,7 +225,7 @@ def test_a_refused_sink_on_a_checkpoint_that_restarts_needs_nothing(tmp_path):
     snap = snapshot_of("3.5.9", "stateless", tmp_path)
     refusal = refusal_for_spark_error(SINK_35, facts_for(snap), at_start=True)
     assert refusal.next_step == (
-        "nothing to catch up: a synchronous restart already starts (STARTS: starts new batch 4); "
+        "nothing to catch up: a synchronous restart already starts (STARTS new batch 4); "
         "restart the job without asyncProgressTrackingEnabled"
     )
 
@@ -341,7 +341,7 @@ def test_verdict_renders_the_run_the_tail_and_the_synchronous_restart(version, t
     data = json.loads(json.dumps(report.to_dict()))
     assert data["before"]["outcome"] == "fails" and data["diagnosis"]["restart"]["outcome"] == "starts"
     assert data["exit_code"] == report.after.exit_code == report.exit_code
-    assert data["verdict"] == f"STARTS: starts new batch {latest + 3}"
+    assert data["verdict"] == f"STARTS new batch {latest + 3}"
     text = render_catch_up(data)
     assert f"Batches run   2 of 2 wanted: {latest + 1}..{latest + 2}" in text
     assert (
@@ -351,7 +351,7 @@ def test_verdict_renders_the_run_the_tail_and_the_synchronous_restart(version, t
         f"Before        synchronous restart FAILS before running any batch: batch {latest - 1} doesn't exist"
         in text
     )
-    assert f"STARTS: starts new batch {latest + 3}" in text
+    assert f"STARTS new batch {latest + 3}" in text
     assert "restart the job without asyncProgressTrackingEnabled" in text
 
 
@@ -377,6 +377,6 @@ def test_no_new_data_on_a_checkpoint_that_restarts_already_needs_nothing(tmp_pat
         "durable batch left it"
     )
     assert refusal.next_step == (
-        "nothing to catch up: a synchronous restart already starts (STARTS: starts new batch 0); "
+        "nothing to catch up: a synchronous restart already starts (STARTS new batch 0); "
         "restart the job without asyncProgressTrackingEnabled"
     )

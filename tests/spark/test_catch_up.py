@@ -216,7 +216,7 @@ def test_sync_mode_reruns_the_uncommitted_batch_through_the_job(version, tmp_pat
     assert run.returncode == 0, run.stderr[-3000:]
     result = json.loads(run.stdout)["result"]
     assert result["mode"] == "sync" and result["batch_ids"][0] == 3  # the uncommitted batch, re-run first
-    assert result["before"]["summary"] == "STARTS: re-runs planned batch 3"
+    assert result["before"]["summary"] == "STARTS re-runs batch 3"
     assert "3" in log_ids(cp)[1]
     assert result["diagnosis"]["restart"]["outcome"] == "starts" and result["exit_code"] == 0
 
@@ -255,7 +255,7 @@ def test_refusals_decided_before_spark_starts(version, tmp_path):
     assert error["reason"] == "stateful" and error["spark_message"] == STATEFUL_TEXT
     # Its synchronous restart starts already: nothing to catch up, nothing to bridge.
     assert STATEFUL_TEXT in run.stderr
-    assert "next: nothing to catch up: a synchronous restart already starts (STARTS: " in run.stderr
+    assert "next: nothing to catch up: a synchronous restart already starts (STARTS " in run.stderr
 
 
 @pytest.mark.parametrize("version", SPARK_VERSIONS)
@@ -388,8 +388,6 @@ def test_no_new_data_within_the_timeout_stops_and_says_what_is_left(version, tmp
         == "no new data within 6 s: no batch ran; the query was stopped and the checkpoint is as the last durable batch left it"
     )
     # A checkpoint that never ran a batch restarts as it is (the bridge's case is in tests/runner).
-    assert error["next_step"].startswith(
-        "nothing to catch up: a synchronous restart already starts (STARTS: "
-    )
+    assert error["next_step"].startswith("nothing to catch up: a synchronous restart already starts (STARTS ")
     assert error["run"]["batches_run"] == 0 and error["run"]["timed_out"] is True
     assert not [n for n in os.listdir(cp / "offsets") if n.isdigit()]
