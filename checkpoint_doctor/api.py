@@ -18,7 +18,6 @@ from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_
 from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.timeline import TimelineRow, timeline
-from checkpoint_doctor.errors import NotACheckpointError
 from checkpoint_doctor.fleet.run import AuditResult
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -64,8 +63,7 @@ def load(
         NotACheckpointError: the directory holds no checkpoint.
         StorageError: it cannot be read.
     """
-    from checkpoint_doctor.cli.options import describe_non_checkpoint
-    from checkpoint_doctor.reading.pipeline import load_checkpoint
+    from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
 
     snapshot = load_checkpoint(
         _local(checkpoint),
@@ -73,9 +71,7 @@ def load(
         depth="deep" if deep else "default",
         sink_path=_local(sink_path) if sink_path else None,
     )
-    if not snapshot.is_checkpoint:
-        raise NotACheckpointError(snapshot.root, describe_non_checkpoint(snapshot.files, snapshot.dirs))
-    return snapshot
+    return require_checkpoint(snapshot)
 
 
 def inspect(

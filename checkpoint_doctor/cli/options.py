@@ -10,7 +10,6 @@ import click
 from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.versions import LINES
-from checkpoint_doctor.errors import NotACheckpointError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -279,7 +278,7 @@ def with_near_matches(exc: Any, url: str) -> Any:
 
 def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None) -> Any:
     from checkpoint_doctor.errors import CheckpointNotFoundError
-    from checkpoint_doctor.reading.pipeline import load_checkpoint
+    from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
 
     try:
         snapshot = load_checkpoint(
@@ -290,17 +289,4 @@ def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_pat
         )
     except CheckpointNotFoundError as exc:
         raise with_near_matches(exc, normalize_url(checkpoint)) from None
-    if not snapshot.is_checkpoint:
-        raise NotACheckpointError(snapshot.root, describe_non_checkpoint(snapshot.files, snapshot.dirs))
-    return snapshot
-
-
-def describe_non_checkpoint(files: Sequence[Any], dirs: Sequence[str]) -> str:
-    """Say in words why a directory is not a checkpoint."""
-    if not files and not dirs:
-        return "the directory is empty (no metadata, offsets/ or commits/)"
-    if any(d == "_delta_log" or d.endswith("/_delta_log") for d in dirs):
-        return "it holds _delta_log/, a Delta table, not a streaming checkpoint"
-    if any(d == "_spark_metadata" for d in dirs):
-        return "it holds _spark_metadata/, the output of a file sink; pass it with --sink-path"
-    return "no metadata file, offsets/ or commits/ directory"
+    return require_checkpoint(snapshot)

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError
+from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError, NotACheckpointError
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.reading.layout import LogIndex, index_listing, index_sink_listing, listed_sizes
 from checkpoint_doctor.reading.snapshot import (
@@ -184,3 +184,25 @@ def load_checkpoint(
     store = open_storage(url, storage_options)
     sink_store = open_storage(sink_path, storage_options) if sink_path else None
     return load_snapshot(store, depth=depth, sink_store=sink_store)
+
+
+def require_checkpoint(snapshot: CheckpointSnapshot) -> CheckpointSnapshot:
+    """Return the snapshot if it is a checkpoint.
+
+    Raises:
+        NotACheckpointError: with why, in words (an empty directory, a Delta table, a sink's output).
+    """
+    if snapshot.is_checkpoint:
+        return snapshot
+    raise NotACheckpointError(snapshot.root, describe_non_checkpoint(snapshot.files, snapshot.dirs))
+
+
+def describe_non_checkpoint(files: Sequence[object], dirs: Sequence[str]) -> str:
+    """Say in words why a directory is not a checkpoint."""
+    if not files and not dirs:
+        return "the directory is empty (no metadata, offsets/ or commits/)"
+    if any(d == "_delta_log" or d.endswith("/_delta_log") for d in dirs):
+        return "it holds _delta_log/, a Delta table, not a streaming checkpoint"
+    if any(d == "_spark_metadata" for d in dirs):
+        return "it holds _spark_metadata/, the output of a file sink; pass it with --sink-path"
+    return "no metadata file, offsets/ or commits/ directory"

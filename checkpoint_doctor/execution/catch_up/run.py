@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-from checkpoint_doctor.errors import NotACheckpointError, StorageError, UsageError
+from checkpoint_doctor.errors import StorageError, UsageError
 from checkpoint_doctor.execution.catch_up.decisions import (
     DONE,
     Watch,
@@ -186,12 +186,9 @@ class _Run:
 
 
 def _load(opts: CatchUpOptions) -> CheckpointSnapshot:
-    from checkpoint_doctor.reading.pipeline import load_checkpoint
+    from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
 
-    snapshot = load_checkpoint(opts.checkpoint, storage_options=opts.storage_options)
-    if not snapshot.is_checkpoint:
-        raise NotACheckpointError(snapshot.root, "no metadata file, offsets/ or commits/ directory")
-    return snapshot
+    return require_checkpoint(load_checkpoint(opts.checkpoint, storage_options=opts.storage_options))
 
 
 def _durable_now(opts: CatchUpOptions) -> bool:
