@@ -97,20 +97,11 @@ def emit(text: str) -> None:
     echo_out(text)
 
 
-#: Control characters a name or a file's text may carry (an ESC sequence in an object key would
-#: recolour or rewrite the operator's terminal): shown as ``\xNN`` like non-UTF-8 bytes. Newline
-#: and tab are the renderers' own.
-_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
-
-
-def printable(text: str) -> str:
-    """Return text with control characters (other than newline and tab) shown as escapes."""
-    return text.translate(_CONTROLS)
-
-
 def echo_out(text: str) -> None:
     """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
     never a crash."""
+    from checkpoint_doctor.render.text import printable
+
     text = printable(text)
     try:
         click.echo(text, nl=not text.endswith("\n"))
@@ -262,6 +253,8 @@ def _run(args: Sequence[str] | None) -> int:
         return int(exc.exit_code)
     except CommandFailed as exc:
         if exc.message:
+            from checkpoint_doctor.render.text import printable
+
             click.echo(printable(f"checkpoint-doctor: {exc.message}"), err=True)
         return exc.code
     return ExitCode.OK
@@ -273,6 +266,8 @@ def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: 
 
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": message})
+    from checkpoint_doctor.render.text import printable
+
     click.echo(printable(prefix + message), err=True)
 
 

@@ -25,6 +25,16 @@ def tabulate(*args: Any, **kwargs: Any) -> str:
 
 TABLEFMT = "simple"
 
+#: Control characters a name or a file's text may carry (an ESC sequence in an object key would
+#: recolour or rewrite the operator's terminal): shown as ``\xNN`` like non-UTF-8 bytes. Newline
+#: and tab are the renderers' own.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
+
+
+def printable(text: str) -> str:
+    """Return text with control characters (other than newline and tab) shown as escapes."""
+    return text.translate(_CONTROLS)
+
 
 class JsonDocument(str):
     """A command's JSON document, as text, with what it holds: the CLI writes it once the exit
@@ -104,7 +114,11 @@ def _column_limits(
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, keep: Sequence[int] = ()) -> str:
     """Return a table in the project's fixed format ('-' for empty cells), its widest text columns
     wrapped so that it fits the layout width (the columns in ``keep`` never are)."""
-    body = [["-" if c is None or c == "" else c for c in row] for row in rows]
+    # Escaped before the widths are measured, so a name with control characters keeps its column.
+    body = [
+        ["-" if c is None or c == "" else (printable(c) if isinstance(c, str) else c) for c in row]
+        for row in rows
+    ]
     limits = _column_limits(headers, body, line_width(), keep) if body else []
     if any(limits):
         return tabulate(
