@@ -222,7 +222,11 @@ class Mutator:
         if self.rng.random() < 0.3:
             directory = self._pick_dir(root)
             if directory != root:
-                shutil.rmtree(directory)
+                # An earlier mutation may have made it a link (a loop): the link goes, not its target.
+                if directory.is_symlink():
+                    directory.unlink()
+                else:
+                    shutil.rmtree(directory)
                 return f"delete dir {self._rel(root, directory)}"
         path = self._pick_file(root)
         if path is None:

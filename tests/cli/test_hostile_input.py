@@ -219,3 +219,32 @@ def test_control_characters_in_a_name_never_reach_the_terminal(tmp_path: Path, c
     assert code == 0, err
     assert "offsets/\\x1b[31mRED\\x07" in out
     assert not any(c in out + err for c in "\x1b\x07\r")
+
+
+@pytest.mark.parametrize(
+    ("pinned", "reason"),
+    [
+        ("2147483647", "it would write 2147483647 empty state stores (2147483647 pinned shuffle partitions)"),
+        (
+            "123456789012345678901234567890",
+            "the pinned partition count 123456789012345678901234567890 is not an int",
+        ),
+    ],
+)
+def test_a_huge_pinned_partition_count_gets_no_endless_reset_plan(
+    tmp_path: Path, capsys, pinned: str, reason: str
+) -> None:
+    # Found by the fuzzer (seed 5150): reset-state wrote one empty store per pinned partition.
+    cp = fixture(tmp_path, "spark-3.5.9/window_agg")
+    path = latest_offsets(cp)
+    path.write_bytes(
+        path.read_bytes().replace(
+            b'"spark.sql.shuffle.partitions":"2"', f'"spark.sql.shuffle.partitions":"{pinned}"'.encode()
+        )
+    )
+
+    code, out, err = run(capsys, "plan", str(cp), "--live-window", "0")
+
+    assert code == 4, err  # the error stays unresolved, and the plan says why
+    assert f"reset-state: not possible ({reason}" in " ".join(out.split())
+    assert "Strategy    none" in out

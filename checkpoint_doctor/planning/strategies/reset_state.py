@@ -31,6 +31,11 @@ CONSEQUENCE = (
     "aggregates restart from zero, deduplication forgets the keys it has seen (they pass once more), "
     "stream-stream joins lose the rows they buffered (matches with earlier rows are missed)"
 )
+#: The most stores one plan resets: a plan is a file of steps, and an apply writes each one; a
+#: pinned partition count beyond this (a damaged or hostile offsets file) gets no reset plan.
+MAX_RESET_STORES = 100_000
+#: Spark reads spark.sql.shuffle.partitions as a Java int.
+JAVA_INT_MAX = 2**31 - 1
 PROVIDER = "spark.sql.streaming.stateStore.providerClass"
 CODEC = "spark.sql.streaming.stateStore.compression.codec"
 
@@ -91,6 +96,18 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     partitions = _partitions(ctx)
     if b is None or b == 0 or partitions is None:
         why = "the restart runs batch 0, which needs no state" if b == 0 else "the partition count is unknown"
+        return [unavailable(NAME, finding.code, why)]
+    if partitions > JAVA_INT_MAX:
+        return [
+            unavailable(
+                NAME, finding.code, f"the pinned partition count {partitions} is not an int Spark reads"
+            )
+        ]
+    if partitions * len(_stores(ctx)) > MAX_RESET_STORES:
+        why = (
+            f"it would write {partitions * len(_stores(ctx))} empty state stores "
+            f"({partitions} pinned shuffle partitions), more than the {MAX_RESET_STORES} a plan holds"
+        )
         return [unavailable(NAME, finding.code, why)]
     provider = _provider(ctx)
     blocked = _blocked(ctx, provider)
