@@ -643,6 +643,20 @@ SCENARIOS: list[dict[str, Any]] = [
         ],
     },
     {
+        "name": "offsets-partitions-not-int",
+        "base": "window_agg",
+        "description": "offsets/{L} pins spark.sql.shuffle.partitions=123456789012345678901234567890, a "
+        "number that is not a Java int (found by the fuzzer, seed 5150).",
+        "damage": [
+            {
+                "op": "edit_json_line",
+                "path": "offsets/{L}",
+                "line": 2,
+                "set": {"conf": {"spark.sql.shuffle.partitions": "123456789012345678901234567890"}},
+            },
+        ],
+    },
+    {
         "name": "offsets-hole-with-commit",
         "base": "window_agg",
         "description": "offsets/1 deleted while commits/1 stays: a hole in the middle of the offsets log.",
@@ -1203,6 +1217,7 @@ EXPECT: dict[str, dict[str, Any]] = {
     "orphan-crc-both-different": {"codes": ["CD106", "CD107", "CD108", "CD504", "CD505"]},
     "offsets-header-v9": {"codes": ["CD005"]},
     "commit-header-v7": {"codes": ["CD005"]},
+    "offsets-partitions-not-int": {"codes": ["CD013"]},
     "commit-v3-without-sink-map": {"codes": {"3.5+": ["CD005"], "4.2+": ["CD004"]}},
     "rate-start-garbage": {"codes": ["CD205"]},
     "rate-start-empty": {"codes": ["CD205"]},

@@ -10,6 +10,7 @@ from checkpoint_doctor.diagnosis.detect import CONTINUOUS
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.ids import id_range, range_text
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
+from checkpoint_doctor.parsing.text import java_parse_int
 
 
 def check_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -91,7 +92,8 @@ def check_restart_files(ctx: Context, prediction: RestartPrediction) -> Iterator
 
 
 def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
-    """CD008 blank metadata line outside continuous mode; CD010 no pinned confs (2.1 style)."""
+    """CD008 blank metadata line outside continuous mode; CD010 no pinned confs (2.1 style); CD013 a
+    pinned shuffle partition count that is not an int."""
     if ctx.is_continuous:
         return
     blank = [
@@ -121,6 +123,15 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
     latest = ctx.offsets(ctx.latest)
     seq = latest.record if latest is not None else None
     md = seq.metadata if seq is not None else None
+    partitions = md.conf_value("spark.sql.shuffle.partitions") if md is not None else None
+    if latest is not None and partitions is not None and java_parse_int(partitions) is None:
+        yield Finding(
+            Code.PINNED_CONF_INVALID,
+            f"{latest.file.path} pins spark.sql.shuffle.partitions={partitions}, which is not an int; Spark "
+            "sets the pinned confs on restart and refuses it.",
+            paths=(latest.file.path,),
+            batch_ids=(latest.batch_id,),
+        )
     if latest is not None and seq is not None and md is not None and not md.has_conf:
         fatal_state = ctx.stateful is True and ctx.legacy_state_formats_differ(seq)
         fatal_43 = (

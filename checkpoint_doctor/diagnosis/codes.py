@@ -36,6 +36,7 @@ class Code(str, Enum):
     OFFSETS_WITHOUT_CONF = "CD010"
     OFFSETS_WITHOUT_CONF_FATAL = "CD011"
     UNFINISHED_REPARTITION = "CD012"
+    PINNED_CONF_INVALID = "CD013"
     ASYNC_TAIL_SYNC_RESTART = "CD101"
     ASYNC_PROGRESS_LOG = "CD102"
     OFFSETS_PREDECESSOR_MISSING = "CD103"
@@ -275,6 +276,20 @@ _ALL = (
         "spark.sql.shuffle.partitions was edited in offsets/L, or an offline repartition did not finish.",
         "Finish the repartition, or quarantine offsets/L so Spark re-plans the batch.",
         "STREAMING_UNFINISHED_REPARTITION_DETECTED",
+    ),
+    _c(
+        Code.PINNED_CONF_INVALID,
+        "pinned-conf-invalid",
+        ERROR,
+        "The newest offsets file pins a spark.sql.shuffle.partitions that is not an int",
+        "On restart Spark sets the confs pinned in the newest offsets file on the session "
+        "(OffsetSeqMetadata.setSessionConf) and its int conf refuses the value before any batch runs: "
+        "3.5 and 4.0 say 'spark.sql.shuffle.partitions should be int', 4.1 and newer "
+        "INVALID_CONF_VALUE.TYPE_MISMATCH for spark.sql.streaming.internal.stateStore.partitions.",
+        "The metadata line was edited by hand or by a tool, or the file is damaged.",
+        "Restore the file, or rebuild its metadata line from the offsets file below it.",
+        "should be int, but was",
+        "INVALID_CONF_VALUE.TYPE_MISMATCH",
     ),
     _c(
         Code.ASYNC_TAIL_SYNC_RESTART,

@@ -13,6 +13,7 @@ from checkpoint_doctor.diagnosis.state_chain import Restorability
 from checkpoint_doctor.diagnosis.statefulness import STATEFUL
 from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
+from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
 
 OFFSETS = "offsets"
@@ -144,9 +145,8 @@ class Context:
         for e in reversed(self.snapshot.offsets.entries):
             if e.record is not None and e.record.metadata is not None:
                 value = e.record.metadata.conf_value("spark.sql.shuffle.partitions")
-                if value is not None and value.isdigit():
-                    return int(value)
-                return None
+                # Spark reads it as a Java int (not one: CD013, the restart fails before state).
+                return java_parse_int(value) if value is not None else None
         return None
 
     @cached_property

@@ -18,6 +18,7 @@ from checkpoint_doctor.diagnosis.model import RestartPrediction
 from checkpoint_doctor.diagnosis.versions import SparkError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
+from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.layout import hadoop_crc_path
 
 
@@ -310,6 +311,11 @@ def _continuous(run: _Run) -> RestartPrediction:
     return run.done()
 
 
+#: The pinned conf Spark reads as an int when it restores the session confs (the others are
+#: strings, booleans or versions Spark checks elsewhere).
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
 def predict_restart(ctx: Context) -> RestartPrediction:
     """Return what the target Spark does when the query restarts on this checkpoint."""
     run = _Run(ctx)
@@ -351,6 +357,10 @@ def _resume(run: _Run) -> RestartPrediction:
     if seq.metadata is None and seq.version == 1:
         # populateStartOffsets creates the WatermarkTracker only from the metadata line.
         return run.done(ctx.target.no_watermark_tracker(), Code.OFFSETS_METADATA_LINE_EMPTY)
+    partitions = seq.metadata.conf_value(SHUFFLE_PARTITIONS) if seq.metadata is not None else None
+    if partitions is not None and java_parse_int(partitions) is None:
+        # OffsetSeqMetadata.setSessionConf sets the pinned confs before the commit log is read.
+        return run.done(ctx.target.shuffle_partitions_not_int(partitions), Code.PINNED_CONF_INVALID)
     conflict = False
     if ctx.committed is None:
         run.notes.append(f"no commit log present: Spark re-runs batch {latest}")

@@ -237,6 +237,24 @@ class SparkTarget(StateTexts, SourceTexts):
             phase,
         )
 
+    def shuffle_partitions_not_int(self, value: str) -> SparkError:
+        """The pinned ``spark.sql.shuffle.partitions`` is not an int [exp: offsets-partitions-not-int]:
+        3.5/4.0 reject the conf itself; 4.1+ copy it to the state store partitions conf first."""
+        if self._at_least("4.1"):
+            text = (
+                f"[INVALID_CONF_VALUE.TYPE_MISMATCH] The value '{value}' in the config "
+                '"spark.sql.streaming.internal.stateStore.partitions" is invalid. It should be a/an '
+                "'int' value."
+            )
+            return SparkError(
+                text + self.sqlstate("22022"),
+                "INVALID_CONF_VALUE.TYPE_MISMATCH",
+                "init",
+                "INVALID_CONF_VALUE.TYPE_MISMATCH",
+            )
+        text = f"spark.sql.shuffle.partitions should be int, but was {value}"
+        return SparkError(text + self.sqlstate("XXKST"), "spark.sql.shuffle.partitions should be int", "init")
+
     def commit_v3_without_sink_map(self, path: str) -> SparkError:
         """4.2+: a ``v3`` commit body without ``sinkMetadataMap`` (json4s extraction, no file name)."""
         text = "No usable value for json\nDid not find value which can be converted into java.lang.String"

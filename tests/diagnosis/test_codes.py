@@ -37,6 +37,7 @@ KNOWN_CODES = frozenset(
         "CD010",
         "CD011",
         "CD012",
+        "CD013",
         "CD101",
         "CD102",
         "CD103",

@@ -5,6 +5,8 @@ matches). The pinned confs are the same in every batch of a checkpoint (referenc
 neighbour's are the ones the file had; a blank line also takes the batch's watermark from
 ``commits/(N-1)`` (``nextBatchWatermarkMs``, the watermark batch N ran with) and the neighbour's
 batch timestamp (the original is lost: only ``current_timestamp()`` in a re-run of that batch sees it).
+A pinned ``spark.sql.shuffle.partitions`` that is not an int (CD013) takes the neighbour's value; the
+rest of the line stays.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from typing import Any
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.model import OffsetSeqMetadata
+from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.steps import Step, WriteStep
 
 NAME = "restore-metadata-line"
+PARTITIONS = "spark.sql.shuffle.partitions"
 FAMILY = "rewrite"
 
 
@@ -29,13 +33,17 @@ def _neighbour(ctx: PlanContext, batch: int) -> tuple[int, OffsetSeqMetadata] | 
     above = [e for e in entries if e.batch_id > batch]
     for e in below + above:
         md = e.record.metadata if e.record is not None else None
-        if md is not None and md.has_conf:
+        if md is not None and md.has_conf and java_parse_int(md.conf_value(PARTITIONS) or "0") is not None:
             return e.batch_id, md
     return None
 
 
 def _line(ctx: PlanContext, finding: Finding, batch: int, old: str, md: OffsetSeqMetadata) -> str:
     conf = dict(md.conf)
+    if finding.code == Code.PINNED_CONF_INVALID:
+        kept: dict[str, Any] = json.loads(old)
+        kept["conf"] = {**kept.get("conf", {}), PARTITIONS: md.conf_value(PARTITIONS)}
+        return json.dumps(kept, separators=(",", ":"))
     if finding.code == Code.OFFSETS_WITHOUT_CONF_FATAL and old.strip():
         obj: dict[str, Any] = json.loads(old)
         obj["conf"] = conf
@@ -87,5 +95,8 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
 
 
 STRATEGY = Strategy(
-    NAME, FAMILY, (Code.OFFSETS_METADATA_LINE_EMPTY, Code.OFFSETS_WITHOUT_CONF_FATAL), propose
+    NAME,
+    FAMILY,
+    (Code.OFFSETS_METADATA_LINE_EMPTY, Code.OFFSETS_WITHOUT_CONF_FATAL, Code.PINNED_CONF_INVALID),
+    propose,
 )
