@@ -25,8 +25,7 @@ def quarantine_sink_entry(
     one (the sink's listing does not keep checksums; one left behind blocks Spark's next write)."""
     path = sink_entry_path(batch_id, compact)
     steps: list[Step] = [QuarantineStep(path=path, area=SINK, reason=reason)]
-    url = snapshot.sink.url if snapshot.sink is not None else ""
-    if "://" not in url or url.startswith("file:"):
+    if snapshot.sink is not None and snapshot.sink.local:
         steps.append(
             QuarantineStep(
                 path=hadoop_crc_path(path), area=SINK, reason=f"Hadoop checksum of {path}", if_present=True
