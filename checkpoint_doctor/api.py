@@ -16,14 +16,14 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
 from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
-from checkpoint_doctor.diagnosis.model import DiagnoseOptions
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DiagnoseOptions
 from checkpoint_doctor.diagnosis.timeline import TimelineRow, timeline
 from checkpoint_doctor.fleet.run import AuditResult
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
-LIVE_WINDOW_S = 600.0
+LIVE_WINDOW_S = DEFAULT_LIVE_WINDOW_S
 
 
 @dataclass(frozen=True)

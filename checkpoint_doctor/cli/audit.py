@@ -12,6 +12,7 @@ import click
 from checkpoint_doctor import __version__
 from checkpoint_doctor.cli.app import CommandFailed, emit, invocation, now_ms
 from checkpoint_doctor.cli.options import (
+    live_window_option,
     normalize_url,
     parse_storage_options,
     spark_option,
@@ -118,14 +119,7 @@ class Progress:
     multiple=True,
     help="Restart mode of every query, repeatable (default: each checkpoint's plausible modes).",
 )
-@click.option(
-    "--live-window",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="A batch planned or a temp file written this recently means a query may be live (0: off).",
-)
+@live_window_option()
 @click.option(
     "--format",
     "output_format",

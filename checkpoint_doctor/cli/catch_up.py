@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from checkpoint_doctor.cli.app import CommandFailed, emit, now_ms
-from checkpoint_doctor.cli.options import format_option, parse_storage_options, storage_options
+from checkpoint_doctor.cli.options import (
+    format_option,
+    live_window_option,
+    parse_storage_options,
+    storage_options,
+)
 from checkpoint_doctor.errors import UsageError
 
 if TYPE_CHECKING:
@@ -60,14 +65,7 @@ if TYPE_CHECKING:
 @click.option(
     "--conf", "confs", multiple=True, metavar="KEY=VALUE", help="Spark conf for the session (repeatable)."
 )
-@click.option(
-    "--live-window",
-    type=click.FloatRange(min=0),
-    default=600.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="Refuse if a batch was planned or a temp file written this recently (0: off).",
-)
+@live_window_option("Refuse if a batch was planned or a temp file written this recently (0: off).")
 @format_option
 @storage_options
 def catch_up_command(

@@ -9,9 +9,26 @@ import click
 
 from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.versions import LINES
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+#: What ``--live-window`` means to the read-only commands.
+LIVE_WINDOW_HELP = "A batch planned or a temp file written this recently means a query may be live (0: off)."
+
+
+def live_window_option(help_text: str = LIVE_WINDOW_HELP) -> Callable[[F], F]:
+    """Return the ``--live-window`` option (one default for every command: DEFAULT_LIVE_WINDOW_S)."""
+    return click.option(
+        "--live-window",
+        type=click.FloatRange(min=0),
+        default=DEFAULT_LIVE_WINDOW_S,
+        show_default=True,
+        metavar="SECONDS",
+        help=help_text,
+    )
 
 
 def format_option(func: F) -> F:
@@ -87,14 +104,7 @@ def diagnosis_options(func: F) -> F:
                 metavar="PATH",
                 help="Output path of a file sink, to check its _spark_metadata log.",
             ),
-            click.option(
-                "--live-window",
-                type=click.FloatRange(min=0),
-                default=600.0,
-                show_default=True,
-                metavar="SECONDS",
-                help="A batch planned or a temp file written this recently means a query may be live (0: off).",
-            ),
+            live_window_option(),
             click.option(
                 "--checkpoint-format-version",
                 type=click.IntRange(1, 2),

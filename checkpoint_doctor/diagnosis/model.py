@@ -14,6 +14,11 @@ from checkpoint_doctor.model import SourceOffset
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
 
 
+#: How recent a planned batch or a temp file must be for a query to count as live (seconds;
+#: ``--live-window``'s default everywhere).
+DEFAULT_LIVE_WINDOW_S = 600.0
+
+
 @dataclass(frozen=True)
 class Finding:
     """One observed fact about a checkpoint, with its evidence. Severity comes from the code."""
@@ -159,7 +164,7 @@ class DiagnoseOptions:
     sources: int | None = None
     stateful: bool | None = None
     checkpoint_format_version: int | None = None
-    live_window_s: float = 600.0
+    live_window_s: float = DEFAULT_LIVE_WINDOW_S
     now_ms: int | None = None
     confs: tuple[tuple[str, str], ...] = ()
     #: Files checkpoint-doctor's own applies wrote, as (path, ETag or mtime): a repair is not a

@@ -102,6 +102,18 @@ def note_dict(root_url: str, note: Note) -> dict[str, Any]:
     return {"url": url_join(root_url, note.path), "root": root_url, **note.to_dict()}
 
 
+def _unreadable(task: AuditTask, exc: BaseException) -> dict[str, Any]:
+    """Return the record of a task whose storage or files could not be read."""
+    return unreadable_record(
+        kind=task.kind,
+        url=task.url,
+        root=task.root,
+        path=task.path,
+        error_type=type(exc).__name__,
+        message=str(exc),
+    )
+
+
 def plan_tasks(
     root_url: str, listing: Listing, *, include: Sequence[str] = (), exclude: Sequence[str] = ()
 ) -> tuple[list[AuditTask], list[dict[str, Any]]]:
@@ -320,14 +332,7 @@ def audit_task(
             task = replace(task, sinks=())
         return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store)
     except CheckpointDoctorError as exc:
-        return unreadable_record(
-            kind=task.kind,
-            url=task.url,
-            root=task.root,
-            path=task.path,
-            error_type=type(exc).__name__,
-            message=str(exc),
-        )
+        return _unreadable(task, exc)
     except Exception as exc:  # noqa: BLE001 - one target's bug must not stop a fleet audit
         return unreadable_record(
             kind=task.kind,
@@ -363,14 +368,7 @@ def run_tasks(
         try:
             store = store_for(task)
         except CheckpointDoctorError as exc:
-            return unreadable_record(
-                kind=task.kind,
-                url=task.url,
-                root=task.root,
-                path=task.path,
-                error_type=type(exc).__name__,
-                message=str(exc),
-            )
+            return _unreadable(task, exc)
 
         def sink_store_for(candidate: SinkCandidate) -> Storage:
             return store_for(AuditTask(SINK, candidate.url, task.root, candidate.path, candidate.listing))

@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
+
 PROG = "checkpoint-doctor"
 #: The default of ``--live-window`` (a hint names it only when the operator changed it).
-DEFAULT_LIVE_WINDOW = 600.0
+DEFAULT_LIVE_WINDOW = DEFAULT_LIVE_WINDOW_S
 #: Words that make a storage option a secret (matched in the option's last dotted part).
 SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential", "sas", "signature")
 

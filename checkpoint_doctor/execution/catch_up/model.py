@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint_doctor.diagnosis import Diagnosis
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.errors import RunnerError
 from checkpoint_doctor.exit_codes import ExitCode
 
@@ -29,7 +30,7 @@ class CatchUpOptions:
     master: str | None = None
     confs: tuple[tuple[str, str], ...] = ()
     storage_options: Mapping[str, Any] = field(default_factory=dict)
-    live_window_s: float = 600.0
+    live_window_s: float = DEFAULT_LIVE_WINDOW_S
     now_ms: int | None = None
 
 
