@@ -166,6 +166,11 @@ class UndoRefusedError(JournalError, RefusedError):
     """Raised when undo refuses (already undone, the checkpoint changed since); nothing was restored."""
 
 
+class UndoFailedError(CheckpointDoctorError):
+    """Raised when an undo fails after it began restoring: the message says the checkpoint is partly
+    restored and that running undo again finishes it."""
+
+
 class ApplyFailedError(CheckpointDoctorError):
     """Raised when an apply fails after it began changing the checkpoint: the message says that the
     checkpoint was changed, which journal holds the record, and the command that undoes it."""

@@ -139,12 +139,16 @@ def own_writes_for(checkpoint_url: str, storage_option: Sequence[str]) -> frozen
     none, or it cannot be read)."""
     from checkpoint_doctor.errors import CheckpointDoctorError
     from checkpoint_doctor.execution.history import own_writes
-    from checkpoint_doctor.execution.journal import APPLIES, tool_url
+    from checkpoint_doctor.execution.journal import APPLIES, tool_urls
     from checkpoint_doctor.reading.storage import open_storage
 
     try:
-        tool = open_storage(tool_url(checkpoint_url), parse_storage_options(storage_option))
-        return own_writes(tool) if tool.exists(APPLIES) else frozenset()
+        options = parse_storage_options(storage_option)
+        out: frozenset[Any] = frozenset()
+        for url in tool_urls(open_storage(checkpoint_url, options)):
+            tool = open_storage(url, options)
+            out |= own_writes(tool) if tool.exists(APPLIES) else frozenset()
+        return out
     except CheckpointDoctorError:
         return frozenset()
 

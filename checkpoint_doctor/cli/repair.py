@@ -189,7 +189,7 @@ def apply_command(
 ) -> None:
     """Apply a plan: verify it against the live checkpoint, back up, change, journal, re-diagnose."""
     from checkpoint_doctor.execution.executor import apply_plan
-    from checkpoint_doctor.execution.journal import tool_url
+    from checkpoint_doctor.execution.journal import tool_urls
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.text import json_document, render_apply, render_plan
 
@@ -198,7 +198,8 @@ def apply_command(
     options = {**plan.storage_options, **parse_storage_options(storage_option)}
     checkpoint = open_storage(plan.checkpoint, options)
     sink = open_storage(plan.sink, options) if plan.sink else None
-    tool = open_storage(tool_url(checkpoint.url), options)
+    # Beside the checkpoint's real location: one lock whichever path (a symlink) reaches it.
+    tool = open_storage(tool_urls(checkpoint)[0], options)
     backup = open_storage(backup_dir, options) if backup_dir else None
 
     def confirm(p: Any) -> bool:

@@ -38,6 +38,7 @@ from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import (
     ApplyFailedError,
     CheckpointDoctorError,
+    CheckpointNotFoundError,
     JournalError,
     PlanFormatError,
     PlanMismatchError,
@@ -45,6 +46,7 @@ from checkpoint_doctor.errors import (
     RefusedError,
     StorageError,
     TargetExistsError,
+    UndoFailedError,
     UndoRefusedError,
 )
 from checkpoint_doctor.execution.history import own_writes
@@ -55,8 +57,12 @@ from checkpoint_doctor.execution.journal import (
     INTERRUPTED,
     LISTING_AFTER,
     LISTING_BEFORE,
+    PARTLY_UNDONE,
     PLAN,
     PROGRESS_EVERY,
+    JOURNAL,
+    MAX_RECORD_BYTES,
+    TOOL_SUFFIX,
     Journal,
     backup_path,
     free_location,
@@ -66,6 +72,7 @@ from checkpoint_doctor.execution.journal import (
     read_jsonl,
     record_apply,
     tool_url,
+    tool_urls,
 )
 from checkpoint_doctor.execution.lock import CheckpointLock, local_path
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
@@ -74,6 +81,7 @@ from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, follows
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage, translate_error
+from checkpoint_doctor.reading.storage.local import Ownership, ownership_of, temp_of
 
 StoreOpener = Callable[[str], Storage]
 
@@ -140,7 +148,34 @@ class _AreaIO:
         self.store(area).delete(path)
 
     def create(self, area: str, path: str, data: bytes) -> None:
-        self.store(area).write_exclusive(path, data)
+        # A new file belongs to whoever owns the files beside it (the query's user), with their
+        # mode, not to a repair run as root under its umask (issue: root 0600 offsets/30).
+        self.store(area).write_exclusive(path, data, like_siblings=True)
+
+    def restore(self, area: str, path: str, data: bytes, owner: Ownership | None) -> None:
+        """Create a saved file again with the mode and owner it had (local disk)."""
+        if owner is None:
+            self.create(area, path, data)
+        else:
+            self.store(area).write_exclusive(path, data, owner=owner)
+
+    def ownership(self, area: str, path: str) -> Ownership | None:
+        """Return the mode and owner of a local file (None on object stores)."""
+        full = local_path(self.store(area), path)
+        return ownership_of(full) if full is not None else None
+
+    def remove_temps(self, area: str, path: str) -> list[str]:
+        """Delete the temp files a killed apply or undo left beside a path it changed (the tool's
+        own: ``.<name>.<uuid>.cdtmp``, local disk only); return them."""
+        store = self.store(area)
+        temps = getattr(store, "temps_beside", None)
+        if temps is None or local_path(store, path) is None:
+            return []
+        found = list(temps(path))
+        for temp in found:
+            with contextlib.suppress(CheckpointNotFoundError):
+                store.delete(temp)
+        return found
 
     def set_mtime(self, area: str, path: str, mtime_ms: int | None) -> None:
         """Give a restored local file back its modification time (object stores: the ETag of the
@@ -153,6 +188,19 @@ class _AreaIO:
                 os.utime(full, ns=(ns, ns))
             except OSError as exc:
                 raise translate_error(exc, store.url_of(path), "set the time of") from exc
+
+    def set_owner(self, area: str, path: str, owner: Ownership | None) -> None:
+        """Give a restored local file back its mode and owner."""
+        store = self.store(area)
+        full = local_path(store, path)
+        if full is not None and owner is not None:
+            mode, uid, gid = owner
+            try:
+                with contextlib.suppress(PermissionError):
+                    os.chown(full, uid, gid, follow_symlinks=False)
+                os.chmod(full, mode)
+            except OSError as exc:
+                raise translate_error(exc, store.url_of(path), "set the owner of") from exc
 
     def remove_dir(self, area: str, path: str) -> None:
         store = self.store(area)
@@ -255,7 +303,7 @@ def _with_unfinished(exc: RefusedError, tool: Storage) -> RefusedError:
         location = url[len(prefix) + 1 :].rpartition("/")[0]
         with contextlib.suppress(CheckpointDoctorError):
             journal = Journal.load(tool.child(location))
-            if journal.state in (FAILED, INTERRUPTED):
+            if journal.state in (FAILED, INTERRUPTED, PARTLY_UNDONE):
                 exc.message += (
                     f"; an earlier apply of plan {entry.get('plan_id')} did not finish "
                     f"({journal.state}; the checkpoint was changed by it; the record is {url})"
@@ -304,8 +352,10 @@ class _Apply:
                     self.skipped.add(i)  # absent: nothing to save, nothing to remove
                     continue
                 data = self.io.read(area, path)
+                owner = self.io.ownership(area, path)
                 target = backup_path(area, path)
-                self.backup.write(target, data)
+                # A copy of a file that may be private is readable by this user only.
+                self.backup.write(target, data, private=True)
                 copy = self.backup.read(target)
                 if len(copy) != len(data) or sha256_hex(copy) != sha256_hex(data):
                     raise StorageError(
@@ -320,6 +370,7 @@ class _Apply:
                         "size": len(data),
                         "sha256": sha256_hex(data),
                         "mtime_ms": stat.mtime_ms if stat is not None else None,
+                        **(dict(zip(("mode", "uid", "gid"), owner, strict=True)) if owner else {}),
                     }
                 )
             content = step.content(self.io)
@@ -345,6 +396,9 @@ def _begin(
     begin = {
         "event": "begin",
         "plan_id": plan.plan_id,
+        # Undo reverses the plan beside the journal only if it is this one (a replaced plan.json
+        # with a recomputed plan_id would otherwise make undo remove files never backed up).
+        "plan_sha256": sha256_hex(plan.to_json().encode()),
         "tool_version": __version__,
         "checkpoint": checkpoint.url,
         "sink": sink.url if sink is not None else None,
@@ -364,8 +418,9 @@ def _begin(
 def _record(work: _Apply, tool: Storage, snapshot: CheckpointSnapshot, now_ms: int | None) -> None:
     """Keep the plan and the listing before any change beside the journal; list the apply."""
     work.journal.write_once(PLAN, work.plan.to_json().encode())
-    work.journal.write_once(LISTING_BEFORE, jsonl(listing_rows(snapshot.listing)))
-    work.journal.write_once(DIRS_BEFORE, jsonl(list(snapshot.dirs)))
+    listing = work.journal.write_once(LISTING_BEFORE, jsonl(listing_rows(snapshot.listing)))
+    dirs = work.journal.write_once(DIRS_BEFORE, jsonl(list(snapshot.dirs)))
+    work.journal.append({"event": "recorded", "listing_before_sha256": listing, "dirs_before_sha256": dirs})
     record_apply(tool, {"plan_id": work.plan.plan_id, "journal": work.journal.url, "at_ms": now_ms})
 
 
@@ -489,29 +544,106 @@ def _touched(steps: tuple[Step, ...]) -> set[str]:
     return {s.key[1] for s in steps if s.key is not None and s.key[0] != SINK}
 
 
-def _changed_since(journal: Journal, checkpoint: Storage, steps: tuple[Step, ...]) -> list[str]:
+def _temp_for(path: str) -> str | None:
+    """Return the path a temp file of the tool was written for (``d/.n.<uuid>.cdtmp`` -> ``d/n``)."""
+    base, _, name = path.rpartition("/")
+    target = temp_of(name)
+    return None if target is None else (f"{base}/{target}" if base else target)
+
+
+def _digest_checked(journal: Journal, name: str, digest: Any, what: str) -> None:
+    """Refuse a file beside the journal whose sha256 is not the one the journal recorded for it."""
+    if digest is None:
+        return  # a journal written before the digest was recorded
+    try:
+        data = journal.store.read(name, max_bytes=MAX_RECORD_BYTES)
+    except StorageError as exc:
+        raise JournalError(f"cannot read {journal.store.url_of(name)}: {exc.reason}") from exc
+    if sha256_hex(data) != digest:
+        raise UndoRefusedError(
+            f"{journal.store.url_of(name)} is not the {what} this apply recorded (its sha256 differs "
+            "from the journal's); nothing was restored",
+            hint="put back the file the apply wrote; undo trusts nothing beside the journal it cannot verify",
+        )
+
+
+def _changed_since(
+    journal: Journal, checkpoint: Storage, steps: tuple[Step, ...], resuming: bool
+) -> list[str]:
     """Return the checkpoint files that differ from the journal's record.
 
     After a completed apply: every file against the listing after it. After a failed or interrupted
-    apply: every file the plan does not touch against the listing before it (the touched ones are
-    checked one by one against the plan and the backups).
+    apply, or an undo that did not finish: every file the plan does not touch against the listing
+    before (after) it; the touched ones are checked one by one against the plan and the backups.
+    The tool's own temp files beside a touched path (left by a killed apply or undo) are no change:
+    undo removes them.
     """
     now = {f.path: (f.size, f.etag or f.mtime_ms) for f in checkpoint.list_tree().files}
-    if journal.first("applied") is not None and journal.store.exists(LISTING_AFTER):
-        ignore: set[str] = set()
+    touched = _touched(steps)
+    ignore = {p for p in now if _temp_for(p) in touched}
+    applied = journal.first("applied")
+    if applied is not None and journal.store.exists(LISTING_AFTER):
+        _digest_checked(journal, LISTING_AFTER, applied.get("listing_sha256"), "listing after the apply")
+        if resuming:
+            ignore |= touched
         recorded = {p: (size, stamp) for p, size, stamp in read_jsonl(journal.store, LISTING_AFTER)}
     elif journal.store.exists(LISTING_BEFORE):
-        ignore = _touched(steps)
-        recorded = {p: (size, stamp) for p, size, stamp in read_jsonl(journal.store, LISTING_BEFORE)}
+        ignore |= touched
+        recorded = {p: (size, stamp) for p, size, stamp in _listing_before(journal)}
     else:
         return []  # the apply died before recording anything: nothing was changed
     return [p for p in sorted(set(recorded) | set(now)) if p not in ignore and recorded.get(p) != now.get(p)]
 
 
-def _load_backups(journal: Journal) -> dict[int, dict[str, Any]]:
-    if journal.first("backed-up") is None:
+def _listing_before(journal: Journal) -> list[Any]:
+    recorded = journal.first("recorded") or {}
+    _digest_checked(journal, LISTING_BEFORE, recorded.get("listing_before_sha256"), "listing before the apply")
+    return read_jsonl(journal.store, LISTING_BEFORE)
+
+
+def _applied_plan(journal: Journal) -> RepairPlan:
+    """Return the plan beside the journal, refused unless it is the one the apply recorded."""
+    begin = journal.first("begin")
+    assert begin is not None
+    try:
+        data = journal.store.read(PLAN)
+        plan = RepairPlan.from_json(data.decode("utf-8"))
+    except (StorageError, PlanFormatError, UnicodeDecodeError) as exc:
+        raise JournalError(f"cannot read the plan beside {journal.url}: {exc}") from exc
+    if plan.plan_id != begin["plan_id"]:
+        raise UndoRefusedError(
+            f"{journal.store.url_of(PLAN)} is plan {plan.plan_id}, but {journal.url} applied plan "
+            f"{begin['plan_id']}; nothing was restored",
+            hint="put back the plan.json the apply wrote",
+        )
+    _digest_checked(journal, PLAN, begin.get("plan_sha256"), "plan")
+    return plan
+
+
+def _load_backups(journal: Journal, steps: tuple[Step, ...]) -> dict[int, dict[str, Any]]:
+    """Return the backups manifest by step index: verified against the ``backed-up`` event's digest,
+    and every row the backup of a step of the plan that saves its file."""
+    event = journal.first("backed-up")
+    if event is None:
         return {}  # no change is made before every backup is verified and recorded
-    return {row["index"]: row for row in read_jsonl(journal.store, BACKUPS)}
+    _digest_checked(journal, BACKUPS, event["sha256"], "backups manifest")
+    out: dict[int, dict[str, Any]] = {}
+    for row in read_jsonl(journal.store, BACKUPS):
+        index = row.get("index") if isinstance(row, dict) else None
+        step = steps[index] if isinstance(index, int) and 0 <= index < len(steps) else None
+        if (
+            step is None
+            or not step.needs_backup()
+            or step.key != (row.get("area"), row.get("path"))
+            or not isinstance(row.get("sha256"), str)
+        ):
+            raise UndoRefusedError(
+                f"{journal.store.url_of(BACKUPS)} has a row that is no backup of the plan's steps "
+                f"({str(row)[:200]}); nothing was restored",
+                hint="put back the backups.jsonl the apply wrote",
+            )
+        out[int(index)] = row  # type: ignore[arg-type]
+    return out
 
 
 def _saved(journal: Journal, info: dict[str, Any] | None) -> bytes | None:
@@ -525,22 +657,37 @@ def _saved(journal: Journal, info: dict[str, Any] | None) -> bytes | None:
     return data
 
 
+def _ownership(info: dict[str, Any] | None) -> Ownership | None:
+    """Return the mode and owner a backup row recorded (local disk), or None."""
+    values = [info.get(k) for k in ("mode", "uid", "gid")] if info is not None else []
+    ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool) and v >= 0]
+    return (ints[0] & 0o7777, ints[1], ints[2]) if len(ints) == 3 else None
+
+
 @dataclass(frozen=True)
 class _Undo:
-    """One thing undo does: ``restore``/``replace`` (write ``data`` back, with its old mtime),
-    ``remove`` (a created file) or ``make-dir``."""
+    """One thing undo does: ``restore``/``replace`` (write ``data`` back, with its old mtime, mode
+    and owner), ``settle`` (the bytes are back: give back the mtime, mode and owner), ``remove``
+    (a created file) or ``make-dir``."""
 
     action: str
     step: Step
     data: bytes | None = None
     mtime_ms: int | None = None
+    owner: Ownership | None = None
 
 
 def _undo_actions(
-    journal: Journal, steps: tuple[Step, ...], io: _AreaIO, force: bool
+    journal: Journal,
+    steps: tuple[Step, ...],
+    backups: dict[int, dict[str, Any]],
+    existed: set[str],
+    io: _AreaIO,
+    force: bool,
 ) -> tuple[list[_Undo], list[str], list[str]]:
-    """Decide, backwards, what undo does for every step; returns (actions, conflicts, unchanged)."""
-    backups = _load_backups(journal)
+    """Decide, backwards, what undo does for every step; returns (actions, conflicts, unchanged).
+    ``existed``: the checkpoint files before the apply (a created file is removed only if the
+    apply made it: it was not there before, or the plan saved it first)."""
     # The first backup of each path: what a later step that recreates the path replaced.
     originals: dict[tuple[str, str], dict[str, Any]] = {}
     for index in sorted(backups):
@@ -559,41 +706,65 @@ def _undo_actions(
         if key not in state:
             state[key] = None if step.on_directory else io.current(*key)
         info = backups.get(i) or originals.get(key)
-        decision = step.undo_action(state[key], _saved(journal, info), force)
+        saved = _saved(journal, info)
+        decision = step.undo_action(state[key], saved, force)
         if decision.conflict:
             conflicts.append(key[1])
+        if decision.action == "remove" and key[0] == CHECKPOINT and key[1] in existed and info is None:
+            raise UndoRefusedError(
+                f"the plan beside {journal.url} created {key[1]}, which was there before the apply "
+                "and was never saved; nothing was restored",
+                hint="undo only with the plan.json the apply wrote",
+            )
+        mtime = info.get("mtime_ms") if info is not None and step.needs_backup() else None
+        owner = _ownership(info) if step.needs_backup() else None
         if decision.action == "none":
             unchanged.append(key[1])
+            if saved is not None and step.needs_backup() and state[key] == saved:
+                # The bytes are back (an undo killed after restoring them): their time and owner too.
+                actions.append(_Undo("settle", step, None, mtime, owner))
             continue
-        mtime = info.get("mtime_ms") if info is not None and step.needs_backup() else None
-        actions.append(_Undo(decision.action, step, decision.data, mtime))
+        actions.append(_Undo(decision.action, step, decision.data, mtime, owner))
         state[key] = decision.data if decision.action in ("restore", "replace") else None
     return actions, conflicts, unchanged
 
 
-def _perform(actions: list[_Undo], io: _AreaIO) -> tuple[list[str], list[str]]:
-    restored, removed = [], []
+@dataclass
+class _Progress:
+    """What an undo did so far (a failure names it)."""
+
+    restored: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    done: int = 0
+
+
+def _perform(actions: list[_Undo], io: _AreaIO, progress: _Progress) -> None:
     for undo in actions:
         area, path = undo.step.key  # type: ignore[misc]
         if undo.action == "make-dir":
             io.make_dir(area, path)
-            continue
-        if undo.action in ("remove", "replace"):
+        elif undo.action == "settle":
+            io.set_mtime(area, path, undo.mtime_ms)
+            io.set_owner(area, path, undo.owner)
+        elif undo.action == "remove":
             io.delete(area, path)
-        if undo.action == "remove":
-            removed.append(path)
-            continue
-        assert undo.data is not None
-        io.create(area, path, undo.data)
-        io.set_mtime(area, path, undo.mtime_ms)
-        restored.append(path)
-    return restored, removed
+            progress.removed.append(path)
+        else:
+            assert undo.data is not None
+            if undo.action == "replace":
+                io.delete(area, path)
+            io.restore(area, path, undo.data, undo.owner)
+            io.set_mtime(area, path, undo.mtime_ms)
+            progress.restored.append(path)
+        progress.done += 1
 
 
 def _remove_created_dirs(journal: Journal, steps: tuple[Step, ...], io: _AreaIO) -> None:
     """Remove the directories the apply created for new files, now empty again (local disk)."""
     if not journal.store.exists(DIRS_BEFORE):
         return
+    recorded = journal.first("recorded") or {}
+    _digest_checked(journal, DIRS_BEFORE, recorded.get("dirs_before_sha256"), "directory listing")
     before = set(read_jsonl(journal.store, DIRS_BEFORE))
     created: set[str] = set()
     for step in steps:
@@ -613,23 +784,71 @@ def _refuse_changes(changed: list[str], what: str) -> None:
         raise UndoRefusedError(f"{what}: {shown}", hint="nothing was restored; pass --force to undo anyway")
 
 
+def _check_location(journal: Journal, checkpoint: Storage, open_storage: StoreOpener) -> None:
+    """Refuse a journal that is not the record of an apply to the checkpoint its ``begin`` names,
+    before anything of that checkpoint is touched (an edited ``begin.checkpoint`` must not make undo
+    create a tool directory or contact a bucket it names). A journal in a default location proves
+    its checkpoint by where it is (``<checkpoint>.checkpoint-doctor/<id>/``); one in a ``--backup-dir``
+    must be in the checkpoint's list of applies."""
+    protocol, where = journal.store.resolved_root()
+    parent = where.rstrip("/").rpartition("/")[0]
+    tools = tool_urls(checkpoint)
+    own = {open_storage(url).resolved_root() for url in tools}
+    if (protocol, parent) in own:
+        return
+    if not parent.endswith(TOOL_SUFFIX):
+        for url in tools:
+            for entry in list_applies(open_storage(url)):
+                recorded = str(entry.get("journal", ""))
+                if not recorded.endswith("/" + JOURNAL):
+                    continue
+                with contextlib.suppress(CheckpointDoctorError):
+                    if open_storage(recorded[: -len(JOURNAL) - 1]).resolved_root() == (protocol, where):
+                        return
+    raise UndoRefusedError(
+        f"{journal.url} says it applied to {checkpoint.url}, but it is not that checkpoint's record "
+        f"(neither in its {TOOL_SUFFIX} directory nor in its list of applies); nothing was restored",
+        hint="undo only a journal written by apply, unedited (see 'checkpoint-doctor history')",
+    )
+
+
+def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, total: int) -> UndoFailedError:
+    # If even this fails, the undo-begin event already says an undo started (history: partly undone).
+    with contextlib.suppress(StorageError):
+        journal.append({"event": "undo-failed", "error": str(exc), "done": progress.done, "of": total})
+    return UndoFailedError(
+        f"undo of {journal.url} failed part way ({exc}); the checkpoint is PARTLY restored "
+        f"({progress.done} of {total} change(s) undone)",
+        hint=f"fix the cause, then run again: checkpoint-doctor undo {journal.url}  (it finishes what this one started)",
+    )
+
+
 def undo_journal(
     journal_store: Storage, open_storage: StoreOpener, *, force: bool = False, now_ms: int | None = None
 ) -> UndoResult:
     """Restore exactly what an apply changed, from its journal and backups (see module docstring).
 
+    Undo trusts nothing beside the journal it cannot verify: the journal must be in the tool
+    directory of the checkpoint it names (or in its list of applies), the plan, the backups manifest
+    and the listings must have the sha256 the journal recorded, every backup row must be a step's,
+    and every saved file its recorded sha256. An undo that was killed or failed is finished by
+    running it again (its own temp files, and an apply's, are removed).
+
     Raises:
         JournalError: the journal or its plan is unreadable.
-        UndoRefusedError: already undone; or (without ``force``) the checkpoint changed since the
-            apply, naming the files; or a backup is corrupt. Nothing was restored.
+        UndoRefusedError: already undone; a file beside the journal is not what the apply wrote;
+            or (without ``force``) the checkpoint changed since the apply, naming the files; or a
+            backup is corrupt. Nothing was restored.
+        UndoFailedError: a failure after the restoring began (the checkpoint is partly restored).
         LockHeldError: another apply or undo of the checkpoint is running.
     """
     journal = Journal.load(journal_store)
     begin = journal.first("begin")
     assert begin is not None
     checkpoint = open_storage(begin["checkpoint"])
+    _check_location(journal, checkpoint, open_storage)
     sink = open_storage(begin["sink"]) if begin.get("sink") else None
-    with CheckpointLock.acquire(open_storage(tool_url(begin["checkpoint"])), f"undo {journal.url}", now_ms):
+    with CheckpointLock.acquire(open_storage(tool_urls(checkpoint)[0]), f"undo {journal.url}", now_ms):
         journal = Journal.load(journal_store)  # as it is now that no one else writes it
         if journal.last("undone") is not None:
             raise UndoRefusedError(f"{journal.url} was already undone", hint="nothing to do")
@@ -638,21 +857,26 @@ def undo_journal(
             raise UndoRefusedError(
                 f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
             )
-        try:
-            plan = RepairPlan.from_json(journal_store.read(PLAN).decode("utf-8"))
-        except (StorageError, PlanFormatError) as exc:
-            raise JournalError(f"cannot read the plan beside {journal.url}: {exc}") from exc
-        steps = plan.executable_steps
+        steps = _applied_plan(journal).executable_steps
+        backups = _load_backups(journal, steps)
+        resuming = journal.last("undo-begin") is not None
         if not force:
             _refuse_changes(
-                _changed_since(journal, checkpoint, steps), "the checkpoint changed since the apply"
+                _changed_since(journal, checkpoint, steps, resuming), "the checkpoint changed since the apply"
             )
+        existed = {row[0] for row in _listing_before(journal) if isinstance(row, list) and row}
         io = _AreaIO(checkpoint, sink)
-        actions, conflicts, unchanged = _undo_actions(journal, steps, io, force)
+        actions, conflicts, unchanged = _undo_actions(journal, steps, backups, existed, io, force)
         if not force:
             _refuse_changes(conflicts, "files changed since the apply")
         journal.append({"event": "undo-begin", "force": force, "at_ms": now_ms})
-        restored, removed = _perform(actions, io)
-        _remove_created_dirs(journal, steps, io)
-        journal.append({"event": "undone", "restored": len(restored), "removed": len(removed)})
-    return UndoResult(journal.url, tuple(restored), tuple(removed), tuple(unchanged))
+        progress = _Progress()
+        try:
+            _perform(actions, io, progress)
+            for key in sorted({s.key for s in steps if s.key is not None}):
+                io.remove_temps(*key)
+            _remove_created_dirs(journal, steps, io)
+        except (CheckpointDoctorError, OSError) as exc:
+            raise _undo_failed(journal, exc, progress, len(actions)) from exc
+        journal.append({"event": "undone", "restored": len(progress.restored), "removed": len(progress.removed)})
+    return UndoResult(journal.url, tuple(progress.restored), tuple(progress.removed), tuple(unchanged))

@@ -13,11 +13,12 @@ from checkpoint_doctor.execution.journal import (
     APPLIED,
     JOURNAL,
     LISTING_AFTER,
+    PARTLY_UNDONE,
     PLAN,
     Journal,
     list_applies,
     read_jsonl,
-    tool_url,
+    tool_urls,
 )
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
 from checkpoint_doctor.planning.plan import RepairPlan
@@ -26,10 +27,16 @@ from checkpoint_doctor.reading.storage import Storage
 
 
 def apply_history(checkpoint_url: str, open_storage: Callable[[str], Storage]) -> list[dict[str, Any]]:
-    """Return one row per recorded apply, oldest first: plan id, journal, time, state, steps done."""
+    """Return one row per recorded apply, oldest first: plan id, journal, time, state, steps done.
+
+    The applies of the checkpoint's real location, by whichever path they were made (a symlink or
+    the real path: :func:`tool_urls`)."""
     rows = []
-    for entry in list_applies(open_storage(tool_url(checkpoint_url))):
-        url = str(entry.get("journal", ""))
+    entries: dict[str, dict[str, Any]] = {}
+    for url in tool_urls(open_storage(checkpoint_url)):
+        for entry in list_applies(open_storage(url)):
+            entries.setdefault(str(entry.get("journal", "")), entry)
+    for url, entry in sorted(entries.items(), key=lambda item: _when(item[1])):
         row = {"plan_id": entry.get("plan_id"), "journal": url, "at_ms": entry.get("at_ms")}
         try:
             journal = Journal.load(open_storage(url[: -len(JOURNAL)].rstrip("/")))
@@ -37,8 +44,18 @@ def apply_history(checkpoint_url: str, open_storage: Callable[[str], Storage]) -
             rows.append({**row, "state": "unreadable", "steps_done": None, "note": str(exc)})
             continue
         applied = journal.last("applied") or journal.last("failed") or {}
-        rows.append({**row, "state": journal.state, "steps_done": applied.get("steps_done"), "note": ""})
+        note = ""
+        if journal.state == PARTLY_UNDONE:
+            failed = journal.last("undo-failed")
+            why = f"failed: {failed.get('error')}" if failed is not None else "was interrupted"
+            note = f"an undo began and {why}; run undo again to finish it"
+        rows.append({**row, "state": journal.state, "steps_done": applied.get("steps_done"), "note": note})
     return rows
+
+
+def _when(entry: dict[str, Any]) -> int:
+    at = entry.get("at_ms")
+    return at if isinstance(at, int) and not isinstance(at, bool) else 0
 
 
 def own_writes(tool: Storage) -> frozenset[tuple[str, int | str]]:

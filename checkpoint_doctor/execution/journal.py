@@ -43,8 +43,10 @@ APPLIES = "applies.jsonl"
 TOOL_SUFFIX = ".checkpoint-doctor"
 PROGRESS_EVERY = 256
 
-#: The states of an apply, as ``history`` shows them.
+#: The states of an apply, as ``history`` shows them (``partly undone``: an undo began and did not
+#: finish, killed or failed; running undo again finishes it).
 APPLIED, UNDONE, FAILED, INTERRUPTED = "applied", "undone", "failed", "interrupted"
+PARTLY_UNDONE = "partly undone"
 
 
 def backup_path(area: str, path: str) -> str:
@@ -55,6 +57,19 @@ def backup_path(area: str, path: str) -> str:
 def tool_url(checkpoint_url: str) -> str:
     """Return the checkpoint's tool directory: a sibling of its root (never inside it)."""
     return checkpoint_url.rstrip("/") + TOOL_SUFFIX
+
+
+def tool_urls(checkpoint: Storage) -> list[str]:
+    """Return the checkpoint's tool directory, then (if it differs) the one beside the path as typed.
+
+    The first is beside the checkpoint's real location (symlinks resolved on local disk; an object
+    store's bucket and key are already one name), so every path to one checkpoint shares one lock
+    and one history; the second is where applies through a link recorded themselves before.
+    """
+    protocol, real = checkpoint.resolved_root()
+    first = real.rstrip("/") + TOOL_SUFFIX if protocol == "file" else tool_url(checkpoint.url)
+    typed = tool_url(checkpoint.url)
+    return [first] if typed == first else [first, typed]
 
 
 def jsonl(rows: list[Any]) -> bytes:
@@ -146,6 +161,8 @@ class Journal:
         """Return ``applied``, ``undone``, ``failed`` or ``interrupted`` (no end event: the process died)."""
         if self.last("undone") is not None:
             return UNDONE
+        if self.last("undo-begin") is not None:
+            return PARTLY_UNDONE
         if self.first("applied") is not None:
             return APPLIED
         if self.first("failed") is not None:
@@ -153,7 +170,8 @@ class Journal:
         return INTERRUPTED
 
     def write_once(self, name: str, data: bytes) -> str:
-        """Write a tool-owned file of this backup location and return its sha256."""
+        """Write a tool-owned file of this backup location and return its sha256 (the journal
+        records it: undo trusts no file beside the journal whose digest differs)."""
         self.store.write(name, data)
         return sha256_hex(data)
 
@@ -217,6 +235,7 @@ __all__ = [
     "JOURNAL",
     "LISTING_AFTER",
     "LISTING_BEFORE",
+    "PARTLY_UNDONE",
     "PLAN",
     "UNDONE",
     "Journal",
@@ -228,6 +247,7 @@ __all__ = [
     "read_jsonl",
     "record_apply",
     "tool_url",
+    "tool_urls",
 ]
 
 
@@ -235,6 +255,7 @@ __all__ = [
 #: disk: a hand edit or a foreign file must be an error naming the event, never a crash).
 _EVENT_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "begin": {"checkpoint": (str,), "sink": (str, type(None)), "plan_id": (str,)},
+    "recorded": {"listing_before_sha256": (str,), "dirs_before_sha256": (str,)},
     "backed-up": {"count": (int,), "sha256": (str,)},
     "applied": {"steps_done": (int,)},
 }

@@ -759,6 +759,7 @@ def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
         for r in rows
     ]
     text = tabulate(table, headers=["plan", "state", "steps", "at (epoch ms)", "journal"], tablefmt="plain")
-    undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted")]
+    undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted", "partly undone")]
+    notes = "".join(f"\n{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
     hint = f"\nUndo the newest with: {(hints or Hints()).undo(undo[-1]['journal'])}" if undo else ""
-    return f"Applies to {data['checkpoint']}:\n{text}{hint}\n"
+    return f"Applies to {data['checkpoint']}:\n{text}{notes}{hint}\n"

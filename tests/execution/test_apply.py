@@ -20,7 +20,7 @@ from checkpoint_doctor.errors import (
 )
 from checkpoint_doctor.execution.executor import apply_plan, undo_journal
 from checkpoint_doctor.execution.history import apply_history
-from checkpoint_doctor.execution.journal import JOURNAL, tool_url
+from checkpoint_doctor.execution.journal import JOURNAL, tool_url, tool_urls
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
 from tests.faults import FailingStore, FaultInjector
@@ -34,7 +34,7 @@ def stores(cp: Path, plan, injector: FaultInjector | None = None):
     """Return (checkpoint, sink, tool) stores for a plan (tool: the checkpoint's tool directory)."""
     checkpoint = open_storage(str(cp))
     sink = open_storage(plan.sink) if plan.sink else None
-    tool = open_storage(tool_url(checkpoint.url))
+    tool = open_storage(tool_urls(checkpoint)[0])
     if injector is not None:
         checkpoint = FailingStore(checkpoint, injector)
         sink = FailingStore(sink, injector) if sink else None

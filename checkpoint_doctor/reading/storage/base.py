@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from checkpoint_doctor.errors import StorageError
 from checkpoint_doctor.model import FileStat, Listing
@@ -83,8 +83,12 @@ class Storage(Protocol):
         """Return whether a file or directory exists at the path."""
         ...
 
-    def write_exclusive(self, rel: str, data: bytes) -> None:
+    def write_exclusive(
+        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Any = None
+    ) -> None:
         """Create a file that must not exist yet; never a partial file under the final name.
+        On local disk ``like_siblings`` gives it the mode and owner of the files beside it, and
+        ``owner`` (mode, uid, gid) exactly those (object stores have neither).
 
         Raises:
             TargetExistsError: the file already exists (nothing was written).
@@ -92,8 +96,9 @@ class Storage(Protocol):
         """
         ...
 
-    def write(self, rel: str, data: bytes) -> None:
-        """Create or replace a file whole (tool-owned files only: journal, backups)."""
+    def write(self, rel: str, data: bytes, *, private: bool = False) -> None:
+        """Create or replace a file whole (tool-owned files only: journal, backups); ``private``:
+        readable by this process's user only, on local disk."""
         ...
 
     def delete(self, rel: str) -> None:

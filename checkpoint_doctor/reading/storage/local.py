@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import stat as stat_mod
 import uuid
@@ -21,7 +22,7 @@ from collections.abc import Iterable, Iterator
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.reading.storage.base import RootedPaths
-from checkpoint_doctor.reading.storage.errors import translated
+from checkpoint_doctor.reading.storage.errors import translate_error, translated
 
 #: Open flags for reads: never block on a FIFO put where a file was listed (O_NONBLOCK), never leak
 #: the descriptor to a child process.
@@ -42,15 +43,90 @@ def printable_name(name: str) -> str:
     return name
 
 
+#: The name of a temp file this module writes beside ``<name>``: ``.<name>.<uuid4>.cdtmp``.
+_TEMP = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.cdtmp$")
+
+#: A file's permission bits and owner: (mode, uid, gid).
+Ownership = tuple[int, int, int]
+
+
+def temp_of(name: str) -> str | None:
+    """Return the file name a temp file of this module was written for, or None if ``name`` is
+    not one (a process killed between the temp's write and its link or rename leaves it)."""
+    match = _TEMP.match(name)
+    return match.group("name") if match else None
+
+
+def ownership_of(path: str) -> Ownership | None:
+    """Return the permission bits and owner of a file (not following a final link), or None."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return stat_mod.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+
+
+def _sibling_ownership(directory: str) -> Ownership | None:
+    """Return what a new file in ``directory`` should get: the mode and owner of a regular file
+    there (Spark writes every file of a directory as the query's user, with one umask), else the
+    directory's owner and its read/write bits."""
+    try:
+        with os.scandir(directory) as it:
+            for entry in it:
+                if temp_of(entry.name) is None and entry.is_file(follow_symlinks=False):
+                    st = entry.stat(follow_symlinks=False)
+                    return stat_mod.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+        st = os.stat(directory)
+    except OSError:
+        return None
+    return stat_mod.S_IMODE(st.st_mode) & 0o666, st.st_uid, st.st_gid
+
+
+def _give(fd_or_path: int | str, owner: Ownership) -> None:
+    """Give a file an owner and mode; an owner this process may not give (not root) is left."""
+    mode, uid, gid = owner
+    with contextlib.suppress(PermissionError):
+        os.chown(fd_or_path, uid, gid)
+    os.chmod(fd_or_path, mode)
+
+
+def _makedirs_like_parent(directory: str) -> None:
+    """Create ``directory`` and its missing parents, each with the owner and mode of the directory
+    above it (a new ``state/0/5/`` belongs to the query's user, as its siblings do)."""
+    missing: list[str] = []
+    path = directory
+    while not os.path.isdir(path):
+        missing.append(path)
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    for new in reversed(missing):
+        try:
+            os.mkdir(new)
+        except FileExistsError:
+            continue
+        st = os.stat(os.path.dirname(new))
+        _give(new, (stat_mod.S_IMODE(st.st_mode), st.st_uid, st.st_gid))
+
+
 @contextlib.contextmanager
-def _temp_beside(final: str, data: bytes) -> Iterator[str]:
-    """Write ``data`` to a hidden, fsync'ed temp file beside ``final``; it goes whatever fails."""
+def _temp_beside(
+    final: str, data: bytes, *, mode: int = 0o666, owner: Ownership | None = None
+) -> Iterator[str]:
+    """Write ``data`` to a hidden, fsync'ed temp file beside ``final``, created with ``mode`` (less
+    the umask) or, given ``owner``, private until it gets that mode and owner; it goes whatever
+    fails."""
     os.makedirs(os.path.dirname(final), exist_ok=True)
     tmp = os.path.join(os.path.dirname(final), f".{os.path.basename(final)}.{uuid.uuid4()}.cdtmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(tmp, "xb") as fh:
+        fd = os.open(tmp, flags, 0o600 if owner is not None else mode)
+        with open(fd, "wb", closefd=True) as fh:
             fh.write(data)
             fh.flush()
+            if owner is not None:
+                _give(fd, owner)
             os.fsync(fh.fileno())
         yield tmp
     finally:
@@ -263,17 +339,26 @@ class LocalStorage(RootedPaths):
             return os.path.exists(self.full_path(rel))
 
     # ----------------------------------------------------------------------------- changing
-    def write_exclusive(self, rel: str, data: bytes) -> None:
+    def write_exclusive(
+        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Ownership | None = None
+    ) -> None:
         """Create a file that must not exist yet, atomically.
 
         The data goes to a hidden temp file in the same directory and is fsync'ed, then ``os.link``
         gives it the final name, which fails if the name exists (atomic on every POSIX file system,
         NFS included), and the temp goes: never a partial file under the final name, and of two
         processes creating one name exactly one succeeds.
+
+        ``like_siblings``: the file (and any directory made for it) gets the mode and owner of the
+        files beside it, not this process's (a repair run as root must leave files the query's
+        user can read, whatever the umask); ``owner``: exactly that mode and owner (a restore).
         """
         with translated(self.url_of(rel), "write"):
             final = self.full_path(rel)
-            with _temp_beside(final, data) as tmp:
+            if like_siblings or owner is not None:
+                _makedirs_like_parent(os.path.dirname(final))
+                owner = owner or _sibling_ownership(os.path.dirname(final))
+            with _temp_beside(final, data, owner=owner) as tmp:
                 try:
                     os.link(tmp, final)
                 except FileExistsError:
@@ -285,12 +370,26 @@ class LocalStorage(RootedPaths):
                         raise FileExistsError(errno.EEXIST, "exists", final) from None
                     os.replace(tmp, final)
 
-    def write(self, rel: str, data: bytes) -> None:
-        """Create or replace a file atomically: temp file, fsync, ``os.replace``."""
+    def write(self, rel: str, data: bytes, *, private: bool = False) -> None:
+        """Create or replace a file atomically: temp file, fsync, ``os.replace``. ``private``: only
+        this process's user may read it (a backup of a file that may be private)."""
         with translated(self.url_of(rel), "write"):
             final = self.full_path(rel)
-            with _temp_beside(final, data) as tmp:
+            with _temp_beside(final, data, mode=0o600 if private else 0o666) as tmp:
                 os.replace(tmp, final)
+
+    def temps_beside(self, rel: str) -> list[str]:
+        """Return the temp files this module left beside ``rel`` (relative paths), by a process
+        killed between their write and their link: the tool's own, to clean."""
+        directory, _, name = self.full_path(rel).rpartition("/")
+        base = rel.rpartition("/")[0]
+        try:
+            names = os.listdir(directory or "/")
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            raise translate_error(exc, self.url_of(base), "list") from exc
+        return sorted(f"{base}/{n}" if base else n for n in names if temp_of(n) == name)
 
     def delete(self, rel: str) -> None:
         """Delete one file."""

@@ -153,8 +153,11 @@ class FsspecStorage(RootedPaths):
             return bool(self.fs.exists(path))
 
     # ----------------------------------------------------------------------------- changing
-    def write_exclusive(self, rel: str, data: bytes) -> None:
-        """Create a file that must not exist yet: ``pipe_file(mode="create")``.
+    def write_exclusive(
+        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Any = None
+    ) -> None:
+        """Create a file that must not exist yet: ``pipe_file(mode="create")`` (an object has no
+        owner or mode of its own: ``like_siblings`` and ``owner`` change nothing).
 
         On S3 that is one ``PutObject`` with ``If-None-Match: *``, which the service applies
         atomically (of two racing creators one gets 412 PreconditionFailed) for objects under
@@ -166,8 +169,8 @@ class FsspecStorage(RootedPaths):
             self.fs.pipe_file(path, data, mode="create")
             self.fs.invalidate_cache(path)
 
-    def write(self, rel: str, data: bytes) -> None:
-        """Create or replace a file: one PUT."""
+    def write(self, rel: str, data: bytes, *, private: bool = False) -> None:
+        """Create or replace a file: one PUT (``private``: the bucket's policy decides who reads)."""
         path = self.full_path(rel)
         with translated(self.url_of(rel), "write"):
             self.fs.pipe_file(path, data)
