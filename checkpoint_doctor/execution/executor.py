@@ -55,13 +55,13 @@ from checkpoint_doctor.execution.journal import (
     DIRS_BEFORE,
     FAILED,
     INTERRUPTED,
+    JOURNAL,
     LISTING_AFTER,
     LISTING_BEFORE,
+    MAX_RECORD_BYTES,
     PARTLY_UNDONE,
     PLAN,
     PROGRESS_EVERY,
-    JOURNAL,
-    MAX_RECORD_BYTES,
     TOOL_SUFFIX,
     Journal,
     backup_path,
@@ -597,7 +597,9 @@ def _changed_since(
 
 def _listing_before(journal: Journal) -> list[Any]:
     recorded = journal.first("recorded") or {}
-    _digest_checked(journal, LISTING_BEFORE, recorded.get("listing_before_sha256"), "listing before the apply")
+    _digest_checked(
+        journal, LISTING_BEFORE, recorded.get("listing_before_sha256"), "listing before the apply"
+    )
     return read_jsonl(journal.store, LISTING_BEFORE)
 
 
@@ -876,7 +878,9 @@ def undo_journal(
             for key in sorted({s.key for s in steps if s.key is not None}):
                 io.remove_temps(*key)
             _remove_created_dirs(journal, steps, io)
+            journal.append(
+                {"event": "undone", "restored": len(progress.restored), "removed": len(progress.removed)}
+            )
         except (CheckpointDoctorError, OSError) as exc:
             raise _undo_failed(journal, exc, progress, len(actions)) from exc
-        journal.append({"event": "undone", "restored": len(progress.restored), "removed": len(progress.removed)})
     return UndoResult(journal.url, tuple(progress.restored), tuple(progress.removed), tuple(unchanged))

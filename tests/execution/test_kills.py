@@ -63,7 +63,9 @@ def test_a_fault_at_every_operation_of_undo_is_finished_by_undo_again(name, tmp_
             result = apply(cp, plan)
             exc = failure_of(lambda: _faulty_undo(result.journal_url, FaultInjector(n)))  # noqa: B023
             if isinstance(exc, UndoFailedError):
-                assert "PARTLY restored" in str(exc) and f"checkpoint-doctor undo {result.journal_url}" in str(exc)
+                assert "PARTLY restored" in str(
+                    exc
+                ) and f"checkpoint-doctor undo {result.journal_url}" in str(exc)
                 assert states(cp) == ["partly undone"]
             if exc is not None:
                 assert "injected fault" in str(exc)

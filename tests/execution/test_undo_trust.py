@@ -75,7 +75,7 @@ def test_undo_refuses_a_replaced_plan_even_with_the_journal_edited_to_match(tmp_
     # that the forged steps' files were not the apply's to remove.
     del events[0]["plan_sha256"]
     _write_events(location, events)
-    with pytest.raises(UndoRefusedError, match="created .*, which was there before the apply"):
+    with pytest.raises(UndoRefusedError, match=r"created .*, which was there before the apply"):
         undo(result.journal_url)
     assert tree_bytes(cp) == after
     assert all((cp / p).exists() for p in FORGED)
@@ -93,7 +93,9 @@ def test_undo_refuses_a_swapped_backup_and_manifest_row(tmp_path):
     saved.write_bytes(evil)
     rows[0].update(size=len(evil), sha256=hashlib.sha256(evil).hexdigest())
     (location / "backups.jsonl").write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in rows))
-    with pytest.raises(UndoRefusedError, match="backups.jsonl is not the backups manifest this apply recorded"):
+    with pytest.raises(
+        UndoRefusedError, match=r"backups\.jsonl is not the backups manifest this apply recorded"
+    ):
         undo(result.journal_url)
     assert tree_bytes(cp) == after
 
@@ -108,7 +110,9 @@ def test_undo_refuses_a_journal_naming_another_checkpoint_before_touching_it(tmp
     events[0]["checkpoint"] = str(other)
     _write_events(location, events)
     after = tree_bytes(cp)
-    with pytest.raises(UndoRefusedError, match=f"says it applied to {other}, but it is not that checkpoint's"):
+    with pytest.raises(
+        UndoRefusedError, match=f"says it applied to {other}, but it is not that checkpoint's"
+    ):
         undo(result.journal_url)
     assert not Path(tool_url(str(other))).exists(), "undo created a tool directory for the named path"
     assert tree_bytes(cp) == after and tree_bytes(other) == {"keep": hashlib.sha256(b"x").hexdigest()}
@@ -187,6 +191,7 @@ def test_a_checkpoint_reached_through_a_symlink_has_one_lock_and_one_history(tmp
         rows = apply_history(str(path), open_storage)
         assert [(r["state"], r["journal"]) for r in rows] == [("applied", str(journal))]
 
+
 # ----------------------------------------------------------------------------- owners and modes
 
 QUERY_USER = 1234
@@ -231,9 +236,7 @@ def test_created_files_and_directories_take_their_siblings_owner_and_mode(tmp_pa
     finally:
         os.umask(old)
     for path in created:
-        sibling = next(
-            p for p in (cp / path).parent.iterdir() if p.is_file() and p.name != Path(path).name
-        )
+        sibling = next(p for p in (cp / path).parent.iterdir() if p.is_file() and p.name != Path(path).name)
         st, want = (cp / path).stat(), sibling.stat()
         assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (
             want.st_uid,
