@@ -92,6 +92,7 @@ def explain_command(code: str, output_format: str) -> None:
     from dataclasses import asdict
 
     from checkpoint_doctor.diagnosis.codes import CODES, lookup
+    from checkpoint_doctor.diagnosis.severity import rule_text
     from checkpoint_doctor.render.text import json_document, layout, render_explain
 
     info = lookup(code)
@@ -99,6 +100,7 @@ def explain_command(code: str, output_format: str) -> None:
         raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")
     data = asdict(info)
     data["search"] = list(info.search)
+    data["severity_rule"] = rule_text(info.code)
     if output_format == "json":
         emit(json_document("explain", data))
         return

@@ -144,6 +144,8 @@ def plan_command(
     emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints))
     if plan.unresolved:
         raise CommandFailed(ExitCode.ERRORS)
+    if matrix.state_may_be_gone is not None:
+        raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
 
 
 def _read_plan(path: str) -> Any:

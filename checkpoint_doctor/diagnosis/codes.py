@@ -490,7 +490,10 @@ _ALL = (
         "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE). None restarts with empty state. "
         "Spark 4.2+ fails the first batch with STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY.",
         "state/ was deleted, not copied, or expired by a lifecycle rule.",
-        "Restore state/ from a backup, or start a new checkpoint and rebuild state from the sources.",
+        "Restore state/ from a backup. Without one, 'plan --stateful --accept-data-loss' writes empty "
+        "state (reset-state: aggregates restart from zero, deduplication forgets the keys it has seen, "
+        "stream-stream joins lose buffered rows), or start a new checkpoint and rebuild state from the "
+        "sources.",
         "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
         "Error reading delta file",
         "1.changelog does not exist",
@@ -600,9 +603,12 @@ _ALL = (
         "state/ was deleted or never copied with the checkpoint (a copy of offsets/ and commits/ only, a "
         "lifecycle rule, a cleanup script), or the query is stateless and only uses withWatermark.",
         "If the query has stateful operators (aggregations, dropDuplicates, stream-stream joins, "
-        "(flat)MapGroupsWithState, transformWithState), restore state/ from a backup; without it "
-        "the only way on is a new checkpoint that rebuilds state from the sources. Rerun diagnose with "
-        "--stateful or --stateless to get a definite answer.",
+        "(flat)MapGroupsWithState, transformWithState), restore state/ from a backup. Without one, "
+        "'plan --stateful --accept-data-loss' writes empty state (reset-state: aggregates restart from "
+        "zero, deduplication forgets the keys it has seen, stream-stream joins lose buffered rows), or "
+        "start a new checkpoint that rebuilds state from the sources. Rerun diagnose or plan with "
+        "--stateful or --stateless to get a definite answer (with --stateful the finding is CD301, an "
+        "error).",
         "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
         "CANNOT_READ_DELTA_FILE_NOT_EXISTS",
         "Error reading delta file",

@@ -13,9 +13,15 @@ however it is restarted". The matrix answers it cell by cell with the single-cel
 Each cell has a **role**: ``as-configured`` (the detected mode on the line(s) that wrote the
 checkpoint, or the named lines/modes), ``plausible`` (an upgrade, or another plausible mode), or
 ``downgrade`` (a line older than the writer: shown, counted only when named). Findings merge across
-the counted cells; an error that only a plausible cell meets becomes a warning naming the cell and
-quoting Spark. Exit code: an as-configured cell fails or an error -> 4; any counted cell fails or a
+the counted cells with the one severity rule (:mod:`~checkpoint_doctor.diagnosis.severity`): an
+error that only makes plausible cells fail is a warning naming the cells and quoting Spark. Exit code: an as-configured cell fails or an error -> 4; any counted cell fails or a
 warning -> 1; else 0.
+
+"As configured" means the session the writer had: the confs its logs prove
+(:mod:`~checkpoint_doctor.diagnosis.writer_confs`, e.g. ``checkpointFormatVersion=2`` proven by v2
+commits with ``stateUniqueIds``) are set in every cell. A restart without them is a plausible
+restart too: where it fails and the configured one starts, its failure is a warning naming the conf
+(those cells are judged but not shown as rows; the matrix rows are the writer's session).
 """
 
 from __future__ import annotations
@@ -30,8 +36,10 @@ from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.severity import effective_severity
 from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
 from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -125,6 +133,8 @@ class MatrixDiagnosis:
     statefulness: Statefulness
     named_lines: tuple[str, ...] = ()
     named_modes: tuple[str, ...] = ()
+    #: The session confs the logs prove the writer used, set in every cell.
+    proven: tuple[ProvenConf, ...] = ()
 
     @property
     def counted_cells(self) -> tuple[CellDiagnosis, ...]:
@@ -158,6 +168,11 @@ class MatrixDiagnosis:
         if WARNING in severities or self.failing_cells:
             return ExitCode.WARNINGS
         return ExitCode.OK
+
+    @property
+    def state_may_be_gone(self) -> Finding | None:
+        """Return the CD310 finding: statefulness unknown, traces of state, no state (None: not met)."""
+        return next((f for f in self.findings if f.code == Code.STATE_MAY_BE_GONE), None)
 
     def cell(self, spark: str, mode: str) -> CellDiagnosis | None:
         """Return one cell, or None when it is not in the matrix."""
@@ -312,7 +327,8 @@ def describe(cells: Sequence[CellDiagnosis]) -> str:
         line_words = {c.situation[0] for c in members}
         upgrade = f" ({line_words.pop()})" if len(line_words) == 1 and "" not in line_words else ""
         words = _WITH.get(mode_words, mode_words)
-        parts.append(f"with {words} on Spark {span}" if mode_words else f"on Spark {span}{upgrade}")
+        words = words if words.startswith("without ") else f"with {words}"
+        parts.append(f"{words} on Spark {span}" if mode_words else f"on Spark {span}{upgrade}")
     return "; ".join(parts)
 
 
@@ -339,8 +355,16 @@ def _state_message(finding: Finding, everyone: Sequence[CellDiagnosis], detected
     traces = "; ".join(str(t) for t in finding.detail("traces", ()))
     return (
         f"state/ holds no state, but {traces}. If the query has stateful operators, their state is gone "
-        f"and a {detected} restart does this: {consequences}."
+        f"and a {detected} restart does this: {consequences}. {SETTLE_STATEFULNESS}"
     )
+
+
+#: How an operator settles unknown statefulness (diagnose, plan and explain CD310 say the same).
+SETTLE_STATEFULNESS = (
+    "Settle it with --stateful or --stateless: with --stateful the finding is CD301 (an error), "
+    "restoring state/ from a backup keeps the state, and 'plan --stateful --accept-data-loss' resets "
+    "it to empty (reset-state)."
+)
 
 
 def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Finding, ...]:
@@ -359,17 +383,24 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
         configured = any(c.role == AS_CONFIGURED for c in counted)
         quote = _quote(first, counted)
         message = f"{quote}. {first.message}" if quote else first.message
-        severity = None
+        failing = [c for c in counted if c.fails and first.code in c.diagnosis.prediction.caused_by]
+        severity: str | None = effective_severity(
+            first.code,
+            fails_configured=any(c.role == AS_CONFIGURED for c in failing),
+            fails_plausible=any(c.role != AS_CONFIGURED for c in failing),
+            met_configured=configured,
+        )
+        if severity == first.severity:
+            severity = None  # the code's own: not stored, so a finding's JSON stays as it was
         if first.code == Code.STATE_MAY_BE_GONE:
             message = _state_message(first, cells, detected)
         elif not configured:
-            severity = WARNING if first.severity == ERROR else None
             message = message if quote else f"{describe(counted)}: {first.message}"
         merged.append(
             replace(
                 first,
                 message=message,
-                cells=tuple((c.cell.spark, c.cell.mode) for c in counted),
+                cells=tuple(dict.fromkeys((c.cell.spark, c.cell.mode) for c in counted)),
                 effective_severity=severity,
             )
         )
@@ -389,6 +420,8 @@ def _assumptions(facts: SnapshotFacts, snapshot: CheckpointSnapshot, opts: Matri
         out.append(
             "the Spark line that wrote it is unknown (no pinned confs): every line counts as configured"
         )
+    for p in opts_proven(opts, snapshot):
+        out.append(f"{p.text}: the writer's session had it ({p.evidence}); every restart is judged with it")
     if base.stateful is None and facts.statefulness.verdict == UNKNOWN:
         out.append(f"stateful operators: {facts.statefulness.text}")
     if base.sources is None:
@@ -416,7 +449,10 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
     if unknown:
         raise ValueError(f"unsupported Spark line {unknown[0]!r}; supported: {', '.join(LINES)}")
     facts = SnapshotFacts(snapshot)
-    cells = diagnose_cells(snapshot, plan_cells(facts, opts), opts.base, facts)
+    proven = opts_proven(opts, snapshot)
+    planned = plan_cells(facts, opts)
+    cells = diagnose_cells(snapshot, planned, with_confs(opts.base, proven), facts)
+    unset = _without_proven(snapshot, planned, cells, opts.base, proven, facts)
     return MatrixDiagnosis(
         checkpoint=snapshot.root,
         query_id=snapshot.query_id,
@@ -424,9 +460,44 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         writer_lines=writer_lines(facts.writer),
         mode_detected=facts.mode.mode,
         cells=cells,
-        findings=merge_findings(cells, facts.mode.mode),
+        findings=merge_findings(cells + unset, facts.mode.mode),
         assumptions=tuple(_assumptions(facts, snapshot, opts)),
         statefulness=facts.statefulness,
         named_lines=opts.lines,
         named_modes=opts.modes,
+        proven=proven,
     )
+
+
+def opts_proven(opts: MatrixOptions, snapshot: CheckpointSnapshot) -> tuple[ProvenConf, ...]:
+    """Return the confs the logs prove the writer used that the operator did not set otherwise."""
+    return applicable(proven_confs(snapshot), opts.base)
+
+
+def _without_proven(
+    snapshot: CheckpointSnapshot,
+    planned: Sequence[PlannedCell],
+    cells: Sequence[CellDiagnosis],
+    base: DiagnoseOptions,
+    proven: tuple[ProvenConf, ...],
+    facts: SnapshotFacts,
+) -> tuple[CellDiagnosis, ...]:
+    """Return the plausible restarts without the proven confs that fail where the writer's session
+    starts, keeping only the findings that make them fail (the rest is the configured cells')."""
+    if not proven:
+        return ()
+    words = "without " + ", ".join(p.text for p in proven)
+    starting = {c.cell for c in cells if c.counted and not c.fails}
+    wanted = []
+    for cell, _, _, (line_words, mode_words) in planned:
+        if cell in starting:
+            how = f"{mode_words}, {words}" if mode_words else words
+            label = ", ".join(p for p in (f"Spark {cell.spark}", line_words, how) if p)
+            wanted.append((cell, PLAUSIBLE, label, (line_words, how)))
+    out = []
+    for c in diagnose_cells(snapshot, wanted, base, facts):
+        if c.fails:
+            pred = c.diagnosis.prediction
+            kept = tuple(f for f in c.diagnosis.findings if f.code in pred.caused_by)
+            out.append(replace(c, diagnosis=replace(c.diagnosis, findings=kept)))
+    return tuple(out)

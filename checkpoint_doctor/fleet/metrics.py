@@ -8,6 +8,8 @@ Every metric has ``# HELP`` and ``# TYPE`` lines and one sample per line; label 
   record's verdict, 0 for the others, so an alert can match ``== 1``);
 * ``checkpoint_doctor_restart_starts{spark, mode, role}``: 1 when that restart starts, 0 when it
   fails (every cell of the restart matrix: the verdict per Spark line);
+* ``checkpoint_doctor_restart_fails_if_stateful{spark, mode, role}``: 1 when that restart starts
+  only if the query is stateless (statefulness unknown and state/ holds no state: CD310), else 0;
 * ``checkpoint_doctor_latest_offsets_batch_id``, ``checkpoint_doctor_latest_commit_batch_id`` and
   ``checkpoint_doctor_uncommitted_batches`` (the gap between them);
 * ``checkpoint_doctor_newest_batch_age_seconds``: since the newest batch was planned (offsets'
@@ -24,7 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checkpoint_doctor.fleet.report import VERDICTS
+from checkpoint_doctor.fleet.report import VERDICTS, fails_if_stateful
 
 PREFIX = "checkpoint_doctor_"
 
@@ -74,6 +76,10 @@ def _families() -> dict[str, _Family]:
         ),
         ("verdict", "1 for the directory's verdict, 0 for the others."),
         ("restart_starts", "1 when the restart (Spark line, mode) starts, 0 when Spark fails to restart."),
+        (
+            "restart_fails_if_stateful",
+            "1 when the restart starts only if the query is stateless (state/ holds no state, CD310).",
+        ),
         ("latest_offsets_batch_id", "Newest batch id in offsets/."),
         ("latest_commit_batch_id", "Newest batch id in commits/ (-1: none)."),
         ("uncommitted_batches", "Batches planned in offsets/ after the newest commit."),
@@ -92,6 +98,13 @@ def _record(families: Mapping[str, _Family], record: Mapping[str, Any], now_ms: 
         starts = 1 if cell["outcome"] == "starts" else 0
         families["restart_starts"].add(
             starts, **who, spark=cell["spark"], mode=cell["mode"], role=cell["role"]
+        )
+        families["restart_fails_if_stateful"].add(
+            1 if fails_if_stateful(cell) else 0,
+            **who,
+            spark=cell["spark"],
+            mode=cell["mode"],
+            role=cell["role"],
         )
     latest = record.get("latest") or {}
     if latest.get("offsets") is not None:

@@ -94,8 +94,9 @@ def line_verdicts(cells: Sequence[Mapping[str, Any]]) -> str:
         failing = [
             c["mode"] for c in cells if c["counted"] and c["spark"] == line and c["outcome"] == "fails"
         ]
+        stateless_only = any(c["counted"] and c["spark"] == line and fails_if_stateful(c) for c in cells)
         verdict = (
-            "ok"
+            ("ok if stateless" if stateless_only else "ok")
             if not failing
             else "FAILS"
             + (
@@ -112,6 +113,11 @@ def line_verdicts(cells: Sequence[Mapping[str, Any]]) -> str:
         f"{members[0]}{'-' + members[-1] if len(members) > 1 else ''} {verdict}"
         for verdict, members in groups
     )
+
+
+def fails_if_stateful(cell: Mapping[str, Any]) -> bool:
+    """Whether a restart that starts fails if the query is stateful (statefulness unknown, CD310)."""
+    return cell["outcome"] == "starts" and str(cell.get("if_stateful") or "").startswith("FAILS")
 
 
 def checkpoint_record(
@@ -134,14 +140,19 @@ def checkpoint_record(
     data = matrix.to_dict()
     record = _base("checkpoint", url, root, path, matrix.exit_code)
     restart = data["restart"]
+    primary = matrix.primary.to_dict()
     record["restart"] = {
         "outcome": restart["outcome"],
         "summary": restart["summary"],
         "next_batch_id": restart["next_batch_id"],
         "caused_by": restart["caused_by"],
+        "if_stateful": primary["if_stateful"],
     }
+    if fails_if_stateful(record["restart"]):
+        # As diagnose's "?": the restart starts only if the query is stateless (CD310).
+        record["restart"]["summary"] += f" if stateless; if stateful: {primary['if_stateful']}"
     record["matrix"] = [
-        {k: c[k] for k in ("spark", "mode", "role", "counted", "label", "outcome", "summary")}
+        {k: c[k] for k in ("spark", "mode", "role", "counted", "label", "outcome", "summary", "if_stateful")}
         for c in data["matrix"]
     ]
     record["lines"] = line_verdicts(record["matrix"])
@@ -272,6 +283,9 @@ def summarize(
         "kinds": {k: kinds.get(k, 0) for k in ("checkpoint", "sink", "root")},
         "verdicts": {v: verdicts.get(v, 0) for v in (OK, WARNING, ERROR, UNREADABLE)},
         "restart_fails": sum(1 for r in records if (r.get("restart") or {}).get("outcome") == "fails"),
+        "restart_fails_if_stateful": sum(
+            1 for r in records if r.get("restart") and fails_if_stateful(r["restart"])
+        ),
         "some_restart_fails": sum(
             1 for r in records if any(c["counted"] and c["outcome"] == "fails" for c in r.get("matrix") or [])
         ),
@@ -422,6 +436,11 @@ def render_audit(
         ("Audited", ", ".join(roots)),
         ("Found", f"{kinds['checkpoint']} checkpoints, {kinds['sink']} file sink outputs"),
         ("Will not restart", summary["restart_fails"]),
+        *(
+            [("Fails if stateful", summary["restart_fails_if_stateful"])]
+            if summary.get("restart_fails_if_stateful")
+            else []
+        ),
         ("Verdicts", f"{v[ERROR]} error, {v[UNREADABLE]} unreadable, {v[WARNING]} warning, {v[OK]} ok"),
         ("Exit code", summary["exit_code"]),
     ]

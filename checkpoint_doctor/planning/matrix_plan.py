@@ -17,6 +17,7 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import ERROR
 from checkpoint_doctor.diagnosis.matrix import AS_CONFIGURED, Cell, CellDiagnosis, MatrixDiagnosis
+from checkpoint_doctor.diagnosis.writer_confs import with_confs
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.planning.planner import plan_repair
 from checkpoint_doctor.planning.request import PlanOptions
@@ -45,7 +46,8 @@ def plan_for_matrix(
     targets = repair_targets(matrix) or (matrix.primary,)
     first = targets[0]
     guards = tuple(c.cell for c in matrix.counted_cells if c not in targets and not c.fails)
-    base = replace(options.diagnose, spark=first.cell.spark, mode=first.cell.mode)
+    # The writer's session: the confs its logs prove are set as in every cell of the matrix.
+    base = replace(with_confs(options.diagnose, matrix.proven), spark=first.cell.spark, mode=first.cell.mode)
     opts = replace(options, diagnose=base, cells=tuple(t.cell for t in targets), guards=guards)
     plan = plan_repair(snapshot, first.diagnosis, opts, storage_options=storage_options)
     by_cell = {t.cell: t for t in targets}
@@ -59,5 +61,10 @@ def plan_for_matrix(
                 f"after this plan a restart {target.label} still fails: {doc['after']}"
                 + (" (as configured)" if target.role == AS_CONFIGURED else "")
             )
+    gone = matrix.state_may_be_gone
+    if gone is not None:
+        # Unknown statefulness: the plan repairs the query as stateless; say what a stateful one
+        # meets, as diagnose does (the plan exits 1 on it, like diagnose).
+        warnings.append(f"stateful operators unknown: {gone.message}")
     expected = {**plan.expected, "cells": cells}
     return replace(plan, expected=expected, warnings=tuple(dict.fromkeys(warnings)))

@@ -591,12 +591,22 @@ def render_matrix(result: dict[str, Any], width: int | None = None, hints: Hints
     return "\n\n".join(blocks) + "\n"
 
 
+def _rule_differs(info: dict[str, Any]) -> bool:
+    return bool(info.get("severity_rule", info["severity"]) != info["severity"])
+
+
+def _severity_words(info: dict[str, Any]) -> str:
+    """``error`` codes are errors as configured and warnings for a plausible restart (the rule)."""
+    return "error as configured, warning for a plausible restart" if _rule_differs(info) else info["severity"]
+
+
 def render_explain(info: dict[str, Any]) -> str:
     """Return one code's explanation."""
     lines = [
-        f"{info['code']} {info['slug']} ({info['severity']})",
+        f"{info['code']} {info['slug']} ({_severity_words(info)})",
         info["title"],
         "",
+        *([section("Severity", info["severity_rule"]), ""] if _rule_differs(info) else []),
         section("What Spark does", info["spark_does"]),
         "",
         section("Why it breaks", info["why"]),
