@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -253,3 +255,52 @@ def test_a_pinned_partition_count_that_is_no_int_is_restored_from_the_offsets_be
     assert code == 0, err
     assert "Strategy    rewrite" in out and "Addresses   CD013" in out
     assert "line 2 of offsets/3 rebuilt from offsets/2" in out
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a child process: a command that blocks on a FIFO blocks the child, not pytest
+    (the timeout is a hang guard, not a measurement)."""
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "checkpoint_doctor", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("extra", [["--yes"], ["--dry-run"]])
+def test_a_fifo_named_as_the_plan_is_refused_without_blocking(tmp_path: Path, extra: list[str]) -> None:
+    fifo = tmp_path / "p.json"
+    os.mkfifo(fifo)
+
+    run = _cli("apply", str(fifo), *extra)
+
+    assert run.returncode == 2
+    assert run.stderr == (
+        f"checkpoint-doctor: error: cannot read plan {fifo}: it is a named pipe (FIFO); "
+        "pass the file written by 'plan -o'\n"
+    )
+
+
+@pytest.mark.parametrize("named", ["journal.jsonl", "."])
+def test_a_fifo_named_as_the_journal_is_refused_without_blocking(tmp_path: Path, capsys, named: str) -> None:
+    journal = tmp_path / "backup" / "journal.jsonl"
+    journal.parent.mkdir()
+    os.mkfifo(journal)
+
+    code, _out, err = run(capsys, "undo", str(journal.parent / named).removesuffix("/."))
+
+    assert code == 2
+    assert err == (
+        f"checkpoint-doctor: error: cannot read journal {journal}: it is a named pipe (FIFO); "
+        "pass the journal.jsonl that apply printed\n"
+    )
+
+
+def test_a_device_named_as_the_plan_is_refused(capsys) -> None:
+    code, _out, err = run(capsys, "apply", "/dev/zero", "--yes")
+
+    assert code == 2
+    assert err.startswith("checkpoint-doctor: error: cannot read plan /dev/zero: it is a device;")
