@@ -248,10 +248,14 @@ def test_metrics_are_prometheus_text_written_atomically(local_fleet, tmp_path, m
     seen_during_write: list[str] = []
     real_replace = os.replace
 
-    def replace(src, dst):
-        seen_during_write.append(Path(dst).read_text())  # the target as a reader sees it mid-write
-        assert Path(src).parent == Path(dst).parent and Path(src).read_text().endswith("\n")
-        real_replace(src, dst)
+    def replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+        # Relative to the directory opened once (issue 19.8), the temporary file beside the target.
+        assert src_dir_fd is not None and src_dir_fd == dst_dir_fd and "/" not in src + dst
+        seen_during_write.append(target.read_text())  # the target as a reader sees it mid-write
+        fd = os.open(src, os.O_RDONLY, dir_fd=src_dir_fd)
+        with os.fdopen(fd) as fh:
+            assert fh.read().endswith("\n")
+        real_replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(outputs_module.os, "replace", replace)
     code, _, err = run(capsys, "audit", local_fleet.root, "--live-window", "0", "--metrics", str(target))
