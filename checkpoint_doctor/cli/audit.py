@@ -10,7 +10,7 @@ from typing import Any, TextIO
 import click
 
 from checkpoint_doctor import __version__
-from checkpoint_doctor.cli.app import CommandFailed, emit, invocation, now_ms
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, now_ms, shown
 from checkpoint_doctor.cli.options import (
     live_window_option,
     normalize_url,
@@ -64,6 +64,7 @@ class Progress:
         self.drawn = 0
 
     def _draw(self, line: str) -> None:
+        line = shown(line)
         self.stream.write("\r" + line.ljust(self.drawn))
         self.drawn = max(self.drawn, len(line))
         self.stream.flush()
@@ -372,7 +373,7 @@ class AuditRun:
                     )
                 )
         for problem in problems:
-            click.echo(f"checkpoint-doctor: error: {problem}", err=True)
+            echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:
             raise CommandFailed(code, "interrupted: the records written so far are kept")
         if not result.records:
@@ -386,7 +387,7 @@ class AuditRun:
 
 def _write_line(line: str) -> None:
     """Write one JSON Lines line and flush it: a consumer (or a Ctrl-C) sees every finished record."""
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(shown(line) + "\n")
     sys.stdout.flush()
 
 

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.cli.options import normalize_url
 from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
+from checkpoint_doctor.redaction import redact
 
 if TYPE_CHECKING:
     from checkpoint_doctor.reading.storage import Storage
@@ -251,7 +252,8 @@ def write_destination(dest: Destination, text: str) -> None:
         UsageError: the write failed; the text was saved to a local temporary file, which the
             message names.
     """
-    data = text.encode("utf-8", "backslashreplace")
+    # Credentials in URLs never reach a file either (the page, the metrics labels, the plan).
+    data = redact(text).encode("utf-8", "backslashreplace")
     try:
         if dest.local:
             write_atomically(dest.url, data, replace=dest.force, guarded=dest.guarded)

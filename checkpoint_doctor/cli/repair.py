@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from checkpoint_doctor.cli.app import CommandFailed, emit, now_ms
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms
 from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
@@ -208,7 +208,7 @@ def apply_command(
                 "apply changes the checkpoint and needs confirmation",
                 hint="pass --yes when not on a terminal",
             )
-        click.echo(render_plan(p.to_dict(), None), err=True)
+        echo_err(render_plan(p.to_dict(), None))
         return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
 
     result = apply_plan(
