@@ -19,7 +19,13 @@ from checkpoint_doctor.cli.options import (
     storage_options,
     terminal_width,
 )
-from checkpoint_doctor.cli.outputs import Destination, check_destination, check_outside, write_destination
+from checkpoint_doctor.cli.outputs import (
+    Destination,
+    check_destination,
+    check_outside,
+    destination_exists,
+    write_destination,
+)
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
@@ -319,13 +325,19 @@ class AuditRun:
         OR-ed into the exit code (the audit itself is kept)."""
         problems: list[str] = []
         finished = now_ms()
-        if self.html is not None:
+        if self.html is not None and self.interrupted and destination_exists(self.html):
+            # Ctrl-C: the page of the last complete audit stays (a partial page replaced it, its
+            # header saying exit code 5 while the process said 130; issue 19.9).
+            problems.append(
+                f"--html {self.html.url} kept as it was: the audit was interrupted (a partial page would replace it)"
+            )
+        elif self.html is not None:
             try:
                 page = render_html(
                     result.roots,
                     result.records,
                     result.notes,
-                    result.summary,
+                    {**result.summary, "exit_code": code},
                     generated_at=iso_utc(self.started),
                     version=__version__,
                 )

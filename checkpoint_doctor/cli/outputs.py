@@ -121,11 +121,17 @@ def check_destination(
         _check_remote(url, option, storage_options or {})
         dest = Destination(url, option, False, dict(storage_options or {}), force)
     check_outside(dest, reading)
-    if not force and _parent(dest)[0].exists(_parent(dest)[1]):
+    if not force and destination_exists(dest):
         raise UsageError(
             f"{option} {dest.url} exists", hint="pass --force to overwrite it, or choose another path"
         )
     return dest
+
+
+def destination_exists(dest: Destination) -> bool:
+    """Return whether the destination's file exists now."""
+    store, name = _parent(dest)
+    return store.exists(name)
 
 
 def _parent(dest: Destination) -> tuple[Storage, str]:

@@ -304,3 +304,43 @@ def test_a_device_named_as_the_plan_is_refused(capsys) -> None:
 
     assert code == 2
     assert err.startswith("checkpoint-doctor: error: cannot read plan /dev/zero: it is a device;")
+
+
+def test_a_newline_in_a_name_prints_no_fake_table_row(tmp_path: Path, capsys) -> None:
+    """Issue 19.9: ``offsets/junk<LF>state  fake-line`` printed a row of its own in the debris table."""
+    cp = fixture(tmp_path)
+    (cp / "offsets" / "junk\nstate   fake-line").write_bytes(b"x")
+
+    code, out, err = run(capsys, "inspect", str(cp))
+
+    assert code == 0, err
+    assert "offsets/junk\\x0astate   fake-line" in out
+    assert not any(line.lstrip().startswith("state   fake-line") for line in out.splitlines())
+
+
+@pytest.mark.parametrize("loop", [["loop"], ["a", "b"]])
+def test_a_symlink_loop_root_is_said_to_be_one(tmp_path: Path, capsys, loop: list[str]) -> None:
+    """Issue 19.9: a root that is a loop of links got "no such file ...; did you mean <itself>?"."""
+    for name, to in zip(loop, loop[1:] + loop[:1], strict=True):
+        (tmp_path / name).symlink_to(tmp_path / to)
+    root = tmp_path / loop[0]
+
+    code, _out, err = run(capsys, "diagnose", str(root))
+
+    assert code == 8
+    assert err == (
+        f"checkpoint-doctor: error: cannot list {root}: a loop of symbolic links; point it at the "
+        "checkpoint directory (readlink -f shows where it leads)\n"
+    )
+
+
+def test_a_dangling_symlink_root_is_not_suggested_as_itself(tmp_path: Path, capsys) -> None:
+    (tmp_path / "ckpt").symlink_to(tmp_path / "gone")
+
+    code, _out, err = run(capsys, "diagnose", str(tmp_path / "ckpt"))
+
+    assert code == 8
+    assert (
+        err
+        == f"checkpoint-doctor: error: cannot list {tmp_path / 'ckpt'}: no such file or directory; check the path\n"
+    )
