@@ -13,6 +13,8 @@ Section ``apply``: the apply time per step of a start-over plan (every commit an
 synthetic checkpoint whose ``offsets/`` is gone) with ~4x more steps against a smaller one; linear
 means a ratio near 1 (issue 14.6: 2,000 steps used to take 52 s, quadratically).
 
+Section ``plan``: the plan time per orphan ``.crc`` file, 8,000 against 1,000 (issue 19.5).
+
 Section ``inspect``:
 
 * Builds a synthetic checkpoint in a temp dir (about 50,000 files with the defaults): ``metadata``;
@@ -1135,6 +1137,56 @@ def section_apply(args: argparse.Namespace) -> list[Row]:
     ]
 
 
+# ------------------------------------------------------------------------------------------ plan
+#
+# Section ``plan`` (``--section plan``): the plan time per orphan ``.crc`` file. A real Spark 4.3
+# ``window_agg`` checkpoint (the fixture) plus N empty ``commits/.K.crc`` from the next batch on
+# (the restart fails on the first), loaded, diagnosed and planned by the library call; 8,000 orphans
+# against 1,000 in the same run (goal: linear, a per-orphan ratio <= 1.5; issue 19.5: one option per
+# orphan made it quadratic, 1,000 -> 4.4 s, 8,000 -> 98.8 s).
+
+
+def _plan_once(root: Path, orphans: int) -> tuple[int, float]:
+    """Copy the fixture, add ``orphans`` orphan checksums, time load + diagnose + plan; return
+    (quarantine steps, seconds)."""
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.planning import PlanOptions, plan_repair
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    shutil.copytree(REPO / "fixtures" / "spark-4.3.0" / "window_agg" / "checkpoint", root)
+    for k in range(4, 4 + orphans):
+        (root / "commits" / f".{k}.crc").write_bytes(b"")
+    dopts = DiagnoseOptions(spark="4.3", mode="micro-batch", live_window_s=0)
+    start = time.perf_counter()
+    snapshot = load_checkpoint(str(root))
+    plan = plan_repair(snapshot, diagnose(snapshot, dopts), PlanOptions(diagnose=dopts))
+    return len(plan.executable_steps), time.perf_counter() - start
+
+
+def section_plan(args: argparse.Namespace) -> list[Row]:
+    """Plan time per orphan checksum with 8,000 orphans against 1,000, in the same run."""
+    work = Path(tempfile.mkdtemp(prefix="bench-plan-"))
+    try:
+        runs = {
+            n: min((_plan_once(work / f"{n}-{i}", n) for i in range(args.repeat)), key=lambda r: r[1])
+            for n in (1000, 8000)
+        }
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    (steps_small, small), (steps_large, large) = runs[1000], runs[8000]
+    return [
+        (f"plan, 1,000 orphan .crc ({steps_small} steps)", seconds(small), "-", "-", "-"),
+        (f"plan, 8,000 orphan .crc ({steps_large} steps)", seconds(large), "-", "-", "-"),
+        (
+            "plan time per orphan .crc, 8,000 vs 1,000",
+            f"{large / 8000 * 1000:.3f} ms",
+            f"{small / 1000 * 1000:.3f} ms",
+            ratio(large / 8000, small / 1000),
+            "<= 1.50",
+        ),
+    ]
+
+
 # ------------------------------------------------------------------------------------------ memory
 #
 # Section ``memory`` (``--section memory``): the peak resident memory of ``checkpoint-doctor
@@ -1363,6 +1415,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "memory": section_memory,
     "matrix": section_matrix,
     "apply": section_apply,
+    "plan": section_plan,
 }
 
 

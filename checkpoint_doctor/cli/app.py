@@ -97,18 +97,30 @@ def emit(text: str) -> None:
     echo_out(text)
 
 
-def echo_out(text: str) -> None:
-    """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
-    never a crash."""
+def shown(text: str) -> str:
+    """Return text as the terminal may see it: control characters as escapes, credentials in URLs
+    masked (:func:`~checkpoint_doctor.redaction.redact`). Every line the CLI prints passes here."""
+    from checkpoint_doctor.redaction import redact
     from checkpoint_doctor.render.text import printable
 
-    text = printable(text)
+    return redact(printable(text))
+
+
+def echo_err(text: str, *, nl: bool = True) -> None:
+    """Write a line to stderr through :func:`shown`."""
+    click.echo(shown(text), nl=nl, err=True)
+
+
+def echo_out(text: str) -> None:
+    """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
+    credentials masked, never a crash."""
+    text = shown(text)
     try:
         click.echo(text, nl=not text.endswith("\n"))
     except UnicodeEncodeError:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
-        shown = text.encode(encoding, "backslashreplace").decode(encoding)
-        click.echo(shown, nl=not shown.endswith("\n"))
+        escaped = text.encode(encoding, "backslashreplace").decode(encoding)
+        click.echo(escaped, nl=not escaped.endswith("\n"))
 
 
 def now_ms() -> int:
@@ -170,6 +182,12 @@ def _configure_logging() -> None:
     logging.basicConfig(
         level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s", force=True
     )
+    from checkpoint_doctor.redaction import RedactingFilter
+
+    # On the handler, not a logger: botocore's records (Authorization, X-Amz-Security-Token at
+    # DEBUG) reach the root handler by propagation, where only handler filters apply.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
 
 
 def with_global_options(command: click.Command) -> click.Command:
@@ -253,9 +271,7 @@ def _run(args: Sequence[str] | None) -> int:
         return int(exc.exit_code)
     except CommandFailed as exc:
         if exc.message:
-            from checkpoint_doctor.render.text import printable
-
-            click.echo(printable(f"checkpoint-doctor: {exc.message}"), err=True)
+            echo_err(f"checkpoint-doctor: {exc.message}")
         return exc.code
     return ExitCode.OK
 
@@ -265,10 +281,8 @@ def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: 
     from checkpoint_doctor.render.text import json_document
 
     if _current.json and _current.command:
-        _current.document = json_document(_current.command, error={"type": kind, "message": message})
-    from checkpoint_doctor.render.text import printable
-
-    click.echo(printable(prefix + message), err=True)
+        _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})
+    echo_err(prefix + message)
 
 
 def _guarded(args: Sequence[str]) -> int:

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 import click
 
 from checkpoint_doctor import __version__
-from checkpoint_doctor.cli.app import CommandFailed, emit, invocation, now_ms
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, now_ms, shown
 from checkpoint_doctor.cli.options import (
     live_window_option,
     normalize_url,
@@ -19,7 +19,13 @@ from checkpoint_doctor.cli.options import (
     storage_options,
     terminal_width,
 )
-from checkpoint_doctor.cli.outputs import Destination, check_destination, check_outside, write_destination
+from checkpoint_doctor.cli.outputs import (
+    Destination,
+    check_destination,
+    check_outside,
+    destination_exists,
+    write_destination,
+)
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
@@ -64,6 +70,7 @@ class Progress:
         self.drawn = 0
 
     def _draw(self, line: str) -> None:
+        line = shown(line)
         self.stream.write("\r" + line.ljust(self.drawn))
         self.drawn = max(self.drawn, len(line))
         self.stream.flush()
@@ -318,13 +325,19 @@ class AuditRun:
         OR-ed into the exit code (the audit itself is kept)."""
         problems: list[str] = []
         finished = now_ms()
-        if self.html is not None:
+        if self.html is not None and self.interrupted and destination_exists(self.html):
+            # Ctrl-C: the page of the last complete audit stays (a partial page replaced it, its
+            # header saying exit code 5 while the process said 130; issue 19.9).
+            problems.append(
+                f"--html {self.html.url} kept as it was: the audit was interrupted (a partial page would replace it)"
+            )
+        elif self.html is not None:
             try:
                 page = render_html(
                     result.roots,
                     result.records,
                     result.notes,
-                    result.summary,
+                    {**result.summary, "exit_code": code},
                     generated_at=iso_utc(self.started),
                     version=__version__,
                 )
@@ -372,7 +385,7 @@ class AuditRun:
                     )
                 )
         for problem in problems:
-            click.echo(f"checkpoint-doctor: error: {problem}", err=True)
+            echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:
             raise CommandFailed(code, "interrupted: the records written so far are kept")
         if not result.records:
@@ -386,7 +399,7 @@ class AuditRun:
 
 def _write_line(line: str) -> None:
     """Write one JSON Lines line and flush it: a consumer (or a Ctrl-C) sees every finished record."""
-    sys.stdout.write(line + "\n")
+    sys.stdout.write(shown(line) + "\n")
     sys.stdout.flush()
 
 

@@ -279,7 +279,9 @@ def near_matches(url: str, limit: int = 3) -> list[str]:
         entries = sorted(e.name for e in os.scandir(parent))
     except OSError:
         return []
-    return [os.path.join(parent, n) for n in difflib.get_close_matches(name, entries, n=limit, cutoff=0.6)]
+    # The name itself is listed when it is a dangling symlink: "did you mean <itself>" helps nobody.
+    others = [e for e in entries if e != name]
+    return [os.path.join(parent, n) for n in difflib.get_close_matches(name, others, n=limit, cutoff=0.6)]
 
 
 def with_near_matches(exc: Any, url: str) -> Any:

@@ -8,13 +8,15 @@ from typing import Any
 
 import click
 
-from checkpoint_doctor.cli.app import CommandFailed, emit, now_ms
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms
+from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
     find_sink,
     format_option,
     load,
     matrix_options_from,
+    normalize_url,
     own_writes_for,
     parse_storage_options,
     storage_options,
@@ -154,11 +156,8 @@ def _read_plan(path: str) -> Any:
     from checkpoint_doctor.planning.plan import RepairPlan
 
     hint = "pass the file written by 'plan -o'"
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_DOCUMENT_BYTES + 1)  # bounded: a plan is kilobytes
-    except OSError as exc:
-        raise UsageError(f"cannot read plan {path}: {exc.strerror or exc}", hint=hint) from exc
+    # Bounded (a plan is kilobytes) and never blocking: a FIFO named as the plan is refused.
+    data = read_named_file(path, "plan", hint, MAX_DOCUMENT_BYTES)
     try:
         document = parse_json_document(data)
     except DocumentError as exc:
@@ -212,7 +211,7 @@ def apply_command(
                 "apply changes the checkpoint and needs confirmation",
                 hint="pass --yes when not on a terminal",
             )
-        click.echo(render_plan(p.to_dict(), None), err=True)
+        echo_err(render_plan(p.to_dict(), None))
         return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
 
     result = apply_plan(
@@ -253,6 +252,9 @@ def undo_command(journal: str, force: bool, output_format: str, storage_option: 
     from checkpoint_doctor.render.text import json_document, render_undo
 
     options = parse_storage_options(storage_option)
+    local = normalize_url(journal)
+    for path in (local, f"{local.rstrip('/')}/journal.jsonl"):  # as named, and in a named directory
+        refuse_special_file(path, "journal", "pass the journal.jsonl that apply printed", directory_ok=True)
     result = undo_journal(
         open_storage(_journal_location(journal), options),
         lambda url: open_storage(url, options),

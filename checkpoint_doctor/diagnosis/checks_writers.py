@@ -158,12 +158,21 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
             temps.append(d)
         elif d.kind in ("unknown", "ignored-dir-entry"):
             unknown.append(d)
+    # One finding per directory, naming every blocking orphan in it: one finding per file made the
+    # planner search sets of a thousand one-file options (quadratic in the orphans, issue 19.5),
+    # and one quarantine of the whole group is the repair anyway.
+    by_dir: dict[str, list[DebrisFile]] = {}
     for d in blocking:
+        by_dir.setdefault(d.file.path.rpartition("/")[0], []).append(d)
+    for group in by_dir.values():
+        first = group[0]
+        more = f" (and {len(group) - 1} more blocking orphan .crc files)" if len(group) > 1 else ""
         yield Finding(
             Code.ORPHAN_CRC_BLOCKS_WRITE,
-            f"{d.file.path} remains although {d.target} is gone, and Spark writes {d.target} again.",
-            paths=(d.file.path,),
-            details=(("target", d.target),),
+            f"{first.file.path} remains although {first.target} is gone, and Spark writes {first.target} "
+            f"again{more}.",
+            paths=tuple(d.file.path for d in group),
+            details=(("target", first.target),),
         )
     if harmless:
         yield Finding(

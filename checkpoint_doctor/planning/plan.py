@@ -25,21 +25,19 @@ from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.planning.preconditions import Precondition, parse_precondition
 from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, check_relative_path, parse_step
+from checkpoint_doctor.redaction import is_secret
 
 __all__ = ["CHECKPOINT", "FORMAT_VERSION", "SINK", "RepairPlan", "canonical_json", "check_relative_path"]
 
 #: 2: one class per step kind (``remove-dir``, binary ``write``), the recorded request and cells.
 FORMAT_VERSION = 2
 
-#: Storage option keys never written into a plan (credentials come from the environment).
-SECRET_MARKERS = ("key", "secret", "token", "password", "credential", "session", "auth")
-
 
 def public_storage_options(options: dict[str, Any]) -> dict[str, Any]:
     """Return the storage options a plan may record: everything but credentials, recursively."""
     out: dict[str, Any] = {}
     for k, v in sorted(options.items()):
-        if any(m in k.lower() for m in SECRET_MARKERS):
+        if is_secret(k):  # credentials come from the environment or the command line
             continue
         out[k] = public_storage_options(v) if isinstance(v, dict) else v
     return out

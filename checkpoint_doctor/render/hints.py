@@ -15,18 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
+from checkpoint_doctor.redaction import is_secret
 
 PROG = "checkpoint-doctor"
 #: The default of ``--live-window`` (a hint names it only when the operator changed it).
 DEFAULT_LIVE_WINDOW = DEFAULT_LIVE_WINDOW_S
-#: Words that make a storage option a secret (matched in the option's last dotted part).
-SECRET_WORDS = ("key", "secret", "token", "password", "passwd", "credential", "sas", "signature")
-
-
-def is_secret(key: str) -> bool:
-    """Return whether a storage option key names a secret (never printed, never written to a plan)."""
-    last = key.rpartition(".")[2].lower()
-    return any(word in last for word in SECRET_WORDS)
 
 
 def public_storage_options(pairs: Sequence[str]) -> tuple[str, ...]:

@@ -36,6 +36,11 @@ def printable(text: str) -> str:
     return text.translate(_CONTROLS)
 
 
+def one_line(text: str) -> str:
+    """Return text for one table cell: every control character, newline and tab too, as an escape."""
+    return printable(text).replace("\n", "\\x0a").replace("\t", "\\x09")
+
+
 class JsonDocument(str):
     """A command's JSON document, as text, with what it holds: the CLI writes it once the exit
     code is known (the envelope's ``exit_code`` is the process's exit code)."""
@@ -114,9 +119,10 @@ def _column_limits(
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, keep: Sequence[int] = ()) -> str:
     """Return a table in the project's fixed format ('-' for empty cells), its widest text columns
     wrapped so that it fits the layout width (the columns in ``keep`` never are)."""
-    # Escaped before the widths are measured, so a name with control characters keeps its column.
+    # Escaped before the widths are measured, so a name with control characters keeps its column;
+    # a newline too (a file named "junk\nstate  fake" printed a row of its own, issue 19.9).
     body = [
-        ["-" if c is None or c == "" else (printable(c) if isinstance(c, str) else c) for c in row]
+        ["-" if c is None or c == "" else (one_line(c) if isinstance(c, str) else c) for c in row]
         for row in rows
     ]
     limits = _column_limits(headers, body, line_width(), keep) if body else []

@@ -173,6 +173,42 @@ def test_ctrl_c_keeps_the_written_records_and_a_summary_marked_interrupted(
     assert "interrupted" in err
 
 
+@pytest.mark.parametrize("previous", [True, False])
+def test_ctrl_c_keeps_the_previous_html_page_or_writes_one_saying_130(
+    local_fleet, monkeypatch, capsys, tmp_path, previous: bool
+) -> None:
+    """Issue 19.9: Ctrl-C replaced the last complete page with a partial one whose header said exit
+    code 5 while the process and the JSON Lines summary said 130."""
+    from checkpoint_doctor.fleet import report
+
+    page = tmp_path / "audit.html"
+    if previous:
+        assert run(capsys, "audit", local_fleet.root, "--html", str(page), "--live-window", "0")[0] == 5
+    complete = page.read_bytes() if previous else None
+    seen: list[str] = []
+
+    def interrupted_on_the_third(record, hints):
+        seen.append(record["url"])
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+        return report.next_step(record, hints)
+
+    monkeypatch.setattr("checkpoint_doctor.cli.audit.next_step", interrupted_on_the_third)
+    code, out, err = run(
+        capsys, "audit", local_fleet.root, "--format", "jsonl", "--html", str(page), "--force",
+        "--live-window", "0", "--jobs", "1",
+    )  # fmt: skip
+
+    assert code == 130 and json.loads(out.splitlines()[-1])["exit_code"] == 130
+    if previous:
+        assert page.read_bytes() == complete
+        assert f"--html {page} kept as it was: the audit was interrupted" in err
+    else:
+        text = page.read_text()
+        assert "exit code 130" in text and "Interrupted: the audit was stopped" in text
+        assert "exit code 5" not in text
+
+
 def test_jsonl_lines_are_written_as_each_directory_finishes(local_fleet, monkeypatch, capsys) -> None:
     from checkpoint_doctor.fleet import run as fleet_run
 
@@ -248,10 +284,14 @@ def test_metrics_are_prometheus_text_written_atomically(local_fleet, tmp_path, m
     seen_during_write: list[str] = []
     real_replace = os.replace
 
-    def replace(src, dst):
-        seen_during_write.append(Path(dst).read_text())  # the target as a reader sees it mid-write
-        assert Path(src).parent == Path(dst).parent and Path(src).read_text().endswith("\n")
-        real_replace(src, dst)
+    def replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
+        # Relative to the directory opened once (issue 19.8), the temporary file beside the target.
+        assert src_dir_fd is not None and src_dir_fd == dst_dir_fd and "/" not in src + dst
+        seen_during_write.append(target.read_text())  # the target as a reader sees it mid-write
+        fd = os.open(src, os.O_RDONLY, dir_fd=src_dir_fd)
+        with os.fdopen(fd) as fh:
+            assert fh.read().endswith("\n")
+        real_replace(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
 
     monkeypatch.setattr(outputs_module.os, "replace", replace)
     code, _, err = run(capsys, "audit", local_fleet.root, "--live-window", "0", "--metrics", str(target))

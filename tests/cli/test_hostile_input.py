@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -253,3 +255,92 @@ def test_a_pinned_partition_count_that_is_no_int_is_restored_from_the_offsets_be
     assert code == 0, err
     assert "Strategy    rewrite" in out and "Addresses   CD013" in out
     assert "line 2 of offsets/3 rebuilt from offsets/2" in out
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a child process: a command that blocks on a FIFO blocks the child, not pytest
+    (the timeout is a hang guard, not a measurement)."""
+    env = {**os.environ, "PYTHONPATH": str(FIXTURES.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "checkpoint_doctor", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("extra", [["--yes"], ["--dry-run"]])
+def test_a_fifo_named_as_the_plan_is_refused_without_blocking(tmp_path: Path, extra: list[str]) -> None:
+    fifo = tmp_path / "p.json"
+    os.mkfifo(fifo)
+
+    run = _cli("apply", str(fifo), *extra)
+
+    assert run.returncode == 2
+    assert run.stderr == (
+        f"checkpoint-doctor: error: cannot read plan {fifo}: it is a named pipe (FIFO); "
+        "pass the file written by 'plan -o'\n"
+    )
+
+
+@pytest.mark.parametrize("named", ["journal.jsonl", "."])
+def test_a_fifo_named_as_the_journal_is_refused_without_blocking(tmp_path: Path, capsys, named: str) -> None:
+    journal = tmp_path / "backup" / "journal.jsonl"
+    journal.parent.mkdir()
+    os.mkfifo(journal)
+
+    code, _out, err = run(capsys, "undo", str(journal.parent / named).removesuffix("/."))
+
+    assert code == 2
+    assert err == (
+        f"checkpoint-doctor: error: cannot read journal {journal}: it is a named pipe (FIFO); "
+        "pass the journal.jsonl that apply printed\n"
+    )
+
+
+def test_a_device_named_as_the_plan_is_refused(capsys) -> None:
+    code, _out, err = run(capsys, "apply", "/dev/zero", "--yes")
+
+    assert code == 2
+    assert err.startswith("checkpoint-doctor: error: cannot read plan /dev/zero: it is a device;")
+
+
+def test_a_newline_in_a_name_prints_no_fake_table_row(tmp_path: Path, capsys) -> None:
+    """Issue 19.9: ``offsets/junk<LF>state  fake-line`` printed a row of its own in the debris table."""
+    cp = fixture(tmp_path)
+    (cp / "offsets" / "junk\nstate   fake-line").write_bytes(b"x")
+
+    code, out, err = run(capsys, "inspect", str(cp))
+
+    assert code == 0, err
+    assert "offsets/junk\\x0astate   fake-line" in out
+    assert not any(line.lstrip().startswith("state   fake-line") for line in out.splitlines())
+
+
+@pytest.mark.parametrize("loop", [["loop"], ["a", "b"]])
+def test_a_symlink_loop_root_is_said_to_be_one(tmp_path: Path, capsys, loop: list[str]) -> None:
+    """Issue 19.9: a root that is a loop of links got "no such file ...; did you mean <itself>?"."""
+    for name, to in zip(loop, loop[1:] + loop[:1], strict=True):
+        (tmp_path / name).symlink_to(tmp_path / to)
+    root = tmp_path / loop[0]
+
+    code, _out, err = run(capsys, "diagnose", str(root))
+
+    assert code == 8
+    assert err == (
+        f"checkpoint-doctor: error: cannot list {root}: a loop of symbolic links; point it at the "
+        "checkpoint directory (readlink -f shows where it leads)\n"
+    )
+
+
+def test_a_dangling_symlink_root_is_not_suggested_as_itself(tmp_path: Path, capsys) -> None:
+    (tmp_path / "ckpt").symlink_to(tmp_path / "gone")
+
+    code, _out, err = run(capsys, "diagnose", str(tmp_path / "ckpt"))
+
+    assert code == 8
+    assert (
+        err
+        == f"checkpoint-doctor: error: cannot list {tmp_path / 'ckpt'}: no such file or directory; check the path\n"
+    )

@@ -120,3 +120,45 @@ def test_audit_html_refuses_a_checkpoint_it_reads_and_an_existing_file(tmp_path:
     beside = fleet / "report.html"  # under the root, outside every checkpoint: allowed
     code, _, _ = run(capsys, "audit", str(fleet), "--html", str(beside), "--live-window", "0")
     assert code in (0, 1) and beside.read_text().startswith("<!doctype html>")
+
+
+@pytest.mark.parametrize("force", [True, False])
+def test_plan_output_swapped_for_a_link_into_the_checkpoint_during_the_plan_is_refused(
+    tmp_path: Path, capsys, monkeypatch, checkpoint: Path, force: bool
+) -> None:
+    """Issue 19.8: ``out/`` was checked at the start, then swapped for a link to ``offsets/`` while
+    the plan ran; the write followed the link and replaced ``offsets/3`` with plan JSON. The file is
+    checked where it lands, when it is written; the plan is kept in a temporary file."""
+    import checkpoint_doctor.planning.matrix_plan as matrix_plan
+
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "3").write_text("old plan")
+    real = matrix_plan.plan_for_matrix
+
+    def swap_then_plan(*args, **kwargs):
+        out.rename(tmp_path / "out-moved")
+        out.symlink_to(checkpoint / "offsets")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(matrix_plan, "plan_for_matrix", swap_then_plan)
+    before = read_files(checkpoint)
+    # With --force the existing out/3 may be replaced (offsets/3 after the swap); without it, out/9
+    # is created exclusively (offsets/9 after the swap).
+    target = out / "3" if force else out / "9"
+
+    code, _out, err = run(
+        capsys,
+        "plan",
+        str(checkpoint),
+        "-o",
+        str(target),
+        *(["--force"] if force else []),
+        "--live-window",
+        "0",
+    )
+
+    assert code == 2
+    assert read_files(checkpoint) == before
+    assert f"would land inside {checkpoint}, which this command reads" in err
+    assert "the -o output was saved to " in err

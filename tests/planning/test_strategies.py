@@ -271,3 +271,28 @@ def plan_options(snapshot):
     from checkpoint_doctor.diagnosis import DiagnoseOptions
 
     return DiagnoseOptions(spark="4.3", mode="micro-batch", live_window_s=0)
+
+
+@pytest.mark.parametrize("count", [12, 60])
+def test_many_orphan_checksums_are_planned_with_a_bounded_number_of_simulations(tmp_path, monkeypatch, count):
+    """Issue 19.5: one option per orphan .crc made the search simulate 175 sets (each re-indexing
+    the listing) and still leave all but three orphans; the orphans of one log are one finding, one
+    quarantine, one simulation, however many there are."""
+    import checkpoint_doctor.reading.snapshot as snapshot_module
+
+    scenario("spark-4.3.0/window_agg").load(tmp_path)
+    commits = tmp_path / "checkpoint" / "commits"
+    for k in range(4, 4 + count):  # .4.crc blocks the next commit: the restart fails
+        (commits / f".{k}.crc").write_bytes(b"")
+    snapshot = load_checkpoint(str(tmp_path / "checkpoint"))
+    like = scenario("spark-4.3.0/orphan-crc")
+    options = options_for_restart(like, like.data["restarts"][0])
+    diagnosis = diagnose(snapshot, options)
+    assert [f.code for f in diagnosis.findings].count("CD504") == 1
+    builds = []
+    real = snapshot_module.index_listing
+    monkeypatch.setattr(snapshot_module, "index_listing", lambda listing: builds.append(1) or real(listing))
+    plan = plan_repair(snapshot, diagnosis, PlanOptions(diagnose=options))
+    assert {st.path for st in plan.steps} == {f"commits/.{k}.crc" for k in range(4, 4 + count)}
+    assert plan.expected["starts"] is True and not plan.unresolved
+    assert len(builds) <= 2

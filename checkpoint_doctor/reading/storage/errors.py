@@ -9,6 +9,7 @@ names the URL and says what to do; none quotes a storage option (credentials sta
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import socket
 import sys
@@ -167,6 +168,13 @@ def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
         )
     if isinstance(exc, FileExistsError):
         return TargetExistsError(url, op, "the target already exists")
+    if isinstance(exc, OSError) and exc.errno == errno.ELOOP:
+        return StorageError(
+            url,
+            op,
+            "a loop of symbolic links",
+            hint="point it at the checkpoint directory (readlink -f shows where it leads)",
+        )
     return StorageError(url, op, f"{type(exc).__name__}: {_first_line(exc)}")
 
 

@@ -271,6 +271,8 @@ class LocalStorage(RootedPaths):
         with translated(self.url, "list"):
             root = self.full_path("")
             if not os.path.exists(root):
+                if os.path.islink(root):
+                    os.stat(root)  # a symlink loop raises ELOOP, said as such (not "no such file")
                 raise FileNotFoundError(root)
             if not os.path.isdir(root):
                 raise NotADirectoryError(root)

@@ -1,0 +1,113 @@
+"""Secrets never leave the process: the one test of a secret storage option, and the redaction of
+credentials in every URL the tool prints or writes and in third-party debug logs. Pure.
+
+A URL may carry credentials in its user info (``s3://AKIA...:SECRET@bucket/ckpt``: s3fs reads that
+as a bucket name, so it reaches no bucket, but it was echoed in errors, JSON, audit records, HTML
+and metrics labels; issue 19.4) or in its query (a presigned ``X-Amz-Signature``, an Azure SAS
+``sig``). Botocore's DEBUG log prints the signed request's headers (``Authorization``,
+``X-Amz-Security-Token`` from ``AWS_SESSION_TOKEN`` or ``--storage-option token=``) and its
+canonical request; :class:`RedactingFilter` on the root handler scrubs them before ``-vv`` prints.
+
+What is kept: a user name without a password (``hdfs://etl@namenode``, Azure's
+``abfss://container@account``) names a place, not a credential; on S3 and GCS no user info is
+valid, so all of it goes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+
+#: Words that make a storage option (or a URL query parameter) a secret, matched anywhere in its
+#: lower-cased name: never printed, never written to a plan.
+SECRET_WORDS = (
+    "key",
+    "secret",
+    "token",
+    "password",
+    "passwd",
+    "credential",
+    "session",
+    "auth",
+    "sas",
+    "signature",
+)
+#: Query parameters that are secrets under a short name (Azure SAS ``sig``), and those whose name
+#: only looks like one (S3's paging: ``max-keys``, ``key-marker``, ``continuation-token``).
+SECRET_PARAMS = frozenset({"sig"})
+PUBLIC_PARAMS = frozenset({"max-keys", "key-marker", "continuation-token", "start-after", "encoding-type"})
+#: Where user info can only be a credential (bucket names hold neither ``:`` nor ``@``).
+_BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "s3n", "gs", "gcs"})
+MASK = "***"
+
+#: On S3 and GCS: user info up to the first ``@`` (an AWS secret key holds ``/`` and ``+``, unescaped
+#: as operators paste it; the part before ``:`` never holds ``/``, so ``s3://bkt/a@b`` is a path).
+_BUCKET_USERINFO = re.compile(
+    r"\b(s3|s3a|s3n|gs|gcs)://([^/?#\s@:'\"<>]*(?::[^?#\s@'\"<>]*)?)@(?=[^\s@/'\"<>]+)", re.IGNORECASE
+)
+#: Elsewhere: ``user:password@`` (a ``/`` ends the authority: ``https://host:8080/a@b`` has none).
+_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://([^/?#\s@:'\"<>]*):([^/?#\s@'\"<>]*)@")
+_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]+)=([^&;#\s'\"<>]*)")
+#: Header names a debug log prints with their values (``'Authorization': b'AWS4-HMAC...'`` in a
+#: request's repr, ``x-amz-security-token:IQo...`` in botocore's canonical request).
+_HEADERS = r"authorization|proxy-authorization|cookie|x-amz-security-token|x-amz-credential|x-amz-signature|x-ms-[a-z-]*key|x-goog-[a-z-]*token"
+_HEADER_REPR = re.compile(rf"""(['"]({_HEADERS})['"]\s*:\s*b?)(['"])(.*?)\3""", re.IGNORECASE)
+_HEADER_LINE = re.compile(rf"(^|\n)(\s*({_HEADERS})\s*:\s*)([^\n]*)", re.IGNORECASE)
+_AUTH_PARTS = re.compile(r"\b(Credential|Signature|SessionToken)=([^,\s'\"&]+)", re.IGNORECASE)
+#: botocore.auth's ``Signature:`` record, the hex on the next line.
+_SIGNATURE_LINE = re.compile(r"\b(Signature:\s*)([0-9a-fA-F]{16,})")
+
+
+def is_secret(key: str) -> bool:
+    """Return whether a storage option key (or a URL query parameter) names a secret."""
+    lower = key.lower()
+    return lower in SECRET_PARAMS or any(word in lower for word in SECRET_WORDS)
+
+
+def _userinfo(match: re.Match[str]) -> str:
+    if match.group(1).lower() in _BUCKET_PROTOCOLS:  # reached by _BUCKET_USERINFO already
+        return match.group(0)
+    return f"{match.group(1)}://{match.group(2)}:{MASK}@"
+
+
+def _query(match: re.Match[str]) -> str:
+    sep, name, value = match.groups()
+    secret = is_secret(name) and name.lower() not in PUBLIC_PARAMS
+    return f"{sep}{name}={MASK}" if value and secret else match.group(0)
+
+
+def redact(text: str) -> str:
+    """Return ``text`` with the credentials of every URL in it masked: user info (see the module
+    docstring) and secret query parameters."""
+    if "://" not in text and "=" not in text:
+        return text
+    text = _BUCKET_USERINFO.sub(lambda m: f"{m.group(1)}://{MASK}@", text)
+    text = _USERINFO.sub(_userinfo, text)
+    if "://" in text and "=" in text:
+        text = _QUERY.sub(_query, text)
+    return text
+
+
+def redact_log(text: str) -> str:
+    """Return a log message with URLs redacted (:func:`redact`) and credential headers masked."""
+    text = redact(text)
+    text = _HEADER_REPR.sub(lambda m: f"{m.group(1)}{m.group(3)}{MASK}{m.group(3)}", text)
+    text = _HEADER_LINE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = _SIGNATURE_LINE.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    return _AUTH_PARTS.sub(lambda m: f"{m.group(1)}={MASK}", text)
+
+
+class RedactingFilter(logging.Filter):
+    """Masks credentials in every record a handler emits (put on the root handler: records of
+    botocore, s3fs and aiohttp reach it by propagation, where logger filters do not apply)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Replace the record's message by its redacted text; never drops a record."""
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed third-party record is shown as logging would
+            return True
+        shown = redact_log(message)
+        if shown != message:
+            record.msg, record.args = shown, None
+        return True
