@@ -20,7 +20,13 @@ from checkpoint_doctor.cli.options import (
     storage_options,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
-from checkpoint_doctor.errors import UsageError
+from checkpoint_doctor.errors import (
+    CheckpointDoctorError,
+    PlanMismatchError,
+    PreconditionFailedError,
+    RefusedError,
+    UsageError,
+)
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.render.hints import Hints, public_storage_options, storage_pairs
 
@@ -201,30 +207,31 @@ def apply_command(
     tool = open_storage(tool_url(checkpoint.url), options)
     backup = open_storage(backup_dir, options) if backup_dir else None
 
+    # The undo and history hints carry how the storage was reached (the plan's options and the
+    # flags), no secret.
+    hints = Hints(storage_options=storage_pairs(options))
+
     def confirm(p: Any) -> bool:
         if yes:
             return True
-        if not sys.stdin.isatty():
-            raise UsageError(
-                "apply changes the checkpoint and needs confirmation",
-                hint="pass --yes when not on a terminal",
-            )
+        _need_terminal("apply changes the checkpoint")
         click.echo(render_plan(p.to_dict(), None), err=True)
-        return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
+        return click.confirm(apply_question(p), default=False, err=True)
 
-    result = apply_plan(
-        plan,
-        checkpoint,
-        sink=sink,
-        tool=tool,
-        backup=backup,
-        now_ms=now_ms(),
-        dry_run=dry_run,
-        confirm=None if dry_run else confirm,
-    )
+    try:
+        result = apply_plan(
+            plan,
+            checkpoint,
+            sink=sink,
+            tool=tool,
+            backup=backup,
+            now_ms=now_ms(),
+            dry_run=dry_run,
+            confirm=None if dry_run else confirm,
+        )
+    except (PlanMismatchError, PreconditionFailedError) as exc:
+        raise _already_applied(plan, checkpoint, options, hints) or exc from exc
     data = result.to_dict()
-    # The undo hint carries how the storage was reached (the plan's options and the flags), no secret.
-    hints = Hints(storage_options=storage_pairs(options))
     emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)
@@ -234,24 +241,82 @@ def apply_command(
         raise CommandFailed(result.after.exit_code)
 
 
+def _need_terminal(what: str) -> None:
+    """Refuse to ask on a pipe: a script passes ``--yes``."""
+    if not sys.stdin.isatty():
+        raise UsageError(f"{what} and needs confirmation", hint="pass --yes when not on a terminal")
+
+
+def apply_question(plan: Any) -> str:
+    """Return the confirmation question of an apply; a plan that can lose data names the loss
+    first, so that the answer is not given on the habit of harmless plans."""
+    question = f"Apply plan {plan.plan_id} to {plan.checkpoint}?"
+    consequences = plan.expected.get("consequences") or {}
+    lost = [str(x) for x in consequences.get("loss") or []]
+    if consequences.get("data_loss") or lost:
+        what = "; ".join(lost) or "see the plan's options"
+        return f"This plan LOSES DATA ({what}). {question}"
+    return question
+
+
+def _already_applied(plan: Any, checkpoint: Any, options: Any, hints: Hints) -> RefusedError | None:
+    """Return the refusal for a plan whose newest recorded apply is still in place: the checkpoint
+    differs from the plan's because the plan changed it, not because something else did."""
+    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.storage import open_storage
+
+    try:
+        rows = apply_history(checkpoint.url, lambda url: open_storage(url, options))
+    except CheckpointDoctorError:
+        return None  # the refusal as verified stands
+    mine = [r for r in rows if r["plan_id"] == plan.plan_id]
+    if not mine or mine[-1]["state"] != "applied":
+        return None
+    journal = mine[-1]["journal"]
+    return RefusedError(
+        f"plan {plan.plan_id} is already applied to {checkpoint.url} (journal {journal}); nothing was changed",
+        hint=f"see {hints.history(checkpoint.url)}; to apply it again, first {hints.undo(journal)}",
+    )
+
+
+def _iso(ms: Any) -> str | None:
+    from checkpoint_doctor.render.documents import iso_utc
+
+    return iso_utc(ms) if isinstance(ms, int) and not isinstance(ms, bool) else None
+
+
 def _journal_location(journal: str) -> str:
     return journal[: -len("/journal.jsonl")] if journal.endswith("/journal.jsonl") else journal
 
 
 @click.command("undo")
 @click.argument("journal")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Undo even if the checkpoint changed since the apply.")
 @format_option
 @storage_options
-def undo_command(journal: str, force: bool, output_format: str, storage_option: Sequence[str]) -> None:
+def undo_command(
+    journal: str, yes: bool, force: bool, output_format: str, storage_option: Sequence[str]
+) -> None:
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
     from checkpoint_doctor.execution.executor import undo_journal
+    from checkpoint_doctor.execution.journal import JOURNAL, Journal
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.text import json_document, render_undo
 
     options = parse_storage_options(storage_option)
+    location = open_storage(_journal_location(journal), options)
+    if not yes:
+        # Undo changes the checkpoint as apply does: the same confirmation (a malformed journal is
+        # named before anything is asked).
+        begin = Journal.load(location).first("begin") or {}
+        _need_terminal("undo changes the checkpoint")
+        question = f"Undo the apply of plan {begin.get('plan_id')} to {begin.get('checkpoint')}"
+        if not click.confirm(f"{question} (restore what it changed)?", default=False, err=True):
+            emit(f"Cancelled: {location.url_of(JOURNAL)} was not undone; nothing was changed.\n")
+            raise CommandFailed(ExitCode.REFUSED)
     result = undo_journal(
-        open_storage(_journal_location(journal), options),
+        location,
         lambda url: open_storage(url, options),
         force=force,
         now_ms=now_ms(),
@@ -273,6 +338,7 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
-    data = {"checkpoint": store.url, "applies": rows}
+    # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
+    data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))
     emit(json_document("history", data) if output_format == "json" else render_history(data, hints))

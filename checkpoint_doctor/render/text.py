@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from datetime import datetime
 from typing import Any
 
 from checkpoint_doctor.render.documents import dumps, envelope
@@ -743,6 +744,16 @@ def render_undo(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def local_time(ms: Any) -> str:
+    """Return epoch millis as the reader's local time with its UTC offset (``-`` when unknown)."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+    except (OverflowError, OSError, ValueError):  # a hand-edited record: show what it holds
+        return str(ms)
+
+
 def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
     """Return the applies made to a checkpoint as a table, oldest first."""
     rows = data["applies"]
@@ -753,12 +764,12 @@ def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
             r["plan_id"],
             r["state"],
             "-" if r["steps_done"] is None else r["steps_done"],
-            r["at_ms"] or "-",
+            local_time(r["at_ms"]),
             r["journal"],
         ]
         for r in rows
     ]
-    text = tabulate(table, headers=["plan", "state", "steps", "at (epoch ms)", "journal"], tablefmt="plain")
+    text = tabulate(table, headers=["plan", "state", "steps", "at", "journal"], tablefmt="plain")
     undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted")]
     hint = f"\nUndo the newest with: {(hints or Hints()).undo(undo[-1]['journal'])}" if undo else ""
     return f"Applies to {data['checkpoint']}:\n{text}{hint}\n"
