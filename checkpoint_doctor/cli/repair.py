@@ -114,8 +114,9 @@ def plan_command(
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
+    from checkpoint_doctor.planning.planner import CONSENT_MANUAL
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_plan
+    from checkpoint_doctor.render.text import PlanFollowUp, json_document, render_plan
 
     options = parse_storage_options(storage_option)
     dest = None
@@ -143,13 +144,51 @@ def plan_command(
         diagnose=mopts.base,
     )
     plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
-    if dest is not None:
+    # A plan without a step is not written: apply would have nothing to do, and the next
+    # 'plan -o' (with --accept-data-loss, say) would meet the file.
+    if dest is not None and plan.steps:
         write_destination(dest, plan.to_json())
     data = plan.to_dict()
     hints = Hints.from_options(kw, storage_option)
-    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints))
+    flags = _plan_flags(strategy, sink_kind, query_id, job, state_store, deep)
+    follow = PlanFollowUp(
+        output=output,
+        written=dest is not None and bool(plan.steps),
+        write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"),
+        consent=None
+        if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in data["unresolved"])
+        else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
+    )
+    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints, follow))
     if plan.unresolved:
         raise CommandFailed(ExitCode.ERRORS)
+
+
+def _accept(accept_data_loss: bool) -> list[str]:
+    return ["--accept-data-loss"] if accept_data_loss else []
+
+
+def _plan_flags(
+    strategy: str | None,
+    sink_kind: str | None,
+    query_id: str | None,
+    job: str | None,
+    state_store: Sequence[str],
+    deep: bool,
+) -> list[str]:
+    """Return the plan-only flags that shaped a plan, to repeat them in the commands it suggests."""
+    words: list[str] = []
+    for flag, value in (
+        ("--strategy", strategy),
+        ("--sink", sink_kind),
+        ("--query-id", query_id),
+        ("--job", job),
+    ):
+        if value:
+            words += [flag, value]
+    for store in state_store:
+        words += ["--state-store", store]
+    return [*words, "--deep"] if deep else words
 
 
 def _read_plan(path: str) -> Any:
