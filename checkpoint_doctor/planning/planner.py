@@ -164,7 +164,6 @@ def _manual_for(code: str, proposals: list[tuple[Finding, list[Option]]]) -> str
 def _unresolved(
     after: dict[Cell, Diagnosis],
     needs_consent: Trial | None,
-    search: Search,
     proposals: list[tuple[Finding, list[Option]]],
 ) -> list[dict[str, Any]]:
     """Return the error codes still met after the plan, per code with the cells and what to do."""
@@ -336,7 +335,7 @@ def plan_repair(
         addresses=addresses,
         strategy=strategy,
         options=tuple(_option_docs(proposals, search, chosen, snapshot)),
-        unresolved=tuple(_unresolved(after, needs_consent, search, proposals)),
+        unresolved=tuple(_unresolved(after, needs_consent, proposals)),
         expected={
             **_expected(cells, after, diagnoses),
             "consequences": chosen.consequences if chosen is not None else None,
