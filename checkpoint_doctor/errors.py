@@ -182,3 +182,8 @@ class RunnerError(CheckpointDoctorError):
 
 class SparkStartError(RunnerError):
     """Raised when Spark cannot start (no Java, a bad master URL or conf): nothing was read or run."""
+
+
+class SparkExecutorError(SparkStartError):
+    """Raised when Spark's executors cannot run checkpoint-doctor's tasks (a package missing from
+    their Python environment): nothing was audited."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,12 +86,42 @@ def spark_session(opts: SessionOptions) -> Iterator[Any]:
         ) from exc
     if created:
         spark.sparkContext.setLogLevel("ERROR")
+        _local_workers_use_this_interpreter(spark.sparkContext)
     try:
         yield spark
     finally:
         if created:
             with contextlib.suppress(Exception):
                 spark.stop()
+
+
+def _local_workers_use_this_interpreter(sc: Any) -> None:
+    """Run the Python workers of a local master with this interpreter, also when the master came
+    from Spark's own default (``local[*]``) or spark-submit rather than ``--master``.
+
+    ``SparkContext.__init__`` takes ``pythonExec`` from ``PYSPARK_PYTHON`` (default ``python3`` on
+    PATH, which may lack checkpoint-doctor or the job's modules); each Python function is wrapped
+    with ``sc.pythonExec`` when its job is submitted, so setting it now covers every job.
+    """
+    if "PYSPARK_PYTHON" in os.environ or "spark.pyspark.python" in dict(sc.getConf().getAll()):
+        return
+    if str(sc.master).startswith("local"):
+        sc.pythonExec = sys.executable
+
+
+def ship_py_file(spark: Any, path: str) -> None:
+    """Put a zip of Python packages on every executor's ``sys.path`` (``SparkContext.addPyFile``)."""
+    spark.sparkContext.addPyFile(path)
+
+
+def task_failure_text(exc: BaseException) -> str:
+    """Return the one line that says why a Spark job's Python task failed: the last
+    ``SomeError: message`` line of the worker's traceback inside Spark's message, else its first line."""
+    text = exception_text(exc)
+    found = re.findall(r"^\s*((?:[A-Za-z_][\w.]*)?(?:Error|Exception)\b: .*)$", text, flags=re.M)
+    if found:
+        return str(found[-1]).strip()
+    return (text.strip().splitlines() or [type(exc).__name__])[0]
 
 
 @contextlib.contextmanager

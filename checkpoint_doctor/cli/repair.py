@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms, shown
 from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
@@ -22,7 +22,13 @@ from checkpoint_doctor.cli.options import (
     storage_options,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
-from checkpoint_doctor.errors import UsageError
+from checkpoint_doctor.errors import (
+    CheckpointDoctorError,
+    PlanMismatchError,
+    PreconditionFailedError,
+    RefusedError,
+    UsageError,
+)
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.render.hints import Hints, public_storage_options, storage_pairs
 
@@ -110,8 +116,9 @@ def plan_command(
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
+    from checkpoint_doctor.planning.planner import CONSENT_MANUAL
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_plan
+    from checkpoint_doctor.render.text import PlanFollowUp, json_document, render_plan
 
     options = parse_storage_options(storage_option)
     dest = None
@@ -139,15 +146,53 @@ def plan_command(
         diagnose=mopts.base,
     )
     plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
-    if dest is not None:
+    # A plan without a step is not written: apply would have nothing to do, and the next
+    # 'plan -o' (with --accept-data-loss, say) would meet the file.
+    if dest is not None and plan.steps:
         write_destination(dest, plan.to_json())
     data = plan.to_dict()
     hints = Hints.from_options(kw, storage_option)
-    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints))
+    flags = _plan_flags(strategy, sink_kind, query_id, job, state_store, deep)
+    follow = PlanFollowUp(
+        output=output,
+        written=dest is not None and bool(plan.steps),
+        write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"),
+        consent=None
+        if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in data["unresolved"])
+        else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
+    )
+    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints, follow))
     if plan.unresolved:
         raise CommandFailed(ExitCode.ERRORS)
     if matrix.state_may_be_gone is not None:
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
+
+
+def _accept(accept_data_loss: bool) -> list[str]:
+    return ["--accept-data-loss"] if accept_data_loss else []
+
+
+def _plan_flags(
+    strategy: str | None,
+    sink_kind: str | None,
+    query_id: str | None,
+    job: str | None,
+    state_store: Sequence[str],
+    deep: bool,
+) -> list[str]:
+    """Return the plan-only flags that shaped a plan, to repeat them in the commands it suggests."""
+    words: list[str] = []
+    for flag, value in (
+        ("--strategy", strategy),
+        ("--sink", sink_kind),
+        ("--query-id", query_id),
+        ("--job", job),
+    ):
+        if value:
+            words += [flag, value]
+    for store in state_store:
+        words += ["--state-store", store]
+    return [*words, "--deep"] if deep else words
 
 
 def _read_plan(path: str) -> Any:
@@ -203,30 +248,31 @@ def apply_command(
     tool = open_storage(tool_urls(checkpoint)[0], options)
     backup = open_storage(backup_dir, options) if backup_dir else None
 
+    # The undo and history hints carry how the storage was reached (the plan's options and the
+    # flags), no secret.
+    hints = Hints(storage_options=storage_pairs(options))
+
     def confirm(p: Any) -> bool:
         if yes:
             return True
-        if not sys.stdin.isatty():
-            raise UsageError(
-                "apply changes the checkpoint and needs confirmation",
-                hint="pass --yes when not on a terminal",
-            )
+        _need_terminal("apply changes the checkpoint")
         echo_err(render_plan(p.to_dict(), None))
-        return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
+        return click.confirm(shown(apply_question(p)), default=False, err=True)
 
-    result = apply_plan(
-        plan,
-        checkpoint,
-        sink=sink,
-        tool=tool,
-        backup=backup,
-        now_ms=now_ms(),
-        dry_run=dry_run,
-        confirm=None if dry_run else confirm,
-    )
+    try:
+        result = apply_plan(
+            plan,
+            checkpoint,
+            sink=sink,
+            tool=tool,
+            backup=backup,
+            now_ms=now_ms(),
+            dry_run=dry_run,
+            confirm=None if dry_run else confirm,
+        )
+    except (PlanMismatchError, PreconditionFailedError) as exc:
+        raise _already_applied(plan, checkpoint, options, hints) or exc from exc
     data = result.to_dict()
-    # The undo hint carries how the storage was reached (the plan's options and the flags), no secret.
-    hints = Hints(storage_options=storage_pairs(options))
     emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)
@@ -236,18 +282,66 @@ def apply_command(
         raise CommandFailed(result.after.exit_code)
 
 
+def _need_terminal(what: str) -> None:
+    """Refuse to ask on a pipe: a script passes ``--yes``."""
+    if not sys.stdin.isatty():
+        raise UsageError(f"{what} and needs confirmation", hint="pass --yes when not on a terminal")
+
+
+def apply_question(plan: Any) -> str:
+    """Return the confirmation question of an apply; a plan that can lose data names the loss
+    first, so that the answer is not given on the habit of harmless plans."""
+    question = f"Apply plan {plan.plan_id} to {plan.checkpoint}?"
+    consequences = plan.expected.get("consequences") or {}
+    lost = [str(x) for x in consequences.get("loss") or []]
+    if consequences.get("data_loss") or lost:
+        what = "; ".join(lost) or "see the plan's options"
+        return f"This plan LOSES DATA ({what}). {question}"
+    return question
+
+
+def _already_applied(plan: Any, checkpoint: Any, options: Any, hints: Hints) -> RefusedError | None:
+    """Return the refusal for a plan whose newest recorded apply is still in place: the checkpoint
+    differs from the plan's because the plan changed it, not because something else did."""
+    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.storage import open_storage
+
+    try:
+        rows = apply_history(checkpoint.url, lambda url: open_storage(url, options))
+    except CheckpointDoctorError:
+        return None  # the refusal as verified stands
+    mine = [r for r in rows if r["plan_id"] == plan.plan_id]
+    if not mine or mine[-1]["state"] != "applied":
+        return None
+    journal = mine[-1]["journal"]
+    return RefusedError(
+        f"plan {plan.plan_id} is already applied to {checkpoint.url} (journal {journal}); nothing was changed",
+        hint=f"see {hints.history(checkpoint.url)}; to apply it again, first {hints.undo(journal)}",
+    )
+
+
+def _iso(ms: Any) -> str | None:
+    from checkpoint_doctor.render.documents import iso_utc
+
+    return iso_utc(ms) if isinstance(ms, int) and not isinstance(ms, bool) else None
+
+
 def _journal_location(journal: str) -> str:
     return journal[: -len("/journal.jsonl")] if journal.endswith("/journal.jsonl") else journal
 
 
 @click.command("undo")
 @click.argument("journal")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Undo even if the checkpoint changed since the apply.")
 @format_option
 @storage_options
-def undo_command(journal: str, force: bool, output_format: str, storage_option: Sequence[str]) -> None:
+def undo_command(
+    journal: str, yes: bool, force: bool, output_format: str, storage_option: Sequence[str]
+) -> None:
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
     from checkpoint_doctor.execution.executor import undo_journal
+    from checkpoint_doctor.execution.journal import JOURNAL, Journal
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.text import json_document, render_undo
 
@@ -255,8 +349,18 @@ def undo_command(journal: str, force: bool, output_format: str, storage_option: 
     local = normalize_url(journal)
     for path in (local, f"{local.rstrip('/')}/journal.jsonl"):  # as named, and in a named directory
         refuse_special_file(path, "journal", "pass the journal.jsonl that apply printed", directory_ok=True)
+    location = open_storage(_journal_location(journal), options)
+    if not yes:
+        # Undo changes the checkpoint as apply does: the same confirmation (a malformed journal is
+        # named before anything is asked).
+        begin = Journal.load(location).first("begin") or {}
+        _need_terminal("undo changes the checkpoint")
+        question = f"Undo the apply of plan {begin.get('plan_id')} to {begin.get('checkpoint')}"
+        if not click.confirm(shown(f"{question} (restore what it changed)?"), default=False, err=True):
+            emit(f"Cancelled: {location.url_of(JOURNAL)} was not undone; nothing was changed.\n")
+            raise CommandFailed(ExitCode.REFUSED)
     result = undo_journal(
-        open_storage(_journal_location(journal), options),
+        location,
         lambda url: open_storage(url, options),
         force=force,
         now_ms=now_ms(),
@@ -278,6 +382,7 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
-    data = {"checkpoint": store.url, "applies": rows}
+    # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
+    data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))
     emit(json_document("history", data) if output_format == "json" else render_history(data, hints))

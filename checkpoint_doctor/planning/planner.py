@@ -27,6 +27,8 @@ from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 STRATEGIES = FAMILIES
+#: What to do about an error whose only repair can lose data (the CLI prints the command).
+CONSENT_MANUAL = "re-run plan with --accept-data-loss to plan it anyway"
 
 
 def _cells(diagnosis: Diagnosis, opts: PlanOptions) -> tuple[Cell, ...]:
@@ -162,16 +164,13 @@ def _manual_for(code: str, proposals: list[tuple[Finding, list[Option]]]) -> str
 def _unresolved(
     after: dict[Cell, Diagnosis],
     needs_consent: Trial | None,
-    search: Search,
     proposals: list[tuple[Finding, list[Option]]],
 ) -> list[dict[str, Any]]:
     """Return the error codes still met after the plan, per code with the cells and what to do."""
     out: dict[str, dict[str, Any]] = {}
+    # An error left in a cell that starts is unresolved too (a sink log readers cannot use, CD404):
+    # the plan says why nothing repairs it rather than ending at "Strategy none".
     for cell, diagnosis in after.items():
-        if diagnosis.prediction.starts and not (
-            diagnosis.codes and search.addressable & set(diagnosis.codes)
-        ):
-            continue
         for f in diagnosis.findings:
             if f.severity != ERROR:
                 continue
@@ -189,7 +188,7 @@ def _unresolved(
     if needs_consent is not None:
         for code in list(out):
             out[code]["reason"] = "its repair can lose data: " + "; ".join(needs_consent.losses)
-            out[code]["manual"] = "re-run plan with --accept-data-loss to plan it anyway"
+            out[code]["manual"] = CONSENT_MANUAL
     return list(out.values())
 
 
@@ -336,7 +335,7 @@ def plan_repair(
         addresses=addresses,
         strategy=strategy,
         options=tuple(_option_docs(proposals, search, chosen, snapshot)),
-        unresolved=tuple(_unresolved(after, needs_consent, search, proposals)),
+        unresolved=tuple(_unresolved(after, needs_consent, proposals)),
         expected={
             **_expected(cells, after, diagnoses),
             "consequences": chosen.consequences if chosen is not None else None,

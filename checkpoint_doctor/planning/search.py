@@ -118,7 +118,11 @@ class Search:
         self.candidates = candidates[:MAX_CANDIDATES]
         self.addressable = {c for o in self.candidates for c in o.addresses}
         self._trials: dict[tuple[int, ...], Trial | None] = {}
-        self.baseline = sum(self.diagnose_cell(snapshot, c).prediction.starts for c in cells)
+        before = [self.diagnose_cell(snapshot, c) for c in cells]
+        self.baseline = sum(d.prediction.starts for d in before)
+        #: The error codes of the target cells as they are: a trial that starts as many cells and
+        #: clears one of them (a file sink's log ahead of the offsets, CD402) is a repair too.
+        self.errors_before = frozenset(f.code for d in before for f in d.findings if f.severity == ERROR)
 
     def diagnose_cell(
         self, snapshot: CheckpointSnapshot, cell: Cell, facts: SnapshotFacts | None = None
@@ -152,7 +156,7 @@ class Search:
             started = sum(d.prediction.starts for d in after)
             # The restarts that start now must keep starting (checked only for a trial worth it).
             breaks: tuple[Cell, ...] = ()
-            if started > self.baseline:
+            if started > self.baseline or (started == self.baseline and self._clears(remaining)):
                 breaks = tuple(
                     g
                     for g in self.guards
@@ -180,9 +184,18 @@ class Search:
         """Return how good a trial is: starts in every cell, leaves no addressable error, cells started."""
         return (trial.starts, self.complete(trial), trial.started)
 
+    def _clears(self, remaining: frozenset[str]) -> bool:
+        """Whether the errors left are fewer than before and none is new."""
+        return bool(self.errors_before - remaining) and remaining <= self.errors_before
+
     def useful(self, trial: Trial) -> bool:
-        """Whether a trial makes more target cells start than start now, breaking no other."""
-        return trial.started > self.baseline and not trial.breaks
+        """Whether a trial makes more target cells start than start now, or as many while clearing
+        an error, breaking no other."""
+        if trial.breaks:
+            return False
+        return trial.started > self.baseline or (
+            trial.started == self.baseline and self._clears(trial.remaining)
+        )
 
     def first_with(self, strategy: str) -> Trial | None:
         """Return the best trial using ``strategy`` (first in :meth:`combos` order among the best

@@ -126,6 +126,10 @@ class Hints:
         """Return ``undo`` of a journal."""
         return command("undo", journal, *self.storage_flags())
 
+    def history(self, checkpoint: str) -> str:
+        """Return ``history`` of a checkpoint."""
+        return command("history", checkpoint, *self.storage_flags())
+
 
 def explain(code: str) -> str:
     """Return ``explain CODE``."""

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from checkpoint_doctor.render.documents import dumps, envelope
@@ -471,7 +473,7 @@ def _next_steps(result: dict[str, Any], failing: bool, hints: Hints) -> list[str
             f"What to do: {explain(codes[0])}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else "")
         )
     if failing or any(f["severity"] == "error" for f in result["findings"]):
-        blocks.append(f"Repair options:\n  {hints.plan(result['checkpoint'])}")
+        blocks.append(f"Repair options:\n  {hints.plan(result['checkpoint'], '-o', 'plan.json')}")
     return blocks
 
 
@@ -679,8 +681,48 @@ def _unresolved_text(items: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def render_plan(plan: dict[str, Any], written_to: str | None, hints: Hints | None = None) -> str:
-    """Return a plan as text: options with consequences, steps, preconditions, expected result."""
+@dataclass(frozen=True)
+class PlanFollowUp:
+    """What ``plan`` says after the plan: where it went (``-o``; not written when it has no step),
+    the command that writes it, and the one that plans it accepting data loss (when only that
+    would repair it)."""
+
+    output: str | None = None
+    written: bool = False
+    write: str | None = None
+    consent: str | None = None
+
+
+def _plan_ending(plan: dict[str, Any], follow: PlanFollowUp, hints: Hints) -> list[str]:
+    runnable = any(s["kind"] != "run" for s in plan["steps"])
+    if follow.written and follow.output:
+        tail = f" Apply it with: {hints.apply(follow.output)}" if runnable else ""
+        return [f"Plan written to {follow.output}.{tail}"]
+    blocks = []
+    if plan["steps"] and follow.write:
+        blocks.append(f"Write the plan to a file, then apply it:\n  {follow.write}")
+    if plan["steps"]:
+        return blocks
+    if follow.output:
+        blocks.append(f"Nothing to apply: no plan file was written to {follow.output}.")
+    if follow.consent:
+        blocks.append(f"To plan it anyway, accepting the data loss named above:\n  {follow.consent}")
+    elif plan["unresolved"]:
+        blocks.append(
+            "No plan can be applied: no change checkpoint-doctor can make repairs the errors above; "
+            "their 'what you can do' says what can."
+        )
+    return blocks
+
+
+def render_plan(
+    plan: dict[str, Any],
+    written_to: str | None,
+    hints: Hints | None = None,
+    follow: PlanFollowUp | None = None,
+) -> str:
+    """Return a plan as text: options with consequences, steps, preconditions, expected result, and
+    the next command (apply the written file, write it, or plan it accepting data loss)."""
     blocks = [
         key_values(
             [
@@ -710,12 +752,9 @@ def render_plan(plan: dict[str, Any], written_to: str | None, hints: Hints | Non
         blocks.append(f"WARNING: {w}")
     if plan["unresolved"]:
         blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan["unresolved"])))
-    if written_to:
-        runnable = any(s["kind"] != "run" for s in plan["steps"])
-        blocks.append(
-            f"Plan written to {written_to}."
-            + (f" Apply it with: {(hints or Hints()).apply(written_to)}" if runnable else "")
-        )
+    if follow is None:  # the plan shown before apply's question: written already
+        follow = PlanFollowUp(output=written_to, written=written_to is not None)
+    blocks += _plan_ending(plan, follow, hints or Hints())
     return "\n\n".join(blocks) + "\n"
 
 
@@ -759,6 +798,16 @@ def render_undo(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def local_time(ms: Any) -> str:
+    """Return epoch millis as the reader's local time with its UTC offset (``-`` when unknown)."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+    except (OverflowError, OSError, ValueError):  # a hand-edited record: show what it holds
+        return str(ms)
+
+
 def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
     """Return the applies made to a checkpoint as a table, oldest first."""
     rows = data["applies"]
@@ -769,13 +818,14 @@ def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
             r["plan_id"],
             r["state"],
             "-" if r["steps_done"] is None else r["steps_done"],
-            r["at_ms"] or "-",
+            local_time(r["at_ms"]),
             r["journal"],
         ]
         for r in rows
     ]
-    text = tabulate(table, headers=["plan", "state", "steps", "at (epoch ms)", "journal"], tablefmt="plain")
+    text = tabulate(table, headers=["plan", "state", "steps", "at", "journal"], tablefmt="plain")
     undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted", "partly undone")]
-    notes = "".join(f"\n{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
+    notes = "".join(f"
+{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
     hint = f"\nUndo the newest with: {(hints or Hints()).undo(undo[-1]['journal'])}" if undo else ""
     return f"Applies to {data['checkpoint']}:\n{text}{notes}{hint}\n"

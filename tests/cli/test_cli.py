@@ -247,10 +247,16 @@ def test_plan_apply_undo_round_trip(tmp_path, capsys):
     assert code == 0 and result["steps_done"] == 2 and result["after"]["restart"]["outcome"] == "starts"
     assert not (cp / "offsets" / "3").exists()
     code, _, err = run(capsys, "apply", str(plan_file), "--yes")
-    assert code == ExitCode.REFUSED and "changed since the plan was made" in err and err.count("\n") == 1
-    code, out, _ = run(capsys, "undo", result["journal"])
-    assert code == 0 and "restored offsets/3" in out and (cp / "offsets" / "3").exists()
+    assert code == ExitCode.REFUSED and err.count("\n") == 1
+    assert f"is already applied to {cp} (journal {result['journal']}); nothing was changed" in err
+    assert (
+        f"see checkpoint-doctor history {cp}" in err and f"checkpoint-doctor undo {result['journal']}" in err
+    )
     code, _, err = run(capsys, "undo", result["journal"])
+    assert code == 2 and "--yes" in err and not (cp / "offsets" / "3").exists()  # not a terminal
+    code, out, _ = run(capsys, "undo", result["journal"], "--yes")
+    assert code == 0 and "restored offsets/3" in out and (cp / "offsets" / "3").exists()
+    code, _, err = run(capsys, "undo", result["journal"], "--yes")
     assert code == 32 and "already undone" in err
     code, out, _ = run(capsys, "apply", str(plan_file), "--yes")
     assert code == 0 and "Applied plan" in out

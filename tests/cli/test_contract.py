@@ -47,7 +47,10 @@ def copy(tmp_path: Path, scenario: str, name: str = "ckpt") -> Path:
 # ------------------------------------------------------------------------------------- 13.1 hints
 
 
-def test_a_narrowed_diagnose_suggests_a_plan_that_plans_the_same_restart(tmp_path, capsys) -> None:
+def test_a_narrowed_diagnose_suggests_a_plan_that_plans_the_same_restart(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # the printed command writes plan.json here
     cp = copy(tmp_path, "async-tail")
     code, out, _ = run(
         capsys, "diagnose", str(cp), "--mode", "micro-batch", "--spark", "4.3", "--live-window", "0"
@@ -84,6 +87,7 @@ def test_hints_on_s3_carry_the_endpoint_and_never_a_secret(s3: S3, tmp_path, mon
     assert code == 1 and "testing-secret" not in out, err
     plan_args = printed_command(out, "plan")
     assert plan_args[plan_args.index("--storage-option") + 1] == endpoint
+    monkeypatch.chdir(tmp_path)
     plan_file = tmp_path / "plan.json"
     code, out, _ = run(capsys, *plan_args, "-o", str(plan_file))
     apply_args = printed_command(out, "apply")

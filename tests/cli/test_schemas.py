@@ -89,7 +89,7 @@ def test_plan_apply_undo_validate(tmp_path, capsys) -> None:
     validate("plan", plan)
     _, applied = run(capsys, "apply", plan_file, "--yes", "--format", "json")
     validate("apply", applied)
-    _, undone = run(capsys, "undo", applied["result"]["journal"], "--format", "json")
+    _, undone = run(capsys, "undo", applied["result"]["journal"], "--yes", "--format", "json")
     validate("undo", undone)
     _, dry = run(capsys, "apply", plan_file, "--dry-run", "--format", "json")
     validate("apply", dry)

@@ -124,3 +124,72 @@ def test_audit_on_spark_without_java_is_one_line(tmp_path) -> None:
         "Java gateway process exited before sending its port number.; check that Java is installed"
     ) in proc.stderr
     assert "Traceback" not in proc.stderr and proc.stdout == ""
+
+
+def _bare_worker_run(tmp_path, *flags: str, pyspark_python: str | None) -> subprocess.CompletedProcess[str]:
+    """Audit two copied fixtures on Spark 4.3.0 as an operator's venv would, while the Python
+    workers see none of the driver's packages: the driver finds THIS checkout on its sys.path only
+    (not through PYTHONPATH, which workers inherit), PATH holds only the system directories (whose
+    ``python3`` has no checkpoint-doctor, fsspec or pyspark), and PYTHONPATH gives the workers
+    pyspark and py4j alone, as a Spark installation gives its executors."""
+    fleet = tmp_path / "fleet"
+    for name in ("window_agg", "commit-ahead"):
+        copy_scenario(FIXTURES / "spark-4.3.0" / name, fleet / name)
+    site = spark_python("4.3.0").parent.parent / "lib" / "python3.11" / "site-packages"
+    only_spark = tmp_path / "only-spark"
+    only_spark.mkdir()
+    for package in ("pyspark", "py4j"):
+        (only_spark / package).symlink_to(site / package)
+    env = {"HOME": os.environ.get("HOME", "/root"), "PATH": "/usr/bin:/bin", "PYTHONPATH": str(only_spark)}
+    env.update({k: v for k, v in os.environ.items() if k in ("JAVA_HOME", "CHECKPOINT_DOCTOR_SPARK_LOCK")})
+    if pyspark_python:
+        env["PYSPARK_PYTHON"] = pyspark_python
+    driver = f"import sys; sys.path.insert(0, {str(REPO)!r}); from checkpoint_doctor.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [str(spark_python("4.3.0")), "-c", driver, "audit", str(fleet), "--on-spark", *flags, *JSONL],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=900,
+        check=False,
+    )
+
+
+JSONL = ("--format", "jsonl", "--live-window", "0")
+
+
+def _records(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert lines[-1]["kind"] == "summary" and lines[-1]["total"] == 2
+    return {r["path"]: r["verdict"] for r in lines[:-1]}
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(
+    not os.path.exists("/usr/bin/python3"), reason="needs a system python3 without the package"
+)
+def test_audit_on_spark_with_spark_default_master_uses_the_drivers_python(tmp_path) -> None:
+    """The README's `audit ROOT --on-spark` (no --spark-master: Spark's default local[*]): the
+    workers run the driver's interpreter, not the `python3` on PATH (which lacks pyspark here)."""
+    proc = _bare_worker_run(tmp_path, pyspark_python=None)
+
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
+    assert _records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}
+
+
+@pytest.mark.spark
+@pytest.mark.skipif(
+    not os.path.exists("/usr/bin/python3"), reason="needs a system python3 without the package"
+)
+def test_audit_on_a_cluster_ships_the_package_to_executors_without_it(tmp_path) -> None:
+    """local-cluster starts a worker JVM whose executors run a Python (the system one) with only
+    pyspark: the job brings checkpoint-doctor and its pure-Python dependencies along."""
+    proc = _bare_worker_run(
+        tmp_path, "--spark-master", "local-cluster[1,1,1024]", pyspark_python="/usr/bin/python3"
+    )
+
+    assert proc.returncode == 4, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
+    assert _records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}

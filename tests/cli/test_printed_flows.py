@@ -1,0 +1,120 @@
+"""Every diagnosis with an error ends in a command that runs as printed and leads to a plan that can
+be applied, or says plainly why none exists: the walk an operator makes, on a copy of every error
+fixture of every line, following only what the output prints."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from checkpoint_doctor.cli import main
+from checkpoint_doctor.exit_codes import ExitCode
+from tests.scenarios import all_scenarios
+
+LINES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
+#: How many plan commands a walk may follow (the first, then the one accepting data loss).
+MAX_PLANS = 2
+
+
+def run(capsys, words: list[str]) -> tuple[int, str, str]:
+    code = main(words)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def printed(out: str, label: str) -> list[str]:
+    """Return the command printed on the line after ``label`` (or after it on the same line)."""
+    _, found, tail = out.partition(label)
+    assert found, f"{label!r} not printed:\n{out}"
+    line = tail.lstrip(" ").splitlines()[0] or tail.lstrip("\n").splitlines()[0]
+    words = shlex.split(line.strip())
+    assert words[0] == "checkpoint-doctor", line
+    return words[1:]
+
+
+def walk(capsys, checkpoint: str) -> str:
+    """Follow the printed commands from ``diagnose``; return how the walk ended."""
+    code, out, _ = run(capsys, ["diagnose", checkpoint, "--live-window", "0"])
+    if code != ExitCode.ERRORS:
+        return "no error"
+    command = printed(out, "Repair options:")
+    for _ in range(MAX_PLANS):
+        assert command[0] == "plan" and "-o" in command, command
+        code, out, err = run(capsys, command)
+        assert code in (ExitCode.OK, ExitCode.ERRORS), f"{shlex.join(command)}: {err}"
+        if "Plan written to" in out:
+            apply = [*printed(out, "Apply it with:"), "--yes"] if "Apply it with:" in out else None
+            if apply is None:  # only steps the operator runs (a catch-up, a restart elsewhere)
+                return "manual"
+            code, out, err = run(capsys, apply)
+            assert code not in (ExitCode.USAGE, ExitCode.REFUSED), f"{shlex.join(apply)}: {err}"
+            assert "Applied plan" in out, out
+            return "applied"
+        assert "Write the plan to a file" not in out, out  # -o was given: a plan with steps is written
+        if "To plan it anyway" in out:
+            assert "Nothing to apply: no plan file was written" in out
+            command = printed(out, "To plan it anyway, accepting the data loss named above:")
+            continue
+        assert "No plan can be applied:" in out and "Unresolved" in out, out
+        return "none, said why"
+    raise AssertionError(f"more than {MAX_PLANS} plan commands for {checkpoint}")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", LINES)
+def test_every_printed_hint_of_an_error_diagnosis_leads_to_an_applied_plan_or_says_why(
+    line, tmp_path, capsys, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    ends: dict[str, str] = {}
+    for scenario in (s for s in all_scenarios() if s.path.parent.name == f"spark-{line}"):
+        where = tmp_path / scenario.path.name
+        checkpoint = scenario.copy_to(where)
+        monkeypatch.chdir(where)  # the printed -o plan.json lands beside this copy
+        ends[scenario.path.name] = walk(capsys, str(checkpoint))
+    assert "applied" in ends.values() and "none, said why" in ends.values()
+    # The sink damage of issue 18: the file sink log ahead of the offsets is repaired by a plan.
+    assert ends["file-sink-rollback"] == "applied"
+    assert ends["file-sink-compact-missing"] == "none, said why"
+
+
+def test_a_plan_with_nothing_to_apply_writes_no_file_and_prints_the_next_command(
+    tmp_path, capsys, monkeypatch
+):
+    scenario = next(s for s in all_scenarios() if s.id == "spark-4.3.0/commit-ahead")
+    cp = str(scenario.copy_to(tmp_path / "copy"))
+    monkeypatch.chdir(tmp_path)
+
+    code, out, _ = run(capsys, ["diagnose", cp, "--live-window", "0"])
+    assert f"checkpoint-doctor plan {cp} --live-window 0 -o plan.json" in out
+    code, out, _ = run(capsys, printed(out, "Repair options:"))
+    assert code == ExitCode.ERRORS and not (tmp_path / "plan.json").exists()
+    assert "Nothing to apply: no plan file was written to plan.json." in out
+    command = printed(out, "To plan it anyway, accepting the data loss named above:")
+    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)  # no "exists" error: the first plan wrote nothing
+    assert code == 0 and (tmp_path / "plan.json").exists() and "Apply it with:" in out
+
+
+def test_a_plan_shown_without_o_says_how_to_write_it(tmp_path, capsys):
+    scenario = next(s for s in all_scenarios() if s.id == "spark-4.3.0/offsets-latest-empty")
+    cp = str(scenario.copy_to(tmp_path))
+
+    code, out, _ = run(capsys, ["plan", cp, "--live-window", "0"])
+
+    assert code == 0
+    assert out.rstrip().endswith(
+        f"Write the plan to a file, then apply it:\n  checkpoint-doctor plan {cp} --live-window 0 -o plan.json"
+    )
+
+
+def test_sink_damage_plans_the_option_it_shows(tmp_path, capsys):
+    scenario = next(s for s in all_scenarios() if s.id == "spark-4.3.0/file-sink-rollback")
+    cp = str(scenario.copy_to(tmp_path))
+
+    code, out, _ = run(capsys, ["plan", cp, "--live-window", "0", "--strategy", "quarantine"])
+
+    assert code == 0
+    assert "Strategy    quarantine" in out and "1. quarantine (chosen)" in out
+    assert "does not make the restart start" not in out
