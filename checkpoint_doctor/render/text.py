@@ -825,7 +825,6 @@ def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
     ]
     text = tabulate(table, headers=["plan", "state", "steps", "at", "journal"], tablefmt="plain")
     undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted", "partly undone")]
-    notes = "".join(f"
-{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
+    notes = "".join(f"\n{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
     hint = f"\nUndo the newest with: {(hints or Hints()).undo(undo[-1]['journal'])}" if undo else ""
     return f"Applies to {data['checkpoint']}:\n{text}{notes}{hint}\n"
