@@ -18,6 +18,7 @@ from checkpoint_doctor.cli.options import (
     own_writes_for,
     parse_storage_options,
     storage_options,
+    terminal_width,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import UsageError
@@ -109,7 +110,7 @@ def plan_command(
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_plan
+    from checkpoint_doctor.render.text import json_document, layout, render_plan
 
     options = parse_storage_options(storage_option)
     dest = None
@@ -141,7 +142,8 @@ def plan_command(
         write_destination(dest, plan.to_json())
     data = plan.to_dict()
     hints = Hints.from_options(kw, storage_option)
-    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints))
+    with layout(terminal_width()):
+        emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints))
     if plan.unresolved:
         raise CommandFailed(ExitCode.ERRORS)
 
@@ -191,7 +193,7 @@ def apply_command(
     from checkpoint_doctor.execution.executor import apply_plan
     from checkpoint_doctor.execution.journal import tool_url
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_apply, render_plan
+    from checkpoint_doctor.render.text import json_document, layout, render_apply, render_plan
 
     plan = _read_plan(plan_file)
     # The plan records how to reach its checkpoint (never credentials); the command line adds to it.
@@ -209,7 +211,8 @@ def apply_command(
                 "apply changes the checkpoint and needs confirmation",
                 hint="pass --yes when not on a terminal",
             )
-        click.echo(render_plan(p.to_dict(), None), err=True)
+        with layout(terminal_width()):
+            click.echo(render_plan(p.to_dict(), None), err=True)
         return click.confirm(f"Apply plan {p.plan_id} to {p.checkpoint}?", default=False, err=True)
 
     result = apply_plan(
@@ -225,7 +228,8 @@ def apply_command(
     data = result.to_dict()
     # The undo hint carries how the storage was reached (the plan's options and the flags), no secret.
     hints = Hints(storage_options=storage_pairs(options))
-    emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
+    with layout(terminal_width()):
+        emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)
     if not plan.executable_steps and not result.manual_steps:
@@ -247,7 +251,7 @@ def undo_command(journal: str, force: bool, output_format: str, storage_option: 
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
     from checkpoint_doctor.execution.executor import undo_journal
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_undo
+    from checkpoint_doctor.render.text import json_document, layout, render_undo
 
     options = parse_storage_options(storage_option)
     result = undo_journal(
@@ -257,7 +261,8 @@ def undo_command(journal: str, force: bool, output_format: str, storage_option: 
         now_ms=now_ms(),
     )
     data = result.to_dict()
-    emit(json_document("undo", data) if output_format == "json" else render_undo(data))
+    with layout(terminal_width()):
+        emit(json_document("undo", data) if output_format == "json" else render_undo(data))
 
 
 @click.command("history")
@@ -268,11 +273,12 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     """List the applies made to a checkpoint, newest last, with their state (applied, undone, ...)."""
     from checkpoint_doctor.execution.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_history
+    from checkpoint_doctor.render.text import json_document, layout, render_history
 
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
     data = {"checkpoint": store.url, "applies": rows}
     hints = Hints(storage_options=public_storage_options(storage_option))
-    emit(json_document("history", data) if output_format == "json" else render_history(data, hints))
+    with layout(terminal_width()):
+        emit(json_document("history", data) if output_format == "json" else render_history(data, hints))
