@@ -383,7 +383,7 @@ def _offsets_text(items: list[dict[str, Any]] | None) -> str:
 
 def render_prediction(pred: dict[str, Any]) -> str:
     """Return the restart prediction block."""
-    lines = [f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}"]
+    lines = [_hang(f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}", "", "  ")]
     facts: list[tuple[str, Any]] = []
     if pred["outcome"] == "fails":
         facts.append(("Spark error", pred["error"].get("text", pred["error"]["message"])))

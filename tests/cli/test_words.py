@@ -83,7 +83,7 @@ def test_findings_say_batch_11_and_epoch_3(tmp_path, capsys):
 def test_a_failure_summary_is_spark_s_whole_sentence(tmp_path, capsys):
     cp = SCENARIOS["spark-4.3.0/continuous"].copy_to(tmp_path)
     _, text = run(capsys, "diagnose", str(cp), "--spark", "3.5", "--mode", "micro-batch")
-    first = text.splitlines()[text.splitlines().index("") + 1]
+    first = flat(text[text.index("Restart on") : text.index("\nSpark error")])
     assert first.startswith(
         "Restart on Spark 3.5 (micro-batch): FAILS before running any batch: Cannot invoke"
     )
