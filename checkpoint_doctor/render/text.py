@@ -534,6 +534,10 @@ _MODE_WORDS = {
 }
 
 
+#: The longest text a matrix cell shows (wrapped in its column).
+MAX_CELL = 240
+
+
 def _cell_text(cell: dict[str, Any], root: str) -> str:
     if cell["outcome"] == "fails":
         # The checkpoint is named above the matrix: a cell names its files relative to it.
@@ -541,6 +545,10 @@ def _cell_text(cell: dict[str, Any], root: str) -> str:
         text = "FAILS: " + cell["summary"].partition(": ")[2].replace(root, "")
     else:
         text = cell["summary"]  # RestartPrediction.summary: "STARTS new batch 32"
+    if len(text) > MAX_CELL:
+        # Spark quotes a malformed file's text in its error (a fuzzed log line runs to 600 KB): the
+        # cell keeps a sentence's worth; the findings and the one-cell diagnose show it all.
+        text = text[: MAX_CELL - 3] + "..."
     if cell.get("if_stateful") and cell["if_stateful"].startswith("FAILS"):
         text += " ?"
     return ("* " if cell["role"] == "as-configured" else "  ") + text
