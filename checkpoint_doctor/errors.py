@@ -89,6 +89,11 @@ class MissingDependencyError(CheckpointDoctorError):
         self.module = module
 
 
+class MissingStorageBackendError(MissingDependencyError):
+    """Raised when a path's storage cannot be reached because its fsspec backend (s3fs, gcsfs) is
+    not installed: the checkpoint could not be read (exit 8, as for any storage that cannot be)."""
+
+
 class UsageError(CheckpointDoctorError):
     """Raised for invalid arguments detected after parsing (bad storage option, unknown version)."""
 

@@ -26,6 +26,24 @@ def range_text(ids: Iterable[int]) -> str:
     return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs)
 
 
+def ids_text(noun: str, ids: Iterable[int]) -> str:
+    """Return ids with their noun, singular for one id: ``batch 11``, ``batches 10..11``, ``epochs 3, 5``."""
+    runs = ranges(ids)
+    one = len(runs) == 1 and runs[0][0] == runs[0][1]
+    plural = {"batch": "batches"}.get(noun, noun + "s")
+    return f"{noun if one else plural} {range_text(ids)}"
+
+
+def count_text(n: int, noun: str, plural: str | None = None) -> str:
+    """Return ``1 checkpoint``, ``2 checkpoints`` (``plural`` for nouns that do not take an s)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def span_text(noun: str, first: int, last: int) -> str:
+    """Return ``first..last`` inclusive with its noun (``batch 11`` when they are equal)."""
+    return ids_text(noun, range(first, last + 1))
+
+
 #: Ids a finding, a path list or a message spells out at most. A batch id is any Java long and a
 #: partition count any int, so the span between two of them cannot always be listed; the message
 #: names the whole range (issue 14.5: a batch file named 9223372036854775807 exhausted memory).

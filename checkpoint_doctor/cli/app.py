@@ -22,6 +22,7 @@ from checkpoint_doctor import __version__
 from checkpoint_doctor.errors import (
     CheckpointDoctorError,
     MissingDependencyError,
+    MissingStorageBackendError,
     NotACheckpointError,
     PlanFormatError,
     RefusedError,
@@ -77,7 +78,7 @@ def exit_code_for(exc: CheckpointDoctorError) -> int:
     """Map a user-actionable error to the exit code contract."""
     if isinstance(exc, RefusedError):
         return ExitCode.REFUSED
-    if isinstance(exc, (StorageError, NotACheckpointError)):
+    if isinstance(exc, (StorageError, NotACheckpointError, MissingStorageBackendError)):
         return ExitCode.UNREADABLE
     if isinstance(exc, (UsageError, PlanFormatError, MissingDependencyError, SparkStartError)):
         return ExitCode.USAGE

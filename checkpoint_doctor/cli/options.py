@@ -266,22 +266,31 @@ def normalize_url(url: str) -> str:
 
 
 def near_matches(url: str, limit: int = 3) -> list[str]:
-    """Return existing entries of a missing path's parent whose names are close to its name (one
-    listing of the parent; local disk only, nothing on error)."""
+    """Return paths close to a missing local path: the first of its parts that does not exist is
+    compared with the names of its (existing) parent, and the parts after it are kept; paths that
+    exist come first (one listing; local disk only, nothing on error)."""
     import difflib
     import os
 
-    path = os.path.abspath(os.path.expanduser(url)) if "://" not in url else None
-    if path is None:
+    if "://" in url:
         return []
-    parent, name = os.path.split(path.rstrip(os.sep))
+    parent = os.path.abspath(os.path.expanduser(url)).rstrip(os.sep)
+    rest: list[str] = []
+    while parent and not os.path.exists(parent):
+        parent, name = os.path.split(parent)
+        if not name:
+            return []
+        rest.insert(0, name)
     try:
         entries = sorted(e.name for e in os.scandir(parent))
     except OSError:
         return []
-    # The name itself is listed when it is a dangling symlink: "did you mean <itself>" helps nobody.
-    others = [e for e in entries if e != name]
-    return [os.path.join(parent, n) for n in difflib.get_close_matches(name, others, n=limit, cutoff=0.6)]
+    # The name itself is listed when it is a dangling symlink (or a loop): "did you mean <itself>"
+    # helps nobody.
+    others = [e for e in entries if not rest or e != rest[0]]
+    close = difflib.get_close_matches(rest[0], others, n=limit, cutoff=0.6) if rest else []
+    paths = [os.path.join(parent, n, *rest[1:]) for n in close]
+    return sorted(paths, key=lambda p: not os.path.exists(p))
 
 
 def with_near_matches(exc: Any, url: str) -> Any:
@@ -292,8 +301,78 @@ def with_near_matches(exc: Any, url: str) -> Any:
     return exc
 
 
+#: What a checkpoint directory holds (Spark's ``metadata`` file, its logs): a path inside one.
+_CHECKPOINT_PARTS = ("metadata", "offsets", "commits", "state", "sources")
+#: Checkpoints named in a hint at most.
+_NAMED = 3
+
+
+def _is_checkpoint_dir(path: str) -> bool:
+    import os
+
+    return os.path.isfile(os.path.join(path, "metadata")) or any(
+        os.path.isdir(os.path.join(path, d)) for d in ("offsets", "commits")
+    )
+
+
+def _command() -> str:
+    from checkpoint_doctor.cli.app import invocation
+
+    return invocation().command or "diagnose"
+
+
+def enclosing_checkpoint(url: str) -> str | None:
+    """Return the local checkpoint a path inside it belongs to (``.../checkpoint/metadata``,
+    ``.../checkpoint/offsets/3``), or None."""
+    import os
+
+    if "://" in url:
+        return None
+    path = os.path.abspath(os.path.expanduser(url)).rstrip(os.sep)
+    for _ in range(4):  # state/<op>/<partition>/<file> is the deepest part of a checkpoint
+        path, name = os.path.split(path)
+        if not name:
+            return None
+        if name in _CHECKPOINT_PARTS or _is_checkpoint_dir(path):
+            return path if _is_checkpoint_dir(path) else None
+    return None
+
+
+def checkpoints_inside(root: str, dirs: Sequence[str]) -> list[str]:
+    """Return the checkpoints under a directory that is not one (from its listing, outermost only;
+    checkpoint-doctor's own backups are not checkpoints to diagnose)."""
+    found = sorted(
+        {d.rpartition("/")[0] for d in dirs if d.rpartition("/")[2] in ("offsets", "commits")} - {""},
+        key=lambda d: d.split("/"),
+    )
+    outer: list[str] = []
+    for d in found:
+        if ".checkpoint-doctor" in d or any(d.startswith(o + "/") for o in outer):
+            continue
+        outer.append(d)
+    return [f"{root.rstrip('/')}/{d}" for d in outer]
+
+
+def not_a_checkpoint_hint(root: str, dirs: Sequence[str]) -> str | None:
+    """Name the checkpoint(s) a directory holds and the command that reads them."""
+    inside = checkpoints_inside(root, dirs)
+    if not inside:
+        owner = enclosing_checkpoint(root)
+        return (
+            f"it is inside the checkpoint {owner}: checkpoint-doctor {_command()} {owner}" if owner else None
+        )
+    if len(inside) == 1:
+        return f"it holds the checkpoint {inside[0]}: checkpoint-doctor {_command()} {inside[0]}"
+    named = ", ".join(inside[:_NAMED]) + (", ..." if len(inside) > _NAMED else "")
+    return f"it holds {len(inside)} checkpoints ({named}); audit them all: checkpoint-doctor audit {root}"
+
+
 def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None) -> Any:
-    from checkpoint_doctor.errors import CheckpointNotFoundError
+    from checkpoint_doctor.errors import (
+        CheckpointNotFoundError,
+        NotACheckpointError,
+        NotADirectoryStorageError,
+    )
     from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
 
     try:
@@ -305,4 +384,13 @@ def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_pat
         )
     except CheckpointNotFoundError as exc:
         raise with_near_matches(exc, normalize_url(checkpoint)) from None
-    return require_checkpoint(snapshot)
+    except NotADirectoryStorageError as exc:
+        owner = enclosing_checkpoint(normalize_url(checkpoint))
+        if owner is not None:
+            exc.hint = f"pass the checkpoint directory: checkpoint-doctor {_command()} {owner}"
+        raise
+    try:
+        return require_checkpoint(snapshot)
+    except NotACheckpointError as exc:
+        exc.hint = not_a_checkpoint_hint(snapshot.root, snapshot.dirs)
+        raise

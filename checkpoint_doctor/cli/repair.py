@@ -20,6 +20,7 @@ from checkpoint_doctor.cli.options import (
     own_writes_for,
     parse_storage_options,
     storage_options,
+    terminal_width,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import (
@@ -118,7 +119,7 @@ def plan_command(
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
     from checkpoint_doctor.planning.planner import CONSENT_MANUAL
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import PlanFollowUp, json_document, render_plan
+    from checkpoint_doctor.render.text import PlanFollowUp, json_document, layout, render_plan
 
     options = parse_storage_options(storage_option)
     dest = None
@@ -161,7 +162,12 @@ def plan_command(
         if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in data["unresolved"])
         else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
     )
-    emit(json_document("plan", data) if output_format == "json" else render_plan(data, output, hints, follow))
+    with layout(terminal_width()):
+        emit(
+            json_document("plan", data)
+            if output_format == "json"
+            else render_plan(data, output, hints, follow)
+        )
     if plan.unresolved:
         raise CommandFailed(ExitCode.ERRORS)
     if matrix.state_may_be_gone is not None:
@@ -237,7 +243,7 @@ def apply_command(
     from checkpoint_doctor.execution.executor import apply_plan
     from checkpoint_doctor.execution.journal import tool_urls
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_apply, render_plan
+    from checkpoint_doctor.render.text import json_document, layout, render_apply, render_plan
 
     plan = _read_plan(plan_file)
     # The plan records how to reach its checkpoint (never credentials); the command line adds to it.
@@ -256,7 +262,8 @@ def apply_command(
         if yes:
             return True
         _need_terminal("apply changes the checkpoint")
-        echo_err(render_plan(p.to_dict(), None))
+        with layout(terminal_width()):
+            echo_err(render_plan(p.to_dict(), None))
         return click.confirm(shown(apply_question(p)), default=False, err=True)
 
     try:
@@ -273,7 +280,8 @@ def apply_command(
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
     data = result.to_dict()
-    emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
+    with layout(terminal_width()):
+        emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)
     if not plan.executable_steps and not result.manual_steps:
@@ -343,7 +351,7 @@ def undo_command(
     from checkpoint_doctor.execution.executor import undo_journal
     from checkpoint_doctor.execution.journal import JOURNAL, Journal
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_undo
+    from checkpoint_doctor.render.text import json_document, layout, render_undo
 
     options = parse_storage_options(storage_option)
     local = normalize_url(journal)
@@ -366,7 +374,8 @@ def undo_command(
         now_ms=now_ms(),
     )
     data = result.to_dict()
-    emit(json_document("undo", data) if output_format == "json" else render_undo(data))
+    with layout(terminal_width()):
+        emit(json_document("undo", data) if output_format == "json" else render_undo(data))
 
 
 @click.command("history")
@@ -377,7 +386,7 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     """List the applies made to a checkpoint, newest last, with their state (applied, undone, ...)."""
     from checkpoint_doctor.execution.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, render_history
+    from checkpoint_doctor.render.text import json_document, layout, render_history
 
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
@@ -385,4 +394,5 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
     data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))
-    emit(json_document("history", data) if output_format == "json" else render_history(data, hints))
+    with layout(terminal_width()):
+        emit(json_document("history", data) if output_format == "json" else render_history(data, hints))

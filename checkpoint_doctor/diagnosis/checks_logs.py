@@ -8,7 +8,7 @@ from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.detect import CONTINUOUS
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.ids import id_range, range_text
+from checkpoint_doctor.ids import id_range, ids_text, range_text, span_text
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
 from checkpoint_doctor.parsing.text import java_parse_int
 
@@ -248,7 +248,7 @@ def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Ite
         if k is not None:
             yield Finding(
                 Code.COMMITS_WITHOUT_OFFSETS_LOG,
-                f"commits/ holds batches {range_text(ctx.commit_ids)} but offsets/ holds none.",
+                f"commits/ holds {ids_text('batch', ctx.commit_ids)} but offsets/ holds none.",
                 paths=tuple(f"commits/{c}" for c in ctx.commit_ids[-3:]),
                 batch_ids=ctx.commit_ids[-3:],
             )
@@ -268,8 +268,8 @@ def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Ite
     elif k is not None and k < latest - 1 and not (ctx.is_async and ctx.async_pattern):
         yield Finding(
             Code.COMMITS_BEHIND,
-            f"the newest commit is commits/{k} but the newest offsets file is offsets/{latest}: batches "
-            f"{k + 1}..{latest - 1} will not be re-run.",
+            f"the newest commit is commits/{k} but the newest offsets file is offsets/{latest}: "
+            f"{span_text('batch', k + 1, latest - 1)} will not be re-run.",
             paths=(f"commits/{k}", f"offsets/{latest}"),
             batch_ids=id_range(k + 1, latest - 1),
             details=(("latest_offsets", latest), ("latest_commit", k)),
@@ -336,7 +336,7 @@ def check_continuous(ctx: Context, prediction: RestartPrediction) -> Iterator[Fi
     if ahead:
         yield Finding(
             Code.CONTINUOUS_EPOCHS_AHEAD,
-            f"offsets/ holds epochs {range_text(ahead)} after the newest commit commits/{k}.",
+            f"offsets/ holds {ids_text('epoch', ahead)} after the newest commit commits/{k}.",
             paths=tuple(f"offsets/{o}" for o in ahead),
             batch_ids=ahead,
         )

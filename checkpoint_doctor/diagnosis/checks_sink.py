@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.ids import id_range
+from checkpoint_doctor.ids import id_range, span_text
 from checkpoint_doctor.parsing.text import TOO_LARGE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 
@@ -83,7 +83,7 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
         yield Finding(
             Code.SINK_AHEAD_OF_OFFSETS,
             f"_spark_metadata/{top} is ahead of the newest offsets file offsets/{latest}: the sink will skip "
-            f"batches {latest + 1}..{top} when they are planned again.",
+            f"{span_text('batch', latest + 1, top)} when {'it is' if top == latest + 1 else 'they are'} planned again.",
             paths=(f"_spark_metadata/{top}",),
             batch_ids=id_range(latest + 1, top),
             details=(("sink_latest", top), ("latest_offsets", latest)),
@@ -99,7 +99,7 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
     if k is not None and top < k:
         yield Finding(
             Code.SINK_BEHIND_COMMITS,
-            f"the newest sink log entry is batch {top} but commits/{k} exists: batches {top + 1}..{k} are "
-            "not in the sink log.",
+            f"the newest sink log entry is batch {top} but commits/{k} exists: "
+            f"{span_text('batch', top + 1, k)} {'is' if top + 1 == k else 'are'} not in the sink log.",
             batch_ids=id_range(top + 1, k),
         )

@@ -69,6 +69,9 @@ class WriterGuess:
         """Return a short human-readable label."""
         if self.line is None:
             return f">= {self.minimum}" if self.minimum else "unknown"
+        if self.line == "4.0" and self.minimum == "4.1":
+            # A file only 4.1 writes narrows "4.0 or 4.1" to 4.1 (matrix.writer_lines stars 4.1 alone).
+            return "4.1.x"
         return {
             "3.5": "3.5.x or older",
             "4.0": "4.0.x or 4.1.x",

@@ -38,7 +38,7 @@ from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.severity import effective_severity
 from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
-from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.diagnosis.versions import LINES, at_root
 from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -199,7 +199,7 @@ class MatrixDiagnosis:
             "mode": primary["mode"],
             "restart": primary["restart"],
             "matrix": [c.to_dict() for c in self.cells],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": at_root([f.to_dict() for f in self.findings], self.checkpoint),
             "counts": counts,
             "assumptions": list(self.assumptions),
             "exit_code": self.exit_code,
@@ -332,6 +332,11 @@ def describe(cells: Sequence[CellDiagnosis]) -> str:
     return "; ".join(parts)
 
 
+def _sentence(text: str) -> str:
+    """Return text starting with a capital letter (our words; Spark's are quoted as they are)."""
+    return text[:1].upper() + text[1:]
+
+
 def _quote(finding: Finding, cells: Sequence[CellDiagnosis]) -> str | None:
     """Return what Spark says in the cells whose restart this finding makes fail, grouped by text:
     ``a restart with asyncProgressTrackingEnabled off on Spark 4.3 fails: batch 30 doesn't exist``."""
@@ -339,7 +344,7 @@ def _quote(finding: Finding, cells: Sequence[CellDiagnosis]) -> str | None:
     for c in cells:
         pred = c.diagnosis.prediction
         if c.fails and finding.code in pred.caused_by:
-            texts.setdefault(pred.error.search if pred.error is not None else pred.summary, []).append(c)
+            texts.setdefault(pred.error.summary if pred.error is not None else pred.summary, []).append(c)
     if not texts:
         return None
     return "; ".join(f"a restart {describe(group)} fails: {text}" for text, group in texts.items())
@@ -382,7 +387,9 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
             continue  # downgrade-only: shown in the matrix, not a finding
         configured = any(c.role == AS_CONFIGURED for c in counted)
         quote = _quote(first, counted)
-        message = f"{quote}. {first.message}" if quote else first.message
+        # Spark's words end the first sentence; the finding (often a path: ``commits/.3.crc
+        # remains``) is labelled rather than starting a sentence in lower case.
+        message = f"{_sentence(quote.rstrip('.'))}. Cause: {first.message}" if quote else first.message
         failing = [c for c in counted if c.fails and first.code in c.diagnosis.prediction.caused_by]
         severity: str | None = effective_severity(
             first.code,
@@ -395,7 +402,7 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
         if first.code == Code.STATE_MAY_BE_GONE:
             message = _state_message(first, cells, detected)
         elif not configured:
-            message = message if quote else f"{describe(counted)}: {first.message}"
+            message = message if quote else _sentence(f"{describe(counted)}: {first.message}")
         merged.append(
             replace(
                 first,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
-from checkpoint_doctor.diagnosis.versions import SparkError, qualify_root
+from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import SourceOffset
 
@@ -115,7 +115,7 @@ class RestartPrediction:
                 "task": f"in the tasks of batch {self.next_batch_id}",
                 "commit": f"when committing batch {self.next_batch_id}",
             }.get(self.error.phase, "")
-            return f"FAILS {when}: {self.error.search}".strip()
+            return f"FAILS {when}: {self.error.summary}".strip()
         # The one wording of a start, also a matrix cell's (render.text._cell_text).
         unit = "epoch" if self.mode == "continuous" else "batch"
         kind = "re-runs" if self.rerun else "new"
@@ -211,11 +211,12 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with this checkpoint's root as Spark prints it)."""
         counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
-        restart = self.prediction.to_dict()
+        template = self.prediction.to_dict()
+        # Every text names the checkpoint as Spark prints it; ``message`` stays Spark's template.
+        restart = at_root(template, self.checkpoint)
         if restart["error"] is not None:
-            restart["error"]["text"] = restart["error"]["message"].replace(
-                "<cp>", qualify_root(self.checkpoint)
-            )
+            restart["error"]["text"] = restart["error"]["message"]
+            restart["error"]["message"] = template["error"]["message"]
         return {
             "checkpoint": self.checkpoint,
             "query_id": self.query_id,
@@ -224,7 +225,7 @@ class Diagnosis:
             "mode_detected": self.mode_detected,
             "assumptions": list(self.assumptions),
             "restart": restart,
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": at_root([f.to_dict() for f in self.findings], self.checkpoint),
             "counts": counts,
             "exit_code": self.exit_code,
         }

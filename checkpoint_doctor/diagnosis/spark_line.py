@@ -19,6 +19,7 @@ class SparkError:
 
     ``message`` is the text that release prints (with ``<cp>`` for the checkpoint root);
     ``search`` is the part of it that is stable enough to grep a driver log for;
+    ``headline`` what a one-line summary quotes when ``search`` is a fragment;
     ``phase`` is when it happens: ``start`` (DataStreamWriter.start), ``init`` (query thread before
     the first batch), ``batch`` (planning or running the first batch), ``commit`` (end of the first
     batch), ``task`` (inside the first batch's tasks).
@@ -29,6 +30,13 @@ class SparkError:
     phase: str
     error_class: str | None = None
     alternatives: tuple[str, ...] = ()
+    #: What a one-line summary quotes when ``search`` is only a fragment of a sentence (default: it).
+    headline: str | None = None
+
+    @property
+    def summary(self) -> str:
+        """Return the words a one-line summary quotes."""
+        return self.headline or self.search
 
     def matches(self, text: str) -> bool:
         """Return whether a driver log or exception text shows this error."""

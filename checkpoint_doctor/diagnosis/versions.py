@@ -8,13 +8,14 @@ Messages are templates here; :func:`qualify_root` turns a root URL into Spark's 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
 from checkpoint_doctor.diagnosis.texts_sources import SourceTexts
 from checkpoint_doctor.diagnosis.texts_state import StateTexts
 from checkpoint_doctor.model import ParseFailure
 
-__all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "qualify_root", "target"]
+__all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "at_root", "qualify_root", "target"]
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,9 @@ class SparkTarget(StateTexts, SourceTexts):
     def no_watermark_tracker(self) -> SparkError:
         """An offsets/L without metadata leaves MicroBatchExecution.watermarkTracker null."""
         text = 'Cannot invoke "...WatermarkTracker.currentWatermark()" because the return value of "...MicroBatchExecution.watermarkTracker()" is null'
-        return SparkError(text, "WatermarkTracker.currentWatermark()", "init")
+        # The NullPointerException's helpful message is the sentence; the class names differ by line
+        # (4.1 moved them to execution.streaming.runtime), so the log is searched for the method.
+        return SparkError(text, "WatermarkTracker.currentWatermark()", "init", headline=text)
 
     def batch_missing(self, batch_id: int) -> SparkError:
         """``IllegalStateException: batch N doesn't exist`` (SPARK-38033 adds the ERROR log line)."""
@@ -383,3 +386,19 @@ def qualify_root(root: str) -> str:
     if root.startswith("s3://"):
         return "s3a://" + root[len("s3://") :]
     return root
+
+
+#: The checkpoint root in the texts above (and in the restarts sparklab records).
+ROOT_TOKEN = "<cp>"
+
+
+def at_root(value: Any, root: str) -> Any:
+    """Return ``value`` (a text, or a JSON-safe dict/list of them) with ``<cp>`` replaced by the
+    checkpoint root as Spark prints it, so that an operator can search a real driver log for it."""
+    if isinstance(value, str):
+        return value.replace(ROOT_TOKEN, qualify_root(root)) if ROOT_TOKEN in value else value
+    if isinstance(value, dict):
+        return {k: at_root(v, root) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(at_root(v, root) for v in value)
+    return value

@@ -1,10 +1,12 @@
 """The audit as one self-contained HTML page, rendered with Jinja2 (``templates/audit.html.j2``,
 autoescaped). Pure: records in, a string out.
 
-For the scheduled-audit use case: a headline (how many checkpoints will not restart), counts by
-verdict and by finding code, then one row per audited directory, worst first, sortable (verdict,
-path, codes) and filterable (verdict, code, part of the path; the filter is kept in the URL's
-``#fragment``, so a link shows the same rows), with the next command to run and a small picture of
+For the scheduled-audit use case: a headline (how many checkpoints will not restart; each card is
+the filter for what it counts), then one row per audited directory in triage order
+(:func:`~checkpoint_doctor.fleet.report.triage_key`: the restart that counts fails, verdict, data at
+risk), sortable (that rank, path, codes) and filterable (restart, verdict, code, part of the path;
+the filter is kept in the URL's ``#fragment``, so a link shows the same rows), then the counts by
+finding code (after the rows: the first screen is for the rows), with the next command to run and a small picture of
 the newest batch ids: one column per batch id (oldest left), one row each for ``offsets/``,
 ``commits/`` and the state version the batch commits (a sink output: its ``_spark_metadata`` log).
 Damage has its own colour: a missing file is red, an empty, truncated, too-new or otherwise damaged
@@ -34,15 +36,19 @@ from checkpoint_doctor.diagnosis.timeline import (
     TOO_NEW,
     TRUNCATED,
 )
+from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.fleet.report import (
     ERROR,
     NOTES_SHOWN,
     OK,
     UNREADABLE,
-    VERDICT_ORDER,
     VERDICTS,
     WARNING,
+    only_elsewhere,
+    record_findings,
+    triage_key,
 )
+from checkpoint_doctor.ids import count_text
 
 #: Cell fills of the timeline picture. ``MISSING_COLOUR`` is used for nothing else on the page.
 MISSING_COLOUR = "#e0301e"
@@ -162,29 +168,24 @@ def cell_states(records: Sequence[Mapping[str, Any]]) -> set[str]:
     return states
 
 
-def _findings(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    findings = record.get("findings")
-    if findings is None and record.get("diagnosis"):
-        findings = record["diagnosis"].get("findings")
-    return list(findings or [])
-
-
-def _row(record: Mapping[str, Any]) -> dict[str, Any]:
+def _row(record: Mapping[str, Any], rank: int) -> dict[str, Any]:
     restart = record.get("restart") or {}
     latest = (record.get("sink_log") or {}).get("latest")
     return {
-        "rank": VERDICT_ORDER[record["verdict"]],
+        "rank": rank,
+        "elsewhere": only_elsewhere(record),
         "verdict": record["verdict"],
         "colour": VERDICT_COLOUR[record["verdict"]],
         "url": record["url"],
         "kind_label": {"sink": "sink output", "root": "root"}.get(record["kind"], ""),
         "error": (record.get("error") or {}).get("message"),
-        "summary": restart.get("summary"),
+        "summary": restart.get("summary")
+        and restart["summary"].replace(qualify_root(record["url"]) + "/", ""),
         "fails": restart.get("outcome") == "fails",
         "lines": record.get("lines"),
         "sink_text": f"file sink output; latest sink batch {latest if latest is not None else '-'}",
         "pairing": record.get("pairing"),
-        "findings": _findings(record),
+        "findings": record_findings(record),
         "next_step": record.get("next_step"),
         "codes": " ".join(record["codes"]),
         "picture": None if record.get("error") else picture(record),
@@ -194,7 +195,16 @@ def _row(record: Mapping[str, Any]) -> dict[str, Any]:
 def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     fails = summary["restart_fails"]
     verdicts = summary["verdicts"]
-    cards = [{"alert": bool(fails), "colour": None, "n": fails, "label": "will not restart"}]
+    # The headline card is the filter for the rows it counts.
+    cards = [
+        {
+            "alert": bool(fails),
+            "colour": None,
+            "n": fails,
+            "label": "will not restart",
+            "filter": "restart=fails",
+        }
+    ]
     for v in (ERROR, UNREADABLE, WARNING, OK):
         cards.append(
             {
@@ -202,13 +212,26 @@ def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
                 "colour": VERDICT_COLOUR[v] if verdicts[v] else None,
                 "n": verdicts[v],
                 "label": v,
+                "filter": f"verdict={v}" if verdicts[v] else None,
             }
         )
     cards.append(
-        {"alert": False, "colour": None, "n": summary["kinds"]["checkpoint"], "label": "checkpoints"}
+        {
+            "alert": False,
+            "colour": None,
+            "n": summary["kinds"]["checkpoint"],
+            "label": "checkpoints",
+            "filter": None,
+        }
     )
     cards.append(
-        {"alert": False, "colour": None, "n": summary["kinds"]["sink"], "label": "file sink outputs"}
+        {
+            "alert": False,
+            "colour": None,
+            "n": summary["kinds"]["sink"],
+            "label": "file sink outputs",
+            "filter": None,
+        }
     )
     return cards
 
@@ -230,7 +253,13 @@ def render_html(
     if version:
         meta.append(f"checkpoint-doctor {version}")
     meta.append(f"exit code {summary['exit_code']}")
-    ordered = sorted(records, key=lambda r: (VERDICT_ORDER[r["verdict"]], r["url"], r["kind"]))
+    # Triage order: what will not restart first, then by verdict and data at risk (the page's
+    # default sort is this rank; the other sort keys fall back to the path).
+    ordered = sorted(records, key=triage_key)
+    kinds = summary["kinds"]
+    listed = [count_text(kinds["checkpoint"], "checkpoint"), count_text(kinds["sink"], "file sink output")]
+    if kinds.get("root"):
+        listed.append(count_text(kinds["root"], "unreadable root"))
     used = cell_states(records)
     codes = list(summary["codes"])
     return str(
@@ -244,7 +273,8 @@ def render_html(
             verdicts=[v for v in VERDICTS if summary["verdicts"].get(v)],
             all_codes=sorted({c for r in records for c in r["codes"]}),
             legend=[(s, LEGEND_TEXT[s]) for s in STATES if s in used and s in LEGEND_TEXT],
-            rows=[_row(r) for r in ordered],
+            rows=[_row(r, i) for i, r in enumerate(ordered)],
+            listed=", ".join(listed),
             notes=list(notes),
             notes_open=NOTES_OPEN,
             fills=CELL_FILL,

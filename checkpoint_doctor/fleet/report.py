@@ -33,7 +33,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER
+from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import dumps, iso_utc, schema_version
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.text import key_values, section, table
@@ -47,6 +49,54 @@ VERDICTS = (ERROR, UNREADABLE, WARNING, OK)
 VERDICT_ORDER = {UNREADABLE: 0, ERROR: 1, WARNING: 2, OK: 3}
 
 NOTES_SHOWN = 20
+
+
+def _cells(items: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]:
+    return {(str(c["spark"]), str(c["mode"])) for c in items}
+
+
+def only_elsewhere(record: Mapping[str, Any]) -> bool:
+    """Whether a warning concerns only restarts other than the configured one (async switched off,
+    a newer line): the configured restart starts and no warning or error finding names it."""
+    if record["verdict"] != WARNING or (record.get("restart") or {}).get("outcome") == "fails":
+        return False
+    configured = _cells(c for c in record.get("matrix") or () if c["role"] == "as-configured")
+    serious = [f for f in record_findings(record) if f["severity"] in ("error", "warning")]
+    return bool(configured and serious) and all(
+        f.get("cells") and not (_cells(f["cells"]) & configured) for f in serious
+    )
+
+
+def batches_at_risk(record: Mapping[str, Any]) -> int:
+    """Return how many batch ids the record's error and warning findings name (re-run, skipped,
+    lost or unreadable batches): the data at risk, as far as a checkpoint shows it."""
+    ids = {
+        b for f in record_findings(record) if f["severity"] in ("error", "warning") for b in f["batch_ids"]
+    }
+    return len(ids)
+
+
+def record_findings(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Return a record's findings (a sink's own, or its checkpoint's merged diagnosis)."""
+    findings = record.get("findings")
+    if findings is None and record.get("diagnosis"):
+        findings = record["diagnosis"].get("findings")
+    return list(findings or [])
+
+
+def triage_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Order records for triage: the restart that counts fails first, then by verdict, then a
+    warning about the configured restart before one about other restarts only, then by the data at
+    risk (most batches first), then by path."""
+    fails = (record.get("restart") or {}).get("outcome") == "fails"
+    return (
+        0 if fails else 1,
+        VERDICT_ORDER[record["verdict"]],
+        1 if only_elsewhere(record) else 0,
+        -batches_at_risk(record),
+        record["url"],
+        record["kind"],
+    )
 
 
 def verdict_of(exit_code: int) -> str:
@@ -406,7 +456,8 @@ def _what(record: Mapping[str, Any]) -> str:
     if record.get("error"):
         return record["error"]["message"]
     if record.get("restart"):
-        return record["restart"]["summary"]
+        # The directory is in the next column: Spark's path to one of its files is shown relative.
+        return str(record["restart"]["summary"]).replace(qualify_root(record["url"]) + "/", "")
     if record["kind"] == "sink":
         latest = (record.get("sink_log") or {}).get("latest")
         return f"file sink output, latest sink batch {latest if latest is not None else '-'}"
@@ -434,7 +485,11 @@ def render_audit(
     v = summary["verdicts"]
     head = [
         ("Audited", ", ".join(roots)),
-        ("Found", f"{kinds['checkpoint']} checkpoints, {kinds['sink']} file sink outputs"),
+        (
+            "Found",
+            f"{count_text(kinds['checkpoint'], 'checkpoint')}, "
+            f"{count_text(kinds['sink'], 'file sink output')}",
+        ),
         ("Will not restart", summary["restart_fails"]),
         *(
             [("Fails if stateful", summary["restart_fails_if_stateful"])]
@@ -447,10 +502,7 @@ def render_audit(
     if summary.get("interrupted"):
         head.append(("Interrupted", "yes: the counts cover the directories finished before Ctrl-C"))
     blocks = [key_values(head)]
-    shown = sorted(
-        (r for r in records if verbose or r["verdict"] != OK),
-        key=lambda r: (VERDICT_ORDER[r["verdict"]], r["url"], r["kind"]),
-    )
+    shown = sorted((r for r in records if verbose or r["verdict"] != OK), key=triage_key)
     if shown:
         rows = [
             [

@@ -16,6 +16,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
+from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.planning.consequences import CATCH_UP, SinkFacts, consequences
 from checkpoint_doctor.planning.options import Option, PlanContext
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
@@ -214,6 +215,10 @@ def _expected(
     }
 
 
+#: The plan fields that quote Spark's texts (with the checkpoint root as Spark prints it).
+_TEXTS = frozenset({"options", "unresolved", "expected", "warnings"})
+
+
 @dataclass(frozen=True)
 class _Frame:
     """What every plan of one request shares: the snapshot, its diagnosis, the options, the target
@@ -239,7 +244,7 @@ class _Frame:
             cells=tuple(cell_dict(c) for c in self.cells),
             request=self.opts.to_request(),
             preconditions=derive(snapshot, executable, self.opts.diagnose.live_window_s),
-            **fields,
+            **{k: at_root(v, snapshot.root) if k in _TEXTS else v for k, v in fields.items()},
         )
 
     def live_plan(self) -> RepairPlan:

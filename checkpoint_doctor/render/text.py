@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.render.documents import dumps, envelope
 from checkpoint_doctor.render.hints import Hints, explain
 
@@ -277,7 +278,8 @@ def _inspect_confs(report: dict[str, Any]) -> str | None:
         return None
     return section(
         "Pinned confs (from the latest offsets file; applied on restart)",
-        table(["conf", "value"], sorted(report["pinned_conf"].items())),
+        # A conf key and its value (a class name) are copied into a session conf: never broken.
+        table(["conf", "value"], sorted(report["pinned_conf"].items()), keep=(0, 1)),
     )
 
 
@@ -389,7 +391,7 @@ def _offsets_text(items: list[dict[str, Any]] | None) -> str:
 
 def render_prediction(pred: dict[str, Any]) -> str:
     """Return the restart prediction block."""
-    lines = [f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}"]
+    lines = [_hang(f"Restart on Spark {pred['spark']} ({pred['mode']}): {pred['summary']}", "", "  ")]
     facts: list[tuple[str, Any]] = []
     if pred["outcome"] == "fails":
         facts.append(("Spark error", pred["error"].get("text", pred["error"]["message"])))
@@ -438,6 +440,33 @@ def _wrap(text: str, indent: int) -> str:
         break_long_words=False,
         break_on_hyphens=False,
     )
+
+
+#: A command the operator copies: printed whole on its own line, never wrapped.
+_COMMAND = "checkpoint-doctor "
+
+
+def _hang(text: str, first: str, rest: str) -> str:
+    """Return ``text`` wrapped to the layout width, its first line after ``first``, the others
+    indented by ``rest``; a ``checkpoint-doctor`` command in it goes whole on a line of its own."""
+    import textwrap
+
+    def fill(part: str, head: str) -> str:
+        return textwrap.fill(
+            part,
+            width=line_width(),
+            initial_indent=head,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+
+    lead, mark, command = text.partition(_COMMAND)
+    if not mark or "'" in command[:1] or lead.endswith("'"):
+        return fill(text, first)
+    lead = lead.rstrip()
+    head = fill(lead, first) + "\n" if lead else first
+    return head + (rest if lead else "") + mark + command
 
 
 def render_findings(findings: list[dict[str, Any]], counts: dict[str, int]) -> str:
@@ -513,18 +542,24 @@ _MODE_WORDS = {
 }
 
 
-def _cell_text(cell: dict[str, Any]) -> str:
+#: The longest text a matrix cell shows (wrapped in its column).
+MAX_CELL = 240
+
+
+def _cell_text(cell: dict[str, Any], root: str) -> str:
     if cell["outcome"] == "fails":
-        text = "FAILS: " + (cell["error"]["search"] if cell["error"] else cell["summary"])
+        # The checkpoint is named above the matrix: a cell names its files relative to it.
+        # RestartPrediction.summary: "FAILS <when>: <Spark's words>"; the cell keeps Spark's words.
+        text = "FAILS: " + cell["summary"].partition(": ")[2].replace(root, "")
     else:
         text = cell["summary"]  # RestartPrediction.summary: "STARTS new batch 32"
+    if len(text) > MAX_CELL:
+        # Spark quotes a malformed file's text in its error (a fuzzed log line runs to 600 KB): the
+        # cell keeps a sentence's worth; the findings and the one-cell diagnose show it all.
+        text = text[: MAX_CELL - 3] + "..."
     if cell.get("if_stateful") and cell["if_stateful"].startswith("FAILS"):
         text += " ?"
     return ("* " if cell["role"] == "as-configured" else "  ") + text
-
-
-def _fit(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(width - 3, 1)] + "..."
 
 
 def render_matrix_table(result: dict[str, Any], width: int | None = None) -> str:
@@ -539,24 +574,22 @@ def render_matrix_table(result: dict[str, Any], width: int | None = None) -> str
         words = next((w for long, w in _MODE_WORDS.items() if long in label), None)
         heads.append(f"{mode} ({words})" if words else mode)
     rows = []
+    root = qualify_root(result["checkpoint"]) + "/"
     for line in lines:
         row_cells = [by_key.get((line, m)) for m in modes]
         roles = {c["role"] for c in row_cells if c is not None}
         label = next(c["label"] for c in row_cells if c is not None)
         tag = " downgrade" if roles == {"downgrade"} else " upgrade" if "upgrade from" in label else ""
-        rows.append([line + tag] + [_cell_text(c) if c is not None else "" for c in row_cells])
-    width = width or line_width()
-    first = max(len(r[0]) for r in [heads, *rows])
-    column = max(24, (width - first - 2 * len(modes)) // max(len(modes), 1))
-    rows = [[r[0], *(_fit(t, column) for t in r[1:])] for r in rows]
+        rows.append([line + tag] + [_cell_text(c, root) if c is not None else "" for c in row_cells])
     legend = ["* as configured: " + _configured_words(result)]
     if any(c["role"] == "downgrade" for c in cells):
         legend.append("downgrade rows (older than the writer) are shown, not counted")
     if any((c.get("if_stateful") or "").startswith("FAILS") for c in cells):
         legend.append("? fails if the query has stateful operators (CD310)")
-    return section(
-        "Restart matrix", table(heads, rows) + "\n" + "\n".join(_fill(t, line_width()) for t in legend)
-    )
+    # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
+    with layout(width or line_width()):
+        body = table(heads, rows, keep=(0,))
+    return section("Restart matrix", body + "\n" + "\n".join(_fill(t, line_width()) for t in legend))
 
 
 def _configured_words(result: dict[str, Any]) -> str:
@@ -612,14 +645,14 @@ def render_explain(info: dict[str, Any]) -> str:
     """Return one code's explanation."""
     lines = [
         f"{info['code']} {info['slug']} ({_severity_words(info)})",
-        info["title"],
+        _hang(info["title"], "", ""),
         "",
-        *([section("Severity", info["severity_rule"]), ""] if _rule_differs(info) else []),
-        section("What Spark does", info["spark_does"]),
+        *([section("Severity", _hang(info["severity_rule"], "", "")), ""] if _rule_differs(info) else []),
+        section("What Spark does", _hang(info["spark_does"], "", "")),
         "",
-        section("Why it breaks", info["why"]),
+        section("Why it breaks", _hang(info["why"], "", "")),
         "",
-        section("What you can do", info["action"]),
+        section("What you can do", _hang(info["action"], "", "")),
     ]
     if info["search"]:
         lines += ["", section("Search your driver log for", "\n".join(f"  {s}" for s in info["search"]))]
@@ -640,16 +673,20 @@ def _step_text(s: dict[str, Any]) -> str:
 
 
 def _option_lines(group: dict[str, Any]) -> list[str]:
-    lines = [f"{group['finding']}: {group['message']}"]
+    lines = [_hang(f"{group['finding']}: {group['message']}", "", "  ")]
     for opt in group["options"]:
         if opt.get("available") is False:
-            lines.append(f"  -  {opt['strategy']}: not possible ({opt['reason']})")
+            lines.append(_hang(f"{opt['strategy']}: not possible ({opt['reason']})", "  -  ", "     "))
             continue
         mark = " (chosen)" if opt["chosen"] else ""
         alone = opt["consequences"].get("starts_in_every_cell")
         mark += " (not enough on its own)" if alone is False else ""
         lines.append(
-            f"  {opt['rank']}. {opt['strategy']}{mark}" + (f": {opt['note']}" if opt["note"] else "")
+            _hang(
+                f"{opt['strategy']}{mark}" + (f": {opt['note']}" if opt["note"] else ""),
+                f"  {opt['rank']}. ",
+                "      ",
+            )
         )
         summary = opt["consequences"].get("summary")
         if summary:
@@ -662,13 +699,19 @@ def _expected_text(exp: dict[str, Any]) -> str:
     text = "Expected after apply: " + exp["restart"]
     if exp.get("codes"):
         text += f" (remaining codes: {', '.join(exp['codes'])})"
+    text = _hang(text, "", "  ")
     if len(cells) > 1:
         text += "".join(
-            f"\n  {c['label']}: {c['before']} -> {c.get('after') or 'after the run: diagnose again'}"
+            "\n"
+            + _hang(
+                f"{c['label']}: {c['before']} -> {c.get('after') or 'after the run: diagnose again'}",
+                "  ",
+                "    ",
+            )
             for c in cells
         )
     if exp.get("after"):
-        text += f"\nThen: {exp['after']}"
+        text += "\n" + _hang(f"Then: {exp['after']}", "", "  ")
     return text
 
 
@@ -676,9 +719,17 @@ def _unresolved_text(items: list[dict[str, Any]]) -> str:
     lines = []
     for u in items:
         where = ", ".join(f"Spark {c['spark']} {c['mode']}" for c in u.get("cells") or [])
-        lines.append(f"  - {u['code']}: {u['reason']}" + (f" ({where})" if where else ""))
-        lines.append(f"    what you can do: {u['manual']}")
+        lines.append(_hang(f"{u['code']}: {u['reason']}" + (f" ({where})" if where else ""), "  - ", "    "))
+        lines.append(_hang(f"what you can do: {u['manual']}", "    ", "    "))
     return "\n".join(lines)
+
+
+def _sink_text(plan: dict[str, Any]) -> str:
+    """The sink output the plan checked, else the kind the operator named with ``--sink``."""
+    if plan["sink"]:
+        return str(plan["sink"])
+    kind = (plan.get("request") or {}).get("sink_kind")
+    return f"{kind} (--sink {kind}; no sink output checked)" if kind else "not checked (no --sink-path)"
 
 
 @dataclass(frozen=True)
@@ -728,7 +779,7 @@ def render_plan(
             [
                 ("Plan", plan["plan_id"]),
                 ("Checkpoint", plan["checkpoint"]),
-                ("Sink", plan["sink"]),
+                ("Sink", _sink_text(plan)),
                 (
                     "Restart",
                     "; ".join(f"Spark {c['spark']}, {c['mode']}" for c in plan.get("cells") or [])
@@ -743,13 +794,16 @@ def render_plan(
         text = "\n".join(_option_lines(group))
         blocks.append(section("Options", text) if group is plan["options"][0] else text)
     if plan["steps"]:
-        steps = "\n".join(f"  {i}. {_step_text(s)}  ({s['reason']})" for i, s in enumerate(plan["steps"], 1))
+        steps = "\n".join(
+            _hang(f"{_step_text(s)}  ({s['reason']})", f"  {i}. ", "     ")
+            for i, s in enumerate(plan["steps"], 1)
+        )
         blocks.append(section("Steps, in order", steps))
-        pres = "\n".join(f"  - {_pre_text(p)}" for p in plan["preconditions"])
+        pres = "\n".join(_hang(_pre_text(p), "  - ", "    ") for p in plan["preconditions"])
         blocks.append(section("Preconditions checked by apply", pres))
         blocks.append(_expected_text(plan["expected"]))
     for w in plan["warnings"]:
-        blocks.append(f"WARNING: {w}")
+        blocks.append(_hang(f"WARNING: {w}", "", "  "))
     if plan["unresolved"]:
         blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan["unresolved"])))
     if follow is None:  # the plan shown before apply's question: written already

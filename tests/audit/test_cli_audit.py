@@ -32,7 +32,7 @@ def test_table_says_which_checkpoints_will_not_restart(local_fleet: Fleet, capsy
 
     assert (code, err) == (5, "")
     lines = out.splitlines()
-    assert "Found             6 checkpoints, 1 file sink outputs" in lines
+    assert "Found             6 checkpoints, 1 file sink output" in lines
     assert "Will not restart  2" in lines
     assert "Verdicts          2 error, 0 unreadable, 1 warning, 4 ok" in lines
     attention = [

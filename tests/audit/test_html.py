@@ -230,18 +230,88 @@ def test_a_thousand_checkpoints_filter_and_sort_in_a_real_browser(local_fleet: F
     everything = dump_dom(page)
     ready = re.search(r'data-ready-ms="(\d+)"', everything)
     assert ready is not None  # the script ran to its end: the page is interactive
-    rows = re.findall(r'<tr data-rank="\d" data-verdict="(\w+)"[^>]*?(hidden="")?>', everything)
+    rows = re.findall(r'<tr data-rank="\d+" data-verdict="(\w+)"[^>]*?(hidden="")?>', everything)
     assert len(rows) == 1000 and not any(hidden for _, hidden in rows)
     assert "1000 shown" in everything
 
     errors = dump_dom(page, "#verdict=error&code=CD103")
     shown = re.findall(
-        r'<tr data-rank="\d" data-verdict="(\w+)" data-path="[^"]*" data-codes="([^"]*)">', errors
+        r'<tr data-rank="\d+" data-verdict="(\w+)" data-path="[^"]*" data-codes="([^"]*)" data-restart="\w+">',
+        errors,
     )
     expected = sum(1 for r in records if r["verdict"] == "error" and "CD103" in r["codes"])
     assert 0 < len(shown) == expected and all(v == "error" and " CD103 " in c for v, c in shown)
     assert f"{expected} shown" in errors
 
     by_path = dump_dom(page, "#sort=-path&path=team-9")
-    paths = re.findall(r'data-path="(s3://fleet/team-9/[^"]+)" data-codes="[^"]*">', by_path)
+    paths = re.findall(
+        r'data-path="(s3://fleet/team-9/[^"]+)" data-codes="[^"]*" data-restart="\w+">', by_path
+    )
     assert paths == sorted(paths, reverse=True) and len(paths) == 100
+
+
+# ------------------------------------------------------------------------------------- triage
+
+
+TRIAGE = {
+    "a-healthy-async": "async",
+    "b-stateless": "stateless",
+    "c-missing-prev": "missing-prev-offsets",
+    "d-state-deleted": "state-deleted",
+    "e-truncated": "offsets-latest-truncated",
+    "f-continuous": "continuous",
+    "g-orphan-crc": "orphan-crc",
+}
+
+
+def triage_page(tmp_path: Path) -> tuple[Path, str, dict]:
+    root = fleet_of(tmp_path, "triage", TRIAGE)
+    result = audit([str(root)], options=OPTIONS)
+    text = render_html(result.roots, result.records, result.notes, result.summary)
+    page = tmp_path / "triage.html"
+    page.write_text(text, encoding="utf-8")
+    return page, text, result.summary
+
+
+def _rows(html: str) -> list[tuple[str, str, str, bool]]:
+    """(verdict, path, restart, hidden) of every row, in page order."""
+    found = re.findall(
+        r'<tr data-rank="\d+" data-verdict="(\w+)" data-path="([^"]*)" data-codes="[^"]*" '
+        r'data-restart="(\w+)"( hidden="")?>',
+        html,
+    )
+    return [(v, p.rsplit("/", 1)[-1], r, bool(h)) for v, p, r, h in found]
+
+
+def test_rows_are_ranked_by_what_will_not_restart_then_by_verdict_and_data_at_risk(tmp_path: Path) -> None:
+    _, html, summary = triage_page(tmp_path)
+    rows = _rows(html)
+    restarts = [r for _, _, r, _ in rows]
+    # Every row whose restart fails comes first: no STARTS row sits between failures.
+    assert restarts == sorted(restarts, key=lambda r: r != "fails")
+    assert restarts.count("fails") == summary["restart_fails"] == 3
+    # Then by verdict; a warning about the configured restart (state may be gone) before warnings
+    # that only concern another restart (async switched off, a micro-batch trigger).
+    names = [p for _, p, r, _ in rows if r != "fails"]
+    assert names[0] == "d-state-deleted" and set(names[1:3]) == {"a-healthy-async", "f-continuous"}
+    assert names[-1] == "b-stateless"
+    assert html.count("starts as configured; the warning is about another restart mode") == 2
+
+
+def test_the_list_counts_what_the_cards_count_and_codes_follow_the_list(tmp_path: Path) -> None:
+    _, html, summary = triage_page(tmp_path)
+    n = summary["kinds"]["checkpoint"]
+    assert f"<h2>Audited directories ({summary['total']}): {n} checkpoints, 0 file sink outputs</h2>" in html
+    assert f'<div class="n">{n}</div><div class="l">checkpoints</div>' in html
+    # The first screen is the cards and the rows: the code table comes after the list.
+    assert html.index('id="fleet"') < html.index("<h2>By finding code</h2>")
+
+
+def test_will_not_restart_is_a_filter_in_a_real_browser(tmp_path: Path) -> None:
+    page, html, summary = triage_page(tmp_path)
+    assert '<button type="button" class="card alert" data-filter="restart=fails"' in html
+    dom = dump_dom(page, "#restart=fails")
+    shown = [(v, p) for v, p, r, hidden in _rows(dom) if not hidden]
+    assert len(shown) == summary["restart_fails"] == 3
+    assert all(r == "fails" for _, _, r, hidden in _rows(dom) if not hidden)
+    assert f"{summary['restart_fails']} shown" in dom

@@ -23,7 +23,7 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis import Diagnosis
 from checkpoint_doctor.diagnosis.codes import Code
-from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.diagnosis.versions import LINES, at_root
 from checkpoint_doctor.execution.catch_up.model import (
     ASYNC,
     SYNC,
@@ -425,7 +425,7 @@ def pre_start_refusal(snapshot: CheckpointSnapshot, restart: Diagnosis, facts: R
     what = "an async restart" if mode == ASYNC else "a synchronous restart"
     return Refusal(
         "restart-fails",
-        f"{what} of {cp} fails before any batch runs ({pred.summary}), so the job cannot catch up",
+        f"{what} of {cp} fails before any batch runs ({at_root(pred.summary, cp)}), so the job cannot catch up",
         step,
         spark_message=pred.error.message if pred.error is not None else None,
         before_run=True,

@@ -10,6 +10,7 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis import Diagnosis
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
+from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.errors import RunnerError
 from checkpoint_doctor.exit_codes import ExitCode
 
@@ -157,7 +158,7 @@ class CatchUpReport:
             "before": self.before.to_dict()["restart"],
             "tail": self.tail.to_dict(),
             "diagnosis": self.after.to_dict(),
-            "verdict": self.after.prediction.summary,
+            "verdict": at_root(self.after.prediction.summary, self.after.checkpoint),
             "next_command": self.next_command,
             "notes": list(self.notes),
             "exit_code": self.exit_code,

@@ -21,6 +21,7 @@ from checkpoint_doctor.errors import (
     CredentialsError,
     EndpointUnreachableError,
     MissingDependencyError,
+    MissingStorageBackendError,
     NotADirectoryStorageError,
     StorageError,
     TargetExistsError,
@@ -204,10 +205,10 @@ def missing_dependency(url: str, exc: ImportError) -> MissingDependencyError:
     protocol = split_protocol(url)[0]
     known = EXTRA_FOR_PROTOCOL.get(protocol)
     if known is not None:
-        return MissingDependencyError(url, *known)
+        return MissingStorageBackendError(url, *known)
     cause = exc.__cause__ if isinstance(exc.__cause__, ImportError) else None
     module = (exc.name or (cause.name if cause is not None else None) or protocol).partition(".")[0]
-    error = MissingDependencyError(url, "", module)
+    error = MissingStorageBackendError(url, "", module)
     # No checkpoint-doctor extra installs it: point at the package itself.
     error.hint = f"install it with: pip install {module}"
     return error
