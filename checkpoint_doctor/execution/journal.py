@@ -145,8 +145,11 @@ class Journal:
         Raises:
             StorageError: the journal could not be written.
         """
-        self.events.append(event)
-        self.store.write(JOURNAL, jsonl(self.events))
+        # Kept only once written: an event whose write failed must not ride along with the next
+        # one (an 'undone' that failed, then 'undo-failed', would read as undone).
+        events = [*self.events, event]
+        self.store.write(JOURNAL, jsonl(events))
+        self.events = events
 
     def first(self, kind: str) -> dict[str, Any] | None:
         """Return the first event of a kind."""

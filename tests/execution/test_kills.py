@@ -23,8 +23,8 @@ from tests.faults import FailingStore, FaultInjector
 #: The file system calls a kill is injected before (what ``strace -e inject=...:signal=KILL`` hits).
 CHANGES = ("link", "replace", "rename", "unlink", "mkdir", "rmdir", "utime", "chmod", "chown", "open")
 
-#: A rewrite (quarantine, then write the same path), a bridge (new files) and a quarantine.
-KILL_CASES = ["offsets-latest-empty", "missing-prev-offsets", "commit-latest-empty"]
+#: A quarantine, a bridge (a new file) and a rewrite (quarantine, then write the same path).
+KILL_CASES = ["offsets-latest-empty", "missing-prev-offsets", "metadata-unreadable"]
 
 
 def state_of(cp: Path) -> dict[str, tuple[int, int | str | None]]:

@@ -228,6 +228,7 @@ def test_created_files_and_directories_take_their_siblings_owner_and_mode(tmp_pa
     scenario, _, restart = _first_repairable("missing-prev-offsets")
     cp, plan = prepared(scenario, restart, tmp_path)
     _own(cp, QUERY_USER)
+    os.chmod(cp / "offsets" / "3", 0o600)  # one file made private by hand is not the rule
     created = [s.path for s in plan.executable_steps if s.creates]
     assert created
     old = os.umask(0o077)
@@ -236,10 +237,9 @@ def test_created_files_and_directories_take_their_siblings_owner_and_mode(tmp_pa
     finally:
         os.umask(old)
     for path in created:
-        sibling = next(p for p in (cp / path).parent.iterdir() if p.is_file() and p.name != Path(path).name)
-        st, want = (cp / path).stat(), sibling.stat()
-        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (
-            want.st_uid,
-            want.st_gid,
-            stat.S_IMODE(want.st_mode),
-        ), path
+        siblings = [p for p in (cp / path).parent.iterdir() if p.is_file() and p.name != Path(path).name]
+        modes = [stat.S_IMODE(p.stat().st_mode) for p in siblings]
+        usual = max(set(modes), key=modes.count)
+        assert usual != 0o600
+        st = (cp / path).stat()
+        assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (QUERY_USER, QUERY_USER, usual), path

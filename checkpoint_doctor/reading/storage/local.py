@@ -17,6 +17,7 @@ import re
 import shutil
 import stat as stat_mod
 import uuid
+from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
@@ -67,19 +68,29 @@ def ownership_of(path: str) -> Ownership | None:
 
 
 def _sibling_ownership(directory: str) -> Ownership | None:
-    """Return what a new file in ``directory`` should get: the mode and owner of a regular file
-    there (Spark writes every file of a directory as the query's user, with one umask), else the
-    directory's owner and its read/write bits."""
+    """Return what a new file in ``directory`` should get: the mode and owner most of the regular
+    files there have (Spark writes every file of a directory as the query's user, with one umask;
+    one file made private by hand is not the rule), else the directory's owner and its read/write
+    bits. At most :data:`_SIBLINGS_SEEN` files are looked at."""
+    seen: Counter[Ownership] = Counter()
     try:
         with os.scandir(directory) as it:
             for entry in it:
                 if temp_of(entry.name) is None and entry.is_file(follow_symlinks=False):
                     st = entry.stat(follow_symlinks=False)
-                    return stat_mod.S_IMODE(st.st_mode), st.st_uid, st.st_gid
+                    seen[(stat_mod.S_IMODE(st.st_mode), st.st_uid, st.st_gid)] += 1
+                    if sum(seen.values()) >= _SIBLINGS_SEEN:
+                        break
+        if seen:
+            return seen.most_common(1)[0][0]
         st = os.stat(directory)
     except OSError:
         return None
     return stat_mod.S_IMODE(st.st_mode) & 0o666, st.st_uid, st.st_gid
+
+
+#: How many files beside a new one decide its mode and owner (a bound on a huge directory).
+_SIBLINGS_SEEN = 64
 
 
 def _give(fd_or_path: int | str, owner: Ownership) -> None:
