@@ -138,13 +138,18 @@ def own_writes_for(checkpoint_url: str, storage_option: Sequence[str]) -> frozen
     from its tool directory: a repair made a minute ago is not a live query (empty when there is
     none, or it cannot be read)."""
     from checkpoint_doctor.errors import CheckpointDoctorError
-    from checkpoint_doctor.execution.history import own_writes
     from checkpoint_doctor.execution.journal import APPLIES, tool_url
     from checkpoint_doctor.reading.storage import open_storage
 
     try:
         tool = open_storage(tool_url(checkpoint_url), parse_storage_options(storage_option))
-        return own_writes(tool) if tool.exists(APPLIES) else frozenset()
+        if not tool.exists(APPLIES):
+            return frozenset()
+        # Imported only when there is a history to read: it brings the planner's plan and steps,
+        # which a verdict on a never-repaired checkpoint does not need (start-up is most of it).
+        from checkpoint_doctor.execution.history import own_writes
+
+        return own_writes(tool)
     except CheckpointDoctorError:
         return frozenset()
 

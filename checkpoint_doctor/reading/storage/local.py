@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import shutil
 import stat as stat_mod
 import uuid
 from collections.abc import Iterable, Iterator
@@ -300,6 +299,8 @@ class LocalStorage(RootedPaths):
     def delete_tree(self, rel: str) -> None:
         """Delete a directory and everything below it."""
         with translated(self.url_of(rel), "delete"):
+            import shutil  # only a repair removes a tree; not a verdict's start-up
+
             shutil.rmtree(self.full_path(rel))
 
     def makedirs(self, rel: str) -> None:
