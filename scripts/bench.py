@@ -615,9 +615,9 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
 #   delay models that latency, the CPU cost stays moto's. The request ceiling of the server and
 #   client (GETs/s with 128 requests in flight, no delay) is measured in the same run and bounds
 #   what any --jobs can reach on this machine.
-# * Local: a tree of ``--audit-files`` (100,000) files: ~110 checkpoints of ~900 files each (100
-#   retained batches with Hadoop .crc files, one stateful operator with 4 partitions), grouped in
-#   team directories, next to a few non-checkpoint directories; the library call of
+# * Local: a tree of ``--audit-files`` (115,000) files shaped like the 59 real-world checkpoints of
+#   issue 24 (:func:`build_fleet_tree`: large stateful queries with deep state, many small ones, 7
+#   file sinks with data files beside their checkpoints, non-checkpoint exports); the library call of
 #   ``checkpoint-doctor audit`` (best of ``--repeat``) against the bare ``os.scandir`` walk of the
 #   same tree (goal: ratio <= 2), and the CLI as a subprocess.
 
@@ -855,28 +855,97 @@ def run_audit_s3(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
-def build_audit_tree(root: Path, target_files: int) -> tuple[int, int]:
-    """Write a fleet of ~``target_files`` files under ``root``; return (files, checkpoints)."""
-    files = 0
-    checkpoints = 0
-    while files < target_files:
-        team = root / f"team-{checkpoints % 7}"
-        files += build_checkpoint(
-            team / f"query-{checkpoints:04d}" / "checkpoint",
-            first_batch=900,
-            batches=100,
-            operators=1,
-            partitions=4,
-            state_versions=56,
-            temps=1,
-        )
-        checkpoints += 1
-        if checkpoints % 25 == 0:
-            junk = root / f"team-{checkpoints % 7}" / f"exports-{checkpoints}"
-            junk.mkdir(parents=True)
-            for i in range(20):
-                (junk / f"part-{i:05d}.json").write_bytes(b'{"value": 1}\n')
-            files += 20
+def _sink_entry(sink: Path, rel: str, size: int) -> str:
+    return json.dumps(
+        {
+            "path": f"file://{sink}/{rel}",
+            "size": size,
+            "isDir": False,
+            "modificationTime": 1_700_000_000_000,
+            "blockReplication": 1,
+            "blockSize": 33554432,
+            "action": "add",
+        },
+        separators=(",", ":"),
+    )
+
+
+def build_file_sink(sink: Path, first_batch: int, batches: int, files_per_batch: int) -> int:
+    """Write a file sink output: date-partitioned parquet-named data files and its
+    ``_spark_metadata`` log (``FileStreamSinkLog``: one file per batch, a ``.compact`` every 10
+    batches listing every file so far, the files before the previous compact deleted); return its
+    number of files."""
+    log = sink / "_spark_metadata"
+    log.mkdir(parents=True)
+    data = b"PAR1" + b"\0" * 2000 + b"PAR1"
+    entries: list[str] = []
+    count = 0
+    for b in range(first_batch, first_batch + batches):
+        part = f"date=2024-01-{1 + b % 28:02d}"
+        (sink / part).mkdir(exist_ok=True)
+        batch_entries = []
+        for i in range(files_per_batch):
+            rel = f"{part}/part-{i:05d}-{uuid.UUID(int=b * 1000 + i)}.c000.snappy.parquet"
+            (sink / rel).write_bytes(data)
+            batch_entries.append(_sink_entry(sink, rel, len(data)))
+        count += files_per_batch
+        entries += batch_entries
+        if (b + 1) % 10 == 0:
+            (log / f"{b}.compact").write_text("v1\n" + "\n".join(entries))
+        else:
+            (log / str(b)).write_text("v1\n" + "\n".join(batch_entries))
+        count += 1
+    # CompactibleFileStreamLog.deleteExpiredLog: the files before the previous compact are gone.
+    compacts = sorted(int(p.name.split(".")[0]) for p in log.glob("*.compact"))
+    if len(compacts) >= 2:
+        for p in list(log.iterdir()):
+            if int(p.name.split(".")[0]) < compacts[-2]:
+                p.unlink()
+                count -= 1
+    return count
+
+
+def build_fleet_tree(root: Path, target_files: int) -> tuple[int, int]:
+    """Write a fleet shaped like the 59 real-world checkpoints of issue 24 (115,000 files from
+    public repositories), scaled to ~``target_files``: a few large stateful queries hold most of
+    the files (two operators, 200 shuffle partitions, tens of retained state versions with
+    snapshots and Hadoop .crc files), more medium ones, many small stateless ones, and 7 jobs
+    writing a file sink next to their checkpoint (``job/checkpoint`` and ``job/output``: data files
+    in date partitions and a ``_spark_metadata`` log), in team directories beside non-checkpoint
+    exports. Returns (files, checkpoints)."""
+    scale = target_files / 115_000
+    shapes = (
+        # (count, operators, partitions, state versions, sink files per batch)
+        (5, 2, max(1, round(100 * scale)), 20, 0),
+        (20, 1, max(1, round(16 * scale)), 40, 0),
+        (27, 0, 0, 0, 0),
+        (7, 0, 0, 0, max(1, round(20 * scale))),
+    )
+    files = checkpoints = 0
+    for count, operators, partitions, versions, sink_files in shapes:
+        for _ in range(count):
+            job = root / f"team-{checkpoints % 7}" / f"query-{checkpoints:04d}"
+            # Queries of different ages: their retained batch ids differ (a sink pairs with the
+            # checkpoints whose ids meet its own, see fleet/pairing.py).
+            first = (checkpoints * 7919) % 20_000 + max(0, versions - 1)
+            files += build_checkpoint(
+                job / "checkpoint",
+                first_batch=first,
+                batches=100,
+                operators=operators,
+                partitions=partitions,
+                state_versions=versions,
+                temps=1,
+            )
+            if sink_files:
+                files += build_file_sink(job / "output", first, 100, sink_files)
+            checkpoints += 1
+            if checkpoints % 10 == 0:
+                junk = root / f"team-{checkpoints % 7}" / f"exports-{checkpoints}"
+                junk.mkdir(parents=True)
+                for i in range(20):
+                    (junk / f"part-{i:05d}.json").write_bytes(b'{"value": 1}\n')
+                files += 20
     return files, checkpoints
 
 
@@ -888,7 +957,7 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
     work = Path(tempfile.mkdtemp(prefix="cd-bench-audit-"))
     try:
         start = time.perf_counter()
-        files, checkpoints = build_audit_tree(work / "fleet", args.audit_files)
+        files, checkpoints = build_fleet_tree(work / "fleet", args.audit_files)
         print(
             f"  built the local fleet: {files} files, {checkpoints} checkpoints in {time.perf_counter() - start:.1f} s",
             file=sys.stderr,
@@ -899,7 +968,6 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
         audit_s, result = best_of(lambda: audit([path], options=dopts), args.repeat)
         assert n_walk == files, (n_walk, files)
         assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
-        assert sum(r["files"] for r in result.records) + 20 * (checkpoints // 25) == files
         rows.append(
             (
                 f"local walk of {files} files: os.scandir + stat (baseline)",
@@ -1399,7 +1467,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--audit-checkpoints", type=int, default=1000, help="audit: checkpoints of the S3 fleet"
     )
-    parser.add_argument("--audit-files", type=int, default=100_000, help="audit: files of the local fleet")
+    parser.add_argument("--audit-files", type=int, default=115_000, help="audit: files of the local fleet")
     parser.add_argument(
         "--audit-s3-latency-ms",
         type=lambda text: [int(x) for x in text.split(",")],

@@ -124,6 +124,8 @@ class SnapshotFacts:
         """Return, in operator then store order, the stores that cannot load ``version`` or load it
         only by skipping their newest snapshot; memoized, since every line of a restart matrix asks
         the same question of thousands of stores (one per operator, partition and store name)."""
+        if auto_repair and not self._rocksdb:
+            auto_repair = False  # only RocksDB stores fall back to older snapshots: same answer
         key = (version, auto_repair)
         found = self._notable.get(key)
         if found is None:
@@ -136,6 +138,10 @@ class SnapshotFacts:
             )
             self._notable[key] = found
         return found
+
+    @cached_property
+    def _rocksdb(self) -> bool:
+        return any(store.provider == "rocksdb" for op in self.snapshot.state.operators for store in op.stores)
 
     def _skipped_snapshot(self, store: StateStore, version: int) -> tuple[str, ...]:
         """The files of the newest zip at or below ``version`` that auto snapshot repair skips over."""

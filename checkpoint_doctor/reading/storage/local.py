@@ -95,13 +95,11 @@ class _Walk:
                         shown = printable_name(name)
                         moved = moved or shown != name
                         name = shown
-                    child = f"{rel}/{name}" if rel else name
                     # is_dir/is_file come from the directory entry's type (no syscall); only
                     # regular files are stat'ed, sockets and FIFOs are not files of a checkpoint.
-                    if entry.is_dir(follow_symlinks=False):
-                        key = (dev, entry.inode())
-                        subdirs.append((entry.path, child, moved, dev, chain | {key}))
-                    elif entry.is_file(follow_symlinks=False):
+                    # A file's path is built only when it needs an alias: most of a tree's
+                    # entries are files, and this loop is the audit's listing (bench: audit).
+                    if entry.is_file(follow_symlinks=False):
                         try:
                             st = entry.stat(follow_symlinks=False)
                         except FileNotFoundError:
@@ -109,6 +107,13 @@ class _Walk:
                             # file): it is not part of this listing.
                             continue
                         rows.append((name, st.st_size, st.st_mtime_ns))
+                        if moved:
+                            self.alias(f"{rel}/{name}" if rel else name, entry.path)
+                        continue
+                    child = f"{rel}/{name}" if rel else name
+                    if entry.is_dir(follow_symlinks=False):
+                        key = (dev, entry.inode())
+                        subdirs.append((entry.path, child, moved, dev, chain | {key}))
                     elif not (entry.is_symlink() and self._link(entry, child, moved, chain, rows, subdirs)):
                         continue
                     if moved:
