@@ -194,11 +194,13 @@ class LocalStorage(RootedPaths):
         return self.protocol, os.path.realpath(self.full_path(""))
 
     # ----------------------------------------------------------------------------- listing
-    def list_tree(self) -> Listing:
+    def list_tree(self, *, missing_ok: bool = False) -> Listing:
         """List every file below the root (see :meth:`Storage.list_tree`)."""
         with translated(self.url, "list"):
             root = self.full_path("")
             if not os.path.exists(root):
+                if missing_ok:
+                    return Listing((), ())
                 raise FileNotFoundError(root)
             if not os.path.isdir(root):
                 raise NotADirectoryError(root)
