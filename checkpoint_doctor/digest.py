@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
-
 
 def sha256_hex(data: bytes) -> str:
     """Return the hex sha256 of ``data``."""
+    # Imported on first use (OpenSSL's loading is start-up time for every verdict otherwise).
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()

@@ -45,6 +45,7 @@ from checkpoint_doctor.fleet.report import (
 from checkpoint_doctor.fleet.run import (
     DEFAULT_JOBS,
     AuditResult,
+    SinkReads,
     audited_stores,
     default_jobs,
     finish,
@@ -305,8 +306,11 @@ class AuditRun:
                 return
             store_for = local_store_for(self.plan)
             threads = jobs or default_jobs(self.plan)
+            sink_reads = SinkReads(t.url for t in tasks if t.kind == "sink")
             for group in (t for t in tasks if t.kind != "sink"), (t for t in tasks if t.kind == "sink"):
-                run_tasks(list(group), store_for, dopts, jobs=threads, progress=progress)
+                run_tasks(
+                    list(group), store_for, dopts, jobs=threads, progress=progress, sink_reads=sink_reads
+                )
         except KeyboardInterrupt:
             self.interrupted = True
         finally:

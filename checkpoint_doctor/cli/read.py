@@ -10,11 +10,10 @@ import click
 from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
-    find_sink,
     format_option,
     load,
+    load_for_verdict,
     matrix_options_from,
-    own_writes_for,
     storage_options,
     terminal_width,
 )
@@ -64,13 +63,10 @@ def diagnose_command(
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.text import json_document, layout, render_diagnosis, render_matrix
 
-    snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    note = None
-    if not kw["sink_path"]:
-        snapshot, note = find_sink(snapshot, checkpoint, storage_option)
-    result = diagnose_matrix(
-        snapshot, matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
+    snapshot, note, own_writes = load_for_verdict(
+        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"]
     )
+    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes))
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from checkpoint_doctor.diagnosis import (
     checks_logs,
     checks_sink,
@@ -47,6 +49,23 @@ ALL_CHECKS = (
     checks_writers.check_target,
 )
 
+#: Checks that read only the snapshot, the options and the restart mode, never the target line nor
+#: the prediction: a restart matrix runs each once per mode instead of once per cell (their findings
+#: are memoized in the shared :class:`SnapshotFacts`).
+MODE_CHECKS = frozenset(
+    {
+        checks_writers.check_live_writer,
+        checks_logs.check_offsets_tail,
+        checks_logs.check_commit_consistency,
+        checks_logs.check_log_holes,
+        checks_logs.check_continuous,
+        checks_sources.check_source_count,
+        checks_sources.check_source_identity,
+        checks_state.check_state_present,
+        checks_state.check_restorable_batch,
+    }
+)
+
 
 def diagnose(
     snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = None, facts: SnapshotFacts | None = None
@@ -63,8 +82,15 @@ def diagnose(
     ctx = Context(snapshot, target(opts.spark), opts, facts)
     prediction = predict_restart(ctx)
     findings: list[Finding] = []
+    shared = ctx.facts.mode_findings.setdefault((ctx.mode, replace(opts, spark=None, mode=None)), {})
     for check in ALL_CHECKS:
-        findings.extend(check(ctx, prediction))
+        if check in MODE_CHECKS:
+            found = shared.get(check)
+            if found is None:
+                found = shared[check] = tuple(check(ctx, prediction))
+            findings.extend(found)
+        else:
+            findings.extend(check(ctx, prediction))
     unique = list(dict.fromkeys(findings))
     assumptions = []
     if opts.mode is None:

@@ -6,10 +6,9 @@ from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.facts import StoreVerdict
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.state_chain import skipped_snapshot_ssts
 from checkpoint_doctor.ids import count_missing, missing_in
-from checkpoint_doctor.reading.snapshot import StateStore
 
 
 def check_state_present(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -43,6 +42,9 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
     if b is None or not state.operators or ctx.is_continuous:
         return
     expected = ctx.pinned_partitions
+    notable: dict[int, list[StoreVerdict]] = {}
+    for verdict in ctx.notable_stores(b):
+        notable.setdefault(verdict.store.operator_id, []).append(verdict)
     for op in state.operators:
         if not op.stores:
             continue
@@ -68,19 +70,16 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
                     paths=tuple(f"state/{op.operator_id}/{p}" for p in extra),
                     details=(("operator", op.operator_id),),
                 )
-        for store in op.stores:
-            result, code = ctx.restorability(store, b)
+        for store, result, code, skipped in notable.get(op.operator_id, ()):
             if code is None:
-                skipped = _skipped_snapshot(ctx, store, b)
-                if skipped:
-                    yield Finding(
-                        Code.ROCKSDB_SNAPSHOT_SKIPPED,
-                        f"{store.path}'s newest snapshot cannot be loaded ({', '.join(skipped)} missing or "
-                        f"unreadable); Spark {ctx.target.line} loads state version {b} without it ({result.basis}).",
-                        paths=skipped,
-                        batch_ids=(b,),
-                        details=(("operator", store.operator_id), ("partition", store.partition_id)),
-                    )
+                yield Finding(
+                    Code.ROCKSDB_SNAPSHOT_SKIPPED,
+                    f"{store.path}'s newest snapshot cannot be loaded ({', '.join(skipped)} missing or "
+                    f"unreadable); Spark {ctx.target.line} loads state version {b} without it ({result.basis}).",
+                    paths=skipped,
+                    batch_ids=(b,),
+                    details=(("operator", store.operator_id), ("partition", store.partition_id)),
+                )
                 continue
             bad = result.corrupt or result.missing
             what = "cannot be read" if result.corrupt else ("is missing" if len(bad) == 1 else "are missing")
@@ -96,18 +95,6 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
                     ("version", b),
                 ),
             )
-
-
-def _skipped_snapshot(ctx: Context, store: StateStore, version: int) -> tuple[str, ...]:
-    """The files of the newest zip at or below ``version`` that auto snapshot repair skips over."""
-    if store.provider != "rocksdb":
-        return ()
-    missing = skipped_snapshot_ssts(store, version)
-    if missing:
-        return missing
-    zips = [z for z in store.zips if z <= version]
-    newest = f"{store.path}/{max(zips)}.zip" if zips else None
-    return (newest,) if newest is not None and newest in ctx.unreadable_state_files else ()
 
 
 def check_restorable_batch(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:

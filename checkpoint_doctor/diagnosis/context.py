@@ -7,7 +7,7 @@ from functools import cached_property
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, is_async_pattern
-from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts, StoreVerdict
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.state_chain import Restorability
 from checkpoint_doctor.diagnosis.statefulness import STATEFUL
@@ -168,31 +168,17 @@ class Context:
 
     def store_unique_id(self, store: StateStore, version: int) -> str | None:
         """Return the checkpoint-format-2 unique id of a store's ``version`` from commits/(version-1)."""
-        commit = self.commit(version - 1)
-        if commit is None or commit.record is None or not commit.record.state_unique_ids:
-            return None
-        parts = dict(commit.record.state_unique_ids).get(store.operator_id)
-        if parts is None or store.partition_id >= len(parts):
-            return None
-        op = next(o for o in self.snapshot.state.operators if o.operator_id == store.operator_id)
-        idx = op.store_names.index(store.store_name) if store.store_name in op.store_names else 0
-        per = parts[store.partition_id]
-        return per[idx] if idx < len(per) else None
+        return self.facts.store_unique_id(store, version)
 
     def restorability(self, store: StateStore, version: int) -> tuple[Restorability, str | None]:
         """Return whether the restart loads ``version`` in ``store``, and the code if it cannot."""
-        uid = self.store_unique_id(store, version)
-        result = self.facts.check_version(
-            store, version, unique_id=uid, auto_repair=self.auto_snapshot_repair
-        )
-        if result.ok:
-            return result, None
-        if result.corrupt:
-            return result, Code.STATE_FILE_UNREADABLE
-        missing = result.missing[0] if result.missing else ""
-        return result, Code.ROCKSDB_SST_MISSING if "/SSTs/" in missing else (
-            Code.STATE_UNIQUE_IDS_MISSING if uid else Code.STATE_VERSION_NOT_RESTORABLE
-        )
+        verdict = self.facts.restorability(store, version, self.auto_snapshot_repair)
+        return verdict.result, verdict.code
+
+    def notable_stores(self, version: int) -> tuple[StoreVerdict, ...]:
+        """Return the stores that cannot load ``version`` on this restart, or load it only by skipping
+        their newest snapshot, in operator then store order (shared by every cell of a matrix)."""
+        return self.facts.notable_stores(version, self.auto_snapshot_repair)
 
     @property
     def unreadable_state_files(self) -> frozenset[str]:

@@ -8,11 +8,29 @@ it is computed once here and handed to each cell's :class:`~checkpoint_doctor.di
 from __future__ import annotations
 
 from functools import cached_property
+from typing import NamedTuple
 
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ModeGuess, WriterGuess, detect_mode, detect_writer
-from checkpoint_doctor.diagnosis.state_chain import Restorability, check_version, newest_restorable_batch
+from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.state_chain import (
+    Restorability,
+    check_version,
+    newest_restorable_batch,
+    skipped_snapshot_ssts,
+)
 from checkpoint_doctor.diagnosis.statefulness import Statefulness, infer_statefulness
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
+
+
+class StoreVerdict(NamedTuple):
+    """Whether one store loads the version a restart needs: the code when it cannot, and the files
+    RocksDB auto snapshot repair skips over when it can only without its newest snapshot."""
+
+    store: StateStore
+    result: Restorability
+    code: str | None
+    skipped: tuple[str, ...] = ()
 
 
 class SnapshotFacts:
@@ -21,6 +39,10 @@ class SnapshotFacts:
     def __init__(self, snapshot: CheckpointSnapshot) -> None:
         self.snapshot = snapshot
         self._versions: dict[tuple[int, int, str, int, str | None, bool], Restorability] = {}
+        self._notable: dict[tuple[int, bool], tuple[StoreVerdict, ...]] = {}
+        #: Findings of the checks that depend on the restart mode and options only (not the line), by
+        #: (mode, options without line and mode), then by check: see ``diagnosis.MODE_CHECKS``.
+        self.mode_findings: dict[tuple[str, object], dict[object, tuple[Finding, ...]]] = {}
 
     @cached_property
     def mode(self) -> ModeGuess:
@@ -68,3 +90,66 @@ class SnapshotFacts:
             )
             self._versions[key] = found
         return found
+
+    def store_unique_id(self, store: StateStore, version: int) -> str | None:
+        """Return the checkpoint-format-2 unique id of a store's ``version`` from commits/(version-1)."""
+        commit = self.snapshot.commits.get(version - 1)
+        if commit is None or commit.record is None or not commit.record.state_unique_ids:
+            return None
+        parts = dict(commit.record.state_unique_ids).get(store.operator_id)
+        if parts is None or store.partition_id >= len(parts):
+            return None
+        op = next(o for o in self.snapshot.state.operators if o.operator_id == store.operator_id)
+        idx = op.store_names.index(store.store_name) if store.store_name in op.store_names else 0
+        per = parts[store.partition_id]
+        return per[idx] if idx < len(per) else None
+
+    def restorability(self, store: StateStore, version: int, auto_repair: bool) -> StoreVerdict:
+        """Return whether a restart loads ``version`` in ``store``, and the code if it cannot."""
+        uid = self.store_unique_id(store, version)
+        result = self.check_version(store, version, unique_id=uid, auto_repair=auto_repair)
+        if result.ok:
+            return StoreVerdict(store, result, None, self._skipped_snapshot(store, version))
+        if result.corrupt:
+            return StoreVerdict(store, result, Code.STATE_FILE_UNREADABLE)
+        missing = result.missing[0] if result.missing else ""
+        code = (
+            Code.ROCKSDB_SST_MISSING
+            if "/SSTs/" in missing
+            else (Code.STATE_UNIQUE_IDS_MISSING if uid else Code.STATE_VERSION_NOT_RESTORABLE)
+        )
+        return StoreVerdict(store, result, code)
+
+    def notable_stores(self, version: int, auto_repair: bool) -> tuple[StoreVerdict, ...]:
+        """Return, in operator then store order, the stores that cannot load ``version`` or load it
+        only by skipping their newest snapshot; memoized, since every line of a restart matrix asks
+        the same question of thousands of stores (one per operator, partition and store name)."""
+        if auto_repair and not self._rocksdb:
+            auto_repair = False  # only RocksDB stores fall back to older snapshots: same answer
+        key = (version, auto_repair)
+        found = self._notable.get(key)
+        if found is None:
+            found = tuple(
+                verdict
+                for op in self.snapshot.state.operators
+                for store in op.stores
+                if (verdict := self.restorability(store, version, auto_repair)).code is not None
+                or verdict.skipped
+            )
+            self._notable[key] = found
+        return found
+
+    @cached_property
+    def _rocksdb(self) -> bool:
+        return any(store.provider == "rocksdb" for op in self.snapshot.state.operators for store in op.stores)
+
+    def _skipped_snapshot(self, store: StateStore, version: int) -> tuple[str, ...]:
+        """The files of the newest zip at or below ``version`` that auto snapshot repair skips over."""
+        if store.provider != "rocksdb":
+            return ()
+        missing = skipped_snapshot_ssts(store, version)
+        if missing:
+            return missing
+        zips = [z for z in store.zips if z <= version]
+        newest = f"{store.path}/{max(zips)}.zip" if zips else None
+        return (newest,) if newest is not None and newest in self.unreadable_state_files else ()

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
@@ -263,25 +264,31 @@ PlannedCell = tuple[Cell, str, str, tuple[str, str]]
 
 def plan_cells(facts: SnapshotFacts, options: MatrixOptions) -> list[PlannedCell]:
     """Return the cells to evaluate with their roles, labels and situations, in line then mode order."""
-    detected = facts.mode.mode
-    wrote = writer_lines(facts.writer)
-    lines = tuple(line for line in LINES if line in options.lines) if options.lines else LINES
-    modes = tuple(dict.fromkeys(options.modes)) if options.modes else plausible_modes(detected)
-    configured_lines = set(options.lines) if options.lines else set(wrote)
-    configured_modes = set(options.modes) if options.modes else {detected}
+    return list(_plan(facts.mode.mode, writer_lines(facts.writer), options.lines, options.modes))
+
+
+@lru_cache(maxsize=256)
+def _plan(
+    detected: str, wrote: tuple[str, ...], named_lines: tuple[str, ...], named_modes: tuple[str, ...]
+) -> tuple[PlannedCell, ...]:
+    """The cells of :func:`plan_cells`: the same few answers for every checkpoint of a fleet, so kept."""
+    lines = tuple(line for line in LINES if line in named_lines) if named_lines else LINES
+    modes = tuple(dict.fromkeys(named_modes)) if named_modes else plausible_modes(detected)
+    configured_lines = set(named_lines) if named_lines else set(wrote)
+    configured_modes = set(named_modes) if named_modes else {detected}
     out = []
     for line in lines:
         for mode in modes:
             cell = Cell(line, mode)
             if line in configured_lines and mode in configured_modes:
                 role = AS_CONFIGURED
-            elif LINES.index(line) < LINES.index(wrote[0]) and line not in options.lines:
+            elif LINES.index(line) < LINES.index(wrote[0]) and line not in named_lines:
                 role = DOWNGRADE
             else:
                 role = PLAUSIBLE
-            named = bool(options.lines or options.modes) and role == AS_CONFIGURED
+            named = bool(named_lines or named_modes) and role == AS_CONFIGURED
             out.append((cell, role, _label(cell, wrote, detected, named), _situation(cell, wrote, detected)))
-    return out
+    return tuple(out)
 
 
 def diagnose_cells(

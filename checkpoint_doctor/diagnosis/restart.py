@@ -132,21 +132,19 @@ def _state_step(run: _Run) -> RestartPrediction | None:
                     ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p),
                     Code.STATE_PARTITIONS_MISSING,
                 )
-    for op in state.operators:
-        for store in op.stores:
-            result, code = ctx.restorability(store, b)
-            if code is None:
-                continue
-            if result.corrupt:
-                bad = result.corrupt[0]
-                return run.done(ctx.target.state_file_corrupt(bad, ctx.snapshot.raw.get(bad, b"")[:8]), code)
-            missing = result.missing[0]
-            if missing.endswith(".delta"):
-                version = int(missing.rpartition("/")[2].split(".")[0])
-                return run.done(
-                    ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), code
-                )
-            return run.done(ctx.target.state_file_missing(missing), code)
+    for store, result, code, _ in ctx.notable_stores(b):
+        if code is None:
+            continue
+        if result.corrupt:
+            bad = result.corrupt[0]
+            return run.done(ctx.target.state_file_corrupt(bad, ctx.snapshot.raw.get(bad, b"")[:8]), code)
+        missing = result.missing[0]
+        if missing.endswith(".delta"):
+            version = int(missing.rpartition("/")[2].split(".")[0])
+            return run.done(
+                ctx.target.delta_missing(store.path, version, store.operator_id, store.partition_id), code
+            )
+        return run.done(ctx.target.state_file_missing(missing), code)
     latest = ctx.offsets(ctx.latest)
     if latest is not None and latest.record is not None and ctx.legacy_state_formats_differ(latest.record):
         return run.done(ctx.target.state_format_mismatch(), Code.OFFSETS_WITHOUT_CONF_FATAL)

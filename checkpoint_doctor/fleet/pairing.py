@@ -31,10 +31,13 @@ class SinkCandidate:
 
 
 def _ids(listing: Listing, logs: tuple[str, ...]) -> set[int]:
+    """Return the batch ids named by the files directly in the ``logs`` directories (a log's
+    directory column, not every file: a sink's output holds thousands of data files)."""
     out = set()
-    for f in listing.files:
-        head, _, name = f.path.partition("/")
-        if head in logs and "/" not in name:
+    for d in listing.columns:
+        if d.path not in logs:
+            continue
+        for name in d.names:
             number = name[: -len(".compact")] if name.endswith(".compact") else name
             if number.isdigit():
                 out.add(int(number))

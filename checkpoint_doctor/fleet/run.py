@@ -10,9 +10,11 @@ on.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
@@ -43,10 +45,8 @@ from checkpoint_doctor.fleet.report import (
     unreadable_record,
 )
 from checkpoint_doctor.model import Listing
-from checkpoint_doctor.reading.pipeline import attach_sink, read_sink, snapshot_from_listing
-from checkpoint_doctor.reading.snapshot import (
-    CheckpointSnapshot,
-)
+from checkpoint_doctor.reading.pipeline import SinkArg, attach_sink, read_sink, snapshot_from_listing
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
 
 #: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
@@ -229,51 +229,103 @@ def unlisted_outside_targets(
 
 
 SinkStoreFor = Callable[[SinkCandidate], Storage]
+SinkRead = tuple[SinkLog, SinkArg, int]
+
+
+class SinkReads:
+    """Each file sink's log read once per audit, whoever asks first: the sink's own record and every
+    checkpoint it is a candidate for (a compact file can list hundreds of thousands of files).
+
+    Its files are counted once, in the ``reads`` of one record, so that the requests of an audit
+    are the sum of its records' reads: the sink's own record when the sink is a target of this
+    audit (``owned``), else the record of the checkpoint that read it first. Thread-safe: one lock
+    per sink."""
+
+    def __init__(self, owned: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._owned = set(owned)
+        self._entries: dict[str, tuple[threading.Lock, list[SinkRead | CheckpointDoctorError]]] = {}
+
+    def own(self, urls: Iterable[str]) -> None:
+        """Count the reads of these sinks in their own records (they are targets of the audit)."""
+        with self._lock:
+            self._owned.update(urls)
+
+    def read(
+        self, url: str, store: Callable[[], Storage], log_listing: Listing, *, owner: bool = False
+    ) -> SinkRead:
+        """Return :func:`read_sink` of the sink at ``url`` (the first call reads, the others wait),
+        with the number of files to count in the caller's record (``owner``: the sink's own).
+
+        Raises:
+            CheckpointDoctorError: what the read raised (every caller sees the same failure).
+        """
+        with self._lock:
+            lock, found = self._entries.setdefault(url, (threading.Lock(), []))
+            owned = url in self._owned
+        read_now = False
+        with lock:
+            if not found:
+                read_now = True
+                try:
+                    found.append(read_sink(store(), log_listing))
+                except CheckpointDoctorError as exc:
+                    found.append(exc)
+        result = found[0]
+        if isinstance(result, CheckpointDoctorError):
+            raise result
+        sink, arg, count = result
+        return sink, arg, count if owner or (read_now and not owned) else 0
 
 
 NO_SINK = "sink not checked: no file sink output under the audited roots has logs matching this checkpoint"
 
 
 def _pair_sink(
-    task: AuditTask, snapshot: CheckpointSnapshot, sink_store_for: SinkStoreFor
+    task: AuditTask, snapshot: CheckpointSnapshot, sink_store_for: SinkStoreFor, sink_reads: SinkReads
 ) -> tuple[CheckpointSnapshot, dict[str, Any]]:
-    """Return the snapshot with the file sink its logs prove (nearest first), and what was found
-    (``reads``: the sink log files read for candidates that were not attached)."""
-    proven: list[tuple[SinkCandidate, tuple[Any, ...], str, int]] = []
+    """Return the snapshot with the file sink its logs prove (nearest first), and what was found.
+
+    The sink logs read are shared by the audit; ``reads`` counts those this record owns
+    (:class:`SinkReads`)."""
+    proven: list[tuple[SinkCandidate, tuple[Any, ...], str]] = []
     reads = 0
     for candidate in task.sinks:
         if proven and candidate.nearness < proven[0][0].nearness:
             break
         try:
             log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
-            sink, arg, count = read_sink(sink_store_for(candidate), log_listing)
+            sink, arg, count = sink_reads.read(candidate.url, partial(sink_store_for, candidate), log_listing)
         except CheckpointDoctorError:
             continue
+        reads += count
         evidence = pairing_evidence(snapshot, sink)
         if evidence.proven:
-            proven.append((candidate, arg, evidence.text, count))
-        else:
-            reads += count
+            proven.append((candidate, arg, evidence.text))
     if len(proven) == 1:
-        candidate, arg, why, _ = proven[0]
+        candidate, arg, why = proven[0]
         found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
         return attach_sink(snapshot, arg), found
     if proven:
-        urls = ", ".join(c.url for c, _, _, _ in proven)
+        urls = ", ".join(c.url for c, _, _ in proven)
         return snapshot, {
             "checked": False,
             "url": None,
             "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
-            "reads": reads + sum(count for _, _, _, count in proven),
+            "reads": reads,
         }
     return snapshot, {"checked": False, "url": None, "note": NO_SINK, "reads": reads}
 
 
 def _audit_checkpoint(
-    store: Storage, task: AuditTask, options: MatrixOptions, sink_store_for: SinkStoreFor
+    store: Storage,
+    task: AuditTask,
+    options: MatrixOptions,
+    sink_store_for: SinkStoreFor,
+    sink_reads: SinkReads,
 ) -> dict[str, Any]:
-    snapshot = snapshot_from_listing(store, task.listing)
-    snapshot, sink = _pair_sink(task, snapshot, sink_store_for)
+    own = snapshot_from_listing(store, task.listing)
+    snapshot, sink = _pair_sink(task, own, sink_store_for, sink_reads)
     matrix = diagnose_matrix(snapshot, options)
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
@@ -286,13 +338,14 @@ def _audit_checkpoint(
         timeline=timeline(snapshot, matrix.mode_detected),
         latest=latest_batches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
         files=task.listing.file_count,
-        reads=snapshot.read_count + sink.pop("reads"),
+        reads=own.read_count + sink.pop("reads"),
         sink=sink,
     )
 
 
-def _audit_sink(store: Storage, task: AuditTask) -> dict[str, Any]:
-    sink, _, reads = read_sink(store, TreeIndex(task.listing).slice(SINK_LOG))
+def _audit_sink(store: Storage, task: AuditTask, sink_reads: SinkReads) -> dict[str, Any]:
+    log_listing = TreeIndex(task.listing).slice(SINK_LOG)
+    sink, _, reads = sink_reads.read(task.url, lambda: store, log_listing, owner=True)
     findings = sorted(dict.fromkeys(check_sink_log(sink)), key=lambda f: f.sort_key())
     missing = sink.missing_for_readers()
     log = {
@@ -320,17 +373,20 @@ def audit_task(
     task: AuditTask,
     options: MatrixOptions,
     sink_store_for: SinkStoreFor | None = None,
+    sink_reads: SinkReads | None = None,
 ) -> dict[str, Any]:
     """Audit one target through its store; never raises: a failure becomes the target's record.
 
     ``sink_store_for`` opens the stores of the file sinks that may belong to a checkpoint (None:
-    none is read, the checkpoint's record says "sink not checked")."""
+    none is read, the checkpoint's record says "sink not checked"); ``sink_reads`` shares the sink
+    logs read between the tasks of one audit (None: this task's own)."""
+    reads = sink_reads if sink_reads is not None else SinkReads()
     try:
         if task.kind == SINK:
-            return _audit_sink(store, task)
+            return _audit_sink(store, task, reads)
         if sink_store_for is None:
             task = replace(task, sinks=())
-        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store)
+        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store, reads)
     except CheckpointDoctorError as exc:
         return _unreadable(task, exc)
     except Exception as exc:  # noqa: BLE001 - one target's bug must not stop a fleet audit
@@ -356,11 +412,15 @@ def run_tasks(
     *,
     jobs: int = DEFAULT_JOBS,
     progress: Progress | None = None,
+    sink_reads: SinkReads | None = None,
 ) -> list[dict[str, Any]]:
     """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
 
-    ``progress(done, total, record)`` is called from the calling thread after each record.
+    ``progress(done, total, record)`` is called from the calling thread after each record;
+    ``sink_reads`` shares the sink logs read with other calls of the same audit.
     """
+    shared = sink_reads if sink_reads is not None else SinkReads()
+    shared.own(t.url for t in tasks if t.kind == SINK)
     total = len(tasks)
     records: list[dict[str, Any]] = []
 
@@ -373,7 +433,7 @@ def run_tasks(
         def sink_store_for(candidate: SinkCandidate) -> Storage:
             return store_for(AuditTask(SINK, candidate.url, task.root, candidate.path, candidate.listing))
 
-        return audit_task(store, task, options, sink_store_for)
+        return audit_task(store, task, options, sink_store_for, shared)
 
     if jobs <= 1 or total <= 1:
         for task in tasks:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import struct
-import zipfile
 import zlib
 
 from checkpoint_doctor.errors import CheckpointParseError
@@ -210,6 +209,8 @@ ZIP_METADATA_MAX_BYTES = 16 * 2**20
 
 def _zip_entry(data: bytes, name: str, *, path: str) -> bytes:
     """Return one entry of a zip, at most :data:`ZIP_METADATA_MAX_BYTES` of it decompressed."""
+    import zipfile  # only RocksDB checkpoints have zips; it brings shutil and more at start-up
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive, archive.open(name) as entry:
             raw = entry.read(ZIP_METADATA_MAX_BYTES + 1)

@@ -199,6 +199,8 @@ def java_long(value: int | float) -> int:
 def json_long(obj: dict[str, Any], key: str, *, path: str, line: int, default: int = 0) -> int:
     """Read an optional JSON number field as json4s does for a ``Long`` case-class field."""
     value = obj.get(key, default)
+    if type(value) is int and _LONG_MIN <= value <= _LONG_MAX:
+        return value  # the common case, first: a compact sink log holds one per file it lists
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -71,9 +71,20 @@ def read_bounded(store: Storage, listing: Listing, paths: Sequence[str]) -> dict
     sizes = listed_sizes(listing, paths)
     heads = [p for p in paths if head_only(p)]
     over = {p for p in paths if sizes.get(p, 0) > MAX_FILE_BYTES and not head_only(p)}
-    read = store.read_many([p for p in paths if p not in over and not head_only(p)], max_bytes=MAX_FILE_BYTES)
-    if heads:
-        read.update(store.read_heads(heads, DATA_HEAD_BYTES))
+    whole = [p for p in paths if p not in over and not head_only(p)]
+    if heads and whole and not store.is_local:
+        # One batch of requests on an object store: the heads are fetched while the whole files
+        # are, not after them (a round trip saved on a verdict's critical path).
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cd-heads") as pool:
+            pending = pool.submit(store.read_heads, heads, DATA_HEAD_BYTES)
+            read = store.read_many(whole, max_bytes=MAX_FILE_BYTES)
+            read.update(pending.result())
+    else:
+        read = store.read_many(whole, max_bytes=MAX_FILE_BYTES)
+        if heads:
+            read.update(store.read_heads(heads, DATA_HEAD_BYTES))
     return {
         p: FileTooLargeError(store.url_of(p), sizes[p], MAX_FILE_BYTES) if p in over else read[p]
         for p in paths

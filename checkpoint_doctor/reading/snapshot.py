@@ -11,7 +11,6 @@ from __future__ import annotations
 import array
 import bisect
 import functools
-import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -422,6 +421,8 @@ class CheckpointSnapshot:
 
     @functools.cached_property
     def _fingerprint(self) -> str:
+        import hashlib  # only plans and applies fingerprint a snapshot; not a verdict's start-up
+
         h = hashlib.sha256()
         for d in self.listing.columns:
             # surrogatepass: a name no storage decoded cleanly still hashes (it never fails).

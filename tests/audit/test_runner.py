@@ -4,6 +4,8 @@ checkpoint, the exit code OR, failures recorded per checkpoint, and on S3 one li
 from __future__ import annotations
 
 import math
+from collections import Counter
+from urllib.parse import unquote
 
 import pytest
 
@@ -23,7 +25,9 @@ from tests.audit.conftest import (
     CHECKPOINTS,
     EXPECTED_EXIT,
     GARBAGE_CHECKPOINT,
+    PREFIX,
     SINKS,
+    SPARK,
     Fleet,
     fleet_files,
     place_fleet,
@@ -224,6 +228,30 @@ def test_jobs_do_not_change_the_records(local_fleet: Fleet) -> None:
     many = audit([local_fleet.root], options=OPTIONS, jobs=8)
     assert one.records == many.records
     assert one.summary == many.summary
+
+
+@pytest.mark.s3
+def test_on_s3_a_sink_log_is_read_once_however_many_checkpoints_it_may_belong_to(
+    s3: S3, tmp_path, request
+) -> None:
+    fleet = place_fleet("s3", tmp_path, request)
+    # A second run of the same job, checkpointed beside the first: two checkpoints whose batch ids
+    # meet the sink's.
+    replay = read_files(SPARK / "file_to_file" / "checkpoint")
+    seed_objects(s3.bucket, PREFIX, {f"team b/replay/_checkpoint/{p}": d for p, d in replay.items()})
+    s3.server.log.clear()
+
+    result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=8)
+
+    gets = Counter(r.target for r in s3.server.log.requests if r.kind == "GetObject")
+    sink_log = {target: n for target, n in gets.items() if "/_spark_metadata/" in unquote(target)}
+    # The sink's batch ids meet those of several checkpoints: each of them asks for its log...
+    asking = [t.path for t in plan_fleet([fleet.root], fleet.options).tasks if t.sinks]
+    assert len(asking) >= 2, asking
+    # ...and every object of the audit, the sink's log files included, is fetched once.
+    assert sink_log
+    assert max(gets.values()) == 1, {unquote(t): n for t, n in gets.items() if n > 1}
+    assert sum(gets.values()) == sum(r["reads"] for r in result.records)
 
 
 @pytest.mark.s3

@@ -9,13 +9,18 @@ sends through s3fs.
 from __future__ import annotations
 
 import math
+import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 
+from checkpoint_doctor.cli import main
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from tests.conftest import FIXTURES
 from tests.s3.conftest import S3
 from tests.s3.server import seed_objects
-from tests.storage.builders import DELTA, checkpoint_files
+from tests.storage.builders import DELTA, checkpoint_files, read_files
 
 
 def checkpoint_with_keys(keys: int, batches: int) -> dict[str, bytes]:
@@ -63,3 +68,98 @@ def test_gets_against_retained_batches(s3: S3, depth: str) -> None:
     else:
         # --deep reads every batch file of both logs: the difference is exactly the extra batches.
         assert counts["many"]["GetObject"] - counts["few"]["GetObject"] == 2 * (150 - 10)
+
+
+# ------------------------------------------------------------------ round trips waited in sequence
+
+
+class DelayingServer:
+    """A moto S3 server that holds every request for ``delay`` seconds and records when each was
+    held: requests sent together overlap, a request sent after another's answer does not. The
+    longest chain of requests each starting after the previous one ended is the number of round
+    trips the client waited for in sequence (what a verdict costs when each one takes S3's tens
+    of milliseconds). What is asserted is that count, never a duration."""
+
+    def __init__(self, delay: float) -> None:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        app = DomainDispatcherApplication(create_backend_app)
+        self._lock = threading.Lock()
+        self.spans: list[tuple[float, float, str]] = []
+
+        def held(environ: dict, start_response: object) -> object:
+            start = time.monotonic()
+            time.sleep(delay)
+            out = app(environ, start_response)
+            with self._lock:
+                self.spans.append(
+                    (start, time.monotonic(), f"{environ['REQUEST_METHOD']} {environ['PATH_INFO']}")
+                )
+            return out
+
+        self._server = make_server("127.0.0.1", 0, held, True, request_handler=MotoRequestHandler)
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def sequential(self) -> list[str]:
+        """Return the longest chain of requests that did not overlap (earliest end first)."""
+        chain: list[str] = []
+        end = float("-inf")
+        for start, stop, what in sorted(self.spans, key=lambda s: s[1]):
+            if start >= end:
+                chain.append(what)
+                end = stop
+        return chain
+
+    def stop(self) -> None:
+        self._server.shutdown()
+
+
+@pytest.fixture
+def delaying(s3: S3) -> Iterator[DelayingServer]:
+    server = DelayingServer(delay=0.3)
+    yield server
+    server.stop()
+
+
+@pytest.mark.parametrize(
+    ("scenario", "parts"),
+    [
+        # Stateful: offsets, commits, metadata, then the operator's metadata and state file heads.
+        ("window_agg", {"checkpoint": "job/checkpoint"}),
+        # A file sink next to its checkpoint (out/_checkpoint): its log is found and read too.
+        ("file_to_file", {"checkpoint": "out/_checkpoint", "sink": "out"}),
+    ],
+)
+def test_a_diagnose_waits_for_three_round_trips_in_sequence(
+    s3: S3, delaying: DelayingServer, scenario: str, parts: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for part, prefix in parts.items():
+        seed_objects(s3.bucket, prefix, read_files(FIXTURES / "spark-4.3.0" / scenario / part))
+    url = s3.url(parts["checkpoint"])
+
+    code = main(
+        [
+            "diagnose",
+            url,
+            "--format",
+            "json",
+            "--storage-option",
+            f"client_kwargs.endpoint_url={delaying.endpoint}",
+        ]
+    )
+    out, err = capsys.readouterr()
+
+    assert code in (0, 1), err
+    if "sink" in parts:
+        assert "found next to the checkpoint and checked with it" in out
+    # The listing, one batch of reads, the follow-up reads (state file heads, operator metadata);
+    # the lookups beside the checkpoint (its sink, the tool directory) run alongside.
+    chain = delaying.sequential()
+    assert len(chain) <= 3, chain
+    assert len(delaying.spans) > len(chain)  # the reads of a batch were sent together

@@ -12,13 +12,26 @@ above this package sees an ``OSError`` or a botocore exception.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.reading.storage.base import Storage, first_failure
 from checkpoint_doctor.reading.storage.errors import split_protocol, translate_error
 from checkpoint_doctor.reading.storage.local import LocalStorage, open_local, printable_name
 from checkpoint_doctor.reading.storage.options import S3_PROTOCOLS, parse_storage_options
-from checkpoint_doctor.reading.storage.remote import FsspecStorage, open_fsspec, open_s3
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.reading.storage.remote import FsspecStorage
+
+
+def __getattr__(name: str) -> Any:
+    # The fsspec storage is imported when a remote URL is opened: a local verdict does not pay for it
+    # at start-up (start-up is most of a verdict's time, see scripts/bench.py --section diagnose).
+    if name == "FsspecStorage":
+        from checkpoint_doctor.reading.storage.remote import FsspecStorage
+
+        return FsspecStorage
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FsspecStorage",
@@ -44,6 +57,8 @@ def open_storage(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     protocol, rest = split_protocol(url)
     if protocol == "file":
         return open_local(url, rest)
+    from checkpoint_doctor.reading.storage.remote import open_fsspec, open_s3
+
     if protocol in S3_PROTOCOLS:
         return open_s3(url, rest, options)
     return open_fsspec(url, protocol, options)

@@ -43,11 +43,13 @@ class Storage(Protocol):
         """Return whether ``other``'s root is this root or lies below it (:meth:`resolved_root`)."""
         ...
 
-    def list_tree(self) -> Listing:
-        """List every file and directory below the root in one recursive listing.
+    def list_tree(self, *, missing_ok: bool = False) -> Listing:
+        """List every file and directory below the root in one recursive listing (``missing_ok``:
+        a root that does not exist lists empty; on an object store, no probe follows an empty
+        listing to tell a missing prefix from an empty directory).
 
         Raises:
-            CheckpointNotFoundError: the root does not exist.
+            CheckpointNotFoundError: the root does not exist (and not ``missing_ok``).
             NotADirectoryStorageError: the root is a file.
             StorageError: the root itself cannot be listed. A subdirectory that cannot be listed
                 is named in ``Listing.unlisted`` instead.

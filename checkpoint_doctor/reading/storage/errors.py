@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
-import socket
 import sys
 from collections.abc import Iterator, Mapping
 
@@ -62,6 +61,8 @@ TIMEOUT_HINT = (
 @functools.lru_cache(maxsize=1)
 def _kinds() -> dict[str, tuple[type[BaseException], ...]]:
     """Return the exception classes per failure kind, with the optional backends' own classes."""
+    import socket  # here, not at start-up: only a failure needs its classes
+
     no_credentials: list[type[BaseException]] = []
     timeouts: list[type[BaseException]] = [TimeoutError, socket.timeout]
     # asyncio.TimeoutError (its own class before Python 3.11) can only be raised once an async

@@ -14,7 +14,6 @@ import contextlib
 import errno
 import os
 import re
-import shutil
 import stat as stat_mod
 import uuid
 from collections import Counter
@@ -183,13 +182,11 @@ class _Walk:
                         shown = printable_name(name)
                         moved = moved or shown != name
                         name = shown
-                    child = f"{rel}/{name}" if rel else name
                     # is_dir/is_file come from the directory entry's type (no syscall); only
                     # regular files are stat'ed, sockets and FIFOs are not files of a checkpoint.
-                    if entry.is_dir(follow_symlinks=False):
-                        key = (dev, entry.inode())
-                        subdirs.append((entry.path, child, moved, dev, chain | {key}))
-                    elif entry.is_file(follow_symlinks=False):
+                    # A file's path is built only when it needs an alias: most of a tree's
+                    # entries are files, and this loop is the audit's listing (bench: audit).
+                    if entry.is_file(follow_symlinks=False):
                         try:
                             st = entry.stat(follow_symlinks=False)
                         except FileNotFoundError:
@@ -197,6 +194,13 @@ class _Walk:
                             # file): it is not part of this listing.
                             continue
                         rows.append((name, st.st_size, st.st_mtime_ns))
+                        if moved:
+                            self.alias(f"{rel}/{name}" if rel else name, entry.path)
+                        continue
+                    child = f"{rel}/{name}" if rel else name
+                    if entry.is_dir(follow_symlinks=False):
+                        key = (dev, entry.inode())
+                        subdirs.append((entry.path, child, moved, dev, chain | {key}))
                     elif not (entry.is_symlink() and self._link(entry, child, moved, chain, rows, subdirs)):
                         continue
                     if moved:
@@ -277,11 +281,13 @@ class LocalStorage(RootedPaths):
         return self.protocol, os.path.realpath(self.full_path(""))
 
     # ----------------------------------------------------------------------------- listing
-    def list_tree(self) -> Listing:
+    def list_tree(self, *, missing_ok: bool = False) -> Listing:
         """List every file below the root (see :meth:`Storage.list_tree`)."""
         with translated(self.url, "list"):
             root = self.full_path("")
             if not os.path.exists(root):
+                if missing_ok:
+                    return Listing((), ())
                 if os.path.islink(root):
                     os.stat(root)  # a symlink loop raises ELOOP, said as such (not "no such file")
                 raise FileNotFoundError(root)
@@ -412,6 +418,8 @@ class LocalStorage(RootedPaths):
     def delete_tree(self, rel: str) -> None:
         """Delete a directory and everything below it."""
         with translated(self.url_of(rel), "delete"):
+            import shutil  # only a repair removes a tree; not a verdict's start-up
+
             shutil.rmtree(self.full_path(rel))
 
     def makedirs(self, rel: str) -> None:

@@ -53,11 +53,24 @@ class FsspecStorage(RootedPaths):
                 return norm[len(prefix) :]
         return None
 
-    def list_tree(self) -> Listing:
+    def list_tree(self, *, missing_ok: bool = False) -> Listing:
         """List every file below the root in one recursive ``find`` (s3fs: one ListObjectsV2 per
         1,000 keys)."""
         with translated(self.url, "list"):
-            found = self.fs.find(self.root, withdirs=True, detail=True)
+            parent, _, name = self.root.rstrip("/").rpartition("/")
+            if missing_ok and parent:
+                # s3fs's find probes a prefix that lists empty (HEAD, then a listing); asked with a
+                # prefix below the parent, it lists the same keys and does not.
+                below = self.root.rstrip("/") + "/"
+                found = {
+                    path: info
+                    for path, info in self.fs.find(
+                        parent, withdirs=True, detail=True, prefix=name + "/"
+                    ).items()
+                    if path.startswith(below)
+                }
+            else:
+                found = self.fs.find(self.root, withdirs=True, detail=True)
             files: list[FileStat] = []
             dirs: set[str] = set()
             for path, info in found.items():
@@ -79,6 +92,8 @@ class FsspecStorage(RootedPaths):
                     parent = posixpath.dirname(parent)
             # An empty listing: fs.info raises FileNotFoundError when the root is missing (a prefix
             # with no key below it), and tells a file from an empty directory.
+            if not files and not dirs and missing_ok:
+                return Listing((), ())
             if not files and not dirs and self.fs.info(self.root).get("type") != "directory":
                 raise NotADirectoryError(self.root)
             files.sort(key=lambda f: f.path)
