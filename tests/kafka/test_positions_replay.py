@@ -21,7 +21,7 @@ CASES = [
 ]
 
 
-def _next_offsets(checkpoint: Path) -> KafkaOffset:
+def next_offsets(checkpoint: Path) -> KafkaOffset:
     last = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
     lines = (checkpoint / "offsets" / str(last)).read_text(encoding="utf-8").split("\n")
     decoded = decode_offset(lines[2])  # v1, metadata, then one line per source
@@ -44,7 +44,7 @@ def test_prediction_equals_the_recorded_restart(path: Path, idx: int) -> None:
     live = {"events": None if positions is None else {int(p): (lo, hi) for p, (lo, hi) in positions.items()}}
     line = SparkLine(".".join(scen["spark_version"].split(".")[:2]))
     got = predict(
-        _next_offsets(path.parent / "checkpoint"), live, line, entry["options"]["failOnDataLoss"] == "true"
+        next_offsets(path.parent / "checkpoint"), live, line, entry["options"]["failOnDataLoss"] == "true"
     )
     if got.error is None:
         assert result["error"] is None, result["error"]["message"][:300]
