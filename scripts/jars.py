@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -103,11 +104,10 @@ def ensure_kafka_broker(kafka_version: str = KAFKA_VERSION) -> pathlib.Path:
 
 
 def _artifact(jar: pathlib.Path) -> str:
-    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``: the name without its version."""
-    parts = jar.stem.split("-")
-    while len(parts) > 1 and parts[-1][:1].isdigit():
-        parts.pop()
-    return "-".join(parts)
+    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``: the name before its first dotted version
+    (``spark-sql-kafka-0-10_2.13-4.2.0`` keeps its ``0-10_2.13``; ``zstd-jni-1.5.7-7`` is ``zstd-jni``)."""
+    match = re.match(r"^(.*?)-\d+(?:\.\d+)+", jar.stem)
+    return match.group(1) if match else jar.stem
 
 
 def spark_jars(pyspark_version: str, pyspark_jars_dir: pathlib.Path | None = None) -> list[pathlib.Path]:
