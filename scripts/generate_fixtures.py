@@ -21,6 +21,9 @@ Stages:
 3. ``oracle``: for every scenario and every declared restart without a result for the current
    fingerprint (all of them with ``--force``), copy the scenario to a scratch directory,
    restart it with sparklab and record what Spark did in ``scenario.json`` under ``restarts``.
+4. ``kafka``: Kafka bases written by real Spark + the connector against a real broker, the damage
+   done to the topic (``scripts/kafka_fixtures.py``), each restarted with failOnDataLoss true and
+   false on its line; written to ``fixtures/kafka/spark-<v>/``.
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,
@@ -1405,8 +1408,8 @@ def load_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def run_sparklab(version: str, jobs: list[dict], label: str) -> list[dict]:
-    """Run the jobs in ONE sparklab process of the given Spark version."""
+def run_sparklab(version: str, jobs: list[dict], label: str, env: dict[str, str] | None = None) -> list[dict]:
+    """Run the jobs in ONE sparklab process of the given Spark version (``env`` added to its environment)."""
     python = spark_envs.ensure_spark_python(version)
     work = SCRATCH / "jobs"
     work.mkdir(parents=True, exist_ok=True)
@@ -1423,7 +1426,9 @@ def run_sparklab(version: str, jobs: list[dict], label: str) -> list[dict]:
         # one JVM at a time on a shared machine: every sparklab process takes the lock file
         cmd = ["flock", lock, *cmd]
     with open(log_path, "w", encoding="utf-8") as log_fh:
-        proc = subprocess.run(cmd, stdout=log_fh, stderr=subprocess.STDOUT, cwd=str(REPO))
+        proc = subprocess.run(
+            cmd, stdout=log_fh, stderr=subprocess.STDOUT, cwd=str(REPO), env={**os.environ, **(env or {})}
+        )
     results = load_json(results_path) if results_path.exists() else []
     if proc.returncode != 0 or len(results) != len(jobs):
         raise RuntimeError(
@@ -2152,7 +2157,7 @@ def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> N
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stage", choices=("base", "damage", "oracle", "all"), default="all")
+    parser.add_argument("--stage", choices=("base", "damage", "oracle", "kafka", "all"), default="all")
     parser.add_argument(
         "--spark",
         action="append",
@@ -2167,7 +2172,7 @@ def main(argv: list[str]) -> int:
     )
     args = parser.parse_args(argv)
     versions = [v for v in ALL_VERSIONS if not args.spark or v in args.spark]
-    stages = ("base", "damage", "oracle") if args.stage == "all" else (args.stage,)
+    stages = ("base", "damage", "oracle", "kafka") if args.stage == "all" else (args.stage,)
     timings = {}
     for stage in stages:
         t0 = time.monotonic()
@@ -2176,6 +2181,10 @@ def main(argv: list[str]) -> int:
             stage_base(versions, args.scenario)
         elif stage == "damage":
             stage_damage(versions, args.scenario)
+        elif stage == "kafka":
+            import kafka_fixtures  # needs confluent-kafka and Maven: only this stage
+
+            kafka_fixtures.stage_kafka(versions, args.scenario)
         else:
             stage_oracle(versions, args.scenario, args.force)
         timings[stage] = round(time.monotonic() - t0, 1)

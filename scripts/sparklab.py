@@ -14,7 +14,9 @@ JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
      "trigger": "once" | "processing" | "available-now" | "continuous",
      "trigger_interval": "0 seconds",            # optional, processing/continuous only
      "batches": 1, "timeout_s": 60, "confs": {"k": "v"}, "options": {"k": "v"},
-     "stop_when_aligned": false}                 # optional, see _aligned_on_disk
+     "stop_when_aligned": false,                 # optional, see _aligned_on_disk
+     "kafka_bootstrap": "127.0.0.1:PORT",        # kafka_* queries only
+     "before_argv": ["python", "..."]}           # optional: run before the query starts
 
 * ``run``: start the query, stop it cleanly once ``batches`` batches have completed (Once and
   AvailableNow stop by themselves) or at ``timeout_s``.
@@ -43,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 import traceback
@@ -54,6 +57,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming import DataStreamWriter
 
 MESSAGE_LIMIT = 2000
+#: Comma-separated jars for ``spark.jars`` (the Kafka connector from scripts/jars.py).
+SPARK_JARS_ENV = "CHECKPOINT_DOCTOR_SPARK_JARS"
 POLL_S = 0.05
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -125,6 +130,33 @@ def _noop(df: DataFrame, output_mode: str = "append") -> DataStreamWriter:
 def q_stateless(spark, job):
     df = rate_micro_batch(spark, job).select(F.col("value"), (F.col("value") % 3).alias("key"))
     return _noop(df)
+
+
+def kafka_source(spark: SparkSession, job: dict) -> DataFrame:
+    """Spark's Kafka connector over one topic (jars from scripts/jars.py, via spark.jars).
+
+    ``kafka_bootstrap`` is the job's broker (a fresh one per run: ports are not part of the
+    checkpoint); ``failOnDataLoss`` is the connector's own option (KafkaSourceProvider), true by default.
+    """
+    args = _args(job)
+    return (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", job["kafka_bootstrap"])
+        .option("subscribe", args.get("topic", "events"))
+        .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", str(args.get("failOnDataLoss", "true")).lower())
+        .load()
+    )
+
+
+@query("kafka_stateless")
+def q_kafka_stateless(spark, job):
+    return _noop(kafka_source(spark, job).select("partition", "offset", F.col("value").cast("string")))
+
+
+@query("kafka_count", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
+def q_kafka_count(spark, job):
+    return _noop(kafka_source(spark, job).groupBy("partition").count(), "update")
 
 
 @query("stateless_two_sources")
@@ -277,9 +309,12 @@ def _scrub(text: str, job: dict) -> str:
     pairs = []
     for key, token in (("checkpoint", "<cp>"), ("sink", "<sink>"), ("input", "<input>")):
         pairs += [(form, token) for form in _path_forms(job.get(key))]
+    if job.get("kafka_bootstrap"):
+        pairs.append((job["kafka_bootstrap"], "<kafka>"))
     for form, token in sorted(pairs, key=lambda p: len(p[0]), reverse=True):
         text = text.replace(form, token)
-    return text
+    # Spark names each query's consumer group spark-kafka-source-<random uuid>-<n> (KafkaSourceProvider).
+    return re.sub(r"spark-kafka-source-[0-9a-f-]{36}-?-?\d*", "spark-kafka-source-<uuid>", text)
 
 
 def _java_chain(jt: Any) -> tuple[str, str]:
@@ -433,6 +468,10 @@ def run_job(spark: SparkSession, job: dict) -> dict:
     saved: dict[str, str | None] = {}
     log_offset = _log_offset()
     try:
+        if job.get("before_argv"):
+            # The world the query reads (a Kafka topic's records) is set up by the caller's own
+            # program between jobs of this one JVM: scripts/kafka_world.py.
+            subprocess.run(job["before_argv"], check=True, stdout=sys.stderr, timeout=120)
         name = job["query"]
         if name not in QUERIES:
             raise KeyError(f"unknown query {name!r}; known: {sorted(QUERIES)}")
@@ -624,6 +663,9 @@ def build_session(log_path: str | None = None) -> SparkSession:
     builder = SparkSession.builder
     for key, value in SESSION_CONFS.items():
         builder = builder.config(key, value)
+    if os.environ.get(SPARK_JARS_ENV):
+        # Connector jars resolved by scripts/jars.py (never Spark's own --packages resolver).
+        builder = builder.config("spark.jars", os.environ[SPARK_JARS_ENV])
     if log_path:
         _JVM_LOG = os.path.abspath(log_path)
         config = _JVM_LOG + ".log4j2.properties"

@@ -4,6 +4,9 @@
 # - .venv/                   the package with its test extra (pytest, hypothesis, s3fs, moto[server])
 # - .spark-envs/pyspark-*/   PySpark 3.5.9 and 4.3.0, each with the package, for the `spark` tests
 # - chromium                 Debian's headless browser, for the audit HTML report test
+# - .jars/kafka-broker-*/     a Kafka broker's jars, resolved by Maven from maven/kafka-broker/pom.xml
+#                             (tests/kafka/ starts one broker per run; needs Java 17 and mvn)
+# - .jars/spark-kafka-*/      Spark's Kafka connector for 3.5.9 and 4.3.0 (maven/spark-sql-kafka/pom.xml)
 # Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +17,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
 .venv/bin/python scripts/spark_envs.py 3.5.9 4.3.0
+.venv/bin/python scripts/jars.py kafka-broker
+.venv/bin/python scripts/jars.py spark-kafka 3.5.9 4.3.0
 
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -9,6 +9,7 @@ restarts a checkpoint exactly as the recorded oracle did.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,10 @@ def spark_python(version: str) -> Path:
     return spark_envs.ensure_spark_python(version)
 
 
-def run_jobs(version: str, jobs: list[dict], workdir: Path, timeout_s: int = 1800) -> list[dict]:
-    """Run sparklab jobs in one Spark process; return one result per job."""
+def run_jobs(
+    version: str, jobs: list[dict], workdir: Path, timeout_s: int = 1800, env: dict[str, str] | None = None
+) -> list[dict]:
+    """Run sparklab jobs in one Spark process (``env`` added to its environment); return one result per job."""
     workdir.mkdir(parents=True, exist_ok=True)
     jobs_file = workdir / f"jobs-{version}.json"
     results_file = workdir / f"results-{version}.json"
@@ -41,6 +44,7 @@ def run_jobs(version: str, jobs: list[dict], workdir: Path, timeout_s: int = 180
         capture_output=True,
         text=True,
         timeout=timeout_s,
+        env={**os.environ, **(env or {})},
     )
     if proc.returncode != 0 or not results_file.exists():
         raise AssertionError(f"sparklab failed ({proc.returncode}): {proc.stderr[-3000:]}")

@@ -1,0 +1,143 @@
+"""What a Kafka source does on restart, from the checkpoint's next offsets and the topic's live positions.
+
+Pure: takes the last offsets-log line's :class:`KafkaOffset` and, per topic, ``{partition: (earliest,
+latest)}`` (``None`` when the broker does not know the topic), returns the restart in Spark's words on
+a line. The order of checks is the connector's (``kafka010/KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets``,
+called when the first batch after a restart is planned): a new partition must start at 0, a known
+partition must still exist, its latest offset must not be below the checkpoint's; a position below
+the earliest offset is only seen in the batch's tasks (``consumer/KafkaDataConsumer``). Each
+``failOnDataLoss=true`` refusal is ``reportDataLoss``; with ``false`` Spark warns and reads on, and
+:attr:`KafkaRestart.rows` says how many records the next batch reads. A topic gone altogether fails
+in the Admin client whatever ``failOnDataLoss`` says. Proven by the restarts recorded in
+``fixtures/kafka/`` (tests/kafka/test_positions_replay.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
+from checkpoint_doctor.model import KafkaOffset
+
+#: ``{topic: {partition: (earliest, latest)}}``; a topic the broker does not list maps to None.
+LivePositions = Mapping[str, Mapping[int, tuple[int, int]] | None]
+
+#: The connector's instruction, appended to every data-loss text (KafkaSourceProvider
+#: INSTRUCTION_FOR_FAIL_ON_DATA_LOSS_TRUE on 3.5; kafka-error-conditions.json KAFKA_DATA_LOSS on 4.x).
+_LOST = "Some data may have been lost because they are not available in Kafka any more"
+
+
+@dataclass(frozen=True)
+class PartitionRead:
+    """One partition of the next batch: where it starts and ends, and records passed over."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+    skipped: int
+
+    @property
+    def rows(self) -> int:
+        return max(0, self.end - max(self.start, self.start + self.skipped))
+
+
+@dataclass(frozen=True)
+class KafkaRestart:
+    """The restart of one Kafka source: refused with ``error``, or the next batch's reads."""
+
+    error: SparkError | None
+    reads: tuple[PartitionRead, ...] = ()
+
+    @property
+    def rows(self) -> int:
+        return sum(r.rows for r in self.reads)
+
+    @property
+    def skipped(self) -> int:
+        return sum(r.skipped for r in self.reads)
+
+
+def _tp(topic: str, partition: int) -> str:
+    return f"{topic}-{partition}"
+
+
+def _data_loss(line: SparkLine, texts: list[tuple[str, str]], phase: str) -> SparkError:
+    """The refusal naming one of several partitions: the connector reports the first of a hash set
+    (or of the failing tasks), so any of them may be the one named; the others are ``alternatives``.
+
+    4.x raises ``KafkaIllegalStateException`` with the condition ``KAFKA_DATA_LOSS.<sub>``, but the
+    query's exception prints its text only (the condition is named at each call) ("... Reason: <sub's text> SQLSTATE: XXKST", recorded on
+    4.3.0), so no ``[KAFKA_DATA_LOSS...]`` prefix can be grepped for: ``error_class`` stays None.
+    """
+    if line.error_classes:
+        first, *others = [f"Reason: {t4}" for _, t4 in texts]
+        return SparkError(f"{_LOST}; ... {first}", first, phase, None, tuple(others))
+    first, *others = [t35 for t35, _ in texts]
+    return SparkError(f"{first} {_LOST}", first, phase, None, tuple(others))
+
+
+def predict(
+    checkpoint: KafkaOffset, live: LivePositions, line: SparkLine, fail_on_data_loss: bool = True
+) -> KafkaRestart:
+    """The restart of a ``subscribe`` source whose checkpoint holds ``checkpoint`` as next offsets."""
+    known = {(t, p): o for t, p, o in checkpoint.partitions}
+    for topic in sorted({t for t, _ in known}):
+        if live.get(topic) is None:
+            text = "UnknownTopicOrPartitionException: This server does not host this topic-partition"
+            return KafkaRestart(SparkError(f"org.apache.kafka.common.errors.{text}", text, "batch"))
+    now = {(t, p): pos for t, parts in live.items() if parts is not None for p, pos in parts.items()}
+    new = {tp: pos for tp, pos in sorted(now.items()) if tp not in known}
+    # New partitions are read from their earliest offset, which must be 0.
+    not_zero = [(_tp(*tp), earliest) for tp, (earliest, _) in new.items() if earliest != 0]
+    if not_zero and fail_on_data_loss:
+        texts = [
+            (
+                f"Added partition {tp} starts from {e} instead of 0. Some data may have been missed.",
+                f"Added partition {tp} starts from {e} instead of 0.",
+            )
+            for tp, e in not_zero
+        ]
+        # KAFKA_DATA_LOSS.ADDED_PARTITION_DOES_NOT_START_FROM_OFFSET_ZERO
+        return KafkaRestart(_data_loss(line, texts, "batch"))
+    gone = sorted(tp for tp in known if tp not in now)
+    if gone and fail_on_data_loss:
+        names = ", ".join(_tp(*tp) for tp in gone)
+        texts = [
+            (
+                f"Set({names}) are gone. Some data may have been missed.",
+                f"Partitions Set({names}) have been deleted.",
+            )
+        ]
+        # KAFKA_DATA_LOSS.PARTITIONS_DELETED
+        return KafkaRestart(_data_loss(line, texts, "batch"))
+    kept = {tp: (offset, now[tp]) for tp, offset in sorted(known.items()) if tp in now}
+    changed = [(_tp(*tp), offset, latest) for tp, (offset, (_, latest)) in kept.items() if latest < offset]
+    if changed and fail_on_data_loss:
+        texts = [
+            (
+                f"Partition {tp}'s offset was changed from {o} to {n}, some data may have been missed.",
+                f"Partition {tp} offset was changed from {o} to {n}.",
+            )
+            for tp, o, n in changed
+        ]
+        # KAFKA_DATA_LOSS.PARTITION_OFFSET_CHANGED
+        return KafkaRestart(_data_loss(line, texts, "batch"))
+    reads = [PartitionRead(t, p, earliest, latest, 0) for (t, p), (earliest, latest) in new.items()]
+    for (t, p), (offset, (earliest, latest)) in kept.items():
+        # above the latest (with failOnDataLoss=false): the range is dropped, the partition reads nothing
+        skipped = 0 if latest < offset else max(0, min(earliest, latest) - offset)
+        reads.append(PartitionRead(t, p, offset, latest, skipped))
+    below = [r for r in reads if r.skipped]
+    if below and fail_on_data_loss:
+        texts = [
+            (
+                f"Cannot fetch offset {r.start} (GroupId: spark-kafka-source-<uuid>-executor, TopicPartition: {_tp(r.topic, r.partition)}).",
+                f"Could not read records in offset [{r.start}, {r.end}) for topic partition {_tp(r.topic, r.partition)}",
+            )
+            for r in below
+        ]
+        # KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE
+        return KafkaRestart(_data_loss(line, texts, "task"))
+    return KafkaRestart(None, tuple(sorted(reads, key=lambda r: (r.topic, r.partition))))
