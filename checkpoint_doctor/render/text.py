@@ -644,7 +644,7 @@ def _severity_words(info: dict[str, Any]) -> str:
 def render_explain(info: dict[str, Any]) -> str:
     """Return one code's explanation."""
     lines = [
-        f"{info['code']} {info['slug']} ({_severity_words(info)})",
+        _hang(f"{info['code']} {info['slug']} ({_severity_words(info)})", "", "  "),
         _hang(info["title"], "", ""),
         "",
         *([section("Severity", _hang(info["severity_rule"], "", "")), ""] if _rule_differs(info) else []),
