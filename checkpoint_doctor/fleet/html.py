@@ -210,6 +210,11 @@ def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     cards.append(
         {"alert": False, "colour": None, "n": summary["kinds"]["sink"], "label": "file sink outputs"}
     )
+    if summary.get("assumed_stateless"):
+        # Judged stateless without proof: a stateful query's restart fails (the record says how).
+        cards.append(
+            {"alert": False, "colour": None, "n": summary["assumed_stateless"], "label": "assumed stateless"}
+        )
     return cards
 
 

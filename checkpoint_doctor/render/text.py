@@ -702,6 +702,8 @@ def render_plan(plan: dict[str, Any], written_to: str | None, hints: Hints | Non
         blocks.append(_expected_text(plan["expected"]))
     for w in plan["warnings"]:
         blocks.append(f"WARNING: {w}")
+    if plan.get("assumptions"):
+        blocks.append(section("Assumptions", bullets(plan["assumptions"])))
     if plan["unresolved"]:
         blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan["unresolved"])))
     if written_to:
