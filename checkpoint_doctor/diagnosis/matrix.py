@@ -371,7 +371,7 @@ def _state_message(finding: Finding, everyone: Sequence[CellDiagnosis], detected
 
 
 def _suspected_column(everyone: Sequence[CellDiagnosis], detected: str) -> tuple[tuple[str, str], ...]:
-    """CD310's hypothesis per line, read from the detected mode's cells (each line once)."""
+    """The hypothesis of CD310 per line, read from the detected mode's cells (each line once)."""
     column = {c.cell.spark: str(c.if_stateful) for c in everyone if c.cell.mode == detected and c.if_stateful}
     return tuple(column.items())
 
