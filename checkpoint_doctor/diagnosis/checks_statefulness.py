@@ -2,19 +2,68 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import replace
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.restart import predict_restart
+from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
+from checkpoint_doctor.diagnosis.versions import target
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 
 def if_stateful(ctx: Context) -> RestartPrediction:
     """Return what this target does if the query has stateful operators (the same Context facts)."""
     hypothesis = Context(ctx.snapshot, ctx.target, replace(ctx.options, stateful=True), ctx.facts)
     return predict_restart(hypothesis)
+
+
+def stateful_by_line(
+    snapshot: CheckpointSnapshot, facts: SnapshotFacts, base: DiagnoseOptions, lines: Iterable[str]
+) -> tuple[tuple[str, str], ...]:
+    """Return, per line, what a restart in the detected mode does if the query has stateful operators,
+    when nothing tells whether it has and nothing suggests it (no state/, no watermark: no CD310).
+
+    Such a checkpoint is diagnosed as stateless, and rightly stays healthy; but a stateful query
+    restarted on it loads state version L+1 that does not exist, and each line says so in its own
+    words (``StateStoreRDD`` failing on ``1.delta does not exist`` up to 4.1, 4.2's
+    ``STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY``). The same hypothesis CD310 makes
+    (:func:`if_stateful`), asked once per line, not per cell. Empty when statefulness is known, named
+    with ``--stateful``/``--stateless``, suspected (CD310 says it), or no batch was planned yet.
+    """
+    statefulness = facts.statefulness
+    if base.stateful is not None or statefulness.verdict != UNKNOWN or statefulness.suspected:
+        return ()
+    if not snapshot.offsets.ids:
+        return ()  # a fresh query plans batch 0 and creates its state: nothing is missing
+    out = []
+    for line in lines:
+        ctx = Context(snapshot, target(line), replace(base, spark=line, mode=None), facts)
+        out.append((line, if_stateful(ctx).summary))
+    return tuple(out)
+
+
+def per_line(outcomes: Sequence[tuple[str, str]]) -> str:
+    """Return (line, outcome) pairs grouped by outcome: ``Spark 3.5, 4.0: FAILS ...; Spark 4.2: ...``."""
+    by_outcome: dict[str, list[str]] = {}
+    for line, what in outcomes:
+        by_outcome.setdefault(what, []).append(line)
+    return "; ".join(f"Spark {', '.join(lines)}: {what}" for what, lines in by_outcome.items())
+
+
+def stateful_assumption(statefulness: Statefulness, mode: str, if_stateful: Sequence[tuple[str, str]]) -> str:
+    """Return the assumption line of unknown statefulness; where nothing suggests state (no CD310,
+    which says it as a warning), with what a stateful query meets on each line."""
+    text = f"stateful operators: {statefulness.text}"
+    if not if_stateful or statefulness.suspected:
+        return text
+    return (
+        f"{text}; if the query has stateful operators, state/ is missing and a {mode} restart does "
+        f"this: {per_line(if_stateful)}"
+    )
 
 
 def check_state_suspected(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:

@@ -599,7 +599,9 @@ _ALL = (
         "batch: Spark 4.2 and newer refuse the restart (STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY), "
         "older lines fail in the first batch's tasks reading a delta file that does not exist, or restart "
         "with empty state where the state store provider creates it (the finding names what each line "
-        "does).",
+        "does). Where nothing suggests state either (no state/, no watermark) there is no finding: the "
+        "query is assumed stateless, and diagnose, plan and audit say in their assumptions what a "
+        "stateful query would meet on each line.",
         "state/ was deleted or never copied with the checkpoint (a copy of offsets/ and commits/ only, a "
         "lifecycle rule, a cleanup script), or the query is stateless and only uses withWatermark.",
         "If the query has stateful operators (aggregations, dropDuplicates, stream-stream joins, "

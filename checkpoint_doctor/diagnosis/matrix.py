@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
 from checkpoint_doctor.diagnosis.checks_sink import sink_not_checked
+from checkpoint_doctor.diagnosis.checks_statefulness import per_line, stateful_assumption, stateful_by_line
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
@@ -136,6 +137,9 @@ class MatrixDiagnosis:
     named_modes: tuple[str, ...] = ()
     #: The session confs the logs prove the writer used, set in every cell.
     proven: tuple[ProvenConf, ...] = ()
+    #: Statefulness unknown: per line, what a restart in the detected mode does if the query has
+    #: stateful operators (CD310's cells, or asked once per line where nothing suggests state).
+    if_stateful: tuple[tuple[str, str], ...] = ()
 
     @property
     def counted_cells(self) -> tuple[CellDiagnosis, ...]:
@@ -175,6 +179,14 @@ class MatrixDiagnosis:
         """Return the CD310 finding: statefulness unknown, traces of state, no state (None: not met)."""
         return next((f for f in self.findings if f.code == Code.STATE_MAY_BE_GONE), None)
 
+    @property
+    def assumed_stateless(self) -> str | None:
+        """Return the assumption line when the matrix judged the query stateless though nothing tells
+        and a stateful query meets something else (None: statefulness known, named, or CD310)."""
+        if not self.if_stateful or self.statefulness.suspected:
+            return None
+        return stateful_assumption(self.statefulness, self.mode_detected, self.if_stateful)
+
     def cell(self, spark: str, mode: str) -> CellDiagnosis | None:
         """Return one cell, or None when it is not in the matrix."""
         return next((c for c in self.cells if c.cell == (spark, mode)), None)
@@ -195,7 +207,10 @@ class MatrixDiagnosis:
             },
             "mode_detected": self.mode_detected,
             "named": {"lines": list(self.named_lines), "modes": list(self.named_modes)},
-            "stateful": self.statefulness.to_dict(),
+            "stateful": {
+                **self.statefulness.to_dict(),
+                "if_stateful": [{"spark": line, "restart": what} for line, what in self.if_stateful],
+            },
             "spark": primary["spark"],
             "mode": primary["mode"],
             "restart": primary["restart"],
@@ -359,16 +374,18 @@ def _quote(finding: Finding, cells: Sequence[CellDiagnosis]) -> str | None:
 
 def _state_message(finding: Finding, everyone: Sequence[CellDiagnosis], detected: str) -> str:
     """CD310 in the matrix: what each line does if the query has state (the detected mode's column)."""
-    column = [c for c in everyone if c.cell.mode == detected and c.if_stateful is not None]
-    by_outcome: dict[str, list[str]] = {}
-    for c in column:
-        by_outcome.setdefault(str(c.if_stateful), []).append(c.cell.spark)
-    consequences = "; ".join(f"Spark {', '.join(lines)}: {what}" for what, lines in by_outcome.items())
+    consequences = per_line(_suspected_column(everyone, detected))
     traces = "; ".join(str(t) for t in finding.detail("traces", ()))
     return (
         f"state/ holds no state, but {traces}. If the query has stateful operators, their state is gone "
         f"and a {detected} restart does this: {consequences}. {SETTLE_STATEFULNESS}"
     )
+
+
+def _suspected_column(everyone: Sequence[CellDiagnosis], detected: str) -> tuple[tuple[str, str], ...]:
+    """The hypothesis of CD310 per line, read from the detected mode's cells (each line once)."""
+    column = {c.cell.spark: str(c.if_stateful) for c in everyone if c.cell.mode == detected and c.if_stateful}
+    return tuple(column.items())
 
 
 #: How an operator settles unknown statefulness (diagnose, plan and explain CD310 say the same).
@@ -424,7 +441,12 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
 # ------------------------------------------------------------------------------------- the matrix
 
 
-def _assumptions(facts: SnapshotFacts, snapshot: CheckpointSnapshot, opts: MatrixOptions) -> list[str]:
+def _assumptions(
+    facts: SnapshotFacts,
+    snapshot: CheckpointSnapshot,
+    opts: MatrixOptions,
+    if_stateful: Sequence[tuple[str, str]] = (),
+) -> list[str]:
     base = opts.base
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
     writer = facts.writer
@@ -437,7 +459,7 @@ def _assumptions(facts: SnapshotFacts, snapshot: CheckpointSnapshot, opts: Matri
     for p in opts_proven(opts, snapshot):
         out.append(f"{p.text}: the writer's session had it ({p.evidence}); every restart is judged with it")
     if base.stateful is None and facts.statefulness.verdict == UNKNOWN:
-        out.append(f"stateful operators: {facts.statefulness.text}")
+        out.append(stateful_assumption(facts.statefulness, facts.mode.mode, if_stateful))
     if base.sources is None:
         out.append("source count not checked (pass --sources N)")
     if opts.sink_note is not None:
@@ -467,6 +489,12 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
     planned = plan_cells(facts, opts)
     cells = diagnose_cells(snapshot, planned, with_confs(opts.base, proven), facts)
     unset = _without_proven(snapshot, planned, cells, opts.base, proven, facts)
+    if_stateful = _suspected_column(cells, facts.mode.mode) or stateful_by_line(
+        snapshot,
+        facts,
+        with_confs(opts.base, proven),
+        dict.fromkeys(cell.spark for cell, *_ in planned),
+    )
     return MatrixDiagnosis(
         checkpoint=snapshot.root,
         query_id=snapshot.query_id,
@@ -475,11 +503,12 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         mode_detected=facts.mode.mode,
         cells=cells,
         findings=merge_findings(cells + unset, facts.mode.mode),
-        assumptions=tuple(_assumptions(facts, snapshot, opts)),
+        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful)),
         statefulness=facts.statefulness,
         named_lines=opts.lines,
         named_modes=opts.modes,
         proven=proven,
+        if_stateful=if_stateful,
     )
 
 

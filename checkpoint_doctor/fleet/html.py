@@ -233,6 +233,11 @@ def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             "filter": None,
         }
     )
+    if summary.get("assumed_stateless"):
+        # Judged stateless without proof: a stateful query's restart fails (the record says how).
+        cards.append(
+            {"alert": False, "colour": None, "n": summary["assumed_stateless"], "label": "assumed stateless"}
+        )
     return cards
 
 

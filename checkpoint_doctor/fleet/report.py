@@ -170,6 +170,15 @@ def fails_if_stateful(cell: Mapping[str, Any]) -> bool:
     return cell["outcome"] == "starts" and str(cell.get("if_stateful") or "").startswith("FAILS")
 
 
+def assumed_stateless(record: Mapping[str, Any]) -> bool:
+    """Whether a checkpoint is judged as stateless though nothing tells and nothing suggests state
+    (no state/, no watermark), while a stateful query's restart on it fails (``stateful.if_stateful``)."""
+    stateful = record.get("stateful") or {}
+    return not stateful.get("suspected") and any(
+        str(o["restart"]).startswith("FAILS") for o in stateful.get("if_stateful") or []
+    )
+
+
 def checkpoint_record(
     *,
     url: str,
@@ -336,6 +345,7 @@ def summarize(
         "restart_fails_if_stateful": sum(
             1 for r in records if r.get("restart") and fails_if_stateful(r["restart"])
         ),
+        "assumed_stateless": sum(1 for r in records if assumed_stateless(r)),
         "some_restart_fails": sum(
             1 for r in records if any(c["counted"] and c["outcome"] == "fails" for c in r.get("matrix") or [])
         ),
@@ -494,6 +504,17 @@ def render_audit(
         *(
             [("Fails if stateful", summary["restart_fails_if_stateful"])]
             if summary.get("restart_fails_if_stateful")
+            else []
+        ),
+        *(
+            [
+                (
+                    "Stateful unknown",
+                    f"{summary['assumed_stateless']} assumed stateless (no state/, nothing tells): a stateful "
+                    "query's restart would fail; settle it with diagnose --stateful or --stateless",
+                )
+            ]
+            if summary.get("assumed_stateless")
             else []
         ),
         ("Verdicts", f"{v[ERROR]} error, {v[UNREADABLE]} unreadable, {v[WARNING]} warning, {v[OK]} ok"),

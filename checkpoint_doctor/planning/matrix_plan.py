@@ -67,4 +67,12 @@ def plan_for_matrix(
         # meets, as diagnose does (the plan exits 1 on it, like diagnose).
         warnings.append(f"stateful operators unknown: {gone.message}")
     expected = {**plan.expected, "cells": cells}
-    return replace(plan, expected=expected, warnings=tuple(dict.fromkeys(warnings)))
+    # Unknown statefulness and nothing suggests state: the plan repairs the query as stateless, and
+    # says what a stateful one meets as diagnose's assumptions do (not a warning: exit code unchanged).
+    assumed = matrix.assumed_stateless
+    return replace(
+        plan,
+        expected=expected,
+        warnings=tuple(dict.fromkeys(warnings)),
+        assumptions=(assumed,) if assumed is not None else (),
+    )

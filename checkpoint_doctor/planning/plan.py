@@ -64,6 +64,8 @@ class RepairPlan:
     storage_options: dict[str, Any] = field(default_factory=dict)
     cells: tuple[dict[str, str], ...] = ()
     format_version: int = FORMAT_VERSION
+    #: What the plan takes for granted that the checkpoint cannot tell (unknown statefulness).
+    assumptions: tuple[str, ...] = ()
 
     def body(self) -> dict[str, Any]:
         """Return the JSON-safe content that the plan id hashes."""
@@ -85,6 +87,8 @@ class RepairPlan:
             "unresolved": list(self.unresolved),
             "warnings": list(self.warnings),
             "expected": self.expected,
+            # Only when there is one: a plan without assumptions keeps the id it had before they existed.
+            **({"assumptions": list(self.assumptions)} if self.assumptions else {}),
         }
 
     @property
@@ -176,6 +180,7 @@ def _build(data: dict[str, Any], version: int) -> RepairPlan:
             warnings=tuple(data.get("warnings", ())),
             expected=dict(data.get("expected", {})),
             format_version=version,
+            assumptions=tuple(str(a) for a in data.get("assumptions", ())),
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise PlanFormatError(f"malformed plan: {exc}") from exc

@@ -804,6 +804,8 @@ def render_plan(
         blocks.append(_expected_text(plan["expected"]))
     for w in plan["warnings"]:
         blocks.append(_hang(f"WARNING: {w}", "", "  "))
+    if plan.get("assumptions"):
+        blocks.append(section("Assumptions", bullets(plan["assumptions"])))
     if plan["unresolved"]:
         blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan["unresolved"])))
     if follow is None:  # the plan shown before apply's question: written already
