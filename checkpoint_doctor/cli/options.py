@@ -194,13 +194,26 @@ def _nearby_sink_urls(checkpoint: str, storage_option: Sequence[str]) -> list[st
     return found
 
 
-def find_sink(snapshot: Any, checkpoint: str, storage_option: Sequence[str]) -> tuple[Any, str | None]:
+def find_sink(
+    snapshot: Any, checkpoint: str, storage_option: Sequence[str], sink_path: str | None = None
+) -> tuple[Any, str | None]:
     """Look for the file sink of a checkpoint diagnosed without ``--sink-path``: attach the one
-    whose log proves it (``diagnosis.sink_pairing``), and say what was found."""
+    whose log proves it (``diagnosis.sink_pairing``), and say what was found. With ``--sink-path``
+    the sink given is kept, and said to be another query's where its log contradicts the checkpoint
+    (a plan then refuses to change it without ``--force-sink``)."""
     from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
     from checkpoint_doctor.errors import CheckpointDoctorError
     from checkpoint_doctor.reading.pipeline import attach_sink, read_sink
     from checkpoint_doctor.reading.storage import open_storage
+
+    if sink_path:
+        evidence = pairing_evidence(snapshot, snapshot.sink) if snapshot.sink is not None else None
+        if evidence is None or not evidence.contradicted:
+            return snapshot, None
+        return snapshot, (
+            f"file sink {sink_path} (--sink-path) is probably another query's: {evidence.text}; "
+            "plan will not change it without --force-sink"
+        )
 
     try:
         urls = _nearby_sink_urls(normalize_url(checkpoint), storage_option)
@@ -286,9 +299,37 @@ def with_near_matches(exc: Any, url: str) -> Any:
     return exc
 
 
+def require_sink_path(sink_path: str, storage_option: Sequence[str]) -> None:
+    """Refuse a ``--sink-path`` that does not exist (a typo), naming the near matches: checking a
+    sink that is not there would report a missing sink log and drop the one next to the checkpoint.
+
+    Raises:
+        UsageError: the path does not exist.
+    """
+    from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
+    from checkpoint_doctor.reading.storage import open_storage
+
+    url = normalize_url(sink_path)
+    try:
+        exists = open_storage(url, parse_storage_options(storage_option)).exists("")
+    except CheckpointDoctorError:
+        return  # unreachable storage: the read reports it in its own words
+    if not exists:
+        matches = near_matches(url)
+        hint = (
+            "did you mean " + " or ".join(matches) + "?"
+            if matches
+            else "pass the output directory of the query's file sink (the one holding _spark_metadata)"
+        )
+        raise UsageError(f"--sink-path {sink_path} does not exist", hint=hint)
+
+
 def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None) -> Any:
     from checkpoint_doctor.errors import CheckpointNotFoundError
     from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
+
+    if sink_path:
+        require_sink_path(sink_path, storage_option)
 
     try:
         snapshot = load_checkpoint(

@@ -65,9 +65,7 @@ def diagnose_command(
     from checkpoint_doctor.render.text import json_document, layout, render_diagnosis, render_matrix
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    note = None
-    if not kw["sink_path"]:
-        snapshot, note = find_sink(snapshot, checkpoint, storage_option)
+    snapshot, note = find_sink(snapshot, checkpoint, storage_option, kw["sink_path"])
     result = diagnose_matrix(
         snapshot, matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
     )

@@ -86,6 +86,12 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="A stateful operator's store to recreate when state/ is gone (repeatable; default 0:default).",
 )
 @click.option("--deep", is_flag=True, help="Read every batch file (a rollback may then keep an older batch).")
+@click.option(
+    "--force-sink",
+    is_flag=True,
+    help="Plan changes to the --sink-path sink even where its log contradicts the checkpoint "
+    "(another query's batch ids, mode or times).",
+)
 @diagnosis_options
 @format_option
 @storage_options
@@ -100,6 +106,7 @@ def plan_command(
     job: str | None,
     state_store: Sequence[str],
     deep: bool,
+    force_sink: bool,
     output_format: str,
     storage_option: Sequence[str],
     **kw: Any,
@@ -119,11 +126,9 @@ def plan_command(
             reading.append(open_storage(kw["sink_path"], options))
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    note = None
-    if not kw["sink_path"]:
-        snapshot, note = find_sink(snapshot, checkpoint, storage_option)
-        if dest is not None and snapshot.sink is not None:  # a sink found beside the checkpoint is read too
-            check_outside(dest, [open_storage(snapshot.sink.url, options)])
+    snapshot, note = find_sink(snapshot, checkpoint, storage_option, kw["sink_path"])
+    if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
+        check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
@@ -135,6 +140,7 @@ def plan_command(
         state_stores=_state_stores(state_store),
         depth="deep" if deep else "default",
         diagnose=mopts.base,
+        force_sink=force_sink,
     )
     plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
     if dest is not None:

@@ -240,6 +240,7 @@ def _pair_sink(
     """Return the snapshot with the file sink its logs prove (nearest first), and what was found
     (``reads``: the sink log files read for candidates that were not attached)."""
     proven: list[tuple[SinkCandidate, tuple[Any, ...], str, int]] = []
+    rejected: list[tuple[str, str]] = []
     reads = 0
     for candidate in task.sinks:
         if proven and candidate.nearness < proven[0][0].nearness:
@@ -254,6 +255,8 @@ def _pair_sink(
             proven.append((candidate, arg, evidence.text, count))
         else:
             reads += count
+            if evidence.contradicted:
+                rejected.append((candidate.url, evidence.text))
     if len(proven) == 1:
         candidate, arg, why, _ = proven[0]
         found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
@@ -266,6 +269,11 @@ def _pair_sink(
             "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
             "reads": reads + sum(count for _, _, _, count in proven),
         }
+    if rejected:
+        url, why = rejected[0]
+        others = f" and {len(rejected) - 1} more" if len(rejected) > 1 else ""
+        note = f"sink not checked: the file sink output {url}{others} is another query's ({why})"
+        return snapshot, {"checked": False, "url": None, "note": note, "reads": reads}
     return snapshot, {"checked": False, "url": None, "note": NO_SINK, "reads": reads}
 
 

@@ -34,6 +34,8 @@ class PlanOptions:
     ``depth`` is how deep the snapshot was read (``deep`` reads every batch file, so a rollback can
     consider old batches); ``apply`` reads the live checkpoint the same way. ``state_stores`` names the stateful operators' stores (operator id, store name) when ``state/``
     is gone and a reset must recreate them (default: operator 0, store ``default``).
+    ``force_sink``: change the file sink even where its log contradicts the checkpoint (the
+    operator knows better than the evidence, ``plan --force-sink``).
     """
 
     strategy: str | None = None
@@ -46,6 +48,7 @@ class PlanOptions:
     guards: tuple[Cell, ...] = ()
     depth: str = "default"
     diagnose: DiagnoseOptions = field(default_factory=DiagnoseOptions)
+    force_sink: bool = False
 
     def to_request(self) -> dict[str, Any]:
         """Return the JSON form a plan records (no clock: ``now_ms`` is not part of a plan)."""
@@ -60,6 +63,7 @@ class PlanOptions:
             "cells": [cell_dict(c) for c in self.cells],
             "guards": [cell_dict(c) for c in self.guards],
             "depth": self.depth,
+            "force_sink": self.force_sink,
             "diagnose": {
                 "spark": d.spark,
                 "mode": d.mode,
@@ -90,6 +94,7 @@ class PlanOptions:
                 cells=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("cells", ())),
                 guards=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("guards", ())),
                 depth=str(data.get("depth") or "default"),
+                force_sink=bool(data.get("force_sink", False)),
                 diagnose=DiagnoseOptions(
                     spark=d.get("spark"),
                     mode=d.get("mode"),
