@@ -40,6 +40,22 @@ STRATEGY_CHOICES = (
 SINK_CHOICES = ("file", "delta", "foreachBatch", "kafka", "foreach", "console", "noop", "memory")
 
 
+def _query_id(value: str | None) -> str | None:
+    """Return ``--query-id`` in the canonical form Spark reports it (``UUID.fromString`` then
+    ``toString``), or refuse what Spark's ``UUID.fromString`` would refuse at every restart."""
+    if value is None:
+        return None
+    from checkpoint_doctor.parsing.java_uuid import JavaUuidError, parse_java_uuid
+
+    try:
+        return str(parse_java_uuid(value))
+    except JavaUuidError as exc:
+        raise UsageError(
+            f"--query-id {value!r} is not a UUID Spark can read ({exc.text})",
+            hint="pass the query's id as driver logs print it, e.g. 1f9fbb59-2c6d-4410-a596-d28fab6c8f0f",
+        ) from None
+
+
 def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     out = []
     for value in values:
@@ -73,7 +89,10 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="The query's sink, for data-loss accounting (default: unknown; --sink-path means file).",
 )
 @click.option(
-    "--query-id", metavar="UUID", help="Query id for recreate-metadata (the old id, from driver logs)."
+    "--query-id",
+    metavar="UUID",
+    callback=lambda ctx, param, value: _query_id(value),
+    help="Query id for recreate-metadata (the old id, from driver logs); written as Spark reads it.",
 )
 @click.option(
     "--job", metavar="MODULE:FUNCTION", help="The streaming job, recorded in a catch-up step's command."

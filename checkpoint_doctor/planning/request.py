@@ -9,6 +9,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis.matrix import Cell
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.errors import PlanFormatError
+from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 
 #: Sinks that skip a batch id they already committed (a re-planned committed batch is lost there).
 #: ``foreachBatch`` is among them: its documentation asks for writes made idempotent by batch id.
@@ -82,6 +83,11 @@ class PlanOptions:
         Raises:
             PlanFormatError: the request is malformed.
         """
+        query_id = data.get("query_id") if isinstance(data, dict) else None
+        if query_id is not None and (not isinstance(query_id, str) or java_uuid_error(query_id) is not None):
+            raise PlanFormatError(
+                f"malformed plan request: query_id {query_id!r} is not a UUID Spark can read"
+            )
         try:
             d = data["diagnose"]
             return PlanOptions(
