@@ -389,6 +389,26 @@ SCENARIOS: list[dict[str, Any]] = [
         "damage": [{"op": "write", "path": "metadata", "text": "{"}],
     },
     {
+        "name": "metadata-id-not-uuid",
+        "base": "window_agg",
+        "description": "The metadata file's id replaced by 'not-a-uuid', which java.util.UUID.fromString "
+        "rejects (what 'plan --query-id not-a-uuid' used to write).",
+        "damage": [{"op": "write", "path": "metadata", "text": '{"id":"not-a-uuid"}'}],
+    },
+    {
+        "name": "metadata-id-not-hex",
+        "base": "window_agg",
+        "description": "The metadata file's id has five dash-separated groups, the last not hexadecimal.",
+        "damage": [{"op": "write", "path": "metadata", "text": '{"id":"0-0-0-0-xyz"}'}],
+    },
+    {
+        "name": "metadata-id-lenient",
+        "base": "window_agg",
+        "description": "The metadata file's id is '+1-2-3-4-5': not canonical, but java.util.UUID.fromString "
+        "parses each group as a hexadecimal long (a sign, any length up to 36 characters in all).",
+        "damage": [{"op": "write", "path": "metadata", "text": '{"id":"+1-2-3-4-5"}'}],
+    },
+    {
         "name": "orphan-crc",
         "base": "window_agg",
         "description": "commits/{L} deleted with rm, leaving its Hadoop checksum commits/.{L}.crc behind.",
@@ -1150,6 +1170,9 @@ EXPECT: dict[str, dict[str, Any]] = {
     "metadata-missing": {"codes": ["CD001"]},
     "metadata-missing-keep-crc": {"codes": {"3.5+": ["CD001", "CD504"], "4.2+": ["CD001", "CD505"]}},
     "metadata-unreadable": {"codes": ["CD002"]},
+    "metadata-id-not-uuid": {"codes": ["CD014"]},
+    "metadata-id-not-hex": {"codes": ["CD014"]},
+    "metadata-id-lenient": {"codes": []},
     "orphan-crc": {"codes": ["CD106", "CD504"]},
     "orphan-crc-old": {"codes": ["CD107", "CD108", "CD505"]},
     "commits-two-behind": {"codes": ["CD105"]},

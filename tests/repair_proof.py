@@ -23,6 +23,7 @@ from checkpoint_doctor.diagnosis import diagnose
 from checkpoint_doctor.execution.executor import apply_plan, undo_journal
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url
 from checkpoint_doctor.model import FileSourceOffset, LongOffset, RatePerMicroBatchOffset
+from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.source_offsets import decode_offset
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
 from checkpoint_doctor.planning.plan import canonical_json
@@ -57,10 +58,11 @@ def case_id(scenario: Scenario, index: int) -> str:
 
 def query_id(scenario: Scenario) -> str | None:
     """Return the query's id as the operator knows it (driver logs): the scenario's, or, when its
-    metadata is damaged, the id of the checkpoint it was derived from."""
+    metadata is damaged or holds an id Spark cannot parse (no run had it), the id of the checkpoint
+    it was derived from."""
     own = scenario.data.get("facts", {}).get("query_id")
     base = scenario.path.parent / str(scenario.data.get("base")) / "scenario.json"
-    if own is None and base.exists():
+    if (own is None or java_uuid_error(own) is not None) and base.exists():
         return json.loads(base.read_text()).get("facts", {}).get("query_id")
     return own
 

@@ -271,9 +271,28 @@ def pair_nearby(snapshot: Any, found: Sequence[tuple[str, Any, Any]]) -> tuple[A
     return snapshot, None
 
 
-def find_sink(snapshot: Any, checkpoint: str, storage_option: Sequence[str]) -> tuple[Any, str | None]:
+def sink_path_note(snapshot: Any, sink_path: str) -> str | None:
+    """Say where the sink named with ``--sink-path`` is another query's (its log contradicts the
+    checkpoint): it is kept, and a plan refuses to change it without ``--force-sink``. Pure."""
+    from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
+
+    evidence = pairing_evidence(snapshot, snapshot.sink) if snapshot.sink is not None else None
+    if evidence is None or not evidence.contradicted:
+        return None
+    return (
+        f"file sink {sink_path} (--sink-path) is probably another query's: {evidence.text}; "
+        "plan will not change it without --force-sink"
+    )
+
+
+def find_sink(
+    snapshot: Any, checkpoint: str, storage_option: Sequence[str], sink_path: str | None = None
+) -> tuple[Any, str | None]:
     """Look for the file sink of a checkpoint diagnosed without ``--sink-path``: attach the one
-    whose log proves it (``diagnosis.sink_pairing``), and say what was found."""
+    whose log proves it (``diagnosis.sink_pairing``), and say what was found. With ``--sink-path``
+    the sink given is kept (:func:`sink_path_note`)."""
+    if sink_path:
+        return snapshot, sink_path_note(snapshot, sink_path)
     return pair_nearby(snapshot, nearby_sinks(checkpoint, storage_option))
 
 
@@ -293,9 +312,7 @@ def load_for_verdict(
     url = normalize_url(checkpoint)
     if split_protocol(url)[0] == "file":
         snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-        snapshot, note = (
-            find_sink(snapshot, checkpoint, storage_option) if not sink_path else (snapshot, None)
-        )
+        snapshot, note = find_sink(snapshot, checkpoint, storage_option, sink_path)
         return snapshot, note, own_writes_for(snapshot.root, storage_option)
     from concurrent.futures import ThreadPoolExecutor
 
@@ -303,7 +320,10 @@ def load_for_verdict(
         sinks = pool.submit(nearby_sinks, checkpoint, storage_option) if not sink_path else None
         writes = pool.submit(own_writes_for, url.rstrip("/"), storage_option)
         snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-        snapshot, note = pair_nearby(snapshot, sinks.result()) if sinks is not None else (snapshot, None)
+        if sinks is not None:
+            snapshot, note = pair_nearby(snapshot, sinks.result())
+        else:
+            note = sink_path_note(snapshot, sink_path or "")
         return snapshot, note, writes.result()
 
 
@@ -440,6 +460,31 @@ def not_a_checkpoint_hint(root: str, dirs: Sequence[str]) -> str | None:
     return f"it holds {len(inside)} checkpoints ({named}); audit them all: checkpoint-doctor audit {root}"
 
 
+def require_sink_path(sink_path: str, storage_option: Sequence[str]) -> None:
+    """Refuse a ``--sink-path`` that does not exist (a typo), naming the near matches: checking a
+    sink that is not there would report a missing sink log and drop the one next to the checkpoint.
+
+    Raises:
+        UsageError: the path does not exist.
+    """
+    from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
+    from checkpoint_doctor.reading.storage import open_storage
+
+    url = normalize_url(sink_path)
+    try:
+        exists = open_storage(url, parse_storage_options(storage_option)).exists("")
+    except CheckpointDoctorError:
+        return  # unreachable storage: the read reports it in its own words
+    if not exists:
+        matches = near_matches(url)
+        hint = (
+            "did you mean " + " or ".join(matches) + "?"
+            if matches
+            else "pass the output directory of the query's file sink (the one holding _spark_metadata)"
+        )
+        raise UsageError(f"--sink-path {sink_path} does not exist", hint=hint)
+
+
 def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None) -> Any:
     from checkpoint_doctor.errors import (
         CheckpointNotFoundError,
@@ -447,6 +492,9 @@ def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_pat
         NotADirectoryStorageError,
     )
     from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
+
+    if sink_path:
+        require_sink_path(sink_path, storage_option)
 
     try:
         snapshot = load_checkpoint(

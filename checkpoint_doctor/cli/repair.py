@@ -49,6 +49,22 @@ STRATEGY_CHOICES = (
 SINK_CHOICES = ("file", "delta", "foreachBatch", "kafka", "foreach", "console", "noop", "memory")
 
 
+def _query_id(value: str | None) -> str | None:
+    """Return ``--query-id`` in the canonical form Spark reports it (``UUID.fromString`` then
+    ``toString``), or refuse what Spark's ``UUID.fromString`` would refuse at every restart."""
+    if value is None:
+        return None
+    from checkpoint_doctor.parsing.java_uuid import JavaUuidError, parse_java_uuid
+
+    try:
+        return str(parse_java_uuid(value))
+    except JavaUuidError as exc:
+        raise UsageError(
+            f"--query-id {value!r} is not a UUID Spark can read ({exc.text})",
+            hint="pass the query's id as driver logs print it, e.g. 1f9fbb59-2c6d-4410-a596-d28fab6c8f0f",
+        ) from None
+
+
 def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     out = []
     for value in values:
@@ -82,7 +98,10 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="The query's sink, for data-loss accounting (default: unknown; --sink-path means file).",
 )
 @click.option(
-    "--query-id", metavar="UUID", help="Query id for recreate-metadata (the old id, from driver logs)."
+    "--query-id",
+    metavar="UUID",
+    callback=lambda ctx, param, value: _query_id(value),
+    help="Query id for recreate-metadata (the old id, from driver logs); written as Spark reads it.",
 )
 @click.option(
     "--job", metavar="MODULE:FUNCTION", help="The streaming job, recorded in a catch-up step's command."
@@ -95,6 +114,12 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="A stateful operator's store to recreate when state/ is gone (repeatable; default 0:default).",
 )
 @click.option("--deep", is_flag=True, help="Read every batch file (a rollback may then keep an older batch).")
+@click.option(
+    "--force-sink",
+    is_flag=True,
+    help="Plan changes to the --sink-path sink even where its log contradicts the checkpoint "
+    "(another query's batch ids, mode or times).",
+)
 @diagnosis_options
 @format_option
 @storage_options
@@ -109,6 +134,7 @@ def plan_command(
     job: str | None,
     state_store: Sequence[str],
     deep: bool,
+    force_sink: bool,
     output_format: str,
     storage_option: Sequence[str],
     **kw: Any,
@@ -129,11 +155,9 @@ def plan_command(
             reading.append(open_storage(kw["sink_path"], options))
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    note = None
-    if not kw["sink_path"]:
-        snapshot, note = find_sink(snapshot, checkpoint, storage_option)
-        if dest is not None and snapshot.sink is not None:  # a sink found beside the checkpoint is read too
-            check_outside(dest, [open_storage(snapshot.sink.url, options)])
+    snapshot, note = find_sink(snapshot, checkpoint, storage_option, kw["sink_path"])
+    if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
+        check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
@@ -145,6 +169,7 @@ def plan_command(
         state_stores=_state_stores(state_store),
         depth="deep" if deep else "default",
         diagnose=mopts.base,
+        force_sink=force_sink,
     )
     plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
     # A plan without a step is not written: apply would have nothing to do, and the next

@@ -10,11 +10,13 @@ from checkpoint_doctor.diagnosis.detect import CONTINUOUS
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.ids import id_range, ids_text, range_text, span_text
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
+from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.text import java_parse_int
 
 
 def check_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
-    """CD001 missing ``metadata`` with batches in the logs; CD002 unreadable ``metadata``."""
+    """CD001 missing ``metadata`` with batches in the logs; CD002 unreadable ``metadata``; CD014 an
+    id ``UUID.fromString`` refuses."""
     snap = ctx.snapshot
     if snap.metadata is None:
         if ctx.offsets_ids or ctx.commit_ids:
@@ -37,6 +39,16 @@ def check_metadata(ctx: Context, prediction: RestartPrediction) -> Iterator[Find
             paths=("metadata",),
             details=(("kind", f.kind),),
         )
+    elif snap.metadata.record is not None:
+        error = java_uuid_error(snap.metadata.record.query_id)
+        if error is not None:
+            yield Finding(
+                Code.METADATA_ID_INVALID,
+                f"The metadata file holds the query id {snap.metadata.record.query_id!r}, which "
+                f"java.util.UUID.fromString refuses ({error.text}).",
+                paths=("metadata",),
+                details=(("exception", error.exception),),
+            )
 
 
 def _restart_reads(ctx: Context) -> list[tuple[LogEntry[OffsetSeq] | LogEntry[CommitRecord], str]]:

@@ -37,6 +37,7 @@ class Code(str, Enum):
     OFFSETS_WITHOUT_CONF_FATAL = "CD011"
     UNFINISHED_REPARTITION = "CD012"
     PINNED_CONF_INVALID = "CD013"
+    METADATA_ID_INVALID = "CD014"
     ASYNC_TAIL_SYNC_RESTART = "CD101"
     ASYNC_PROGRESS_LOG = "CD102"
     OFFSETS_PREDECESSOR_MISSING = "CD103"
@@ -290,6 +291,23 @@ _ALL = (
         "Restore the file, or rebuild its metadata line from the offsets file below it.",
         "should be int, but was",
         "INVALID_CONF_VALUE.TYPE_MISMATCH",
+    ),
+    _c(
+        Code.METADATA_ID_INVALID,
+        "metadata-id-invalid",
+        ERROR,
+        "The query id in the metadata file is not a UUID Spark can parse",
+        "DataStreamWriter.start() fails before any batch: StreamExecution takes its id as "
+        "java.util.UUID.fromString(metadata id), which throws IllegalArgumentException ('Invalid UUID "
+        "string: ...', 'UUID string too large') or NumberFormatException ('Error at index N in: ...').",
+        "The file was written by hand or by a tool that did not check the id (UUID.fromString accepts "
+        "five dash-separated hexadecimal groups of at most 36 characters in all, so '1-2-3-4-5' works).",
+        "Write the query's real id back (driver logs and StreamingQueryListener events name it: "
+        "'plan --query-id <uuid>'); without it 'plan' writes a new id, and sinks and listeners keyed on "
+        "the id see a new query. Nothing in the checkpoint records the id elsewhere.",
+        "Invalid UUID string",
+        "UUID string too large",
+        "Error at index",
     ),
     _c(
         Code.ASYNC_TAIL_SYNC_RESTART,

@@ -18,6 +18,7 @@ from checkpoint_doctor.diagnosis.model import RestartPrediction
 from checkpoint_doctor.diagnosis.versions import SparkError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
+from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.layout import hadoop_crc_path
 
@@ -79,6 +80,11 @@ def _metadata_step(run: _Run) -> RestartPrediction | None:
         return None
     if snap.metadata.failure is not None:
         return run.done(ctx.target.metadata_unreadable(snap.metadata.failure), Code.METADATA_UNREADABLE)
+    if snap.metadata.record is not None:
+        # StreamExecution: ``val id: UUID = UUID.fromString(streamMetadata.id)``, built in start().
+        error = java_uuid_error(snap.metadata.record.query_id)
+        if error is not None:
+            return run.done(ctx.target.metadata_id_invalid(error), Code.METADATA_ID_INVALID)
     return None
 
 

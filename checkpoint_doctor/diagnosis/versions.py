@@ -14,6 +14,7 @@ from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
 from checkpoint_doctor.diagnosis.texts_sources import SourceTexts
 from checkpoint_doctor.diagnosis.texts_state import StateTexts
 from checkpoint_doctor.model import ParseFailure
+from checkpoint_doctor.parsing.java_uuid import JavaUuidError
 
 __all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "at_root", "qualify_root", "target"]
 
@@ -301,6 +302,10 @@ class SparkTarget(StateTexts, SourceTexts):
         return SparkError(
             f"{search} ... (driver log: Error reading stream metadata from <cp>/metadata)", search, "start"
         )
+
+    def metadata_id_invalid(self, error: JavaUuidError) -> SparkError:
+        """``UUID.fromString`` refuses the metadata's id: the JDK's exception, thrown by start()."""
+        return SparkError(f"java.lang.{error.text}", error.message or f"java.lang.{error.exception}", "start")
 
     def source_count(self, in_log: int, in_query: int) -> SparkError:
         """``OffsetSeq.toStreamProgress`` assertion."""

@@ -289,6 +289,7 @@ def _pair_sink(
     The sink logs read are shared by the audit; ``reads`` counts those this record owns
     (:class:`SinkReads`)."""
     proven: list[tuple[SinkCandidate, tuple[Any, ...], str]] = []
+    rejected: list[tuple[str, str]] = []
     reads = 0
     for candidate in task.sinks:
         if proven and candidate.nearness < proven[0][0].nearness:
@@ -302,6 +303,8 @@ def _pair_sink(
         evidence = pairing_evidence(snapshot, sink)
         if evidence.proven:
             proven.append((candidate, arg, evidence.text))
+        elif evidence.contradicted:
+            rejected.append((candidate.url, evidence.text))
     if len(proven) == 1:
         candidate, arg, why = proven[0]
         found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
@@ -314,6 +317,11 @@ def _pair_sink(
             "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
             "reads": reads,
         }
+    if rejected:
+        url, why = rejected[0]
+        others = f" and {len(rejected) - 1} more" if len(rejected) > 1 else ""
+        note = f"sink not checked: the file sink output {url}{others} is another query's ({why})"
+        return snapshot, {"checked": False, "url": None, "note": note, "reads": reads}
     return snapshot, {"checked": False, "url": None, "note": NO_SINK, "reads": reads}
 
 

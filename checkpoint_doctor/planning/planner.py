@@ -17,12 +17,14 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
+from checkpoint_doctor.errors import RefusedError
 from checkpoint_doctor.planning.consequences import CATCH_UP, SinkFacts, consequences
 from checkpoint_doctor.planning.options import Option, PlanContext
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
-from checkpoint_doctor.planning.preconditions import derive
+from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
 from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
 from checkpoint_doctor.planning.search import Search, Trial
+from checkpoint_doctor.planning.steps import SINK
 from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, for_code
 from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -234,6 +236,14 @@ class _Frame:
         """Return the plan with these steps, options, expectations (preconditions derived)."""
         snapshot = self.snapshot
         executable = tuple(s for s in fields["steps"] if s.executable)
+        if not self.opts.force_sink and any(s.key is not None and s.key[0] == SINK for s in executable):
+            # A sink another query writes must not lose its log to this query's repair.
+            problem = sink_contradiction(snapshot)
+            if problem is not None:
+                raise RefusedError(
+                    f"refused to plan changes to a file sink: {problem}",
+                    hint="check --sink-path; pass --force-sink if it is this query's output anyway",
+                )
         return RepairPlan(
             checkpoint=snapshot.root,
             sink=snapshot.sink.url if snapshot.sink is not None else None,
@@ -243,7 +253,9 @@ class _Frame:
             mode=self.diagnosis.mode,
             cells=tuple(cell_dict(c) for c in self.cells),
             request=self.opts.to_request(),
-            preconditions=derive(snapshot, executable, self.opts.diagnose.live_window_s),
+            preconditions=derive(
+                snapshot, executable, self.opts.diagnose.live_window_s, force_sink=self.opts.force_sink
+            ),
             **{k: at_root(v, snapshot.root) if k in _TEXTS else v for k, v in fields.items()},
         )
 

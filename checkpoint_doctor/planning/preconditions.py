@@ -12,11 +12,13 @@ from typing import Any, ClassVar
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES
+from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.model import FileStat
 from checkpoint_doctor.planning.steps import (
     AREAS,
     CHECKPOINT,
+    SINK,
     CopyStep,
     QuarantineStep,
     Step,
@@ -287,8 +289,57 @@ class NoLiveWriterPre(Precondition):
         return None
 
 
+@dataclass(frozen=True)
+class SinkPairedPre(Precondition):
+    """The file sink a plan changes is this query's: nothing in its log contradicts the checkpoint
+    (``diagnosis.sink_pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
+
+    kind: ClassVar[str] = "sink_paired"
+    forced: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {"kind": self.kind, "forced": self.forced}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from ``forced``."""
+        forced = data.get("forced", False)
+        if not isinstance(forced, bool):
+            raise PlanFormatError("precondition sink_paired has a non-boolean forced")
+        return cls(forced=forced)
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        if self.forced:
+            return "the file sink is changed although its log may be another query's (--force-sink)"
+        return "nothing in the file sink's log contradicts that it is this query's"
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """The sink's log does not contradict the checkpoint (unless forced)."""
+        return None if self.forced else sink_contradiction(snapshot)
+
+
+def sink_contradiction(snapshot: CheckpointSnapshot) -> str | None:
+    """Return why the snapshot's file sink is another query's (its log contradicts the checkpoint),
+    or None (no sink, or nothing contradicts)."""
+    if snapshot.sink is None:
+        return None
+    evidence = pairing_evidence(snapshot, snapshot.sink)
+    if not evidence.contradicted:
+        return None
+    return f"the file sink {snapshot.sink.url} is not this query's ({evidence.text})"
+
+
 PRECONDITION_KINDS: dict[str, type[Precondition]] = {
-    cls.kind: cls for cls in (QueryIdPre, LatestBatchesPre, FileUnchangedPre, FileAbsentPre, NoLiveWriterPre)
+    cls.kind: cls
+    for cls in (QueryIdPre, LatestBatchesPre, FileUnchangedPre, FileAbsentPre, NoLiveWriterPre, SinkPairedPre)
 }
 
 
@@ -316,10 +367,11 @@ def parse_precondition(data: Any) -> Precondition:
 
 
 def derive(
-    snapshot: CheckpointSnapshot, steps: tuple[Step, ...], live_window_s: float
+    snapshot: CheckpointSnapshot, steps: tuple[Step, ...], live_window_s: float, *, force_sink: bool = False
 ) -> tuple[Precondition, ...]:
     """Return the preconditions of ``steps`` on ``snapshot``: the query id and newest batches, every
-    file removed or copied unchanged, every file created still absent, no live writer."""
+    file removed or copied unchanged, every file created still absent, no live writer, and, when a
+    step changes the file sink, that the sink is this query's (or ``force_sink``)."""
     pre: list[Precondition] = [
         QueryIdPre(value=snapshot.query_id),
         LatestBatchesPre(offsets=snapshot.offsets.latest_id, commits=snapshot.commits.latest_id),
@@ -358,6 +410,8 @@ def derive(
             seen.add(("a", *key))
             pre.append(FileAbsentPre(path=key[1], area=key[0]))
     pre.append(NoLiveWriterPre(window_s=live_window_s))
+    if any(step.executable and step.key is not None and step.key[0] == SINK for step in steps):
+        pre.append(SinkPairedPre(forced=force_sink))
     return tuple(pre)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis.matrix import Cell
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.errors import PlanFormatError
+from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 
 #: Sinks that skip a batch id they already committed (a re-planned committed batch is lost there).
 #: ``foreachBatch`` is among them: its documentation asks for writes made idempotent by batch id.
@@ -34,6 +35,8 @@ class PlanOptions:
     ``depth`` is how deep the snapshot was read (``deep`` reads every batch file, so a rollback can
     consider old batches); ``apply`` reads the live checkpoint the same way. ``state_stores`` names the stateful operators' stores (operator id, store name) when ``state/``
     is gone and a reset must recreate them (default: operator 0, store ``default``).
+    ``force_sink``: change the file sink even where its log contradicts the checkpoint (the
+    operator knows better than the evidence, ``plan --force-sink``).
     """
 
     strategy: str | None = None
@@ -46,6 +49,7 @@ class PlanOptions:
     guards: tuple[Cell, ...] = ()
     depth: str = "default"
     diagnose: DiagnoseOptions = field(default_factory=DiagnoseOptions)
+    force_sink: bool = False
 
     def to_request(self) -> dict[str, Any]:
         """Return the JSON form a plan records (no clock: ``now_ms`` is not part of a plan)."""
@@ -60,6 +64,7 @@ class PlanOptions:
             "cells": [cell_dict(c) for c in self.cells],
             "guards": [cell_dict(c) for c in self.guards],
             "depth": self.depth,
+            "force_sink": self.force_sink,
             "diagnose": {
                 "spark": d.spark,
                 "mode": d.mode,
@@ -78,6 +83,11 @@ class PlanOptions:
         Raises:
             PlanFormatError: the request is malformed.
         """
+        query_id = data.get("query_id") if isinstance(data, dict) else None
+        if query_id is not None and (not isinstance(query_id, str) or java_uuid_error(query_id) is not None):
+            raise PlanFormatError(
+                f"malformed plan request: query_id {query_id!r} is not a UUID Spark can read"
+            )
         try:
             d = data["diagnose"]
             return PlanOptions(
@@ -90,6 +100,7 @@ class PlanOptions:
                 cells=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("cells", ())),
                 guards=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("guards", ())),
                 depth=str(data.get("depth") or "default"),
+                force_sink=bool(data.get("force_sink", False)),
                 diagnose=DiagnoseOptions(
                     spark=d.get("spark"),
                     mode=d.get("mode"),

@@ -38,6 +38,7 @@ KNOWN_CODES = frozenset(
         "CD011",
         "CD012",
         "CD013",
+        "CD014",
         "CD101",
         "CD102",
         "CD103",

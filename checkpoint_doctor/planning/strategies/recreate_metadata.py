@@ -33,6 +33,10 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     steps: list[Step] = []
     if finding.code == Code.METADATA_UNREADABLE:
         steps += quarantine(snapshot, "metadata", "unreadable metadata")
+    elif finding.code == Code.METADATA_ID_INVALID:
+        # The id Spark cannot parse is not the query's (no run used it): nothing in the checkpoint
+        # names the real one (offsets, commits and state hold no query id), so only --query-id can.
+        steps += quarantine(snapshot, "metadata", "metadata whose id UUID.fromString refuses")
     elif snapshot.crc_of("metadata") is not None:
         steps.append(QuarantineStep(path=".metadata.crc", reason="orphan checksum of metadata"))
     steps.append(
@@ -46,4 +50,6 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     return [Option(NAME, tuple(steps), (finding.code,), note=note)]
 
 
-STRATEGY = Strategy(NAME, NAME, (Code.METADATA_MISSING, Code.METADATA_UNREADABLE), propose)
+STRATEGY = Strategy(
+    NAME, NAME, (Code.METADATA_MISSING, Code.METADATA_UNREADABLE, Code.METADATA_ID_INVALID), propose
+)
