@@ -367,10 +367,21 @@ def _journal_location(journal: str) -> str:
 @click.argument("journal")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--force", is_flag=True, help="Undo even if the checkpoint changed since the apply.")
+@click.option(
+    "--checkpoint",
+    "moved_to",
+    metavar="PATH",
+    help="The checkpoint was moved (with its .checkpoint-doctor directory) since the apply: undo it there.",
+)
 @format_option
 @storage_options
 def undo_command(
-    journal: str, yes: bool, force: bool, output_format: str, storage_option: Sequence[str]
+    journal: str,
+    yes: bool,
+    force: bool,
+    moved_to: str | None,
+    output_format: str,
+    storage_option: Sequence[str],
 ) -> None:
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
     from checkpoint_doctor.execution.executor import undo_journal
@@ -388,7 +399,8 @@ def undo_command(
         # named before anything is asked).
         begin = Journal.load(location).first("begin") or {}
         _need_terminal("undo changes the checkpoint")
-        question = f"Undo the apply of plan {begin.get('plan_id')} to {begin.get('checkpoint')}"
+        where = moved_to if moved_to is not None else begin.get("checkpoint")
+        question = f"Undo the apply of plan {begin.get('plan_id')} to {where}"
         if not click.confirm(shown(f"{question} (restore what it changed)?"), default=False, err=True):
             emit(f"Cancelled: {location.url_of(JOURNAL)} was not undone; nothing was changed.\n")
             raise CommandFailed(ExitCode.REFUSED)
@@ -397,6 +409,7 @@ def undo_command(
         lambda url: open_storage(url, options),
         force=force,
         now_ms=now_ms(),
+        moved_to=normalize_url(moved_to) if moved_to is not None else None,
     )
     data = result.to_dict()
     with layout(terminal_width()):

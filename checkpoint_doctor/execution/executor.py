@@ -159,6 +159,34 @@ class _AreaIO:
         else:
             self.store(area).write_exclusive(path, data, owner=owner)
 
+    def link_of(self, area: str, path: str) -> str | None:
+        """Return what a local path that is a symbolic link points to (as written), or None."""
+        full = local_path(self.store(area), path)
+        if full is None or not os.path.islink(full):
+            return None
+        return os.readlink(full)
+
+    def link_holds(self, area: str, path: str, link: str, data: bytes) -> bool:
+        """Return whether the file a link at ``path`` would point to holds exactly ``data``."""
+        full = local_path(self.store(area), path)
+        if full is None:
+            return False
+        try:
+            with open(os.path.join(os.path.dirname(full), link), "rb") as fh:
+                return sha256_hex(fh.read(len(data) + 1)) == sha256_hex(data)
+        except OSError:
+            return False
+
+    def relink(self, area: str, path: str, link: str) -> None:
+        """Create the symbolic link ``path`` -> ``link`` again (fails if the name exists)."""
+        store = self.store(area)
+        full = local_path(store, path)
+        assert full is not None
+        try:
+            os.symlink(link, full)
+        except OSError as exc:
+            raise translate_error(exc, store.url_of(path), "link") from exc
+
     def ownership(self, area: str, path: str) -> Ownership | None:
         """Return the mode and owner of a local file (None on object stores)."""
         full = local_path(self.store(area), path)
@@ -182,7 +210,8 @@ class _AreaIO:
         same bytes is the same), so the checkpoint's fingerprint is as before the apply."""
         store = self.store(area)
         full = local_path(store, path)
-        if full is not None and mtime_ms is not None:
+        # A link's target was never changed by the apply (it removed the link): not touched here.
+        if full is not None and mtime_ms is not None and not os.path.islink(full):
             ns = mtime_ms * 1_000_000
             try:
                 os.utime(full, ns=(ns, ns))
@@ -193,7 +222,8 @@ class _AreaIO:
         """Give a restored local file back its mode and owner."""
         store = self.store(area)
         full = local_path(store, path)
-        if full is not None and owner is not None:
+        # os.chmod follows a link: it would change a file outside the checkpoint.
+        if full is not None and owner is not None and not os.path.islink(full):
             mode, uid, gid = owner
             try:
                 with contextlib.suppress(PermissionError):
@@ -352,7 +382,10 @@ class _Apply:
                     self.skipped.add(i)  # absent: nothing to save, nothing to remove
                     continue
                 data = self.io.read(area, path)
-                owner = self.io.ownership(area, path)
+                # A symbolic link (Hadoop's local file system follows it; operators link files onto
+                # other volumes): the delete removes the link, never its target; undo links again.
+                link = self.io.link_of(area, path)
+                owner = self.io.ownership(area, path) if link is None else None
                 target = backup_path(area, path)
                 # A copy of a file that may be private is readable by this user only.
                 self.backup.write(target, data, private=True)
@@ -371,6 +404,7 @@ class _Apply:
                         "sha256": sha256_hex(data),
                         "mtime_ms": stat.mtime_ms if stat is not None else None,
                         **(dict(zip(("mode", "uid", "gid"), owner, strict=True)) if owner else {}),
+                        **({"link": link} if link is not None else {}),
                     }
                 )
             content = step.content(self.io)
@@ -670,13 +704,33 @@ def _ownership(info: dict[str, Any] | None) -> Ownership | None:
 class _Undo:
     """One thing undo does: ``restore``/``replace`` (write ``data`` back, with its old mtime, mode
     and owner), ``settle`` (the bytes are back: give back the mtime, mode and owner), ``remove``
-    (a created file) or ``make-dir``."""
+    (a created file) or ``make-dir``. ``link``: the saved file was a symbolic link to this target,
+    which still holds the saved bytes: ``restore``/``replace`` create the link again."""
 
     action: str
     step: Step
     data: bytes | None = None
     mtime_ms: int | None = None
     owner: Ownership | None = None
+    link: str | None = None
+
+
+def _link_back(
+    journal: Journal, key: tuple[str, str], info: dict[str, Any], saved: bytes, force: bool, io: _AreaIO
+) -> str | None:
+    """Return the link to create again for a saved symbolic link, or None when its target no longer
+    holds the saved bytes (a conflict; with ``force``, refused: undo never writes through a link,
+    whose target may be no file of this query)."""
+    link = str(info["link"])
+    if io.link_holds(*key, link, saved):
+        return link
+    if force:
+        raise UndoRefusedError(
+            f"{key[1]} was a link to {link}, which no longer holds what the apply saved; undo does not "
+            f"write through a link (its target may be another query's file); nothing was restored",
+            hint=f"put back {link} from {journal.store.url_of(backup_path(*key))}, then undo again",
+        )
+    return None
 
 
 def _undo_actions(
@@ -726,7 +780,18 @@ def _undo_actions(
                 # The bytes are back (an undo killed after restoring them): their time and owner too.
                 actions.append(_Undo("settle", step, None, mtime, owner))
             continue
-        actions.append(_Undo(decision.action, step, decision.data, mtime, owner))
+        link = None
+        if (
+            decision.action in ("restore", "replace")
+            and info is not None
+            and isinstance(info.get("link"), str)
+        ):
+            assert saved is not None
+            link = _link_back(journal, key, info, saved, force, io)
+            if link is None:
+                conflicts.append(f"{key[1]} (a link to {info['link']}, which no longer holds what was saved)")
+                continue
+        actions.append(_Undo(decision.action, step, decision.data, mtime, owner, link))
         state[key] = decision.data if decision.action in ("restore", "replace") else None
     return actions, conflicts, unchanged
 
@@ -755,8 +820,11 @@ def _perform(actions: list[_Undo], io: _AreaIO, progress: _Progress) -> None:
             assert undo.data is not None
             if undo.action == "replace":
                 io.delete(area, path)
-            io.restore(area, path, undo.data, undo.owner)
-            io.set_mtime(area, path, undo.mtime_ms)
+            if undo.link is not None:
+                io.relink(area, path, undo.link)  # the target was never changed: the link is back
+            else:
+                io.restore(area, path, undo.data, undo.owner)
+                io.set_mtime(area, path, undo.mtime_ms)
             progress.restored.append(path)
         progress.done += 1
 
@@ -780,10 +848,12 @@ def _remove_created_dirs(journal: Journal, steps: tuple[Step, ...], io: _AreaIO)
             io.remove_dir(CHECKPOINT, path)
 
 
-def _refuse_changes(changed: list[str], what: str) -> None:
+def _refuse_changes(
+    changed: list[str], what: str, hint: str = "nothing was restored; pass --force to undo anyway"
+) -> None:
     if changed:
         shown = ", ".join(changed[:8]) + (f" and {len(changed) - 8} more" if len(changed) > 8 else "")
-        raise UndoRefusedError(f"{what}: {shown}", hint="nothing was restored; pass --force to undo anyway")
+        raise UndoRefusedError(f"{what}: {shown}", hint=hint)
 
 
 def _check_location(journal: Journal, checkpoint: Storage, open_storage: StoreOpener) -> None:
@@ -814,6 +884,25 @@ def _check_location(journal: Journal, checkpoint: Storage, open_storage: StoreOp
     )
 
 
+def _check_moved(journal: Journal, checkpoint: Storage, open_storage: StoreOpener) -> None:
+    """Refuse to undo into a checkpoint the operator named (moved since the apply) unless the journal
+    sits in that checkpoint's own tool directory (``<real path>.checkpoint-doctor/<id>/``: moved with
+    it); its files are then compared with the journal's recorded listing before anything changes."""
+    protocol, where = journal.store.resolved_root()
+    parent = where.rstrip("/").rpartition("/")[0]
+    if (protocol, parent) not in {open_storage(url).resolved_root() for url in tool_urls(checkpoint)}:
+        raise UndoRefusedError(
+            f"{journal.url} is not in the tool directory of {checkpoint.url} "
+            f"({tool_urls(checkpoint)[0]}); nothing was restored",
+            hint=f"move {TOOL_SUFFIX} with its checkpoint (the journal proves the checkpoint by where it is)",
+        )
+    if not (journal.store.exists(LISTING_AFTER) or journal.store.exists(LISTING_BEFORE)):
+        raise UndoRefusedError(
+            f"{journal.url} recorded no listing to compare {checkpoint.url} with; nothing was restored",
+            hint="undo it at the path it was applied to",
+        )
+
+
 def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, total: int) -> UndoFailedError:
     # If even this fails, the undo-begin event already says an undo started (history: partly undone).
     with contextlib.suppress(StorageError):
@@ -826,7 +915,12 @@ def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, tota
 
 
 def undo_journal(
-    journal_store: Storage, open_storage: StoreOpener, *, force: bool = False, now_ms: int | None = None
+    journal_store: Storage,
+    open_storage: StoreOpener,
+    *,
+    force: bool = False,
+    now_ms: int | None = None,
+    moved_to: str | None = None,
 ) -> UndoResult:
     """Restore exactly what an apply changed, from its journal and backups (see module docstring).
 
@@ -835,6 +929,10 @@ def undo_journal(
     and the listings must have the sha256 the journal recorded, every backup row must be a step's,
     and every saved file its recorded sha256. An undo that was killed or failed is finished by
     running it again (its own temp files, and an apply's, are removed).
+
+    ``moved_to``: the checkpoint was moved (with its tool directory) since the apply; undo restores
+    into it only if the journal sits in its tool directory and its files are the ones the journal
+    recorded (``--force`` does not lift that check).
 
     Raises:
         JournalError: the journal or its plan is unreadable.
@@ -847,8 +945,12 @@ def undo_journal(
     journal = Journal.load(journal_store)
     begin = journal.first("begin")
     assert begin is not None
-    checkpoint = open_storage(begin["checkpoint"])
-    _check_location(journal, checkpoint, open_storage)
+    if moved_to is None:
+        checkpoint = open_storage(begin["checkpoint"])
+        _check_location(journal, checkpoint, open_storage)
+    else:
+        checkpoint = open_storage(moved_to)
+        _check_moved(journal, checkpoint, open_storage)
     sink = open_storage(begin["sink"]) if begin.get("sink") else None
     with CheckpointLock.acquire(open_storage(tool_urls(checkpoint)[0]), f"undo {journal.url}", now_ms):
         journal = Journal.load(journal_store)  # as it is now that no one else writes it
@@ -862,16 +964,24 @@ def undo_journal(
         steps = _applied_plan(journal).executable_steps
         backups = _load_backups(journal, steps)
         resuming = journal.last("undo-begin") is not None
-        if not force:
-            _refuse_changes(
-                _changed_since(journal, checkpoint, steps, resuming), "the checkpoint changed since the apply"
-            )
+        if not force or moved_to is not None:
+            # A moved checkpoint is proven the apply's by its files: even --force needs that proof.
+            changed = _changed_since(journal, checkpoint, steps, resuming)
+            if moved_to is None:
+                _refuse_changes(changed, "the checkpoint changed since the apply")
+            else:
+                _refuse_changes(
+                    changed,
+                    f"{checkpoint.url} is not what {begin['checkpoint']} was after the apply (files differ)",
+                    "nothing was restored; name the checkpoint the journal's tool directory was moved with",
+                )
         existed = {row[0] for row in _listing_before(journal) if isinstance(row, list) and row}
         io = _AreaIO(checkpoint, sink)
         actions, conflicts, unchanged = _undo_actions(journal, steps, backups, existed, io, force)
         if not force:
             _refuse_changes(conflicts, "files changed since the apply")
-        journal.append({"event": "undo-begin", "force": force, "at_ms": now_ms})
+        moved = {"checkpoint": checkpoint.url} if moved_to is not None else {}
+        journal.append({"event": "undo-begin", "force": force, "at_ms": now_ms, **moved})
         progress = _Progress()
         try:
             _perform(actions, io, progress)
