@@ -236,7 +236,13 @@ def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
     if summary.get("assumed_stateless"):
         # Judged stateless without proof: a stateful query's restart fails (the record says how).
         cards.append(
-            {"alert": False, "colour": None, "n": summary["assumed_stateless"], "label": "assumed stateless"}
+            {
+                "alert": False,
+                "colour": None,
+                "n": summary["assumed_stateless"],
+                "label": "assumed stateless",
+                "filter": None,
+            }
         )
     return cards
 
