@@ -1,4 +1,4 @@
-"""No crash on any input (issue 14.5): hundreds of mutated copies of the real fixtures, a fixed seed,
+"""No crash on any input: hundreds of mutated copies of the real fixtures, a fixed seed,
 every read-only command through the CLI entry point in this process; no exit 16, no traceback, no
 hang. ``python -m tests.fuzz --count N --seed S`` runs more (see tests/fuzz.py)."""
 
