@@ -1,6 +1,6 @@
 """The operator-facing contract: hints that run as printed, exit codes you can trust,
 streaming audits, metrics, paths, terminal manners (JSON Schemas: tests/test_schemas.py; the HTML
-page: tests/audit/test_html.py; the Python API: tests/test_api.py)."""
+page: tests/fleet/test_html.py; the Python API: tests/test_api.py)."""
 
 from __future__ import annotations
 

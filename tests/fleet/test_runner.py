@@ -21,7 +21,8 @@ from checkpoint_doctor.fleet.run import (
     plan_fleet,
 )
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.audit.conftest import (
+from tests.conftest import FIXTURES
+from tests.fleet.conftest import (
     CHECKPOINTS,
     EXPECTED_EXIT,
     GARBAGE_CHECKPOINT,
@@ -32,7 +33,6 @@ from tests.audit.conftest import (
     fleet_files,
     place_fleet,
 )
-from tests.conftest import FIXTURES
 from tests.s3.conftest import S3
 from tests.s3.server import seed_objects
 from tests.storage.builders import checkpoint_files, read_files, write_files
