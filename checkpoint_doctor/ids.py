@@ -46,7 +46,7 @@ def span_text(noun: str, first: int, last: int) -> str:
 
 #: Ids a finding, a path list or a message spells out at most. A batch id is any Java long and a
 #: partition count any int, so the span between two of them cannot always be listed; the message
-#: names the whole range (issue 14.5: a batch file named 9223372036854775807 exhausted memory).
+#: names the whole range (a batch file named 9223372036854775807 exhausted memory).
 MAX_LISTED = 1000
 
 

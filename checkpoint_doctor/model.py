@@ -1,8 +1,8 @@
 """Immutable values for what is inside a checkpoint: files, parse failures, and parsed log records.
 
 Field names are snake_case with units; the Spark JSON key each comes from is named in the docstring.
-Every value has ``to_dict()`` returning JSON-safe data. This module imports nothing from the package
-except :mod:`checkpoint_doctor.errors`-free stdlib, and does no I/O.
+Every value has ``to_dict()`` returning JSON-safe data. This module imports only the standard
+library (nothing from the package) and does no I/O.
 """
 
 from __future__ import annotations

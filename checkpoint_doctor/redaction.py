@@ -3,7 +3,7 @@ credentials in every URL the tool prints or writes and in third-party debug logs
 
 A URL may carry credentials in its user info (``s3://AKIA...:SECRET@bucket/ckpt``: s3fs reads that
 as a bucket name, so it reaches no bucket, but it was echoed in errors, JSON, audit records, HTML
-and metrics labels; issue 19.4) or in its query (a presigned ``X-Amz-Signature``, an Azure SAS
+and metrics labels) or in its query (a presigned ``X-Amz-Signature``, an Azure SAS
 ``sig``). Botocore's DEBUG log prints the signed request's headers (``Authorization``,
 ``X-Amz-Security-Token`` from ``AWS_SESSION_TOKEN`` or ``--storage-option token=``) and its
 canonical request; :class:`RedactingFilter` on the root handler scrubs them before ``-vv`` prints.

@@ -11,9 +11,9 @@ Sections live in ``SECTIONS`` (name -> function taking the parsed arguments and 
 
 Section ``apply``: the apply time per step of a start-over plan (every commit and state file of a
 synthetic checkpoint whose ``offsets/`` is gone) with ~4x more steps against a smaller one; linear
-means a ratio near 1 (issue 14.6: 2,000 steps used to take 52 s, quadratically).
+means a ratio near 1 (2,000 steps used to take 52 s, quadratically).
 
-Section ``plan``: the plan time per orphan ``.crc`` file, 8,000 against 1,000 (issue 19.5).
+Section ``plan``: the plan time per orphan ``.crc`` file, 8,000 against 1,000.
 
 Section ``inspect``:
 
@@ -1309,7 +1309,7 @@ def section_apply(args: argparse.Namespace) -> list[Row]:
 # Section ``plan`` (``--section plan``): the plan time per orphan ``.crc`` file. A real Spark 4.3
 # ``window_agg`` checkpoint (the fixture) plus N empty ``commits/.K.crc`` from the next batch on
 # (the restart fails on the first), loaded, diagnosed and planned by the library call; 8,000 orphans
-# against 1,000 in the same run (goal: linear, a per-orphan ratio <= 1.5; issue 19.5: one option per
+# against 1,000 in the same run (goal: linear, a per-orphan ratio <= 1.5; one option per
 # orphan made it quadratic, 1,000 -> 4.4 s, 8,000 -> 98.8 s).
 
 
@@ -1357,7 +1357,7 @@ def section_plan(args: argparse.Namespace) -> list[Row]:
 # ------------------------------------------------------------------------------------------ memory
 #
 # Section ``memory`` (``--section memory``): the peak resident memory of ``checkpoint-doctor
-# inspect`` on the largest and the most hostile inputs (issue 14.6), each in a fresh interpreter
+# inspect`` on the largest and the most hostile inputs, each in a fresh interpreter
 # (the kernel's ``VmHWM`` at its exit; Linux). The baseline is the same command on a small
 # healthy checkpoint, measured in the same run: the figure is what an input costs above it, as a
 # ratio to the input's size (goal: at most a few times the bytes read; inputs over the 64 MiB read

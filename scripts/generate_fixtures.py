@@ -840,7 +840,7 @@ SCENARIOS: list[dict[str, Any]] = [
     },
 ]
 
-# --- issue 12: checkpoints real Spark refused ----------------------------------------------
+# --- checkpoints real Spark refused ----------------------------------------------
 SCENARIOS += [
     {
         "name": "orphan-crc-both-same",
@@ -883,7 +883,7 @@ SCENARIOS += [
     },
 ]
 
-# --- issue 14 item 7: damage Spark reads must not read as healthy ----------------------------
+# --- damage Spark reads must not read as healthy ---------------------------------
 _GARBAGE = "13370000deadbeef676172626167650a00ff"  # binary garbage: not UTF-8, not a zip, not LZ4
 SCENARIOS += [
     {

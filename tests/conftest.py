@@ -16,7 +16,10 @@ settings.register_profile(
     "ci", deadline=None, derandomize=True, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile("dev", deadline=None, max_examples=100)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+# CI runs more examples, derandomized so a failure reproduces; a local run is quicker and random.
+# CI services set CI=true (.ci/run sets it too); HYPOTHESIS_PROFILE overrides either.
+_IN_CI = os.environ.get("CI", "").lower() in ("true", "1")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _IN_CI else "dev"))
 
 
 @pytest.fixture(autouse=True)

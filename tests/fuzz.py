@@ -1,4 +1,4 @@
-"""Mutated copies of the real Spark fixtures, and the commands run on them (issue 14.5).
+"""Mutated copies of the real Spark fixtures, and the commands run on them.
 
 A :class:`Mutator` with a fixed seed turns a copy of a fixture checkpoint into a hostile one, one
 mutation at a time: byte flips, truncations, renames to odd names (huge, negative, out-of-range and

@@ -1,4 +1,4 @@
-"""Issue 13.9: the Python API returns typed values and gives the CLI's answers; the notebook example
+"""The Python API returns typed values and gives the CLI's answers; the notebook example
 runs (its code cells executed in order, no Jupyter needed)."""
 
 from __future__ import annotations

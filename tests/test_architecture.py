@@ -53,10 +53,27 @@ FORBIDDEN = {
         "checkpoint_doctor.execution",
         "checkpoint_doctor.render",
     ),
+    # Renderers turn values into text: they read nothing, run nothing and serve every caller.
     "checkpoint_doctor.render": (
         "checkpoint_doctor.reading.storage",
         "checkpoint_doctor.reading.pipeline",
         "checkpoint_doctor.cli",
+        "checkpoint_doctor.execution",
+        "checkpoint_doctor.fleet",
+        "checkpoint_doctor.api",
+        "checkpoint_doctor.spark",
+    ),
+    # The audit reads and diagnoses many checkpoints and never changes one; the CLI and the API
+    # call it, not the other way round.
+    "checkpoint_doctor.fleet": (
+        "checkpoint_doctor.cli",
+        "checkpoint_doctor.api",
+        "checkpoint_doctor.execution",
+    ),
+    # The Python API returns typed values: no text, no applies, no command line.
+    "checkpoint_doctor.api": (
+        "checkpoint_doctor.cli",
+        "checkpoint_doctor.render",
         "checkpoint_doctor.execution",
     ),
     "checkpoint_doctor.execution": ("checkpoint_doctor.cli", "checkpoint_doctor.render"),
@@ -86,6 +103,10 @@ FORBIDDEN = {
     ),
 }
 
+#: (module, import) pairs that break a rule above and are tolerated until they move: the API still
+#: normalizes a URL with the CLI's helper.
+TOLERATED = {("checkpoint_doctor.api", "checkpoint_doctor.cli.options")}
+
 #: outside package -> the only modules (prefixes) allowed to import it
 OWNERS = {
     "fsspec": ("checkpoint_doctor.reading.storage",),
@@ -112,15 +133,38 @@ def modules():
         yield name, imported
 
 
-def test_the_pure_core_never_imports_the_io_edge():
+def forbidden_imports(mods):
+    """Return "<module> imports <import>" for each import a rule of FORBIDDEN bans."""
     problems = []
-    for name, imported in modules():
+    for name, imported in mods:
         for prefix, banned in FORBIDDEN.items():
             if name == prefix or name.startswith(prefix + "."):
-                for imp in imported:
-                    if any(imp == b or imp.startswith(b) for b in banned) and not imp.startswith(prefix):
+                for imp in sorted(imported):
+                    hit = any(imp == b or imp.startswith(b) for b in banned) and not imp.startswith(prefix)
+                    if hit and (name, imp) not in TOLERATED:
                         problems.append(f"{name} imports {imp}")
-    assert not problems
+    return problems
+
+
+def test_the_pure_core_never_imports_the_io_edge():
+    assert not forbidden_imports(modules())
+
+
+def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_import():
+    wrong = [
+        ("checkpoint_doctor.fleet.report", {"checkpoint_doctor.cli.options"}),
+        ("checkpoint_doctor.fleet.run", {"checkpoint_doctor.execution.executor"}),
+        ("checkpoint_doctor.api", {"checkpoint_doctor.render.text"}),
+        ("checkpoint_doctor.api", {"checkpoint_doctor.execution.executor"}),
+        ("checkpoint_doctor.render.text", {"checkpoint_doctor.fleet.report"}),
+        ("checkpoint_doctor.render.hints", {"checkpoint_doctor.api"}),
+    ]
+    assert len(forbidden_imports(wrong)) == len(wrong)
+    allowed = [
+        ("checkpoint_doctor.fleet.report", {"checkpoint_doctor.render.text", "checkpoint_doctor.diagnosis"}),
+        ("checkpoint_doctor.api", {"checkpoint_doctor.fleet.run", "checkpoint_doctor.planning"}),
+    ]
+    assert forbidden_imports(allowed) == []
 
 
 def test_each_outside_dependency_has_one_owner():

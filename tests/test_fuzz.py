@@ -1,4 +1,4 @@
-"""No crash on any input (issue 14.5): hundreds of mutated copies of the real fixtures, a fixed seed,
+"""No crash on any input: hundreds of mutated copies of the real fixtures, a fixed seed,
 every read-only command through the CLI entry point in this process; no exit 16, no traceback, no
 hang. ``python -m tests.fuzz --count N --seed S`` runs more (see tests/fuzz.py)."""
 
@@ -7,11 +7,17 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.fuzz import crashes, mutated_copies, run_commands
 
 SEED = 14
 COPIES = 400
 AUDITED = 60
+
+# Hundreds of copies through every command: tens of seconds, so out of the quick local run (CI runs
+# everything).
+pytestmark = pytest.mark.slow
 
 
 def test_mutated_fixtures_never_crash_a_command(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The one secret test and the redaction of credentials (issue 19.4): examples and properties."""
+"""The one secret test and the redaction of credentials: examples and properties."""
 
 from __future__ import annotations
 

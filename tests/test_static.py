@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.scenarios import REPO
 
 
@@ -24,6 +26,8 @@ def test_ruff_format_is_clean():
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+# Ruff takes a tenth of a second; mypy without its cache (.mypy_cache) takes 10-15 s on a 2-core box.
+@pytest.mark.slow
 def test_mypy_finds_nothing():
     proc = run("mypy", "checkpoint_doctor")
     assert proc.returncode == 0, proc.stdout + proc.stderr

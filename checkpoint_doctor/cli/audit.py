@@ -331,7 +331,7 @@ class AuditRun:
         finished = now_ms()
         if self.html is not None and self.interrupted and destination_exists(self.html):
             # Ctrl-C: the page of the last complete audit stays (a partial page replaced it, its
-            # header saying exit code 5 while the process said 130; issue 19.9).
+            # header saying exit code 5 while the process said 130).
             problems.append(
                 f"--html {self.html.url} kept as it was: the audit was interrupted (a partial page would replace it)"
             )

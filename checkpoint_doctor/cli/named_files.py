@@ -2,7 +2,7 @@
 and refused when they are not regular files.
 
 ``open()`` of a FIFO blocks until a writer appears, so ``apply p.json`` on a named pipe hung
-forever (issue 19.6); a device or a socket is no plan either. The file is opened with ``O_NONBLOCK``
+forever; a device or a socket is no plan either. The file is opened with ``O_NONBLOCK``
 (which returns at once for a FIFO with no writer) and judged by ``fstat`` of the descriptor opened,
 so what is read is what was checked.
 """

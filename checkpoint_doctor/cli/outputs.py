@@ -4,13 +4,13 @@ the finished work.
 
 A destination is checked first (the directory exists and is writable, the protocol is known and its
 extra installed, the bucket exists), so an audit of a thousand checkpoints does not end with "cannot
-write". It never lies inside a checkpoint or sink the command reads (issue 14.3: ``plan -o
+write". It never lies inside a checkpoint or sink the command reads (``plan -o
 CKPT/offsets/31`` replaced the newest offsets file with plan JSON), compared by resolved location
 (``file://`` URLs, ``..`` and symlinks lead inside too), and an existing file is replaced only with
 ``--force``: the write is an exclusive create otherwise. If the write still fails (the disk filled
 up, the credentials expired), the output is saved to a local temporary file and the error names it.
 
-A local file is checked again where it lands, when it is written (issue 19.8: ``out/`` swapped for a
+A local file is checked again where it lands, when it is written (``out/`` swapped for a
 link into the checkpoint's ``offsets/`` while a slow plan ran made ``plan -o out/3 --force`` replace
 ``offsets/3``): its directory is opened once, every later call is relative to that descriptor
 (``openat``/``renameat``/``linkat``), and the directory's identity (device and inode, and those of

@@ -159,7 +159,7 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
         elif d.kind in ("unknown", "ignored-dir-entry"):
             unknown.append(d)
     # One finding per directory, naming every blocking orphan in it: one finding per file made the
-    # planner search sets of a thousand one-file options (quadratic in the orphans, issue 19.5),
+    # planner search sets of a thousand one-file options (quadratic in the orphans),
     # and one quarantine of the whole group is the repair anyway.
     by_dir: dict[str, list[DebrisFile]] = {}
     for d in blocking:

@@ -1,10 +1,10 @@
 """Infer how a checkpoint was written: the execution mode and the Spark release line. Pure.
 
-* Mode (reference §11.2, §11.3): continuous processing writes offsets files with an empty metadata
+* Mode (``AsyncProgressTrackingMicroBatchExecution``, ``ContinuousExecution``): continuous processing writes offsets files with an empty metadata
   line; asynchronous progress tracking writes sparse logs in which every commit id is also an
   offsets id and at least one commit follows a gap (``AsyncOffsetSeqLog``/``AsyncCommitLog`` only
   persist every ``asyncProgressTrackingCheckpointIntervalMs``); anything else is plain micro-batch.
-* Writer (reference §4.4, §13): a Spark driver pins every "relevant" SQL conf it knows into each
+* Writer (``OffsetSeqMetadata.relevantSQLConfs``): a Spark driver pins every "relevant" SQL conf it knows into each
   offsets file, so the set of conf keys in a file names the release line that wrote it.
 """
 
@@ -21,7 +21,7 @@ ASYNC = "async"
 CONTINUOUS = "continuous"
 MODES = (MICRO_BATCH, ASYNC, CONTINUOUS)
 
-# OffsetSeqMetadata.relevantSQLConfs by release (reference §4.4).
+# OffsetSeqMetadata.relevantSQLConfs by release, read from each release jar.
 _KEYS_SINCE = (
     ("4.0", ("spark.sql.streaming.stateStore.encodingFormat",)),
     (

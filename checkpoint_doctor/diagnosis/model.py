@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
@@ -184,7 +184,6 @@ class Diagnosis:
     findings: tuple[Finding, ...]
     assumptions: tuple[str, ...] = ()
     query_id: str | None = None
-    extra: tuple[tuple[str, Any], ...] = field(default=())
 
     @property
     def codes(self) -> tuple[str, ...]:

@@ -1,9 +1,10 @@
 """Predict what Spark does on restart, step by step in Spark's own order. Pure.
 
-Micro-batch and async follow ``MicroBatchExecution.populateStartOffsets`` (reference §11.1, §11.2):
+Micro-batch and async follow ``MicroBatchExecution.populateStartOffsets``
+(``AsyncProgressTrackingMicroBatchExecution`` with async progress tracking):
 metadata, then ``offsets/L`` (parse, source count), then ``offsets/L-1`` (async: the newest durable
 file below L), then ``commits/K`` and the K-vs-L cases, then the first batch's state load and writes.
-Continuous processing follows ``ContinuousExecution.getStartOffsets`` (§11.3). The first failure in
+Continuous processing follows ``ContinuousExecution.getStartOffsets``. The first failure in
 that order is the one Spark raises; everything else is reported as findings.
 """
 

@@ -1,6 +1,7 @@
 """What Spark reads under ``sources/<n>/`` on restart, and when. Pure.
 
-Three sources keep files there (reference §6), each read at its own moment:
+Three sources keep files there (``RateStreamMicroBatchStream``, ``FileStreamSourceLog``,
+``KafkaSourceInitialOffsetWriter``), each read at its own moment:
 
 * ``rate`` in micro-batch (``RateStreamMicroBatchStream``): ``sources/<n>/0`` holds the start time,
   read when the stream is created (its ``creationTimeMs``), i.e. when the query thread builds the

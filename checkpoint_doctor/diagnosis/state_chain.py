@@ -1,6 +1,7 @@
 """Which state versions can be loaded, from file names alone. Pure.
 
-State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1`` (reference §9.1).
+State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1``
+(``StateStoreId``, ``HDFSBackedStateStoreProvider.commit``).
 
 * HDFS provider (``HDFSBackedStateStoreProvider.loadMap``): if ``<v>.snapshot`` exists it is used;
   otherwise the newest snapshot below ``v`` (or the empty map at version 0) plus every

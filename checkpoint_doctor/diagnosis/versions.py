@@ -1,6 +1,8 @@
 """What each supported Spark release line does differently on restart, and the texts it prints.
 
-Texts are verbatim from the release jars and real runs (reference §2.1, §3, §4, §5, §11, §12).
+Texts are verbatim from the release jars (``MetadataVersionUtil``, ``StreamExecution``,
+``OffsetSeqLog``, ``CommitLog``, ``MicroBatchExecution``, ``ContinuousExecution``) and from the restarts
+recorded by ``scripts/generate_fixtures.py --stage oracle``.
 ``<cp>`` stands for the checkpoint root as Spark qualifies it (``file:/abs/path``, ``s3a://b/p``).
 Messages are templates here; :func:`qualify_root` turns a root URL into Spark's form.
 """

@@ -506,7 +506,7 @@ def apply_plan(
         StorageError: a storage failure before anything changed.
     """
     manual = tuple(getattr(s, "command", "") for s in plan.steps if not s.executable)
-    # Resolved locations, not URL text: file:// URLs and symlinks lead inside too (issue 14.3).
+    # Resolved locations, not URL text: file:// URLs and symlinks lead inside too.
     for location in (tool, backup):
         if location is not None and (
             checkpoint.contains(location) or (sink is not None and sink.contains(location))

@@ -33,7 +33,7 @@ MAX_OFFSETS_VERSION = 2
 #: Source lines read of one offsets file. Spark writes one line per source of the query and reads
 #: them all (``OffsetSeqLog.deserialize``); a union of even a few hundred streams is rare, and a
 #: driver planning thousands of sources in one query does not exist in practice. A file with more
-#: lines was not written by a query (issue 14.6: 3 million blank lines took 3.6 GB to hold as
+#: lines was not written by a query (3 million blank lines took 3.6 GB to hold as
 #: source offsets): it is reported as ``too-large`` instead of held line by line.
 MAX_SOURCE_LINES = 10_000
 VOID_OFFSET = "-"

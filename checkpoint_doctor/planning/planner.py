@@ -1,8 +1,8 @@
 """Plan repairs: options per error finding from the strategy registry, the smallest combination
 that makes every target restart start, its consequences, one chosen plan. Pure.
 
-The strategies live one per module in :mod:`checkpoint_doctor.planning.strategies` (reference
-§15.3); the combination search in :mod:`checkpoint_doctor.planning.search`. Every option is judged by
+The strategies live one per module in :mod:`checkpoint_doctor.planning.strategies`; the
+combination search in :mod:`checkpoint_doctor.planning.search`. Every option is judged by
 simulating its changes on the snapshot and diagnosing the result, so the consequences stated come
 from the same restart model as ``diagnose``. An option that can lose data (a re-planned committed
 batch a sink may skip, a state reset, a new start) is planned only with ``accept_data_loss``.

@@ -1,7 +1,8 @@
 """State files as the planner sees them: which version each file holds, which batch a rollback can
 keep, and the bytes of an empty state. Pure.
 
-State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1`` (reference §9.1).
+State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1``
+(``StateStoreId``, ``HDFSBackedStateStoreProvider.commit``).
 """
 
 from __future__ import annotations

@@ -3,8 +3,11 @@
 Each class owns everything about its kind: its JSON form (:meth:`Step.to_dict`, :func:`parse_step`),
 its one-line text (:meth:`Step.describe`), what it changes (:meth:`Step.effect`, used by the
 planner's simulation and by the preconditions), how it runs (:meth:`Step.execute`, through the
-:class:`StepIO` the executor hands it) and how it is undone (:meth:`Step.undo_action`). Nothing
-outside this module switches on a step's kind.
+:class:`StepIO` the executor hands it) and how it is undone (:meth:`Step.undo_action`). A few
+places outside ask for a kind and need a look when a kind is added: the planner's consequences
+(:mod:`checkpoint_doctor.planning.consequences`: which files a copy restores) and preconditions
+(:mod:`checkpoint_doctor.planning.preconditions`: a quarantined or copied file must be unchanged),
+and the plan text (:mod:`checkpoint_doctor.render.text`: a plan of ``run`` steps only applies nothing).
 
 Kinds: ``quarantine`` (move a file into the backup; the checkpoint loses it), ``copy`` (create a file
 as a byte copy of another, whose sha256 must still match), ``write`` (create a file with given

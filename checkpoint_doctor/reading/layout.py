@@ -1,6 +1,7 @@
 """Classify the paths of a checkpoint listing by name, as Spark's own listing filters do. Pure.
 
-Rules (reference §2, §6, §9, §15.1):
+Rules (Spark's ``HDFSMetadataLog``, ``CompactibleFileStreamLog``, ``StateStoreId`` and
+``ChecksumCheckpointFileManager``):
 
 * A batch file is a regular file directly in a log directory whose whole name parses as a Java
   ``long`` (``HDFSMetadataLog.isBatchFile``); compactible logs also accept ``<id>.compact``.

@@ -59,7 +59,7 @@ T = TypeVar("T")
 
 DEFAULT_DEPTH = "default"
 DEEP = "deep"
-#: Bytes read of one file (issue 14.6: reading is bounded by what Spark reads). The largest files
+#: Bytes read of one file (reading is bounded by what Spark reads). The largest files
 #: Spark writes in a checkpoint are offsets of Kafka sources with very many partitions (about 20
 #: bytes a partition: 100,000 partitions is 2 MB a source) and the compact files of file sources
 #: and file sinks (about 200 bytes per file ever listed: 64 MiB is some 300,000 files). A file over

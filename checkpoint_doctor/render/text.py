@@ -123,7 +123,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, keep: Sequen
     """Return a table in the project's fixed format ('-' for empty cells), its widest text columns
     wrapped so that it fits the layout width (the columns in ``keep`` never are)."""
     # Escaped before the widths are measured, so a name with control characters keeps its column;
-    # a newline too (a file named "junk\nstate  fake" printed a row of its own, issue 19.9).
+    # a newline too (a file named "junk\nstate  fake" printed a row of its own).
     body = [
         ["-" if c is None or c == "" else (one_line(c) if isinstance(c, str) else c) for c in row]
         for row in rows

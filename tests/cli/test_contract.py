@@ -1,6 +1,6 @@
-"""Issue 13, the operator-facing contract: hints that run as printed, exit codes you can trust,
+"""The operator-facing contract: hints that run as printed, exit codes you can trust,
 streaming audits, metrics, paths, terminal manners (JSON Schemas: tests/test_schemas.py; the HTML
-page: tests/audit/test_html.py; the Python API: tests/test_api.py)."""
+page: tests/fleet/test_html.py; the Python API: tests/test_api.py)."""
 
 from __future__ import annotations
 
@@ -181,7 +181,7 @@ def test_ctrl_c_keeps_the_written_records_and_a_summary_marked_interrupted(
 def test_ctrl_c_keeps_the_previous_html_page_or_writes_one_saying_130(
     local_fleet, monkeypatch, capsys, tmp_path, previous: bool
 ) -> None:
-    """Issue 19.9: Ctrl-C replaced the last complete page with a partial one whose header said exit
+    """Ctrl-C replaced the last complete page with a partial one whose header said exit
     code 5 while the process and the JSON Lines summary said 130."""
     from checkpoint_doctor.fleet import report
 
@@ -289,7 +289,7 @@ def test_metrics_are_prometheus_text_written_atomically(local_fleet, tmp_path, m
     real_replace = os.replace
 
     def replace(src, dst, *, src_dir_fd=None, dst_dir_fd=None):
-        # Relative to the directory opened once (issue 19.8), the temporary file beside the target.
+        # Relative to the directory opened once, the temporary file beside the target.
         assert src_dir_fd is not None and src_dir_fd == dst_dir_fd and "/" not in src + dst
         seen_during_write.append(target.read_text())  # the target as a reader sees it mid-write
         fd = os.open(src, os.O_RDONLY, dir_fd=src_dir_fd)
@@ -299,7 +299,7 @@ def test_metrics_are_prometheus_text_written_atomically(local_fleet, tmp_path, m
 
     monkeypatch.setattr(outputs_module.os, "replace", replace)
     code, _, err = run(capsys, "audit", local_fleet.root, "--live-window", "0", "--metrics", str(target))
-    assert code == 2 and f"--metrics {target} exists; pass --force to overwrite it" in err  # issue 14.3
+    assert code == 2 and f"--metrics {target} exists; pass --force to overwrite it" in err
     assert target.read_text() == "# an older audit\n"
     code, _, _ = run(
         capsys, "audit", local_fleet.root, "--live-window", "0", "--metrics", str(target), "--force"

@@ -1,4 +1,4 @@
-"""No crash on any input (issue 14.5): each input that made a command exit 16 now gets a clean error
+"""No crash on any input: each input that made a command exit 16 now gets a clean error
 or a finding naming the file. The fuzz test (tests/test_fuzz.py) covers the rest at random."""
 
 from __future__ import annotations
@@ -307,7 +307,7 @@ def test_a_device_named_as_the_plan_is_refused(capsys) -> None:
 
 
 def test_a_newline_in_a_name_prints_no_fake_table_row(tmp_path: Path, capsys) -> None:
-    """Issue 19.9: ``offsets/junk<LF>state  fake-line`` printed a row of its own in the debris table."""
+    """``offsets/junk<LF>state  fake-line`` printed a row of its own in the debris table."""
     cp = fixture(tmp_path)
     (cp / "offsets" / "junk\nstate   fake-line").write_bytes(b"x")
 
@@ -320,7 +320,7 @@ def test_a_newline_in_a_name_prints_no_fake_table_row(tmp_path: Path, capsys) ->
 
 @pytest.mark.parametrize("loop", [["loop"], ["a", "b"]])
 def test_a_symlink_loop_root_is_said_to_be_one(tmp_path: Path, capsys, loop: list[str]) -> None:
-    """Issue 19.9: a root that is a loop of links got "no such file ...; did you mean <itself>?"."""
+    """A root that is a loop of links got "no such file ...; did you mean <itself>?"."""
     for name, to in zip(loop, loop[1:] + loop[:1], strict=True):
         (tmp_path / name).symlink_to(tmp_path / to)
     root = tmp_path / loop[0]

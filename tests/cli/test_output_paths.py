@@ -1,5 +1,5 @@
-"""Read-only commands never write inside a checkpoint, and never overwrite a file without --force
-(issue 14.3): ``plan -o`` and ``audit --html``, the checkpoint given as a path, a ``file://`` URL or
+"""Read-only commands never write inside a checkpoint, and never overwrite a file without --force:
+``plan -o`` and ``audit --html``, the checkpoint given as a path, a ``file://`` URL or
 through a symlink."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_audit_html_refuses_a_checkpoint_it_reads_and_an_existing_file(tmp_path:
 def test_plan_output_swapped_for_a_link_into_the_checkpoint_during_the_plan_is_refused(
     tmp_path: Path, capsys, monkeypatch, checkpoint: Path, force: bool
 ) -> None:
-    """Issue 19.8: ``out/`` was checked at the start, then swapped for a link to ``offsets/`` while
+    """``out/`` was checked at the start, then swapped for a link to ``offsets/`` while
     the plan ran; the write followed the link and replaced ``offsets/3`` with plan JSON. The file is
     checked where it lands, when it is written; the plan is kept in a temporary file."""
     import checkpoint_doctor.planning.matrix_plan as matrix_plan

@@ -74,7 +74,7 @@ def test_every_printed_hint_of_an_error_diagnosis_leads_to_an_applied_plan_or_sa
         monkeypatch.chdir(where)  # the printed -o plan.json lands beside this copy
         ends[scenario.path.name] = walk(capsys, str(checkpoint))
     assert "applied" in ends.values() and "none, said why" in ends.values()
-    # The sink damage of issue 18: the file sink log ahead of the offsets is repaired by a plan.
+    # The sink damage: the file sink log ahead of the offsets is repaired by a plan.
     assert ends["file-sink-rollback"] == "applied"
     assert ends["file-sink-compact-missing"] == "none, said why"
 

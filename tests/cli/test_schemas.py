@@ -1,4 +1,4 @@
-"""Issue 13.3: every JSON document the CLI prints is described by a JSON Schema shipped in the
+"""Every JSON document the CLI prints is described by a JSON Schema shipped in the
 package (draft 2020-12, ``$schema`` and ``$id``), and every output validates against it: unknown or
 missing fields fail (``additionalProperties: false`` on our objects)."""
 

@@ -1,4 +1,4 @@
-"""The live-writer check (issue 14.11): a batch planned in the future, or a file changed within the
+"""The live-writer check: a batch planned in the future, or a file changed within the
 window, counts as live. The clock is the ``now_ms`` option; file times are set with ``os.utime``."""
 
 from __future__ import annotations

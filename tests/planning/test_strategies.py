@@ -275,7 +275,7 @@ def plan_options(snapshot):
 
 @pytest.mark.parametrize("count", [12, 60])
 def test_many_orphan_checksums_are_planned_with_a_bounded_number_of_simulations(tmp_path, monkeypatch, count):
-    """Issue 19.5: one option per orphan .crc made the search simulate 175 sets (each re-indexing
+    """One option per orphan .crc made the search simulate 175 sets (each re-indexing
     the listing) and still leave all but three orphans; the orphans of one log are one finding, one
     quarantine, one simulation, however many there are."""
     import checkpoint_doctor.reading.snapshot as snapshot_module

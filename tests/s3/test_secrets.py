@@ -1,4 +1,4 @@
-"""No credential is printed or written (issue 19.4): user info in a URL given to any command, and
+"""No credential is printed or written: user info in a URL given to any command, and
 botocore's DEBUG log (``-vv``) of requests signed with a session token, against the moto server."""
 
 from __future__ import annotations

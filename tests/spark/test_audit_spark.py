@@ -12,7 +12,7 @@ import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.fleet.run import audit
-from tests.audit.conftest import CHECKPOINTS, GARBAGE_CHECKPOINT, SINKS, place_fleet
+from tests.fleet.conftest import CHECKPOINTS, GARBAGE_CHECKPOINT, SINKS, place_fleet
 from tests.s3.conftest import AWS_ENV, AWS_UNSET, moto_server, s3, s3_observer  # noqa: F401 - fixtures place_fleet asks for
 from tests.scenarios import FIXTURES, copy_scenario
 from tests.sparkrun import REPO, spark_python

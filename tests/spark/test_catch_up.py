@@ -387,7 +387,7 @@ def test_no_new_data_within_the_timeout_stops_and_says_what_is_left(version, tmp
         error["message"]
         == "no new data within 6 s: no batch ran; the query was stopped and the checkpoint is as the last durable batch left it"
     )
-    # A checkpoint that never ran a batch restarts as it is (the bridge's case is in tests/runner).
+    # A checkpoint that never ran a batch restarts as it is (the bridge's case is in tests/catch_up).
     assert error["next_step"].startswith("nothing to catch up: a synchronous restart already starts (STARTS ")
     assert error["run"]["batches_run"] == 0 and error["run"]["timed_out"] is True
     assert not [n for n in os.listdir(cp / "offsets") if n.isdigit()]

@@ -34,7 +34,7 @@ SAMPLE = {
     "file-sink-uncommitted",
     "rocksdb-sst-missing",
     "offsets-blank-metadata",
-    # issue 12 and issue 14 item 7 damage families
+    # damage families Spark refused, and damage Spark reads that must not read as healthy
     "orphan-crc-both-same",
     "offsets-dir-deleted",
     "rate-start-garbage",

@@ -1,4 +1,4 @@
-"""Reading is bounded by what Spark reads (issue 14.6): bytes per file, lines per log file.
+"""Reading is bounded by what Spark reads: bytes per file, lines per log file.
 
 Memory is measured with ``tracemalloc`` (allocations of this process, deterministic for one input),
 never with a clock.

@@ -107,7 +107,7 @@ def test_contains_sees_through_file_urls_and_symlinks(tmp_path: Path) -> None:
 
 
 def test_symlinks_are_followed_as_hadoop_follows_them_and_loops_are_not(tmp_path: Path) -> None:
-    """Issue 13.7: a ``state/`` on another volume, a batch file linked in; a link back to an
+    """A ``state/`` on another volume, a batch file linked in; a link back to an
     ancestor (and a loop through two links) is listed once, not forever."""
     elsewhere = tmp_path / "volume"
     (elsewhere / "state" / "0" / "0").mkdir(parents=True)

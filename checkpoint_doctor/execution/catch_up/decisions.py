@@ -166,11 +166,12 @@ def tail_state(snapshot: CheckpointSnapshot) -> TailState:
     readable commit, and no commit is newer than ``L``. Why this is the right test:
 
     * a synchronous restart (``MicroBatchExecution.populateStartOffsets``) reads exactly
-      ``offsets/L`` and ``offsets/L-1`` and compares ``K = max(commits)`` with ``L`` (reference
-      §11.1); with ``K == L`` it plans a new batch ``L+1`` from ``offsets/L``;
+      ``offsets/L`` and ``offsets/L-1`` and compares ``K = max(commits)`` with ``L``;
+      with ``K == L`` it plans a new batch ``L+1`` from ``offsets/L``;
     * with async progress tracking, ``AsyncOffsetSeqLog`` writes an offsets file on its own thread
       and ``AsyncCommitLog`` writes a commit only for a batch whose offsets file was written
-      (§11.2), so a batch is durable only when both files are visible; ``HDFSMetadataLog`` writes
+      (``AsyncProgressTrackingMicroBatchExecution``), so a batch is durable only when both files
+      are visible; ``HDFSMetadataLog`` writes
       through ``CheckpointFileManager.createAtomic`` (temp file, then rename), so a listed file is
       complete;
     * ``commits/L-1`` is not read by the restart, but requiring it means two consecutive batches

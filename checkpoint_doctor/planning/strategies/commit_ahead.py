@@ -1,5 +1,6 @@
 """Quarantine the commits above the newest offsets file (``K > L``): Spark then continues after
-``L``; a batch id that was committed is planned again (reference §15.3)."""
+``L``; a batch id that was committed is planned again (``MicroBatchExecution.populateStartOffsets``
+throws ``CONCURRENT_STREAM_LOG_UPDATE`` while ``K > L``)."""
 
 from __future__ import annotations
 

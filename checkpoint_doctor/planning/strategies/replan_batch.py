@@ -1,5 +1,5 @@
 """Quarantine the newest offsets file when its batch has no commit: Spark plans that batch again
-with new end offsets (reference §15.3). Used when ``offsets/L`` is unusable (unreadable, void
+with new end offsets (``MicroBatchExecution.populateStartOffsets``: ``K < L`` re-runs ``L``). Used when ``offsets/L`` is unusable (unreadable, void
 sources, blank metadata, no confs, an unfinished repartition) or when ``offsets/(L-1)`` is missing
 below an uncommitted ``L``."""
 

@@ -1,7 +1,8 @@
 """Rewrite the metadata line (line 2) of a micro-batch offsets file from its neighbour, when it is
 blank (Spark then has no WatermarkTracker and fails with a NullPointerException) or has no ``conf``
 map (state format versions fall back to their legacy defaults and the state schema no longer
-matches). The pinned confs are the same in every batch of a checkpoint (reference §4.4), so the
+matches). The pinned confs are the same in every batch of a checkpoint (``OffsetSeqMetadata.setSessionConf``
+copies them back from the newest file on every restart), so the
 neighbour's are the ones the file had; a blank line also takes the batch's watermark from
 ``commits/(N-1)`` (``nextBatchWatermarkMs``, the watermark batch N ran with) and the neighbour's
 batch timestamp (the original is lost: only ``current_timestamp()`` in a re-run of that batch sees it).

@@ -12,7 +12,7 @@ from typing import Any
 
 from checkpoint_doctor.errors import UsageError
 
-#: botocore ``Config`` for S3 unless the operator sets these keys (issue 14.9: an endpoint that
+#: botocore ``Config`` for S3 unless the operator sets these keys (an endpoint that
 #: accepts connections and never answers hung an inspect for 406 s with s3fs's defaults: five s3fs
 #: attempts of five botocore attempts, each waiting out a 15 s read timeout). With these, one request
 #: fails after at most 2 x (5 s to connect + 10 s without a byte) plus a backoff under a second:

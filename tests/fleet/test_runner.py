@@ -21,7 +21,8 @@ from checkpoint_doctor.fleet.run import (
     plan_fleet,
 )
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.audit.conftest import (
+from tests.conftest import FIXTURES
+from tests.fleet.conftest import (
     CHECKPOINTS,
     EXPECTED_EXIT,
     GARBAGE_CHECKPOINT,
@@ -32,7 +33,6 @@ from tests.audit.conftest import (
     fleet_files,
     place_fleet,
 )
-from tests.conftest import FIXTURES
 from tests.s3.conftest import S3
 from tests.s3.server import seed_objects
 from tests.storage.builders import checkpoint_files, read_files, write_files
@@ -361,7 +361,7 @@ def test_exclude_leaves_an_unreadable_directory_out(tmp_path, monkeypatch: pytes
 
 
 def test_audit_follows_a_symlinked_checkpoint_and_a_symlinked_state_dir(tmp_path) -> None:
-    """Issue 13.7: checkpoints linked into a fleet directory and a state/ on another volume are
+    """Checkpoints linked into a fleet directory and a state/ on another volume are
     audited like real ones; a link back up the tree is not followed round and round."""
     volume = write_files(tmp_path / "volume", checkpoint_files(partitions=2, state_versions=[1, 2, 3]))
     linked = write_files(tmp_path / "elsewhere" / "ckpt", checkpoint_files())

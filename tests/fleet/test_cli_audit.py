@@ -15,8 +15,8 @@ import pytest
 
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.render.documents import schema_version
-from tests.audit.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, SINKS, Fleet, place_fleet
 from tests.conftest import REPO
+from tests.fleet.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, SINKS, Fleet, place_fleet
 
 FIXED = ["--live-window", "0"]
 

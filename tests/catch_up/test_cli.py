@@ -22,7 +22,7 @@ from checkpoint_doctor.execution.catch_up.decisions import refusal_for_spark_err
 from checkpoint_doctor.execution.catch_up.model import CatchUpRefusedError, Refusal
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.runner.checkpoints import facts_for, report_for
+from tests.catch_up.checkpoints import facts_for, report_for
 from tests.scenarios import FIXTURES, copy_scenario
 
 

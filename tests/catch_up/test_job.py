@@ -13,7 +13,7 @@ from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.execution.catch_up.job import build_writer, load_job, parse_job_spec
 from checkpoint_doctor.execution.catch_up.model import CatchUpRefusedError
 from checkpoint_doctor.exit_codes import ExitCode
-from tests.runner.checkpoints import facts_for, snapshot_of
+from tests.catch_up.checkpoints import facts_for, snapshot_of
 
 
 @pytest.mark.parametrize(

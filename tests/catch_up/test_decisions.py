@@ -34,7 +34,7 @@ from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.snapshot import simulate_changes
 from checkpoint_doctor.spark import progress_dict
-from tests.runner.checkpoints import (
+from tests.catch_up.checkpoints import (
     ASYNC_TAIL,
     JOB,
     caught_up,

@@ -16,8 +16,8 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.fleet.html import CELL, MISSING_COLOUR, cell_states, render_html
 from checkpoint_doctor.fleet.report import summarize
 from checkpoint_doctor.fleet.run import audit
-from tests.audit.conftest import SPARK, Fleet
-from tests.audit.png import decode, hex_rgb
+from tests.fleet.conftest import SPARK, Fleet
+from tests.fleet.png import decode, hex_rgb
 from tests.storage.builders import read_files, write_files
 
 OPTIONS = DiagnoseOptions(live_window_s=0)

@@ -22,7 +22,7 @@ from checkpoint_doctor.fleet.discovery import (
 )
 from checkpoint_doctor.model import FileStat, Listing
 from checkpoint_doctor.reading.storage import open_storage
-from tests.audit.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, GARBAGE_DIR, SINKS, Fleet
+from tests.fleet.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, GARBAGE_DIR, SINKS, Fleet
 
 
 def listing(paths: list[str], extra_dirs: tuple[str, ...] = ()) -> Listing:
@@ -216,7 +216,7 @@ def test_slices_hold_exactly_the_files_below_each_directory(paths: list[str]) ->
 def test_one_listing_of_the_fleet_finds_every_target_and_slices_like_their_own_listing(
     backend: str, tmp_path, request: pytest.FixtureRequest
 ) -> None:
-    from tests.audit.conftest import place_fleet
+    from tests.fleet.conftest import place_fleet
 
     fleet: Fleet = place_fleet(backend, tmp_path, request)
     store = open_storage(fleet.root, fleet.options)
