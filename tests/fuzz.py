@@ -393,7 +393,11 @@ def crashes(args: list[str]) -> str | None:
     code, err = _run(["--debug", *args])
     if code == -1:
         return err
-    if code == 16 or "Traceback" in err or "internal error" in err:
+    if code == 16 or "internal error" in err:
+        return f"exit {code}: {crash_class(err)}"
+    # --debug prints the traceback of every error; a refusal (exit 32: e.g. a plan that would change
+    # a file sink whose log contradicts the checkpoint) is an answer, not a crash.
+    if "Traceback" in err and code != 32:
         return f"exit {code}: {crash_class(err)}"
     return None
 

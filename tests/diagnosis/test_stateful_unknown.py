@@ -137,12 +137,17 @@ def test_plan_says_it_as_an_assumption_not_a_warning(tmp_path, capsys):
 
 
 def test_a_plan_file_with_the_assumption_applies(tmp_path, capsys):
+    # Nothing to repair: the assumption is in the plan's document, and no plan file is written.
     cp = scenario("spark-4.2.1/stateless").copy_to(tmp_path / "c")
+    code, out, _ = run(capsys, "plan", str(cp), "--live-window", "0", "--format", "json")
+    assert code == ExitCode.OK and json.loads(out)["result"]["assumptions"]
+    # Something to repair (a v3 commit without sinkMetadataMap, rewritten as v1): the written plan
+    # carries the assumption, and apply takes it as what plan makes now.
+    cp = scenario("spark-4.2.1/commit-v3-without-sink-map").copy_to(tmp_path / "d")
     plan_file = tmp_path / "plan.json"
     code, _, _ = run(capsys, "plan", str(cp), "--live-window", "0", "-o", str(plan_file))
-    assert code == ExitCode.OK and json.loads(plan_file.read_text())["assumptions"]
+    assert json.loads(plan_file.read_text())["assumptions"], code
     _, out, err = run(capsys, "apply", str(plan_file), "--dry-run")
-    # Its id matches its content and it is what plan makes now (it has nothing to apply).
     assert "the plan is what checkpoint-doctor plans for the live checkpoint" in out, out + err
 
 
