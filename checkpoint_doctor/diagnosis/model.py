@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from checkpoint_doctor.diagnosis.kafka_positions import KafkaLive
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
@@ -170,6 +171,8 @@ class DiagnoseOptions:
     #: Files checkpoint-doctor's own applies wrote, as (path, ETag or mtime): a repair is not a
     #: live writer (read from the checkpoint's tool directory at the I/O edge).
     own_writes: frozenset[tuple[str, int | str]] = frozenset()
+    #: The Kafka topics' positions read from a broker at the I/O edge (None: not checked).
+    kafka: KafkaLive | None = None
 
 
 @dataclass(frozen=True)

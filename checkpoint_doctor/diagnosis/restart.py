@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkpoint_doctor.diagnosis import source_files
+from checkpoint_doctor.diagnosis import checks_kafka, source_files
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
@@ -268,6 +268,13 @@ def _kafka_step(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _kafka_live_step(run: _Run) -> RestartPrediction | None:
+    """The new batch's Kafka ranges against the broker's positions (KafkaMicroBatchStream.planInputPartitions
+    -> KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets, then the tasks' fetches)."""
+    error = checks_kafka.restart_error(run.ctx, run.start_offsets)
+    return run.done(error, Code.KAFKA_POSITIONS_GONE) if error is not None else None
+
+
 def _file_source_range_step(run: _Run) -> RestartPrediction | None:
     """FileStreamSource.getBatch(start, end) of the batch re-initialised or re-run."""
     problem = source_files.file_source_range(
@@ -458,6 +465,8 @@ def _commit_step(run: _Run, latest_path: str, seq: OffsetSeq) -> RestartPredicti
 def _batch_step(run: _Run) -> RestartPrediction | None:
     """The first batch's reads: Kafka initial offsets, the file source's range, then the state."""
     failed = _kafka_step(run)
+    if failed is None and not run.rerun:
+        failed = _kafka_live_step(run)
     if failed is None and run.rerun:
         failed = _file_source_range_step(run)
     return failed if failed is not None else _state_step(run)

@@ -55,6 +55,7 @@ KNOWN_CODES = frozenset(
         "CD204",
         "CD205",
         "CD206",
+        "CD207",
         "CD301",
         "CD302",
         "CD303",
