@@ -11,8 +11,8 @@ from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
     format_option,
-    load,
     kafka_positions_for,
+    load,
     load_for_verdict,
     matrix_options_from,
     storage_options,

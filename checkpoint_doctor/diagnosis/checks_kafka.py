@@ -89,14 +89,18 @@ def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterat
             continue
         soft = lenient[n]
         skipped = {(r.topic, r.partition): r.skipped for r in soft.reads if r.skipped}
-        when = "in the tasks of the first batch" if restart.error.phase == "task" else "planning the first batch"
+        when = (
+            "in the tasks of the first batch" if restart.error.phase == "task" else "planning the first batch"
+        )
         if soft.error is not None:
             otherwise = "with failOnDataLoss=false too (the topic is gone)"
         elif skipped:
             counts = ", ".join(f"{t}-{p}: {c}" for (t, p), c in sorted(skipped.items()))
             otherwise = f"with failOnDataLoss=false it starts and skips {soft.skipped} records ({counts})"
         else:
-            otherwise = "with failOnDataLoss=false it starts and skips the partitions whose positions are gone"
+            otherwise = (
+                "with failOnDataLoss=false it starts and skips the partitions whose positions are gone"
+            )
         yield Finding(
             Code.KAFKA_POSITIONS_GONE,
             f"Kafka source {n}: the broker at {live.bootstrap} no longer holds the checkpoint's positions "

@@ -33,7 +33,9 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise UsageError(f"--kafka-option {key or pair!r} is not KEY=VALUE", hint="e.g. security.protocol=SSL")
+            raise UsageError(
+                f"--kafka-option {key or pair!r} is not KEY=VALUE", hint="e.g. security.protocol=SSL"
+            )
         if value.startswith("@"):
             try:
                 with open(value[1:], encoding="utf-8") as fh:
@@ -83,7 +85,10 @@ def _unreachable(bootstrap: str, exc: BaseException) -> EndpointUnreachableError
 
 
 def read_positions(
-    bootstrap: str, topics: Sequence[str], options: Mapping[str, str] | None = None, timeout_s: float = TIMEOUT_S
+    bootstrap: str,
+    topics: Sequence[str],
+    options: Mapping[str, str] | None = None,
+    timeout_s: float = TIMEOUT_S,
 ) -> KafkaLive:
     """Return each topic's ``(partition, earliest, latest)`` (None for a topic the broker does not list).
 

@@ -35,7 +35,11 @@ pytestmark = pytest.mark.kafka
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
-        [sys.executable, "-m", "checkpoint_doctor", *args], capture_output=True, text=True, env=env, check=False
+        [sys.executable, "-m", "checkpoint_doctor", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
     )
 
 
@@ -51,7 +55,16 @@ def test_live_verdict_equals_the_recorded_restart(kafka: Any, spark: str, name: 
     scen = json.loads((folder / "scenario.json").read_text(encoding="utf-8"))
     kafka_world.replay(kafka.bootstrap, scen["world"])
     line = ".".join(spark.split(".")[:2])
-    out = cli("diagnose", str(folder / "checkpoint"), "--spark", line, "--kafka-bootstrap-servers", kafka.bootstrap, "--format", "json")
+    out = cli(
+        "diagnose",
+        str(folder / "checkpoint"),
+        "--spark",
+        line,
+        "--kafka-bootstrap-servers",
+        kafka.bootstrap,
+        "--format",
+        "json",
+    )
     assert out.stdout, out.stderr
     doc = json.loads(out.stdout)
     assert "result" in doc, doc.get("error")
@@ -82,7 +95,9 @@ def test_records_deleted_names_the_skipped_count(kafka: Any) -> None:
     folder = KAFKA_FIXTURES / "spark-3.5.9" / "kafka-stateless-records-deleted"
     scen = json.loads((folder / "scenario.json").read_text(encoding="utf-8"))
     kafka_world.replay(kafka.bootstrap, scen["world"])
-    out = cli("diagnose", str(folder / "checkpoint"), "--spark", "3.5", "--kafka-bootstrap-servers", kafka.bootstrap)
+    out = cli(
+        "diagnose", str(folder / "checkpoint"), "--spark", "3.5", "--kafka-bootstrap-servers", kafka.bootstrap
+    )
     assert out.returncode == 4, out.stderr
     # next offset 15, log start 18 on each of 3 partitions: 3 records each are gone
     assert "skips 9 records (events-0: 3, events-1: 3, events-2: 3)" in " ".join(out.stdout.split())
@@ -115,8 +130,14 @@ def test_secret_option_values_are_never_printed(tmp_path: Path) -> None:
     secret.write_text("hunter2-secret\n", encoding="utf-8")
     folder = KAFKA_FIXTURES / "spark-3.5.9" / "kafka-stateless"
     out = cli(
-        "diagnose", str(folder / "checkpoint"), "--kafka-bootstrap-servers", "127.0.0.1:9",
-        "--kafka-option", "sasl.password=@" + str(secret), "--kafka-option", "no.such.setting=hunter2-secret",
+        "diagnose",
+        str(folder / "checkpoint"),
+        "--kafka-bootstrap-servers",
+        "127.0.0.1:9",
+        "--kafka-option",
+        "sasl.password=@" + str(secret),
+        "--kafka-option",
+        "no.such.setting=hunter2-secret",
     )
     assert out.returncode == 2, out.stderr
     assert "hunter2" not in out.stdout + out.stderr
