@@ -512,7 +512,7 @@ _ALL = (
         "Decide whether the skipped records matter: restore them into the topic, or restart with "
         "failOnDataLoss=false (the count per partition is in this finding), or start a new checkpoint "
         "with startingOffsets set deliberately.",
-        "Some data may have been lost because they are not available in Kafka any more",
+        "not available in Kafka any more",
         "KAFKA_DATA_LOSS",
         "UnknownTopicOrPartitionException",
     ),

@@ -275,6 +275,15 @@ def _kafka_live_step(run: _Run) -> RestartPrediction | None:
     return run.done(error, Code.KAFKA_POSITIONS_GONE) if error is not None else None
 
 
+def _kafka_rerun_note(run: _Run) -> None:
+    """A re-run batch reads the range its offsets file fixed; the live check models a new batch only."""
+    if run.ctx.options.kafka is not None and checks_kafka.kafka_sources(run.end_offsets):
+        run.notes.append(
+            f"Kafka positions not judged: batch {run.next_batch_id} re-runs the range its offsets file "
+            "fixed, and the check against the broker models a new batch"
+        )
+
+
 def _file_source_range_step(run: _Run) -> RestartPrediction | None:
     """FileStreamSource.getBatch(start, end) of the batch re-initialised or re-run."""
     problem = source_files.file_source_range(
@@ -467,6 +476,8 @@ def _batch_step(run: _Run) -> RestartPrediction | None:
     failed = _kafka_step(run)
     if failed is None and not run.rerun:
         failed = _kafka_live_step(run)
+    elif failed is None:
+        _kafka_rerun_note(run)
     if failed is None and run.rerun:
         failed = _file_source_range_step(run)
     return failed if failed is not None else _state_step(run)
