@@ -141,3 +141,22 @@ def test_secret_option_values_are_never_printed(tmp_path: Path) -> None:
     )
     assert out.returncode == 2, out.stderr
     assert "hunter2" not in out.stdout + out.stderr
+
+
+def test_hints_carry_the_broker_and_never_a_literal_secret() -> None:
+    from checkpoint_doctor.render.hints import Hints
+
+    hints = Hints.from_options(
+        {
+            "kafka_bootstrap_servers": "b1:9092,b2:9092",
+            "kafka_option": (
+                "security.protocol=SASL_SSL",
+                "sasl.password=hunter2",
+                "sasl.username=env:KUSER",
+            ),
+        }
+    )
+    text = hints.plan("ckpt")
+    assert "--kafka-bootstrap-servers b1:9092,b2:9092" in text
+    assert "--kafka-option security.protocol=SASL_SSL" in text and "sasl.username=env:KUSER" in text
+    assert "hunter2" not in text and "sasl.password" not in text
