@@ -56,11 +56,6 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def printable(options: Mapping[str, str]) -> dict[str, str]:
-    """The options as they may be printed: secret-looking values masked."""
-    return {k: MASK if is_secret(k) else v for k, v in options.items()}
-
-
 def _client() -> Any:
     try:
         import confluent_kafka

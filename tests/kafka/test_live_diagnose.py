@@ -160,3 +160,30 @@ def test_hints_carry_the_broker_and_never_a_literal_secret() -> None:
     assert "--kafka-bootstrap-servers b1:9092,b2:9092" in text
     assert "--kafka-option security.protocol=SASL_SSL" in text and "sasl.username=env:KUSER" in text
     assert "hunter2" not in text and "sasl.password" not in text
+
+
+def test_a_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    from checkpoint_doctor.errors import MissingDependencyError
+    from checkpoint_doctor.reading.kafka import read_positions
+
+    monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # import fails as when not installed
+    with pytest.raises(MissingDependencyError) as err:
+        read_positions("127.0.0.1:9", ["events"])
+    assert "pip install 'checkpoint-doctor[kafka]'" in str(err.value)
+
+
+def test_option_values_from_a_file_or_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from checkpoint_doctor.errors import UsageError
+    from checkpoint_doctor.reading.kafka import parse_options
+
+    (tmp_path / "pw").write_text("s3cret\n", encoding="utf-8")
+    monkeypatch.setenv("KUSER", "alice")
+    got = parse_options(["sasl.password=@" + str(tmp_path / "pw"), "sasl.username=env:KUSER", "acks=all"])
+    assert got == {"sasl.password": "s3cret", "sasl.username": "alice", "acks": "all"}
+    monkeypatch.delenv("KUSER")
+    with pytest.raises(UsageError, match="KUSER is not set"):
+        parse_options(["sasl.username=env:KUSER"])
+    with pytest.raises(UsageError, match="not KEY=VALUE"):
+        parse_options(["novalue"])
