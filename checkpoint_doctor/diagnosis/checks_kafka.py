@@ -14,10 +14,10 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.kafka_positions import KafkaLive, KafkaRestart, predict
+from checkpoint_doctor.diagnosis.kafka_positions import KafkaRestart, predict
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
-from checkpoint_doctor.model import KafkaOffset, SourceOffset
+from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset
 
 #: The flag that gives a broker, named wherever positions were not checked.
 FLAG = "--kafka-bootstrap-servers HOST:PORT"

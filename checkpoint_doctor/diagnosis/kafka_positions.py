@@ -29,25 +29,6 @@ _LOST = "Some data may have been lost because they are not available in Kafka an
 
 
 @dataclass(frozen=True)
-class KafkaLive:
-    """The topics' positions as a broker gave them (hashable: it rides in ``DiagnoseOptions``).
-
-    ``topics`` holds ``(topic, ((partition, earliest, latest), ...))``, or ``(topic, None)`` for a
-    topic the broker does not list; ``bootstrap`` is the address they were read from.
-    """
-
-    bootstrap: str
-    topics: tuple[tuple[str, tuple[tuple[int, int, int], ...] | None], ...]
-
-    @property
-    def live(self) -> dict[str, dict[int, tuple[int, int]] | None]:
-        """Return the positions as :func:`predict` takes them."""
-        return {
-            t: None if parts is None else {p: (lo, hi) for p, lo, hi in parts} for t, parts in self.topics
-        }
-
-
-@dataclass(frozen=True)
 class PartitionRead:
     """One partition of the next batch: where it starts and ends, and records passed over."""
 

@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
-from checkpoint_doctor.diagnosis.kafka_positions import KafkaLive
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
-from checkpoint_doctor.model import SourceOffset
+from checkpoint_doctor.model import KafkaLive, SourceOffset
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})

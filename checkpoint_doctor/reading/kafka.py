@@ -13,8 +13,8 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from checkpoint_doctor.diagnosis.kafka_positions import KafkaLive
 from checkpoint_doctor.errors import EndpointUnreachableError, MissingDependencyError, UsageError
+from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.redaction import MASK, is_secret
 
 #: Seconds each broker call may take; a broker that is down fails the command within about twice this.

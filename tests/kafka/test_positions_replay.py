@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-from checkpoint_doctor.diagnosis.kafka_positions import KafkaLive, predict
+from checkpoint_doctor.diagnosis.kafka_positions import predict
 from checkpoint_doctor.diagnosis.spark_line import SparkLine
-from checkpoint_doctor.model import KafkaOffset
+from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.parsing.source_offsets import decode_offset
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 
