@@ -18,6 +18,8 @@ from typing import Any
 import kafka_world
 import pytest
 
+from tests.cli.test_schemas import validate
+
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_FIXTURES = ROOT / "fixtures" / "kafka"
 CASES = [
@@ -68,6 +70,7 @@ def test_live_verdict_equals_the_recorded_restart(kafka: Any, spark: str, name: 
     assert out.stdout, out.stderr
     doc = json.loads(out.stdout)
     assert "result" in doc, doc.get("error")
+    validate("diagnose", doc)  # CD207's details and the Kafka assumption fit the published schema
     doc = doc["result"]
     (cell,) = [c for c in doc["matrix"] if c["spark"] == line and c["mode"] == "micro-batch"]
     strict = recorded(scen, "true")
