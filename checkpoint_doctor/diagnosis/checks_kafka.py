@@ -53,6 +53,28 @@ def restart_error(ctx: Context, start_offsets: Sequence[SourceOffset] | None) ->
     return None
 
 
+#: Partitions a note names before "and N more" (a topic may have thousands).
+SHOWN = 6
+
+
+def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> list[str]:
+    """What each Kafka source's new batch reads, as the broker's positions say (with failOnDataLoss=true)."""
+    live = ctx.options.kafka
+    if live is None:
+        return []
+    out = []
+    for n, _, restart in restarts(ctx.target, start_offsets, live, True):
+        if restart.error is not None:
+            continue
+        ranges = [f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in restart.reads]
+        more = f" and {len(ranges) - SHOWN} more" if len(ranges) > SHOWN else ""
+        out.append(
+            f"Kafka source {n} reads {restart.rows} records up to the latest offsets on {live.bootstrap}: "
+            f"{', '.join(ranges[:SHOWN])}{more} (fewer with maxOffsetsPerTrigger)"
+        )
+    return out
+
+
 def _partition_text(off: KafkaOffset, live: KafkaLive, skipped: dict[tuple[str, int], int]) -> str:
     positions = live.live
     words = []

@@ -272,7 +272,10 @@ def _kafka_live_step(run: _Run) -> RestartPrediction | None:
     """The new batch's Kafka ranges against the broker's positions (KafkaMicroBatchStream.planInputPartitions
     -> KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets, then the tasks' fetches)."""
     error = checks_kafka.restart_error(run.ctx, run.start_offsets)
-    return run.done(error, Code.KAFKA_POSITIONS_GONE) if error is not None else None
+    if error is not None:
+        return run.done(error, Code.KAFKA_POSITIONS_GONE)
+    run.notes.extend(checks_kafka.reads_notes(run.ctx, run.start_offsets))
+    return None
 
 
 def _kafka_rerun_note(run: _Run) -> None:

@@ -102,6 +102,8 @@ def test_diagnose_with_the_recorded_positions_gives_the_recorded_restart(path: P
     if result["error"] is None:
         assert got.prediction.starts, got.prediction.summary
         assert "CD207" not in got.codes
+        rows = result["batches"][0]["numInputRows"]
+        assert any(f"reads {rows} records" in n for n in got.prediction.notes), got.prediction.notes
     else:
         assert not got.prediction.starts
         assert got.prediction.caused_by == ("CD207",) and "CD207" in got.codes
