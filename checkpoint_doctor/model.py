@@ -210,6 +210,25 @@ class LogEntry(Generic[T]):
 
 
 @dataclass(frozen=True)
+class KafkaLive:
+    """The topics' positions as a broker gave them (hashable: it rides in ``DiagnoseOptions``).
+
+    ``topics`` holds ``(topic, ((partition, earliest, latest), ...))``, or ``(topic, None)`` for a
+    topic the broker does not list; ``bootstrap`` is the address they were read from.
+    """
+
+    bootstrap: str
+    topics: tuple[tuple[str, tuple[tuple[int, int, int], ...] | None], ...]
+
+    @property
+    def live(self) -> dict[str, dict[int, tuple[int, int]] | None]:
+        """Return the positions as ``diagnosis.kafka_positions.predict`` takes them."""
+        return {
+            t: None if parts is None else {p: (lo, hi) for p, lo, hi in parts} for t, parts in self.topics
+        }
+
+
+@dataclass(frozen=True)
 class KafkaOffset:
     """``KafkaSourceOffset``: ``{"topic": {"partition": offset}}``, the next offset to read per partition."""
 

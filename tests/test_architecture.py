@@ -116,6 +116,7 @@ OWNERS = {
     "pyspark": ("checkpoint_doctor.spark",),
     "click": ("checkpoint_doctor.cli",),
     "tabulate": ("checkpoint_doctor.render", "checkpoint_doctor.fleet"),
+    "confluent_kafka": ("checkpoint_doctor.reading.kafka",),
 }
 
 

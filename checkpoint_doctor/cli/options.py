@@ -105,6 +105,19 @@ def diagnosis_options(func: F) -> F:
                 metavar="PATH",
                 help="Output path of a file sink, to check its _spark_metadata log.",
             ),
+            click.option(
+                "--kafka-bootstrap-servers",
+                metavar="HOST:PORT[,...]",
+                help="A Kafka broker of the query's topics: compare the checkpoint's offsets with the "
+                "topics' earliest and latest (needs checkpoint-doctor[kafka]).",
+            ),
+            click.option(
+                "--kafka-option",
+                metavar="KEY=VALUE",
+                multiple=True,
+                help="Kafka client setting, repeatable (security.protocol=SSL, sasl.mechanism=...); "
+                "KEY=@FILE or KEY=env:NAME reads the value from a file or the environment.",
+            ),
             live_window_option(),
             click.option(
                 "--checkpoint-format-version",
@@ -117,8 +130,32 @@ def diagnosis_options(func: F) -> F:
     return func
 
 
+def kafka_positions_for(snapshot: Any, kw: dict[str, Any]) -> Any:
+    """Return the live positions of the Kafka topics the checkpoint's newest offsets read, asked of
+    ``--kafka-bootstrap-servers`` (None without it, or without a Kafka source)."""
+    from checkpoint_doctor.diagnosis.checks_kafka import topics_of
+    from checkpoint_doctor.diagnosis.source_files import newest_sources
+    from checkpoint_doctor.errors import UsageError
+
+    bootstrap = kw.get("kafka_bootstrap_servers")
+    if not bootstrap:
+        if kw.get("kafka_option"):
+            raise UsageError("--kafka-option needs --kafka-bootstrap-servers", hint="name the broker too")
+        return None
+    from checkpoint_doctor.reading.kafka import parse_options, read_positions
+
+    settings = parse_options(kw.get("kafka_option") or ())
+    topics = topics_of(newest_sources(snapshot))
+    if not topics:
+        return None
+    return read_positions(bootstrap, topics, settings)
+
+
 def matrix_options_from(
-    kw: dict[str, Any], sink_note: str | None = None, own_writes: frozenset[Any] = frozenset()
+    kw: dict[str, Any],
+    sink_note: str | None = None,
+    own_writes: frozenset[Any] = frozenset(),
+    kafka: Any = None,
 ) -> Any:
     """Return the restart matrix options: the named lines and modes, and the rest of the options
     (``own_writes``: the files checkpoint-doctor's own applies wrote, see :func:`own_writes_for`)."""
@@ -129,7 +166,7 @@ def matrix_options_from(
     return MatrixOptions(
         lines=tuple(kw["spark_version"]),
         modes=tuple(kw["mode"]),
-        base=replace(diagnose_options_from(kw), own_writes=own_writes),
+        base=replace(diagnose_options_from(kw), own_writes=own_writes, kafka=kafka),
         sink_note=sink_note,
     )
 

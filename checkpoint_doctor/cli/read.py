@@ -11,6 +11,7 @@ from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
     format_option,
+    kafka_positions_for,
     load,
     load_for_verdict,
     matrix_options_from,
@@ -66,7 +67,8 @@ def diagnose_command(
     snapshot, note, own_writes = load_for_verdict(
         checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"]
     )
-    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes))
+    kafka = kafka_positions_for(snapshot, kw)
+    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes, kafka))
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))

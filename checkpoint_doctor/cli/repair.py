@@ -14,6 +14,7 @@ from checkpoint_doctor.cli.options import (
     diagnosis_options,
     find_sink,
     format_option,
+    kafka_positions_for,
     load,
     matrix_options_from,
     normalize_url,
@@ -158,7 +159,8 @@ def plan_command(
     snapshot, note = find_sink(snapshot, checkpoint, storage_option, kw["sink_path"])
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
-    mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option))
+    kafka = kafka_positions_for(snapshot, kw)
+    mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option), kafka)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,

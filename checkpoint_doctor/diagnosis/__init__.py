@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from checkpoint_doctor.diagnosis import (
+    checks_kafka,
     checks_logs,
     checks_sink,
     checks_source_files,
@@ -22,6 +23,7 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.restart import predict_restart
+from checkpoint_doctor.diagnosis.source_files import newest_sources
 from checkpoint_doctor.diagnosis.versions import target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -40,6 +42,7 @@ ALL_CHECKS = (
     checks_sources.check_void_sources,
     checks_sources.check_source_identity,
     checks_source_files.check_source_files,
+    checks_kafka.check_kafka_positions,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
     checks_state.check_restorable_batch,
@@ -101,6 +104,9 @@ def diagnose(
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:
         assumptions.append(f"target Spark {ctx.target.line} (the newest supported; pass --spark)")
+    kafka = checks_kafka.assumption(newest_sources(snapshot), opts.kafka)
+    if kafka is not None:
+        assumptions.append(kafka)
     partly = sink_not_checked(snapshot)
     if partly is not None:
         assumptions.append(partly)

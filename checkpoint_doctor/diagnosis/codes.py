@@ -54,6 +54,7 @@ class Code(str, Enum):
     DELTA_TABLE_CHANGED = "CD204"
     SOURCE_FILE_UNREADABLE = "CD205"
     SOURCE_FILE_DAMAGED_UNREAD = "CD206"
+    KAFKA_POSITIONS_GONE = "CD207"
     STATE_MISSING = "CD301"
     STATE_VERSION_NOT_RESTORABLE = "CD302"
     ROCKSDB_SST_MISSING = "CD303"
@@ -495,6 +496,25 @@ _ALL = (
         "A partial write, a hand edit or a newer Spark's file format.",
         "Nothing blocks this restart; restore the file before a fresh start, a rollback or a "
         "FileStreamSource replay needs it.",
+    ),
+    _c(
+        Code.KAFKA_POSITIONS_GONE,
+        "kafka-positions-gone",
+        ERROR,
+        "The broker no longer holds the Kafka positions the checkpoint resumes from",
+        "The Kafka source checks the checkpoint's next offsets against the topic when it plans the "
+        "first batch (KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets: partitions deleted, an "
+        "offset above the latest, a new partition not starting at 0) and in the batch's tasks "
+        "(KafkaDataConsumer: an offset below the earliest). With failOnDataLoss=true (the default) it "
+        "fails; with false it warns and skips the records that are gone. A missing topic fails either way.",
+        "Retention deleted records the query had not read, or the topic was deleted, recreated or "
+        "re-partitioned while the query was stopped.",
+        "Decide whether the skipped records matter: restore them into the topic, or restart with "
+        "failOnDataLoss=false (the count per partition is in this finding), or start a new checkpoint "
+        "with startingOffsets set deliberately.",
+        "not available in Kafka any more",
+        "KAFKA_DATA_LOSS",
+        "UnknownTopicOrPartitionException",
     ),
     _c(
         Code.STATE_MISSING,

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis import checks_kafka, diagnose
 from checkpoint_doctor.diagnosis.checks_sink import sink_not_checked
 from checkpoint_doctor.diagnosis.checks_statefulness import per_line, stateful_assumption, stateful_by_line
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
@@ -39,6 +39,7 @@ from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, W
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.severity import effective_severity
+from checkpoint_doctor.diagnosis.source_files import newest_sources
 from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
 from checkpoint_doctor.diagnosis.versions import LINES, at_root
 from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
@@ -468,6 +469,9 @@ def _assumptions(
         out.append(
             "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
         )
+    kafka = checks_kafka.assumption(newest_sources(snapshot), base.kafka)
+    if kafka is not None:
+        out.append(kafka)
     partly = sink_not_checked(snapshot)
     if partly is not None:
         out.append(partly)

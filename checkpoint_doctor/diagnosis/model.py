@@ -8,7 +8,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
-from checkpoint_doctor.model import SourceOffset
+from checkpoint_doctor.model import KafkaLive, SourceOffset
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
@@ -170,6 +170,8 @@ class DiagnoseOptions:
     #: Files checkpoint-doctor's own applies wrote, as (path, ETag or mtime): a repair is not a
     #: live writer (read from the checkpoint's tool directory at the I/O edge).
     own_writes: frozenset[tuple[str, int | str]] = frozenset()
+    #: The Kafka topics' positions read from a broker at the I/O edge (None: not checked).
+    kafka: KafkaLive | None = None
 
 
 @dataclass(frozen=True)

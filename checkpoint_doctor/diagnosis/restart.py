@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkpoint_doctor.diagnosis import source_files
+from checkpoint_doctor.diagnosis import checks_kafka, source_files
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
@@ -269,6 +269,25 @@ def _kafka_step(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _kafka_live_step(run: _Run) -> RestartPrediction | None:
+    """The new batch's Kafka ranges against the broker's positions (KafkaMicroBatchStream.planInputPartitions
+    -> KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets, then the tasks' fetches)."""
+    error = checks_kafka.restart_error(run.ctx, run.start_offsets)
+    if error is not None:
+        return run.done(error, Code.KAFKA_POSITIONS_GONE)
+    run.notes.extend(checks_kafka.reads_notes(run.ctx, run.start_offsets))
+    return None
+
+
+def _kafka_rerun_note(run: _Run) -> None:
+    """A re-run batch reads the range its offsets file fixed; the live check models a new batch only."""
+    if run.ctx.options.kafka is not None and checks_kafka.kafka_sources(run.end_offsets):
+        run.notes.append(
+            f"Kafka positions not judged: batch {run.next_batch_id} re-runs the range its offsets file "
+            "fixed, and the check against the broker models a new batch"
+        )
+
+
 def _file_source_range_step(run: _Run) -> RestartPrediction | None:
     """FileStreamSource.getBatch(start, end) of the batch re-initialised or re-run."""
     problem = source_files.file_source_range(
@@ -459,6 +478,10 @@ def _commit_step(run: _Run, latest_path: str, seq: OffsetSeq) -> RestartPredicti
 def _batch_step(run: _Run) -> RestartPrediction | None:
     """The first batch's reads: Kafka initial offsets, the file source's range, then the state."""
     failed = _kafka_step(run)
+    if failed is None and not run.rerun:
+        failed = _kafka_live_step(run)
+    elif failed is None:
+        _kafka_rerun_note(run)
     if failed is None and run.rerun:
         failed = _file_source_range_step(run)
     return failed if failed is not None else _state_step(run)

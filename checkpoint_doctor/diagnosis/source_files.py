@@ -73,6 +73,11 @@ def source_logs(snapshot: CheckpointSnapshot) -> dict[int, BatchLog[SourceMetada
     return out
 
 
+def newest_sources(snapshot: CheckpointSnapshot) -> tuple[SourceOffset, ...]:
+    """Return the sources of the newest readable (v1) offsets file."""
+    return _newest_sources(snapshot)
+
+
 def _newest_sources(snapshot: CheckpointSnapshot) -> tuple[SourceOffset, ...]:
     for entry in reversed(snapshot.offsets.entries):
         if entry.record is not None and entry.record.version == 1:

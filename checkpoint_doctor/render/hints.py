@@ -4,7 +4,8 @@ A hint carries every flag that shaped the answer it follows: the restart it is a
 ``--mode``, ``--stateful``, ``--sources``, ``--checkpoint-format-version``, ``--live-window``), the
 file sink (``--sink-path``) and how to reach the storage (``--storage-option``). Storage options
 that look like secrets (keys, secrets, tokens, passwords) are never printed: credentials come from
-the environment (``AWS_*``, ``AWS_PROFILE``), which the suggested command inherits.
+the environment (``AWS_*``, ``AWS_PROFILE``), which the suggested command inherits. The same holds for
+``--kafka-option``: a secret-looking key is printed only with a ``@FILE`` or ``env:NAME`` value.
 """
 
 from __future__ import annotations
@@ -25,6 +26,17 @@ DEFAULT_LIVE_WINDOW = DEFAULT_LIVE_WINDOW_S
 def public_storage_options(pairs: Sequence[str]) -> tuple[str, ...]:
     """Return the ``KEY=VALUE`` storage options that may be printed (no secret)."""
     return tuple(p for p in pairs if not is_secret(p.partition("=")[0]))
+
+
+def public_kafka_options(pairs: Sequence[str]) -> tuple[str, ...]:
+    """Return the ``--kafka-option`` pairs that may be printed: a secret-looking key only when its
+    value is a reference (``@FILE``, ``env:NAME``), never a literal secret."""
+    out = []
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if not is_secret(key) or value.startswith(("@", "env:")):
+            out.append(pair)
+    return tuple(out)
 
 
 def storage_pairs(options: Mapping[str, Any], prefix: str = "") -> tuple[str, ...]:
@@ -59,6 +71,8 @@ class Hints:
     sources: int | None = None
     checkpoint_format_version: int | None = None
     live_window: float | None = None
+    kafka_bootstrap: str | None = None
+    kafka_options: tuple[str, ...] = ()
 
     @classmethod
     def from_options(cls, kw: Mapping[str, Any], storage_option: Sequence[str] = ()) -> Hints:
@@ -73,6 +87,8 @@ class Hints:
             sources=kw.get("sources"),
             checkpoint_format_version=kw.get("checkpoint_format_version"),
             live_window=None if live is None or float(live) == DEFAULT_LIVE_WINDOW else float(live),
+            kafka_bootstrap=kw.get("kafka_bootstrap_servers"),
+            kafka_options=public_kafka_options(kw.get("kafka_option") or ()),
         )
 
     def storage_flags(self) -> list[str]:
@@ -98,6 +114,10 @@ class Hints:
             words += ["--checkpoint-format-version", str(self.checkpoint_format_version)]
         if self.live_window is not None:
             words += ["--live-window", f"{self.live_window:g}"]
+        if self.kafka_bootstrap:
+            words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
+            for pair in self.kafka_options:
+                words += ["--kafka-option", pair]
         return words
 
     def diagnose(self, checkpoint: str, spark: str | None = None, mode: str | None = None) -> str:

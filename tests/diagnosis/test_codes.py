@@ -55,6 +55,7 @@ KNOWN_CODES = frozenset(
         "CD204",
         "CD205",
         "CD206",
+        "CD207",
         "CD301",
         "CD302",
         "CD303",
@@ -140,8 +141,14 @@ def test_scenario_codes(scenario, args, expected, tmp_path):
         assert code in result.codes
 
 
+#: Codes that need what a checkpoint does not hold, proven on fixtures elsewhere: CD207 needs the
+#: topics' positions, recorded beside each Kafka fixture (tests/kafka/test_positions_replay.py
+#: diagnoses every recorded Kafka restart with them).
+TRIGGERED_ELSEWHERE = {"CD207"}
+
+
 def test_every_registered_code_is_triggered_by_a_fixture():
-    triggered = {c for _, _, codes in CASES for c in codes}
+    triggered = {c for _, _, codes in CASES for c in codes} | TRIGGERED_ELSEWHERE
     untested = sorted(set(CODES) - triggered)
     assert not untested, f"codes without a fixture scenario: {untested}"
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.kafka_positions import predict
 from checkpoint_doctor.diagnosis.spark_line import SparkLine
-from checkpoint_doctor.model import KafkaOffset
+from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.parsing.source_offsets import decode_offset
+from checkpoint_doctor.reading.pipeline import load_checkpoint
 
 KAFKA_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "kafka"
 CASES = [
@@ -62,3 +64,47 @@ def test_prediction_equals_the_recorded_restart(path: Path, idx: int) -> None:
         else:
             # 4.x surfaces the task's own exception, caused by the consumer's out-of-range fetch
             assert ("OffsetOutOfRangeException" in message) == (got.error.phase == "task")
+
+
+#: The recorded restarts with failOnDataLoss=true (Spark's default), which the diagnosis judges.
+STRICT = [
+    (path, idx)
+    for path, idx in CASES
+    if json.loads(path.read_text(encoding="utf-8"))["restarts"][idx]["options"]["failOnDataLoss"] == "true"
+]
+
+
+def _recorded_live(scen: dict) -> KafkaLive:
+    positions = scen["topic_positions"]
+    parts = (
+        None if positions is None else tuple(sorted((int(p), lo, hi) for p, (lo, hi) in positions.items()))
+    )
+    return KafkaLive("recorded", (("events", parts),))
+
+
+@pytest.mark.parametrize(
+    ("path", "idx"), STRICT, ids=[f"{p.parent.parent.name}/{p.parent.name}#{i}" for p, i in STRICT]
+)
+def test_diagnose_with_the_recorded_positions_gives_the_recorded_restart(path: Path, idx: int) -> None:
+    """The whole diagnosis (restart prediction and CD207), not only the predictor, with the
+    positions recorded beside the checkpoint; the diagnosis assumes failOnDataLoss=true."""
+    scen = json.loads(path.read_text(encoding="utf-8"))
+    entry = scen["restarts"][idx]
+    result = entry["result"]
+    line = ".".join(scen["spark_version"].split(".")[:2])
+    snapshot = load_checkpoint(str(path.parent / "checkpoint"))
+    got = diagnose(
+        snapshot,
+        DiagnoseOptions(
+            spark=line, stateful=scen["query"]["stateful"], live_window_s=0, kafka=_recorded_live(scen)
+        ),
+    )
+    if result["error"] is None:
+        assert got.prediction.starts, got.prediction.summary
+        assert "CD207" not in got.codes
+        rows = result["batches"][0]["numInputRows"]
+        assert any(f"reads {rows} records" in n for n in got.prediction.notes), got.prediction.notes
+    else:
+        assert not got.prediction.starts
+        assert got.prediction.caused_by == ("CD207",) and "CD207" in got.codes
+        assert got.prediction.error is not None and got.prediction.error.matches(result["error"]["message"])

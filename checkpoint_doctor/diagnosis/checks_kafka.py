@@ -1,0 +1,155 @@
+"""The checkpoint's Kafka positions against the topics' live positions (CD207). Pure.
+
+The live positions come from the I/O edge (``checkpoint_doctor.reading.kafka``) through
+``DiagnoseOptions.kafka``; without them nothing is judged and the matrix says how to check.
+What a restart does is :func:`checkpoint_doctor.diagnosis.kafka_positions.predict`, proven by the
+restarts real Spark recorded in ``fixtures/kafka/``. It models the first batch *after* the
+checkpoint's newest offsets (a new batch); a re-run of an uncommitted batch reads a range the log
+already fixed and is not judged here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.kafka_positions import KafkaRestart, predict
+from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
+from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset
+
+#: The flag that gives a broker, named wherever positions were not checked.
+FLAG = "--kafka-bootstrap-servers HOST:PORT"
+
+
+def kafka_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, KafkaOffset]]:
+    """Return ``(source index, next offsets)`` of each Kafka source of an offsets line."""
+    return [(s.index, s.decoded) for s in sources or () if isinstance(s.decoded, KafkaOffset)]
+
+
+def topics_of(sources: Sequence[SourceOffset] | None) -> list[str]:
+    """Return the topics the Kafka sources of an offsets line read, sorted."""
+    return sorted({t for _, off in kafka_sources(sources) for t, _, _ in off.partitions})
+
+
+def restarts(
+    line: SparkLine, sources: Sequence[SourceOffset] | None, live: KafkaLive, fail_on_data_loss: bool
+) -> list[tuple[int, KafkaOffset, KafkaRestart]]:
+    """Return each Kafka source's restart from ``sources`` (the offsets the new batch starts from)."""
+    positions = live.live
+    return [(n, off, predict(off, positions, line, fail_on_data_loss)) for n, off in kafka_sources(sources)]
+
+
+def restart_error(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> SparkError | None:
+    """The error of the first Kafka source that refuses a new batch (failOnDataLoss=true, Spark's
+    default: the source option is not in the checkpoint), or None."""
+    live = ctx.options.kafka
+    if live is None:
+        return None
+    for _, _, restart in restarts(ctx.target, start_offsets, live, True):
+        if restart.error is not None:
+            return restart.error
+    return None
+
+
+#: Partitions a note names before "and N more" (a topic may have thousands).
+SHOWN = 6
+
+
+def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> list[str]:
+    """What each Kafka source's new batch reads, as the broker's positions say (with failOnDataLoss=true)."""
+    live = ctx.options.kafka
+    if live is None:
+        return []
+    out = []
+    for n, _, restart in restarts(ctx.target, start_offsets, live, True):
+        if restart.error is not None:
+            continue
+        ranges = [f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in restart.reads]
+        more = f" and {len(ranges) - SHOWN} more" if len(ranges) > SHOWN else ""
+        out.append(
+            f"Kafka source {n} reads {restart.rows} records up to the latest offsets on {live.bootstrap}: "
+            f"{', '.join(ranges[:SHOWN])}{more} (fewer with maxOffsetsPerTrigger)"
+        )
+    return out
+
+
+def _partition_text(off: KafkaOffset, live: KafkaLive, skipped: dict[tuple[str, int], int]) -> str:
+    positions = live.live
+    words = []
+    for topic, part, offset in off.partitions:
+        parts = positions.get(topic)
+        if parts is None:
+            words.append(f"{topic}-{part}: next {offset}, topic missing")
+            continue
+        pos = parts.get(part)
+        if pos is None:
+            words.append(f"{topic}-{part}: next {offset}, partition gone")
+            continue
+        lost = skipped.get((topic, part), 0)
+        tail = f", {lost} skipped" if lost else ""
+        words.append(f"{topic}-{part}: next {offset}, earliest {pos[0]}, latest {pos[1]}{tail}")
+    known = off.topic_partitions()
+    for topic in sorted({t for t, _, _ in off.partitions}):
+        for part, (lo, hi) in sorted((positions.get(topic) or {}).items()):
+            if (topic, part) not in known:
+                words.append(f"{topic}-{part}: new, earliest {lo}, latest {hi}")
+    return "; ".join(words)
+
+
+def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD207: a Kafka source's next offsets are gone from the broker (records deleted, topic or
+    partitions deleted or recreated), with what failOnDataLoss=false would skip per partition."""
+    live = ctx.options.kafka
+    if live is None or prediction.rerun or prediction.start_offsets is None:
+        return
+    refusing = restarts(ctx.target, prediction.start_offsets, live, True)
+    lenient = {n: r for n, _, r in restarts(ctx.target, prediction.start_offsets, live, False)}
+    for n, off, restart in refusing:
+        if restart.error is None:
+            continue
+        soft = lenient[n]
+        skipped = {(r.topic, r.partition): r.skipped for r in soft.reads if r.skipped}
+        when = (
+            "in the tasks of the first batch" if restart.error.phase == "task" else "planning the first batch"
+        )
+        if soft.error is not None:
+            otherwise = "with failOnDataLoss=false too (the topic is gone)"
+        elif skipped:
+            counts = ", ".join(f"{t}-{p}: {c}" for (t, p), c in sorted(skipped.items()))
+            otherwise = f"with failOnDataLoss=false it starts and skips {soft.skipped} records ({counts})"
+        else:
+            otherwise = (
+                "with failOnDataLoss=false it starts and skips the partitions whose positions are gone"
+            )
+        yield Finding(
+            Code.KAFKA_POSITIONS_GONE,
+            f"Kafka source {n}: the broker at {live.bootstrap} no longer holds the checkpoint's positions "
+            f"({_partition_text(off, live, skipped)}); with failOnDataLoss=true (the default) the restart "
+            f"fails {when}, {otherwise}.",
+            paths=(prediction.start_from,) if prediction.start_from else (),
+            batch_ids=(prediction.next_batch_id,) if prediction.next_batch_id is not None else (),
+            details=(
+                ("source", n),
+                ("bootstrap", live.bootstrap),
+                ("phase", restart.error.phase),
+                ("skipped_with_fail_on_data_loss_false", None if soft.error else soft.skipped),
+                # pairs, not a dict: a finding is hashed (findings are deduplicated across checks)
+                ("skipped_per_partition", tuple((f"{t}-{p}", c) for (t, p), c in sorted(skipped.items()))),
+            ),
+        )
+
+
+def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -> str | None:
+    """What the matrix says about Kafka positions: read from which broker, or not checked and how."""
+    topics = topics_of(sources)
+    if not topics:
+        return None
+    names = ", ".join(topics)
+    if live is None:
+        return (
+            f"Kafka positions not checked (topics {names}): pass {FLAG} (and --kafka-option KEY=VALUE for "
+            "client settings) to compare the checkpoint's offsets with the broker's"
+        )
+    return f"Kafka positions of {names} read from {live.bootstrap}; failOnDataLoss assumed true (Spark's default)"
