@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields
 
 from checkpoint_doctor.diagnosis import (
     checks_kafka,
@@ -69,6 +69,11 @@ MODE_CHECKS = frozenset(
     }
 )
 
+#: The options a MODE_CHECKS finding may depend on: every field but the line and the mode (read
+#: from the dataclass, so a new option is part of the key). A tuple of them keys the memo; building
+#: it costs a fifth of ``dataclasses.replace`` (asked once per cell of every matrix).
+_MODE_KEY_FIELDS = tuple(f.name for f in fields(DiagnoseOptions) if f.name not in ("spark", "mode"))
+
 
 def diagnose(
     snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = None, facts: SnapshotFacts | None = None
@@ -85,7 +90,8 @@ def diagnose(
     ctx = Context(snapshot, target(opts.spark), opts, facts)
     prediction = predict_restart(ctx)
     findings: list[Finding] = []
-    shared = ctx.facts.mode_findings.setdefault((ctx.mode, replace(opts, spark=None, mode=None)), {})
+    key = tuple([getattr(opts, name) for name in _MODE_KEY_FIELDS])
+    shared = ctx.facts.mode_findings.setdefault((ctx.mode, key), {})
     for check in ALL_CHECKS:
         if check in MODE_CHECKS:
             found = shared.get(check)

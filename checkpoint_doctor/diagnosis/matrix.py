@@ -107,7 +107,7 @@ class CellDiagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with the checkpoint's root as Spark prints it)."""
-        restart = self.diagnosis.to_dict()["restart"]
+        restart = self.diagnosis.restart_dict()
         keys = ("outcome", "summary", "next_batch_id", "batch_kind", "error", "caused_by")
         return {
             "spark": self.cell.spark,

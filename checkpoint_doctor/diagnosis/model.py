@@ -209,15 +209,21 @@ class Diagnosis:
             return ExitCode.WARNINGS
         return ExitCode.OK
 
-    def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-safe dict (the error text with this checkpoint's root as Spark prints it)."""
-        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+    def restart_dict(self) -> dict[str, Any]:
+        """Return the ``restart`` part of :meth:`to_dict` alone (a matrix cell shows only this: it
+        does not pay for its findings' texts, which the matrix merges once)."""
         template = self.prediction.to_dict()
         # Every text names the checkpoint as Spark prints it; ``message`` stays Spark's template.
-        restart = at_root(template, self.checkpoint)
+        restart: dict[str, Any] = at_root(template, self.checkpoint)
         if restart["error"] is not None:
             restart["error"]["text"] = restart["error"]["message"]
             restart["error"]["message"] = template["error"]["message"]
+        return restart
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict (the error text with this checkpoint's root as Spark prints it)."""
+        counts = {s: sum(1 for f in self.findings if f.severity == s) for s in (ERROR, WARNING, INFO)}
+        restart = self.restart_dict()
         return {
             "checkpoint": self.checkpoint,
             "query_id": self.query_id,

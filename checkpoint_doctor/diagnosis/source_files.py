@@ -23,6 +23,7 @@ Which source a ``sources/<n>`` directory belongs to comes from the offsets line 
 from __future__ import annotations
 
 import itertools
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -101,8 +102,23 @@ def _kind_of_log(log: BatchLog[SourceMetadataRecord], raw: Mapping[str, bytes]) 
     return None
 
 
+#: The newest snapshot's kinds: a cell of a restart matrix asks six times, every cell the same
+#: snapshot. A weak reference keeps no snapshot alive; threads at worst recompute.
+_last_kinds: tuple[weakref.ref[CheckpointSnapshot], dict[int, str]] | None = None
+
+
 def source_kinds(snapshot: CheckpointSnapshot) -> dict[int, str]:
     """Return the kind (rate, file, kafka) of every source that keeps files, by source index."""
+    global _last_kinds
+    last = _last_kinds
+    if last is not None and last[0]() is snapshot:
+        return dict(last[1])
+    kinds = _source_kinds(snapshot)
+    _last_kinds = (weakref.ref(snapshot), kinds)
+    return dict(kinds)
+
+
+def _source_kinds(snapshot: CheckpointSnapshot) -> dict[int, str]:
     logs = source_logs(snapshot)
     kinds: dict[int, str] = {}
     for src in _newest_sources(snapshot):

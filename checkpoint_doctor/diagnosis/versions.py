@@ -395,6 +395,9 @@ def qualify_root(root: str) -> str:
     return root
 
 
+#: Values :func:`at_root` returns as they are.
+_PLAIN = frozenset({int, float, bool, type(None)})
+
 #: The checkpoint root in the texts above (and in the restarts sparklab records).
 ROOT_TOKEN = "<cp>"
 
@@ -402,10 +405,22 @@ ROOT_TOKEN = "<cp>"
 def at_root(value: Any, root: str) -> Any:
     """Return ``value`` (a text, or a JSON-safe dict/list of them) with ``<cp>`` replaced by the
     checkpoint root as Spark prints it, so that an operator can search a real driver log for it."""
-    if isinstance(value, str):
-        return value.replace(ROOT_TOKEN, qualify_root(root)) if ROOT_TOKEN in value else value
-    if isinstance(value, dict):
-        return {k: at_root(v, root) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(at_root(v, root) for v in value)
-    return value
+    # Called on every finding and cell of an audit's matrices: the root is qualified once,
+    # containers are rebuilt by comprehension and numbers (lists of missing versions, batch ids)
+    # pass without a call.
+    qualified = qualify_root(root)
+
+    def sub(v: Any) -> Any:
+        if type(v) in _PLAIN:
+            return v
+        if isinstance(v, str):
+            return v.replace(ROOT_TOKEN, qualified) if ROOT_TOKEN in v else v
+        if isinstance(v, dict):
+            return {k: x if type(x) in _PLAIN else sub(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [x if type(x) in _PLAIN else sub(x) for x in v]
+        if isinstance(v, tuple):
+            return tuple([x if type(x) in _PLAIN else sub(x) for x in v])
+        return v
+
+    return sub(value)

@@ -237,3 +237,16 @@ def test_the_async_log_finding_names_the_batch_the_prediction_runs(name, tmp_pat
         assert said is not None and d.prediction.starts, (s.id, finding.message)
         assert int(said.group(2)) == d.prediction.next_batch_id, (s.id, d.prediction.summary)
         assert (said.group(1) == "re-runs batch") == ("re-runs" in d.prediction.summary), s.id
+
+
+@pytest.mark.parametrize(
+    "scenario_id", ["spark-4.3.0/async-tail", "spark-3.5.9/state-deleted", "spark-4.2.1/stateless"]
+)
+def test_a_cells_json_is_its_diagnosis_restart_as_spark_names_the_root(scenario_id, tmp_path):
+    # A cell renders only its restart (Diagnosis.restart_dict), not its findings: the same text.
+    result = matrix_of(scenario_id, tmp_path)
+    keys = ("outcome", "summary", "next_batch_id", "batch_kind", "error", "caused_by")
+    for cell, shown in zip(result.cells, result.to_dict()["matrix"], strict=True):
+        restart = cell.diagnosis.to_dict()["restart"]
+        assert {k: shown[k] for k in keys} == {k: restart[k] for k in keys}
+        assert "<cp>" not in repr(shown)

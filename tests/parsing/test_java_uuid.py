@@ -73,3 +73,22 @@ def test_any_text_parses_or_raises_a_java_exception(text):
     parsed = parse_java_uuid(text)
     assert isinstance(parsed, uuid.UUID) and text.count("-") == 4
     assert parse_java_uuid(str(parsed)) == parsed  # the canonical form Spark reports reads back
+
+
+def _parsed(text):
+    try:
+        parse_java_uuid(text)
+    except JavaUuidError as exc:
+        return exc.exception, exc.message
+    return None
+
+
+@given(
+    st.from_regex(
+        r"\A[0-9a-fA-F+\-\uff10\uff21 ]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F+]{4}-[0-9a-f]{4}-[0-9a-fA-F\n]{12}\Z"
+    )
+)
+def test_the_canonical_fast_path_answers_as_the_full_parse(text):
+    # java_uuid_error skips the parse for what UUID.toString writes: it must agree with it.
+    found = java_uuid_error(text)
+    assert _parsed(text) == (None if found is None else (found.exception, found.message))
