@@ -172,9 +172,6 @@ def _records(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 
 @pytest.mark.spark
-@pytest.mark.skipif(
-    not os.path.exists("/usr/bin/python3"), reason="needs a system python3 without the package"
-)
 def test_audit_on_spark_with_spark_default_master_uses_the_drivers_python(tmp_path) -> None:
     """The README's `audit ROOT --on-spark` (no --spark-master: Spark's default local[*]): the
     workers run the driver's interpreter, not the `python3` on PATH (which lacks pyspark here)."""
@@ -186,9 +183,6 @@ def test_audit_on_spark_with_spark_default_master_uses_the_drivers_python(tmp_pa
 
 
 @pytest.mark.spark
-@pytest.mark.skipif(
-    not os.path.exists("/usr/bin/python3"), reason="needs a system python3 without the package"
-)
 def test_audit_on_a_cluster_ships_the_package_to_executors_without_it(tmp_path) -> None:
     """local-cluster starts a worker JVM whose executors run a Python (the system one) with only
     pyspark: the job brings checkpoint-doctor and its pure-Python dependencies along."""
