@@ -81,6 +81,20 @@ def all_scenarios() -> list[Scenario]:
     return out
 
 
+def scenario(scenario_id: str) -> Scenario:
+    """Return the scenario of an id (``spark-4.3.0/async-tail``)."""
+    return next(s for s in all_scenarios() if s.id == scenario_id)
+
+
+def run_cli(capsys, *args: str) -> tuple[int, str, str]:
+    """Run the CLI in this process; return its exit code, stdout and stderr."""
+    from checkpoint_doctor.cli import main
+
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
 def restart_cases() -> list[tuple[Scenario, int, dict]]:
     """Return (scenario, index, restart record) for every recorded Spark restart."""
     return [(s, i, r) for s in all_scenarios() for i, r in enumerate(s.data.get("restarts", []))]

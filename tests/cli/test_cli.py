@@ -11,23 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.render.documents import schema_version
-from tests.scenarios import REPO, all_scenarios
+from tests.scenarios import REPO, scenario
+from tests.scenarios import run_cli as run
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("CHECKPOINT_DOCTOR_UPDATE_GOLDEN") == "1"
-
-
-def scenario(scenario_id: str):
-    return next(s for s in all_scenarios() if s.id == scenario_id)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def golden(name: str, text: str, replace: dict[str, str]) -> None:

@@ -7,19 +7,9 @@ import json
 import sys
 from datetime import datetime
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.exit_codes import ExitCode
-from tests.scenarios import all_scenarios
-
-
-def scenario(scenario_id: str):
-    return next(s for s in all_scenarios() if s.id == scenario_id)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.scenarios import run_cli as run
+from tests.scenarios import scenario
 
 
 def on_a_terminal(monkeypatch, answer: bool) -> list[str]:

@@ -9,17 +9,11 @@ import re
 
 import pytest
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.render.documents import schema_version
 from tests.scenarios import all_scenarios
+from tests.scenarios import run_cli as run
 
 SCENARIOS = all_scenarios()
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def scenario(scenario_id: str):

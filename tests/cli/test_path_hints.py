@@ -6,17 +6,11 @@ from __future__ import annotations
 
 import json
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.exit_codes import ExitCode
 from tests.scenarios import all_scenarios
+from tests.scenarios import run_cli as run
 
 SCENARIOS = {s.id: s for s in all_scenarios()}
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def fleet(tmp_path):

@@ -6,19 +6,9 @@ from __future__ import annotations
 
 import json
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.exit_codes import ExitCode
-from tests.scenarios import all_scenarios
-
-
-def scenario(scenario_id: str):
-    return next(s for s in all_scenarios() if s.id == scenario_id)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.scenarios import run_cli as run
+from tests.scenarios import scenario
 
 
 def test_plan_refuses_a_query_id_spark_cannot_parse(tmp_path, capsys):

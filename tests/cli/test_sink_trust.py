@@ -11,23 +11,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.scenarios import all_scenarios
+from tests.scenarios import run_cli as run
+from tests.scenarios import scenario
 
 FIXED = ["--live-window", "0"]
-
-
-def scenario(scenario_id: str):
-    return next(s for s in all_scenarios() if s.id == scenario_id)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def copied(root: Path, *names: str) -> dict[str, Path]:

@@ -18,13 +18,9 @@ from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
 from checkpoint_doctor.diagnosis.statefulness import STATEFUL, STATELESS, UNKNOWN
 from checkpoint_doctor.diagnosis.versions import LINES, line_of
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.scenarios import all_scenarios
+from tests.scenarios import all_scenarios, scenario
 
 QUIET = DiagnoseOptions(live_window_s=0)
-
-
-def scenario(scenario_id: str):
-    return next(s for s in all_scenarios() if s.id == scenario_id)
 
 
 def matrix_of(scenario_id: str, tmp_path, **kw):
@@ -227,8 +223,6 @@ def test_a_stale_checkpoint_with_matching_ids_is_not_paired(tmp_path):
 def test_the_async_log_finding_names_the_batch_the_prediction_runs(name, tmp_path):
     # CD102 once said "starts batch 31" next to a prediction of "new batch 32" (a committed tail).
     import re
-
-    from tests.scenarios import all_scenarios
 
     for s in (s for s in all_scenarios() if s.name == name):
         d = diagnose(s.read(tmp_path / s.id), DiagnoseOptions(mode="async", live_window_s=0))

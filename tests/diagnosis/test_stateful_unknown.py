@@ -14,11 +14,11 @@ import json
 
 import pytest
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.diagnosis import DiagnoseOptions, checks_statefulness
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
 from checkpoint_doctor.exit_codes import ExitCode
 from tests.scenarios import all_scenarios
+from tests.scenarios import run_cli as run
 
 SCENARIOS = all_scenarios()
 LINES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
@@ -36,12 +36,6 @@ EXPECTED = {
 
 def scenario(scenario_id: str):
     return next(s for s in SCENARIOS if s.id == scenario_id)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _flat(text: str) -> str:

@@ -13,12 +13,12 @@ import json
 
 import pytest
 
-from checkpoint_doctor.cli import main
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.codes import ERROR, WARNING
 from checkpoint_doctor.diagnosis.matrix import AS_CONFIGURED, MatrixOptions, diagnose_matrix
 from checkpoint_doctor.exit_codes import ExitCode
 from tests.scenarios import all_scenarios
+from tests.scenarios import run_cli as run
 
 SCENARIOS = all_scenarios()
 QUIET = MatrixOptions(base=DiagnoseOptions(live_window_s=0))
@@ -27,12 +27,6 @@ V2_CONF = "spark.sql.streaming.stateStore.checkpointFormatVersion=2"
 
 def scenario(scenario_id: str):
     return next(s for s in SCENARIOS if s.id == scenario_id)
-
-
-def run(capsys, *args):
-    code = main(list(args))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _as_configured_restarts(s) -> list[dict]:

@@ -13,11 +13,7 @@ from checkpoint_doctor.planning import Cell, PlanOptions, plan_repair
 from checkpoint_doctor.planning.state_files import EMPTY_LZ4_STATE
 from checkpoint_doctor.planning.strategies import ALL, FAMILIES, for_code
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.scenarios import all_scenarios, options_for_restart
-
-
-def scenario(scenario_id: str):
-    return next(s for s in all_scenarios() if s.id == scenario_id)
+from tests.scenarios import options_for_restart, scenario
 
 
 def plan_of(scenario_id: str, tmp_path, restart_spark: str | None = None, reload=None, **kw):
