@@ -222,7 +222,7 @@ class KafkaLive:
 
     @property
     def live(self) -> dict[str, dict[int, tuple[int, int]] | None]:
-        """Return the positions as ``diagnosis.kafka_positions.predict`` takes them."""
+        """Return the positions as ``diagnosis.sources.kafka_positions.predict`` takes them."""
         return {
             t: None if parts is None else {p: (lo, hi) for p, lo, hi in parts} for t, parts in self.topics
         }

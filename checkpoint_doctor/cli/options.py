@@ -133,8 +133,8 @@ def diagnosis_options(func: F) -> F:
 def kafka_positions_for(snapshot: Any, kw: dict[str, Any]) -> Any:
     """Return the live positions of the Kafka topics the checkpoint's newest offsets read, asked of
     ``--kafka-bootstrap-servers`` (None without it, or without a Kafka source)."""
-    from checkpoint_doctor.diagnosis.checks_kafka import topics_of
-    from checkpoint_doctor.diagnosis.source_files import newest_sources
+    from checkpoint_doctor.diagnosis.sources.files import newest_sources
+    from checkpoint_doctor.diagnosis.sources.kafka import topics_of
     from checkpoint_doctor.errors import UsageError
 
     bootstrap = kw.get("kafka_bootstrap_servers")
@@ -284,8 +284,8 @@ def nearby_sinks(checkpoint: str, storage_option: Sequence[str]) -> list[tuple[s
 
 def pair_nearby(snapshot: Any, found: Sequence[tuple[str, Any, Any]]) -> tuple[Any, str | None]:
     """Attach the one sink of :func:`nearby_sinks` whose log proves it is the checkpoint's
-    (``diagnosis.sink_pairing``), and say what was found. Pure."""
-    from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
+    (``diagnosis.sinks.pairing``), and say what was found. Pure."""
+    from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
     from checkpoint_doctor.reading.pipeline import attach_sink
 
     proven: list[tuple[str, Any, str]] = []
@@ -311,7 +311,7 @@ def pair_nearby(snapshot: Any, found: Sequence[tuple[str, Any, Any]]) -> tuple[A
 def sink_path_note(snapshot: Any, sink_path: str) -> str | None:
     """Say where the sink named with ``--sink-path`` is another query's (its log contradicts the
     checkpoint): it is kept, and a plan refuses to change it without ``--force-sink``. Pure."""
-    from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
+    from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 
     evidence = pairing_evidence(snapshot, snapshot.sink) if snapshot.sink is not None else None
     if evidence is None or not evidence.contradicted:
@@ -326,7 +326,7 @@ def find_sink(
     snapshot: Any, checkpoint: str, storage_option: Sequence[str], sink_path: str | None = None
 ) -> tuple[Any, str | None]:
     """Look for the file sink of a checkpoint diagnosed without ``--sink-path``: attach the one
-    whose log proves it (``diagnosis.sink_pairing``), and say what was found. With ``--sink-path``
+    whose log proves it (``diagnosis.sinks.pairing``), and say what was found. With ``--sink-path``
     the sink given is kept (:func:`sink_path_note`)."""
     if sink_path:
         return snapshot, sink_path_note(snapshot, sink_path)

@@ -8,22 +8,19 @@ from __future__ import annotations
 
 from dataclasses import fields
 
-from checkpoint_doctor.diagnosis import (
-    checks_kafka,
-    checks_logs,
-    checks_sink,
-    checks_source_files,
-    checks_sources,
-    checks_state,
-    checks_statefulness,
-    checks_writers,
-)
-from checkpoint_doctor.diagnosis.checks_sink import sink_not_checked
+from checkpoint_doctor.diagnosis import checks_logs, checks_writers
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.restart import predict_restart
-from checkpoint_doctor.diagnosis.source_files import newest_sources
+from checkpoint_doctor.diagnosis.sinks import checks as checks_sink
+from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
+from checkpoint_doctor.diagnosis.sources import checks as checks_sources
+from checkpoint_doctor.diagnosis.sources import checks_files as checks_source_files
+from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
+from checkpoint_doctor.diagnosis.state import checks as checks_state
+from checkpoint_doctor.diagnosis.state import checks_statefulness
 from checkpoint_doctor.diagnosis.versions import target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 

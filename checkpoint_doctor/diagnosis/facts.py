@@ -13,13 +13,13 @@ from typing import NamedTuple
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ModeGuess, WriterGuess, detect_mode, detect_writer
 from checkpoint_doctor.diagnosis.model import Finding
-from checkpoint_doctor.diagnosis.state_chain import (
+from checkpoint_doctor.diagnosis.state.chain import (
     Restorability,
     check_version,
     newest_restorable_batch,
     skipped_snapshot_ssts,
 )
-from checkpoint_doctor.diagnosis.statefulness import Statefulness, infer_statefulness
+from checkpoint_doctor.diagnosis.state.statefulness import Statefulness, infer_statefulness
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
 
 
@@ -77,7 +77,7 @@ class SnapshotFacts:
     def check_version(
         self, store: StateStore, version: int, *, unique_id: str | None, auto_repair: bool
     ) -> Restorability:
-        """Return :func:`~checkpoint_doctor.diagnosis.state_chain.check_version`, memoized."""
+        """Return :func:`~checkpoint_doctor.diagnosis.state.chain.check_version`, memoized."""
         key = (store.operator_id, store.partition_id, store.store_name, version, unique_id, auto_repair)
         found = self._versions.get(key)
         if found is None:

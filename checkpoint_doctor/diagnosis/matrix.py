@@ -31,16 +31,21 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from checkpoint_doctor.diagnosis import checks_kafka, diagnose
-from checkpoint_doctor.diagnosis.checks_sink import sink_not_checked
-from checkpoint_doctor.diagnosis.checks_statefulness import per_line, stateful_assumption, stateful_by_line
+from checkpoint_doctor.diagnosis import diagnose
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.severity import effective_severity
-from checkpoint_doctor.diagnosis.source_files import newest_sources
-from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
+from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
+from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
+from checkpoint_doctor.diagnosis.state.checks_statefulness import (
+    per_line,
+    stateful_assumption,
+    stateful_by_line,
+)
+from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
 from checkpoint_doctor.diagnosis.versions import LINES, at_root
 from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
 from checkpoint_doctor.exit_codes import ExitCode

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checkpoint_doctor.diagnosis import checks_kafka, source_files
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
+from checkpoint_doctor.diagnosis.sources import files as source_files
+from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.versions import SparkError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset

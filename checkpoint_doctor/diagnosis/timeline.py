@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoint_doctor.diagnosis.state_chain import version_present
+from checkpoint_doctor.diagnosis.state.chain import version_present
 from checkpoint_doctor.model import LogEntry
 from checkpoint_doctor.parsing.text import EMPTY, HEADER_ONLY, TRUNCATED_JSON, UNSUPPORTED_VERSION
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.sources.texts import SourceTexts
 from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
-from checkpoint_doctor.diagnosis.texts_sources import SourceTexts
-from checkpoint_doctor.diagnosis.texts_state import StateTexts
+from checkpoint_doctor.diagnosis.state.texts import StateTexts
 from checkpoint_doctor.model import ParseFailure
 from checkpoint_doctor.parsing.java_uuid import JavaUuidError
 

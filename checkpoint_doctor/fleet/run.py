@@ -18,9 +18,9 @@ from functools import partial
 from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
-from checkpoint_doctor.diagnosis.checks_sink import check_sink_log
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
-from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
+from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
+from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
 from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError

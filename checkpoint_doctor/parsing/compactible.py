@@ -69,7 +69,7 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
                 size=json_long(obj, "size", path=path, line=i),
                 action=str(obj.get("action", "add")),
                 # SinkFileStatus.modificationTime: when the task wrote the file (pairs a sink
-                # with the checkpoint whose batch planned it; see diagnosis/sink_pairing.py).
+                # with the checkpoint whose batch planned it; see diagnosis/sinks/pairing.py).
                 modification_time_ms=(
                     json_long(obj, "modificationTime", path=path, line=i)
                     if "modificationTime" in obj

@@ -12,7 +12,7 @@ from typing import Any, ClassVar
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES
-from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
+from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.model import FileStat
 from checkpoint_doctor.planning.steps import (
@@ -292,7 +292,7 @@ class NoLiveWriterPre(Precondition):
 @dataclass(frozen=True)
 class SinkPairedPre(Precondition):
     """The file sink a plan changes is this query's: nothing in its log contradicts the checkpoint
-    (``diagnosis.sink_pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
+    (``diagnosis.sinks.pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
 
     kind: ClassVar[str] = "sink_paired"
     forced: bool = False

@@ -10,8 +10,8 @@ from __future__ import annotations
 import io
 import zipfile
 
-from checkpoint_doctor.diagnosis.source_files import FILE, source_kinds, source_logs
-from checkpoint_doctor.diagnosis.state_chain import check_version
+from checkpoint_doctor.diagnosis.sources.files import FILE, source_kinds, source_logs
+from checkpoint_doctor.diagnosis.state.chain import check_version
 from checkpoint_doctor.reading.layout import parse_state_file_name
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
 

@@ -3,7 +3,7 @@
 The I/O edge of the Kafka check: lists the topics (AdminClient.list_topics) and each partition's
 earliest and latest offsets (AdminClient.list_offsets with OffsetSpec.earliest/latest, KIP-396),
 every call with a timeout, and returns :class:`KafkaLive`, the plain data
-``checkpoint_doctor.diagnosis.kafka_positions.predict`` takes. A broker that cannot be reached is an
+``checkpoint_doctor.diagnosis.sources.kafka_positions.predict`` takes. A broker that cannot be reached is an
 :class:`EndpointUnreachableError` naming the address (exit 8, as for an object store).
 """
 

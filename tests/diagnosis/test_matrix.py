@@ -14,8 +14,8 @@ from checkpoint_doctor.diagnosis.matrix import (
     diagnose_matrix,
     writer_lines,
 )
-from checkpoint_doctor.diagnosis.sink_pairing import pairing_evidence
-from checkpoint_doctor.diagnosis.statefulness import STATEFUL, STATELESS, UNKNOWN
+from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
+from checkpoint_doctor.diagnosis.state.statefulness import STATEFUL, STATELESS, UNKNOWN
 from checkpoint_doctor.diagnosis.versions import LINES, line_of
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.scenarios import all_scenarios, scenario

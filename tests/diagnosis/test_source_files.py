@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-from checkpoint_doctor.diagnosis.source_files import derive_compact_interval, source_kinds
+from checkpoint_doctor.diagnosis.sources.files import derive_compact_interval, source_kinds
 from checkpoint_doctor.diagnosis.versions import LINES
 from checkpoint_doctor.model import KafkaInitialOffsets
 from tests.scenarios import all_scenarios

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from checkpoint_doctor.diagnosis.kafka_positions import predict
+from checkpoint_doctor.diagnosis.sources.kafka_positions import predict
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from tests import sparkrun
 from tests.kafka.test_positions_replay import next_offsets

@@ -1,4 +1,4 @@
-"""Predicted Kafka restarts (checkpoint_doctor.diagnosis.kafka_positions) equal what real Spark did:
+"""Predicted Kafka restarts (checkpoint_doctor.diagnosis.sources.kafka_positions) equal what real Spark did:
 every restart recorded in fixtures/kafka/, from the checkpoint's last offsets and the topic's positions."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-from checkpoint_doctor.diagnosis.kafka_positions import predict
+from checkpoint_doctor.diagnosis.sources.kafka_positions import predict
 from checkpoint_doctor.diagnosis.spark_line import SparkLine
 from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.parsing.source_offsets import decode_offset

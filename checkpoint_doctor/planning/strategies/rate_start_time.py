@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
-from checkpoint_doctor.diagnosis.source_files import RATE, source_kinds
+from checkpoint_doctor.diagnosis.sources.files import RATE, source_kinds
 from checkpoint_doctor.model import LongOffset
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.steps import Step, WriteStep

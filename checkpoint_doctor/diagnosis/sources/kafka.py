@@ -2,7 +2,7 @@
 
 The live positions come from the I/O edge (``checkpoint_doctor.reading.kafka``) through
 ``DiagnoseOptions.kafka``; without them nothing is judged and the matrix says how to check.
-What a restart does is :func:`checkpoint_doctor.diagnosis.kafka_positions.predict`, proven by the
+What a restart does is :func:`checkpoint_doctor.diagnosis.sources.kafka_positions.predict`, proven by the
 restarts real Spark recorded in ``fixtures/kafka/``. It models the first batch *after* the
 checkpoint's newest offsets (a new batch); a re-run of an uncommitted batch reads a range the log
 already fixed and is not judged here.
@@ -14,8 +14,8 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.kafka_positions import KafkaRestart, predict
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset
 

@@ -10,7 +10,7 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.restart import predict_restart
-from checkpoint_doctor.diagnosis.statefulness import UNKNOWN, Statefulness
+from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
 from checkpoint_doctor.diagnosis.versions import target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checkpoint_doctor.diagnosis import source_files
+from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.source_files import SourceFileProblem
+from checkpoint_doctor.diagnosis.sources.files import SourceFileProblem
 
 
 def _restart_reads(ctx: Context, prediction: RestartPrediction) -> list[SourceFileProblem]:
