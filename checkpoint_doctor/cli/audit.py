@@ -26,9 +26,9 @@ from checkpoint_doctor.cli.outputs import (
     destination_exists,
     write_destination,
 )
-from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
+from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.html import render_html
@@ -210,9 +210,7 @@ def audit_command(
 
         require_pyspark()
     options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
-    dopts = MatrixOptions(
-        lines=spark_version, modes=mode, base=DiagnoseOptions(live_window_s=live_window, now_ms=run.started)
-    )
+    dopts = matrix_options(now_ms=run.started, spark=spark_version, modes=mode, live_window_s=live_window)
     run.execute(
         options,
         dopts,

@@ -64,11 +64,10 @@ def diagnose_command(
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.text import json_document, layout, render_diagnosis, render_matrix
 
-    snapshot, note, own_writes = load_for_verdict(
-        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"]
-    )
-    kafka = kafka_positions_for(snapshot, kw)
-    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes, kafka))
+    loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    kafka = kafka_positions_for(loaded.snapshot, kw)
+    options = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka)
+    result = diagnose_matrix(loaded.snapshot, options)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))

@@ -12,13 +12,11 @@ from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms, sho
 from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
-    find_sink,
     format_option,
     kafka_positions_for,
-    load,
+    load_for_verdict,
     matrix_options_from,
     normalize_url,
-    own_writes_for,
     parse_storage_options,
     storage_options,
     terminal_width,
@@ -155,12 +153,12 @@ def plan_command(
         if kw["sink_path"]:
             reading.append(open_storage(kw["sink_path"], options))
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
-    snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    snapshot, note = find_sink(snapshot, checkpoint, storage_option, kw["sink_path"])
+    loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
-    mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option), kafka)
+    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,

@@ -19,10 +19,10 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
+from checkpoint_doctor.diagnosis.options import as_matrix_options
 from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
-from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
+from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoice, choose_sink
 from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
-from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
@@ -284,43 +284,48 @@ NO_SINK = "sink not checked: no file sink output under the audited roots has log
 def _pair_sink(
     task: AuditTask, snapshot: CheckpointSnapshot, sink_store_for: SinkStoreFor, sink_reads: SinkReads
 ) -> tuple[CheckpointSnapshot, dict[str, Any]]:
-    """Return the snapshot with the file sink its logs prove (nearest first), and what was found.
+    """Return the snapshot with the file sink its logs prove (:func:`choose_sink`, nearest
+    candidates first: a less near one is read only when no nearer one is proven), and what was found.
 
     The sink logs read are shared by the audit; ``reads`` counts those this record owns
     (:class:`SinkReads`)."""
-    proven: list[tuple[SinkCandidate, tuple[Any, ...], str]] = []
-    rejected: list[tuple[str, str]] = []
     reads = 0
-    for candidate in task.sinks:
-        if proven and candidate.nearness < proven[0][0].nearness:
+    contradicted: list[tuple[SinkCandidate, PairingEvidence]] = []
+    choice: SinkChoice[tuple[SinkCandidate, SinkArg]] = SinkChoice()
+    for nearness in sorted({c.nearness for c in task.sinks}, reverse=True):
+        read: list[tuple[tuple[SinkCandidate, SinkArg], SinkLog]] = []
+        for candidate in (c for c in task.sinks if c.nearness == nearness):
+            try:
+                log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
+                sink, arg, count = sink_reads.read(
+                    candidate.url, partial(sink_store_for, candidate), log_listing
+                )
+            except CheckpointDoctorError:
+                continue
+            reads += count
+            read.append(((candidate, arg), sink))
+        choice = choose_sink(snapshot, read)
+        contradicted += [(c, e) for (c, _), e in choice.contradicted]
+        if choice.proven:
             break
-        try:
-            log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
-            sink, arg, count = sink_reads.read(candidate.url, partial(sink_store_for, candidate), log_listing)
-        except CheckpointDoctorError:
-            continue
-        reads += count
-        evidence = pairing_evidence(snapshot, sink)
-        if evidence.proven:
-            proven.append((candidate, arg, evidence.text))
-        elif evidence.contradicted:
-            rejected.append((candidate.url, evidence.text))
-    if len(proven) == 1:
-        candidate, arg, why = proven[0]
-        found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
+    if choice.chosen is not None:
+        (candidate, arg), evidence = choice.chosen
+        found = {"checked": True, "url": candidate.url, "evidence": evidence.text, "reads": reads}
         return attach_sink(snapshot, arg), found
-    if proven:
-        urls = ", ".join(c.url for c, _, _ in proven)
+    if choice.proven:
+        urls = ", ".join(c.url for (c, _), _ in choice.proven)
         return snapshot, {
             "checked": False,
             "url": None,
             "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
             "reads": reads,
         }
-    if rejected:
-        url, why = rejected[0]
-        others = f" and {len(rejected) - 1} more" if len(rejected) > 1 else ""
-        note = f"sink not checked: the file sink output {url}{others} is another query's ({why})"
+    if contradicted:
+        first, evidence = contradicted[0]
+        others = f" and {len(contradicted) - 1} more" if len(contradicted) > 1 else ""
+        note = (
+            f"sink not checked: the file sink output {first.url}{others} is another query's ({evidence.text})"
+        )
         return snapshot, {"checked": False, "url": None, "note": note, "reads": reads}
     return snapshot, {"checked": False, "url": None, "note": NO_SINK, "reads": reads}
 
@@ -522,18 +527,6 @@ def default_jobs(plan: FleetPlan) -> int:
     if plan.stores and all(store.is_local for store in plan.stores.values()):
         return 1
     return DEFAULT_JOBS
-
-
-def as_matrix_options(options: MatrixOptions | DiagnoseOptions | None) -> MatrixOptions:
-    """Return matrix options; a single-cell ``DiagnoseOptions`` names its line and mode, if any."""
-    if isinstance(options, MatrixOptions):
-        return options
-    base = options or DiagnoseOptions()
-    return MatrixOptions(
-        lines=(line_of(base.spark),) if base.spark else (),
-        modes=(base.mode,) if base.mode else (),
-        base=replace(base, spark=None, mode=None),
-    )
 
 
 def finish(plan: FleetPlan, records: Sequence[dict[str, Any]], *, interrupted: bool = False) -> AuditResult:
