@@ -60,3 +60,23 @@ def test_the_api_diagnoses_and_plans_every_fixture_as_the_cli_does(
     doc = _cli(capsys, "plan", checkpoint)
     plan = cd.plan(checkpoint, live_window_s=0, now_ms=NOW_MS)
     assert doc["result"] == json.loads(plan.to_json())
+
+
+def _without_times(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "generated_at"} for r in records]
+
+
+def test_the_api_audits_the_fixtures_as_the_cli_does(
+    capsys: pytest.CaptureFixture[str], fixed_clock: None
+) -> None:
+    root = str(SCENARIOS[0].path.parent.parent)
+    _, out, _ = run_cli(capsys, "audit", root, "--live-window", "0", "--format", "json")
+    doc = json.loads(out)["result"]
+    result = cd.audit(root, live_window_s=0, now_ms=NOW_MS)
+    records = json.loads(json.dumps(result.records))
+
+    assert all({"tool_version", "generated_at", "next_step"} <= set(r) for r in records)
+    assert any(r["next_step"] for r in records) and any(r.get("paired_with") for r in records)
+    assert _without_times(records) == _without_times(doc["records"])
+    assert json.loads(json.dumps(result.summary)) == doc["summary"]
+    assert list(result.notes) == doc["notes"]

@@ -162,14 +162,17 @@ def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_impor
     wrong = [
         ("checkpoint_doctor.fleet.report", {"checkpoint_doctor.cli.options"}),
         ("checkpoint_doctor.fleet.run", {"checkpoint_doctor.execution.executor"}),
-        ("checkpoint_doctor.api", {"checkpoint_doctor.render.text"}),
+        ("checkpoint_doctor.api", {"checkpoint_doctor.render.layout"}),
         ("checkpoint_doctor.api", {"checkpoint_doctor.execution.executor"}),
-        ("checkpoint_doctor.render.text", {"checkpoint_doctor.fleet.report"}),
+        ("checkpoint_doctor.render.plan", {"checkpoint_doctor.fleet.report"}),
         ("checkpoint_doctor.render.hints", {"checkpoint_doctor.api"}),
     ]
     assert len(forbidden_imports(wrong)) == len(wrong)
     allowed = [
-        ("checkpoint_doctor.fleet.report", {"checkpoint_doctor.render.text", "checkpoint_doctor.diagnosis"}),
+        (
+            "checkpoint_doctor.fleet.report",
+            {"checkpoint_doctor.render.layout", "checkpoint_doctor.diagnosis"},
+        ),
         ("checkpoint_doctor.api", {"checkpoint_doctor.fleet.run", "checkpoint_doctor.planning"}),
     ]
     assert forbidden_imports(allowed) == []

@@ -38,7 +38,8 @@ def inspect_command(
 ) -> None:
     """Show everything in a checkpoint: logs, latest batch, confs, state, debris, timeline."""
     from checkpoint_doctor.diagnosis.inspection import inspect_report
-    from checkpoint_doctor.render.text import json_document, layout, render_inspect
+    from checkpoint_doctor.render.inspect import render_inspect
+    from checkpoint_doctor.render.layout import json_document, layout
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
     report = inspect_report(snapshot)
@@ -61,8 +62,9 @@ def diagnose_command(
     """Predict what Spark does on restart, for every Spark line and plausible restart mode (the
     restart matrix; --spark and --mode narrow it), and list findings with stable codes."""
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.render.diagnosis import render_diagnosis, render_matrix
     from checkpoint_doctor.render.hints import Hints
-    from checkpoint_doctor.render.text import json_document, layout, render_diagnosis, render_matrix
+    from checkpoint_doctor.render.layout import json_document, layout
 
     loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
     kafka = kafka_positions_for(loaded.snapshot, kw)
@@ -90,7 +92,8 @@ def explain_command(code: str, output_format: str) -> None:
 
     from checkpoint_doctor.diagnosis.codes import CODES, lookup
     from checkpoint_doctor.diagnosis.severity import rule_text
-    from checkpoint_doctor.render.text import json_document, layout, render_explain
+    from checkpoint_doctor.render.explain import render_explain
+    from checkpoint_doctor.render.layout import json_document, layout
 
     info = lookup(code)
     if info is None:

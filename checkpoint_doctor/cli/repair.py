@@ -144,7 +144,8 @@ def plan_command(
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
     from checkpoint_doctor.planning.planner import CONSENT_MANUAL
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import PlanFollowUp, json_document, layout, render_plan
+    from checkpoint_doctor.render.layout import json_document, layout
+    from checkpoint_doctor.render.plan import PlanFollowUp, render_plan
 
     options = parse_storage_options(storage_option)
     dest = None
@@ -268,7 +269,9 @@ def apply_command(
     from checkpoint_doctor.execution.executor import apply_plan
     from checkpoint_doctor.execution.journal import tool_urls
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, layout, render_apply, render_plan
+    from checkpoint_doctor.render.changes import render_apply
+    from checkpoint_doctor.render.layout import json_document, layout
+    from checkpoint_doctor.render.plan import render_plan
 
     plan = _read_plan(plan_file)
     # The plan records how to reach its checkpoint (never credentials); the command line adds to it.
@@ -387,7 +390,8 @@ def undo_command(
     from checkpoint_doctor.execution.executor import undo_journal
     from checkpoint_doctor.execution.journal import JOURNAL, Journal
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, layout, render_undo
+    from checkpoint_doctor.render.changes import render_undo
+    from checkpoint_doctor.render.layout import json_document, layout
 
     options = parse_storage_options(storage_option)
     local = normalize_url(journal)
@@ -424,7 +428,8 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     """List the applies made to a checkpoint, newest last, with their state (applied, undone, ...)."""
     from checkpoint_doctor.execution.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, layout, render_history
+    from checkpoint_doctor.render.changes import render_history
+    from checkpoint_doctor.render.layout import json_document, layout
 
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
