@@ -78,7 +78,7 @@ def diagnose_command(
             if len(result.cells) == 1:
                 emit(render_diagnosis(result.cells[0].diagnosis.to_dict(), hints))
             else:
-                emit(render_matrix(result.to_dict(), hints=hints))
+                emit(render_matrix(result, hints=hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
 

@@ -152,15 +152,20 @@ def _base(kind: str, url: str, root: str, path: str, exit_code: int) -> dict[str
     return record
 
 
+def failing_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Return a record's matrix cells whose restart counts and fails: what
+    :attr:`MatrixDiagnosis.failing_cells <checkpoint_doctor.diagnosis.matrix.MatrixDiagnosis.failing_cells>`
+    returned, as the record holds it."""
+    return [c for c in cells if c["counted"] and c["outcome"] == "fails"]
+
+
 def line_verdicts(cells: Sequence[Mapping[str, Any]]) -> str:
     """Return the counted cells of a restart matrix per Spark line, compactly: ``4.3 ok``,
     ``3.5-4.1 ok; 4.2-4.3 FAILS`` or ``3.5-4.3 FAILS (micro-batch)`` (the modes that fail)."""
     groups: list[tuple[str, list[str]]] = []
     lines = list(dict.fromkeys(c["spark"] for c in cells if c["counted"]))
     for line in lines:
-        failing = [
-            c["mode"] for c in cells if c["counted"] and c["spark"] == line and c["outcome"] == "fails"
-        ]
+        failing = [c["mode"] for c in failing_cells(cells) if c["spark"] == line]
         stateless_only = any(c["counted"] and c["spark"] == line and fails_if_stateful(c) for c in cells)
         verdict = (
             ("ok if stateless" if stateless_only else "ok")
@@ -374,9 +379,7 @@ def summarize(
             1 for r in records if r.get("restart") and fails_if_stateful(r["restart"])
         ),
         "assumed_stateless": sum(1 for r in records if assumed_stateless(r)),
-        "some_restart_fails": sum(
-            1 for r in records if any(c["counted"] and c["outcome"] == "fails" for c in r.get("matrix") or [])
-        ),
+        "some_restart_fails": sum(1 for r in records if failing_cells(r.get("matrix") or ())),
         "codes": codes,
         "note_count": len(notes),
         "exit_code": combined_exit_code(records),
@@ -480,7 +483,7 @@ def next_step(record: Mapping[str, Any], hints: Hints) -> str | None:
         return Hints(**{**hints.__dict__, "sink_path": url}).diagnose(paired[0])
     if "error" in record:
         return hints.inspect(url)
-    failing = [c for c in record.get("matrix") or [] if c["counted"] and c["outcome"] == "fails"]
+    failing = failing_cells(record.get("matrix") or ())
     sink = (
         (record.get("file_sink") or {}).get("url") if (record.get("file_sink") or {}).get("checked") else None
     )

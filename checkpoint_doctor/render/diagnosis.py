@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.render.hints import Hints, explain
@@ -17,6 +17,9 @@ from checkpoint_doctor.render.layout import (
     table,
     wrap,
 )
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis
 
 
 def _offsets_text(items: list[dict[str, Any]] | None) -> str:
@@ -200,16 +203,15 @@ def _configured_words(result: dict[str, Any]) -> str:
     return f"{modes}, on {lines}"
 
 
-def _details_hint(result: dict[str, Any], hints: Hints) -> str:
-    cells = result["matrix"]
-    failing = [c for c in cells if c["counted"] and c["outcome"] == "fails"]
-    shown = failing[0] if failing else next(c for c in cells if c["role"] == "as-configured")
-    return "One restart in detail:\n  " + hints.diagnose(result["checkpoint"], shown["spark"], shown["mode"])
+def _details_hint(matrix: MatrixDiagnosis, hints: Hints) -> str:
+    shown = (matrix.failing_cells or matrix.as_configured)[0].cell
+    return "One restart in detail:\n  " + hints.diagnose(matrix.checkpoint, shown.spark, shown.mode)
 
 
-def render_matrix(result: dict[str, Any], width: int | None = None, hints: Hints | None = None) -> str:
+def render_matrix(matrix: MatrixDiagnosis, width: int | None = None, hints: Hints | None = None) -> str:
     """Return the no-flag ``diagnose`` result as text: the restart matrix first, then the findings
     (with Spark's words), the assumptions and what to do next."""
+    result = matrix.to_dict()
     written = result["written_by"]
     head = key_values(
         [
@@ -227,7 +229,6 @@ def render_matrix(result: dict[str, Any], width: int | None = None, hints: Hints
     if result["assumptions"]:
         blocks.append(section("Assumptions", bullets(result["assumptions"])))
     hints = hints or Hints()
-    blocks.append(_details_hint(result, hints))
-    failing = any(c["counted"] and c["outcome"] == "fails" for c in result["matrix"])
-    blocks += _next_steps(result, failing, hints)
+    blocks.append(_details_hint(matrix, hints))
+    blocks += _next_steps(result, bool(matrix.failing_cells), hints)
     return "\n\n".join(blocks) + "\n"
