@@ -10,7 +10,7 @@ Errors are :class:`~checkpoint_doctor.errors.CheckpointDoctorError` subclasses w
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,26 +94,42 @@ def _now(now_ms: int | None) -> int:
     return int(time.time() * 1000) if now_ms is None else now_ms
 
 
-def _for_verdict(
+def _verdict(
     target: str | CheckpointSnapshot,
+    *,
     storage_options: Mapping[str, Any] | None,
     sink_path: str | None,
-    options: Callable[[str | None, frozenset[tuple[str, int | str]]], MatrixOptions],
+    spark: Sequence[str],
+    mode: Sequence[str],
+    stateful: bool | None,
+    live_window_s: float,
+    now_ms: int | None,
 ) -> tuple[CheckpointSnapshot, MatrixOptions]:
     """Return the snapshot and matrix options of a verdict: a URL is loaded as the CLI loads it
     (the file sink next to it whose log proves it is the query's, the tool's own writes); a
     snapshot from :func:`load` is taken as it is."""
-    if isinstance(target, CheckpointSnapshot):
-        return target, options(None, frozenset())
-    from checkpoint_doctor.loading import load_for_verdict
+    snapshot, note, writes = target, None, frozenset[tuple[str, int | str]]()
+    if not isinstance(target, CheckpointSnapshot):
+        from checkpoint_doctor.loading import load_for_verdict
 
-    loaded = load_for_verdict(
-        normalize_url(target),
-        storage_options,
-        lambda: load(target, storage_options=storage_options, sink_path=sink_path),
-        sink_path=normalize_url(sink_path) if sink_path else None,
+        loaded = load_for_verdict(
+            normalize_url(target),
+            storage_options,
+            lambda: load(target, storage_options=storage_options, sink_path=sink_path),
+            sink_path=normalize_url(sink_path) if sink_path else None,
+        )
+        snapshot, note, writes = loaded.snapshot, loaded.sink_note, loaded.own_writes
+    assert isinstance(snapshot, CheckpointSnapshot)
+    options = matrix_options(
+        now_ms=_now(now_ms),
+        spark=spark,
+        modes=mode,
+        stateful=stateful,
+        live_window_s=live_window_s,
+        sink_note=note,
+        own_writes=writes,
     )
-    return loaded.snapshot, options(loaded.sink_note, loaded.own_writes)
+    return snapshot, options
 
 
 def diagnose(
@@ -130,19 +146,15 @@ def diagnose(
     """Return the restart matrix of a checkpoint (a URL, or a snapshot from :func:`load`):
     ``checkpoint-doctor diagnose``. ``spark`` (lines or versions: ``"4.3"``, ``"4.3.0"``) and
     ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's."""
-    snapshot, options = _for_verdict(
+    snapshot, options = _verdict(
         target,
-        storage_options,
-        sink_path,
-        lambda note, writes: matrix_options(
-            now_ms=_now(now_ms),
-            spark=spark,
-            modes=mode,
-            stateful=stateful,
-            live_window_s=live_window_s,
-            sink_note=note,
-            own_writes=writes,
-        ),
+        storage_options=storage_options,
+        sink_path=sink_path,
+        spark=spark,
+        mode=mode,
+        stateful=stateful,
+        live_window_s=live_window_s,
+        now_ms=now_ms,
     )
     return diagnose_matrix(snapshot, options)
 
@@ -165,19 +177,15 @@ def plan(
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
 
-    snapshot, options = _for_verdict(
+    snapshot, options = _verdict(
         target,
-        storage_options,
-        sink_path,
-        lambda note, writes: matrix_options(
-            now_ms=_now(now_ms),
-            spark=spark,
-            modes=mode,
-            stateful=stateful,
-            live_window_s=live_window_s,
-            sink_note=note,
-            own_writes=writes,
-        ),
+        storage_options=storage_options,
+        sink_path=sink_path,
+        spark=spark,
+        mode=mode,
+        stateful=stateful,
+        live_window_s=live_window_s,
+        now_ms=now_ms,
     )
     matrix = diagnose_matrix(snapshot, options)
     return plan_for_matrix(
