@@ -16,11 +16,13 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
 from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
-from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DiagnoseOptions
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
+from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.diagnosis.timeline import TimelineRow, timeline
 from checkpoint_doctor.fleet.run import AuditResult
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.reading.storage import normalize_url
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
 LIVE_WINDOW_S = DEFAULT_LIVE_WINDOW_S
@@ -44,12 +46,6 @@ class Inspection:
         return inspect_report(self.snapshot)
 
 
-def _local(url: str) -> str:
-    from checkpoint_doctor.cli.options import normalize_url
-
-    return normalize_url(url)
-
-
 def load(
     checkpoint: str,
     *,
@@ -66,10 +62,10 @@ def load(
     from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
 
     snapshot = load_checkpoint(
-        _local(checkpoint),
+        normalize_url(checkpoint),
         storage_options=storage_options,
         depth="deep" if deep else "default",
-        sink_path=_local(sink_path) if sink_path else None,
+        sink_path=normalize_url(sink_path) if sink_path else None,
     )
     return require_checkpoint(snapshot)
 
@@ -94,20 +90,46 @@ def inspect(
     )
 
 
-def _options(
-    spark: Sequence[str], mode: Sequence[str], stateful: bool | None, live_window_s: float, now_ms: int | None
-) -> MatrixOptions:
-    from checkpoint_doctor.diagnosis.versions import line_of
+def _now(now_ms: int | None) -> int:
+    return int(time.time() * 1000) if now_ms is None else now_ms
 
-    return MatrixOptions(
-        lines=tuple(dict.fromkeys(line_of(v) for v in spark)),
-        modes=tuple(mode),
-        base=DiagnoseOptions(
-            stateful=stateful,
-            live_window_s=live_window_s,
-            now_ms=int(time.time() * 1000) if now_ms is None else now_ms,
-        ),
+
+def _verdict(
+    target: str | CheckpointSnapshot,
+    *,
+    storage_options: Mapping[str, Any] | None,
+    sink_path: str | None,
+    spark: Sequence[str],
+    mode: Sequence[str],
+    stateful: bool | None,
+    live_window_s: float,
+    now_ms: int | None,
+) -> tuple[CheckpointSnapshot, MatrixOptions]:
+    """Return the snapshot and matrix options of a verdict: a URL is loaded as the CLI loads it
+    (the file sink next to it whose log proves it is the query's, the tool's own writes); a
+    snapshot from :func:`load` is taken as it is."""
+    snapshot, note, writes = target, None, frozenset[tuple[str, int | str]]()
+    if not isinstance(target, CheckpointSnapshot):
+        from checkpoint_doctor.loading import load_for_verdict
+
+        loaded = load_for_verdict(
+            normalize_url(target),
+            storage_options,
+            lambda: load(target, storage_options=storage_options, sink_path=sink_path),
+            sink_path=normalize_url(sink_path) if sink_path else None,
+        )
+        snapshot, note, writes = loaded.snapshot, loaded.sink_note, loaded.own_writes
+    assert isinstance(snapshot, CheckpointSnapshot)
+    options = matrix_options(
+        now_ms=_now(now_ms),
+        spark=spark,
+        modes=mode,
+        stateful=stateful,
+        live_window_s=live_window_s,
+        sink_note=note,
+        own_writes=writes,
     )
+    return snapshot, options
 
 
 def diagnose(
@@ -124,12 +146,17 @@ def diagnose(
     """Return the restart matrix of a checkpoint (a URL, or a snapshot from :func:`load`):
     ``checkpoint-doctor diagnose``. ``spark`` (lines or versions: ``"4.3"``, ``"4.3.0"``) and
     ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's."""
-    snapshot = (
-        target
-        if isinstance(target, CheckpointSnapshot)
-        else load(target, storage_options=storage_options, sink_path=sink_path)
+    snapshot, options = _verdict(
+        target,
+        storage_options=storage_options,
+        sink_path=sink_path,
+        spark=spark,
+        mode=mode,
+        stateful=stateful,
+        live_window_s=live_window_s,
+        now_ms=now_ms,
     )
-    return diagnose_matrix(snapshot, _options(spark, mode, stateful, live_window_s, now_ms))
+    return diagnose_matrix(snapshot, options)
 
 
 def plan(
@@ -150,17 +177,22 @@ def plan(
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
 
-    snapshot = (
-        target
-        if isinstance(target, CheckpointSnapshot)
-        else load(target, storage_options=storage_options, sink_path=sink_path)
+    snapshot, options = _verdict(
+        target,
+        storage_options=storage_options,
+        sink_path=sink_path,
+        spark=spark,
+        mode=mode,
+        stateful=stateful,
+        live_window_s=live_window_s,
+        now_ms=now_ms,
     )
-    options = _options(spark, mode, stateful, live_window_s, now_ms)
     matrix = diagnose_matrix(snapshot, options)
     return plan_for_matrix(
         snapshot,
         matrix,
         PlanOptions(strategy=strategy, accept_data_loss=accept_data_loss, diagnose=options.base),
+        storage_options=dict(storage_options or {}),
     )
 
 
@@ -183,9 +215,9 @@ def audit(
 
     names = [roots] if isinstance(roots, str) else list(roots)
     return run_audit(
-        [_local(r) for r in names],
+        [normalize_url(r) for r in names],
         storage_options,
-        options=_options(spark, mode, None, live_window_s, now_ms),
+        options=matrix_options(now_ms=_now(now_ms), spark=spark, modes=mode, live_window_s=live_window_s),
         jobs=jobs,
         include=include,
         exclude=exclude,

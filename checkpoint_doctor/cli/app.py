@@ -88,7 +88,7 @@ def exit_code_for(exc: CheckpointDoctorError) -> int:
 def emit(text: str) -> None:
     """Write command output to stdout; a JSON document waits for the exit code (:func:`main`);
     ``--quiet`` drops table output."""
-    from checkpoint_doctor.render.text import JsonDocument
+    from checkpoint_doctor.render.layout import JsonDocument
 
     if isinstance(text, JsonDocument):
         _current.document = text
@@ -102,7 +102,7 @@ def shown(text: str) -> str:
     """Return text as the terminal may see it: control characters as escapes, credentials in URLs
     masked (:func:`~checkpoint_doctor.redaction.redact`). Every line the CLI prints passes here."""
     from checkpoint_doctor.redaction import redact
-    from checkpoint_doctor.render.text import printable
+    from checkpoint_doctor.render.layout import printable
 
     return redact(printable(text))
 
@@ -279,7 +279,7 @@ def _run(args: Sequence[str] | None) -> int:
 
 def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: error: ") -> None:
     """An error replaces the command's document (JSON) and is said on stderr in one line."""
-    from checkpoint_doctor.render.text import json_document
+    from checkpoint_doctor.render.layout import json_document
 
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})

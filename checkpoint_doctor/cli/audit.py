@@ -26,36 +26,27 @@ from checkpoint_doctor.cli.outputs import (
     destination_exists,
     write_destination,
 )
-from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
+from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.html import render_html
 from checkpoint_doctor.fleet.metrics import render_metrics
-from checkpoint_doctor.fleet.report import (
-    audit_document,
-    link_sinks,
-    next_step,
-    record_line,
-    render_audit,
-    stamped,
-    summary_line,
-)
+from checkpoint_doctor.fleet.report import audit_document, render_audit, summary_line
 from checkpoint_doctor.fleet.run import (
     DEFAULT_JOBS,
     AuditResult,
-    SinkReads,
+    FleetPlan,
+    RecordStream,
+    audit_plan,
     audited_stores,
-    default_jobs,
     finish,
-    local_store_for,
     plan_fleet,
-    run_tasks,
 )
-from checkpoint_doctor.render.documents import iso_utc
+from checkpoint_doctor.render.documents import dumps, iso_utc
 from checkpoint_doctor.render.hints import Hints
-from checkpoint_doctor.render.text import json_document, layout
+from checkpoint_doctor.render.layout import json_document, layout
 
 
 class Progress:
@@ -210,9 +201,7 @@ def audit_command(
 
         require_pyspark()
     options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
-    dopts = MatrixOptions(
-        lines=spark_version, modes=mode, base=DiagnoseOptions(live_window_s=live_window, now_ms=run.started)
-    )
+    dopts = matrix_options(now_ms=run.started, spark=spark_version, modes=mode, live_window_s=live_window)
     run.execute(
         options,
         dopts,
@@ -243,19 +232,19 @@ class AuditRun:
         self.html = html
         self.metrics = metrics
         self.started = now_ms()
-        self.records: list[dict[str, Any]] = []
-        self.plan: Any = None
+        self.stream = RecordStream(hints, now_ms)
+        self.plan: FleetPlan | None = None
         self.interrupted = False
         self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
 
-    def _done(self, record: dict[str, Any]) -> None:
-        if record["kind"] == "sink":
-            link_sinks([*self.records, record])
-        record["next_step"] = next_step(record, self.hints)
-        record = stamped(record, now_ms())
-        self.records.append(record)
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        """The records finished so far (the roots' included)."""
+        return self.stream.records
+
+    def _written(self, record: dict[str, Any]) -> None:
         if self.output_format == "jsonl":
-            _write_line(record_line(record, now_ms()))
+            _write_line(dumps(record, compact=True))
 
     def execute(
         self,
@@ -283,34 +272,30 @@ class AuditRun:
             for dest in (self.html, self.metrics):
                 if dest is not None:
                     check_outside(dest, audited)
-            for record in self.plan.records:
-                self._done(record)
-            self.plan.records = []  # written (and kept in self.records) already
-            # Checkpoints first, then sink outputs: a sink record then names the checkpoints whose
-            # logs proved it is theirs when it is written.
-            tasks = sorted(self.plan.tasks, key=lambda t: t.kind == "sink")
-            total = len(tasks)
+            total = len(self.plan.tasks)
+            done = 0
 
-            def progress(done: int, _total: int, record: Mapping[str, Any]) -> None:
-                self._done(dict(record))
-                if self.progress is not None:
-                    self.progress(len(self.records) - len(self.plan.records), total, record)
+            def finished(record: dict[str, Any]) -> None:
+                nonlocal done
+                self._written(record)
+                if record["kind"] != "root":
+                    done += 1
+                    if self.progress is not None:
+                        self.progress(done, total, record)
 
             if distributed:
                 from checkpoint_doctor.fleet.spark import run_on_spark
 
+                for record in self.plan.records:
+                    finished(self.stream.add(record))
+                # Checkpoints first, then sink outputs, as on this machine (see audit_plan).
+                tasks = sorted(self.plan.tasks, key=lambda t: t.kind == "sink")
                 for record in run_on_spark(
                     tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS
                 ):
-                    progress(0, total, record)
+                    finished(self.stream.add(record))
                 return
-            store_for = local_store_for(self.plan)
-            threads = jobs or default_jobs(self.plan)
-            sink_reads = SinkReads(t.url for t in tasks if t.kind == "sink")
-            for group in (t for t in tasks if t.kind != "sink"), (t for t in tasks if t.kind == "sink"):
-                run_tasks(
-                    list(group), store_for, dopts, jobs=threads, progress=progress, sink_reads=sink_reads
-                )
+            audit_plan(self.plan, dopts, self.stream, jobs=jobs, on_record=finished)
         except KeyboardInterrupt:
             self.interrupted = True
         finally:
@@ -370,11 +355,8 @@ class AuditRun:
 
     def finish(self) -> None:
         """Write the outputs, then the summary (or the document, or the table), then exit."""
-        if self.plan is None:
-            from checkpoint_doctor.fleet.run import FleetPlan
-
-            self.plan = FleetPlan(roots=list(self.roots))
-        result = finish(self.plan, self.records, interrupted=self.interrupted)
+        plan = self.plan if self.plan is not None else FleetPlan(roots=list(self.roots))
+        result = finish(plan.roots, plan.notes, self.records, interrupted=self.interrupted)
         code, problems = self._write_outputs(result, self._exit_code(result))
         summary = {**result.summary, "exit_code": code}
         if self.output_format == "jsonl":

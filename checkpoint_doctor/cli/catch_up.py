@@ -83,7 +83,7 @@ def catch_up_command(
     """Run the streaming job with async progress tracking (interval 0) until the tail is durable,
     stop it, and re-diagnose for a synchronous restart."""
     from checkpoint_doctor.execution.catch_up import CatchUpOptions, CatchUpRefusedError, run_catch_up
-    from checkpoint_doctor.render.text import json_document
+    from checkpoint_doctor.render.layout import json_document
 
     opts = CatchUpOptions(
         checkpoint=checkpoint,
@@ -121,7 +121,7 @@ def _refused(exc: CatchUpRefusedError, output_format: str) -> NoReturn:
     With ``--debug``, the job's own exception (a failed import or build) is printed with its
     traceback: the refusal's one line is its first line only.
     """
-    from checkpoint_doctor.render.text import json_document
+    from checkpoint_doctor.render.layout import json_document
 
     refusal = exc.refusal
     data = exc.report.to_dict() if exc.report is not None else None
@@ -185,7 +185,8 @@ class _StatusLine:
 
 def render_catch_up(data: dict[str, Any]) -> str:
     """Return the verdict as text: what ran, the logs' tail, the synchronous restart, what next."""
-    from checkpoint_doctor.render.text import key_values, render_findings, render_prediction, section
+    from checkpoint_doctor.render.diagnosis import render_findings, render_prediction
+    from checkpoint_doctor.render.layout import key_values, section
 
     tail = data["tail"]
     ids = data["batch_ids"]

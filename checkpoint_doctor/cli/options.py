@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -12,6 +11,13 @@ from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.reading.storage import normalize_url
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.matrix import MatrixOptions
+    from checkpoint_doctor.loading import OwnWrites, VerdictInput
+    from checkpoint_doctor.model import KafkaLive
+    from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -130,7 +136,7 @@ def diagnosis_options(func: F) -> F:
     return func
 
 
-def kafka_positions_for(snapshot: Any, kw: dict[str, Any]) -> Any:
+def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> KafkaLive | None:
     """Return the live positions of the Kafka topics the checkpoint's newest offsets read, asked of
     ``--kafka-bootstrap-servers`` (None without it, or without a Kafka source)."""
     from checkpoint_doctor.diagnosis.sources.files import newest_sources
@@ -154,214 +160,40 @@ def kafka_positions_for(snapshot: Any, kw: dict[str, Any]) -> Any:
 def matrix_options_from(
     kw: dict[str, Any],
     sink_note: str | None = None,
-    own_writes: frozenset[Any] = frozenset(),
-    kafka: Any = None,
-) -> Any:
-    """Return the restart matrix options: the named lines and modes, and the rest of the options
-    (``own_writes``: the files checkpoint-doctor's own applies wrote, see :func:`own_writes_for`)."""
-    from dataclasses import replace
+    own_writes: OwnWrites = frozenset(),
+    kafka: KafkaLive | None = None,
+) -> MatrixOptions:
+    """Return the restart matrix options of the command's options (``own_writes``: the files
+    checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`)."""
+    from checkpoint_doctor.diagnosis.options import matrix_options
 
-    from checkpoint_doctor.diagnosis.matrix import MatrixOptions
-
-    return MatrixOptions(
-        lines=tuple(kw["spark_version"]),
-        modes=tuple(kw["mode"]),
-        base=replace(diagnose_options_from(kw), own_writes=own_writes, kafka=kafka),
-        sink_note=sink_note,
-    )
-
-
-def own_writes_for(checkpoint_url: str, storage_option: Sequence[str]) -> frozenset[Any]:
-    """Return the files checkpoint-doctor's own applies (still in place) wrote into a checkpoint,
-    from its tool directory: a repair made a minute ago is not a live query (empty when there is
-    none, or it cannot be read)."""
-    from checkpoint_doctor.errors import CheckpointDoctorError, CheckpointNotFoundError, FileTooLargeError
-    from checkpoint_doctor.execution.journal import APPLIES, tool_urls
-    from checkpoint_doctor.reading.storage import open_storage
-
-    try:
-        options = parse_storage_options(storage_option)
-        out: frozenset[Any] = frozenset()
-        # Beside the real location first, then beside the path as typed (applies made through a link).
-        for url in tool_urls(open_storage(checkpoint_url, options)):
-            tool = open_storage(url, options)
-            if not tool.is_local:
-                # One GET, not an existence probe (HEAD, then a listing on S3): a missing file fails
-                # the read with the same answer (a file longer than the byte asked for exists).
-                try:
-                    with contextlib.suppress(FileTooLargeError):
-                        tool.read(APPLIES, max_bytes=1)
-                except CheckpointNotFoundError:
-                    continue
-            elif not tool.exists(APPLIES):
-                continue
-            # Imported only when there is a history to read: it brings the planner's plan and steps,
-            # which a verdict on a never-repaired checkpoint does not need (start-up is most of it).
-            from checkpoint_doctor.execution.history import own_writes
-
-            out |= own_writes(tool)
-        return out
-    except CheckpointDoctorError:
-        return frozenset()
-
-
-def diagnose_options_from(kw: dict[str, Any]) -> Any:
-    """Return the single-cell options (no line, no mode: the matrix sets them per cell)."""
-    from checkpoint_doctor.diagnosis import DiagnoseOptions
-
-    return DiagnoseOptions(
+    return matrix_options(
+        now_ms=now_ms(),
+        spark=kw["spark_version"],
+        modes=kw["mode"],
         sources=kw["sources"],
         stateful=kw["stateful"],
         checkpoint_format_version=kw["checkpoint_format_version"],
         live_window_s=kw["live_window"],
-        now_ms=now_ms(),
+        sink_note=sink_note,
+        own_writes=own_writes,
+        kafka=kafka,
     )
-
-
-#: Sibling directories looked at for a file sink output next to a local checkpoint.
-SIBLINGS_LOOKED_AT = 64
-
-
-def _nearby_sink_urls(checkpoint: str, storage_option: Sequence[str]) -> list[str]:
-    """Return file sink outputs next to a checkpoint: its parent (``out/_checkpoint``) and, on local
-    disk, its sibling directories (``job/checkpoint`` next to ``job/sink``). On an object store only
-    the parent is looked at (one request)."""
-    import os
-
-    from checkpoint_doctor.reading.storage import open_storage
-
-    url = checkpoint.rstrip("/")
-    parent = url.rpartition("/")[0]
-    if not parent or parent.endswith((":/", ":")):
-        return []
-    store = open_storage(parent, parse_storage_options(storage_option))
-    if not store.is_local:
-        return [parent] if store.exists("_spark_metadata") else []
-    found = [parent] if os.path.isdir(os.path.join(store.root, "_spark_metadata")) else []
-    try:
-        siblings = sorted(
-            e.name for e in os.scandir(store.root) if e.is_dir() and e.name != url.rpartition("/")[2]
-        )
-    except OSError:
-        return found
-    for name in siblings[:SIBLINGS_LOOKED_AT]:
-        if os.path.isdir(os.path.join(store.root, name, "_spark_metadata")):
-            found.append(f"{parent}/{name}")
-    return found
-
-
-def nearby_sinks(checkpoint: str, storage_option: Sequence[str]) -> list[tuple[str, Any, Any]]:
-    """Read the file sink outputs next to a checkpoint (:func:`_nearby_sink_urls`): (url, sink log,
-    ``attach_sink`` argument) of each whose log could be read. On an object store the parent's
-    ``_spark_metadata`` is listed once and read (two round trips, no existence probe first)."""
-    from checkpoint_doctor.errors import CheckpointDoctorError
-    from checkpoint_doctor.reading.pipeline import read_sink
-    from checkpoint_doctor.reading.storage import open_storage
-
-    options = parse_storage_options(storage_option)
-    url = normalize_url(checkpoint).rstrip("/")
-    parent = url.rpartition("/")[0]
-    try:
-        store = open_storage(parent, options) if parent and not parent.endswith((":/", ":")) else None
-        if store is not None and not store.is_local:
-            listing = store.child("_spark_metadata").list_tree(missing_ok=True)
-            if not listing.files and not listing.dirs:
-                return []
-            sink, arg, _ = read_sink(store, listing)
-            return [(parent, sink, arg)]
-        urls = _nearby_sink_urls(url, storage_option)
-    except CheckpointDoctorError:
-        return []
-    found = []
-    for sink_url in urls:
-        try:
-            sink, arg, _ = read_sink(open_storage(sink_url, options))
-        except CheckpointDoctorError:
-            continue
-        found.append((sink_url, sink, arg))
-    return found
-
-
-def pair_nearby(snapshot: Any, found: Sequence[tuple[str, Any, Any]]) -> tuple[Any, str | None]:
-    """Attach the one sink of :func:`nearby_sinks` whose log proves it is the checkpoint's
-    (``diagnosis.sinks.pairing``), and say what was found. Pure."""
-    from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
-    from checkpoint_doctor.reading.pipeline import attach_sink
-
-    proven: list[tuple[str, Any, str]] = []
-    rejected: list[tuple[str, Any, str]] = []
-    for url, sink, arg in found:
-        evidence = pairing_evidence(snapshot, sink)
-        (proven if evidence.proven else rejected).append((url, arg, evidence.text))
-    if len(proven) == 1:
-        url, arg, why = proven[0]
-        return attach_sink(
-            snapshot, arg
-        ), f"file sink {url} found next to the checkpoint and checked with it ({why})"
-    if proven or rejected:
-        named = ", ".join(u for u, _, _ in proven + rejected)
-        why = "several match" if len(proven) > 1 else rejected[0][2]
-        return snapshot, (
-            f"file sink not checked: a file sink output is next to the checkpoint ({named}) but its log "
-            f"does not prove it is this query's ({why}); pass --sink-path to check it"
-        )
-    return snapshot, None
-
-
-def sink_path_note(snapshot: Any, sink_path: str) -> str | None:
-    """Say where the sink named with ``--sink-path`` is another query's (its log contradicts the
-    checkpoint): it is kept, and a plan refuses to change it without ``--force-sink``. Pure."""
-    from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
-
-    evidence = pairing_evidence(snapshot, snapshot.sink) if snapshot.sink is not None else None
-    if evidence is None or not evidence.contradicted:
-        return None
-    return (
-        f"file sink {sink_path} (--sink-path) is probably another query's: {evidence.text}; "
-        "plan will not change it without --force-sink"
-    )
-
-
-def find_sink(
-    snapshot: Any, checkpoint: str, storage_option: Sequence[str], sink_path: str | None = None
-) -> tuple[Any, str | None]:
-    """Look for the file sink of a checkpoint diagnosed without ``--sink-path``: attach the one
-    whose log proves it (``diagnosis.sinks.pairing``), and say what was found. With ``--sink-path``
-    the sink given is kept (:func:`sink_path_note`)."""
-    if sink_path:
-        return snapshot, sink_path_note(snapshot, sink_path)
-    return pair_nearby(snapshot, nearby_sinks(checkpoint, storage_option))
 
 
 def load_for_verdict(
     checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None
-) -> tuple[Any, str | None, frozenset[Any]]:
-    """Load a checkpoint for a verdict: its snapshot (with the file sink found next to it unless
-    ``sink_path`` names one), what was found of that sink, and checkpoint-doctor's own writes.
+) -> VerdictInput:
+    """Load a checkpoint for a verdict as the API does (:func:`checkpoint_doctor.loading.load_for_verdict`),
+    with the command line's hints when it cannot be read."""
+    from checkpoint_doctor.loading import load_for_verdict as load_with_sides
 
-    On an object store the two lookups beside the checkpoint (its sink's log, the tool directory's
-    applies) run while the checkpoint loads: each is a round trip or two of its own, and a verdict
-    then waits for three in sequence (the listing, one batch of reads, the follow-up reads), not
-    seven (see tests/s3/test_request_counts.py).
-    """
-    from checkpoint_doctor.reading.storage.errors import split_protocol
-
-    url = normalize_url(checkpoint)
-    if split_protocol(url)[0] == "file":
-        snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-        snapshot, note = find_sink(snapshot, checkpoint, storage_option, sink_path)
-        return snapshot, note, own_writes_for(snapshot.root, storage_option)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cd-side") as pool:
-        sinks = pool.submit(nearby_sinks, checkpoint, storage_option) if not sink_path else None
-        writes = pool.submit(own_writes_for, url.rstrip("/"), storage_option)
-        snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-        if sinks is not None:
-            snapshot, note = pair_nearby(snapshot, sinks.result())
-        else:
-            note = sink_path_note(snapshot, sink_path or "")
-        return snapshot, note, writes.result()
+    return load_with_sides(
+        normalize_url(checkpoint),
+        parse_storage_options(storage_option),
+        lambda: load(checkpoint, storage_option, deep=deep, sink_path=sink_path),
+        sink_path=sink_path,
+    )
 
 
 def terminal_width() -> int:
@@ -376,23 +208,6 @@ def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
     from checkpoint_doctor.reading.storage import parse_storage_options
 
     return parse_storage_options(pairs)
-
-
-def normalize_url(url: str) -> str:
-    """Return a local path for the ``file:`` URI forms Spark prints (``file:/abs``, ``file:///abs``,
-    ``file://localhost/abs``, percent-encoded as ``Path.toUri`` writes them); other URLs and plain
-    paths unchanged."""
-    from urllib.parse import unquote
-
-    if not url.lower().startswith("file:"):
-        return url
-    rest = url[len("file:") :]
-    if rest.startswith("//"):
-        host, _, path = rest[2:].partition("/")
-        if host not in ("", "localhost"):
-            return url
-        rest = "/" + path
-    return unquote(rest) if rest.startswith("/") else url
 
 
 def near_matches(url: str, limit: int = 3) -> list[str]:
@@ -522,7 +337,9 @@ def require_sink_path(sink_path: str, storage_option: Sequence[str]) -> None:
         raise UsageError(f"--sink-path {sink_path} does not exist", hint=hint)
 
 
-def load(checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None) -> Any:
+def load(
+    checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None
+) -> CheckpointSnapshot:
     from checkpoint_doctor.errors import (
         CheckpointNotFoundError,
         NotACheckpointError,

@@ -38,7 +38,8 @@ def inspect_command(
 ) -> None:
     """Show everything in a checkpoint: logs, latest batch, confs, state, debris, timeline."""
     from checkpoint_doctor.diagnosis.inspection import inspect_report
-    from checkpoint_doctor.render.text import json_document, layout, render_inspect
+    from checkpoint_doctor.render.inspect import render_inspect
+    from checkpoint_doctor.render.layout import json_document, layout
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
     report = inspect_report(snapshot)
@@ -61,14 +62,14 @@ def diagnose_command(
     """Predict what Spark does on restart, for every Spark line and plausible restart mode (the
     restart matrix; --spark and --mode narrow it), and list findings with stable codes."""
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.render.diagnosis import render_diagnosis, render_matrix
     from checkpoint_doctor.render.hints import Hints
-    from checkpoint_doctor.render.text import json_document, layout, render_diagnosis, render_matrix
+    from checkpoint_doctor.render.layout import json_document, layout
 
-    snapshot, note, own_writes = load_for_verdict(
-        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"]
-    )
-    kafka = kafka_positions_for(snapshot, kw)
-    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes, kafka))
+    loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    kafka = kafka_positions_for(loaded.snapshot, kw)
+    options = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka)
+    result = diagnose_matrix(loaded.snapshot, options)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))
@@ -77,7 +78,7 @@ def diagnose_command(
             if len(result.cells) == 1:
                 emit(render_diagnosis(result.cells[0].diagnosis.to_dict(), hints))
             else:
-                emit(render_matrix(result.to_dict(), hints=hints))
+                emit(render_matrix(result, hints=hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
 
@@ -91,7 +92,8 @@ def explain_command(code: str, output_format: str) -> None:
 
     from checkpoint_doctor.diagnosis.codes import CODES, lookup
     from checkpoint_doctor.diagnosis.severity import rule_text
-    from checkpoint_doctor.render.text import json_document, layout, render_explain
+    from checkpoint_doctor.render.explain import render_explain
+    from checkpoint_doctor.render.layout import json_document, layout
 
     info = lookup(code)
     if info is None:

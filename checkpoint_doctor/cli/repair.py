@@ -12,13 +12,11 @@ from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms, sho
 from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
-    find_sink,
     format_option,
     kafka_positions_for,
-    load,
+    load_for_verdict,
     matrix_options_from,
     normalize_url,
-    own_writes_for,
     parse_storage_options,
     storage_options,
     terminal_width,
@@ -146,7 +144,8 @@ def plan_command(
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
     from checkpoint_doctor.planning.planner import CONSENT_MANUAL
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import PlanFollowUp, json_document, layout, render_plan
+    from checkpoint_doctor.render.layout import json_document, layout
+    from checkpoint_doctor.render.plan import PlanFollowUp, render_plan
 
     options = parse_storage_options(storage_option)
     dest = None
@@ -155,12 +154,12 @@ def plan_command(
         if kw["sink_path"]:
             reading.append(open_storage(kw["sink_path"], options))
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
-    snapshot = load(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
-    snapshot, note = find_sink(snapshot, checkpoint, storage_option, kw["sink_path"])
+    loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
-    mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option), kafka)
+    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,
@@ -270,7 +269,9 @@ def apply_command(
     from checkpoint_doctor.execution.executor import apply_plan
     from checkpoint_doctor.execution.journal import tool_urls
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, layout, render_apply, render_plan
+    from checkpoint_doctor.render.changes import render_apply
+    from checkpoint_doctor.render.layout import json_document, layout
+    from checkpoint_doctor.render.plan import render_plan
 
     plan = _read_plan(plan_file)
     # The plan records how to reach its checkpoint (never credentials); the command line adds to it.
@@ -389,7 +390,8 @@ def undo_command(
     from checkpoint_doctor.execution.executor import undo_journal
     from checkpoint_doctor.execution.journal import JOURNAL, Journal
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, layout, render_undo
+    from checkpoint_doctor.render.changes import render_undo
+    from checkpoint_doctor.render.layout import json_document, layout
 
     options = parse_storage_options(storage_option)
     local = normalize_url(journal)
@@ -426,7 +428,8 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     """List the applies made to a checkpoint, newest last, with their state (applied, undone, ...)."""
     from checkpoint_doctor.execution.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
-    from checkpoint_doctor.render.text import json_document, layout, render_history
+    from checkpoint_doctor.render.changes import render_history
+    from checkpoint_doctor.render.layout import json_document, layout
 
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)

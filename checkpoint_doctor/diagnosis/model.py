@@ -116,7 +116,7 @@ class RestartPrediction:
                 "commit": f"when committing batch {self.next_batch_id}",
             }.get(self.error.phase, "")
             return f"FAILS {when}: {self.error.summary}".strip()
-        # The one wording of a start, also a matrix cell's (render.text._cell_text).
+        # The one wording of a start, also a matrix cell's (render.diagnosis._cell_text).
         unit = "epoch" if self.mode == "continuous" else "batch"
         kind = "re-runs" if self.rerun else "new"
         return f"STARTS {kind} {unit} {self.next_batch_id}"

@@ -205,13 +205,13 @@ def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
             "filter": "restart=fails",
         }
     ]
-    for v in (ERROR, UNREADABLE, WARNING, OK):
+    for v in VERDICTS:
         cards.append(
             {
                 "alert": False,
                 "colour": VERDICT_COLOUR[v] if verdicts[v] else None,
                 "n": verdicts[v],
-                "label": v,
+                "label": v.value,
                 "filter": f"verdict={v}" if verdicts[v] else None,
             }
         )

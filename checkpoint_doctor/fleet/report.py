@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
+from enum import Enum
 from typing import Any
 
 from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER
@@ -38,15 +39,31 @@ from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import dumps, iso_utc, schema_version
 from checkpoint_doctor.render.hints import Hints
-from checkpoint_doctor.render.text import key_values, section, table
+from checkpoint_doctor.render.layout import key_values, section, table
 
-OK = "ok"
-WARNING = "warning"
-ERROR = "error"
-UNREADABLE = "unreadable"
-VERDICTS = (ERROR, UNREADABLE, WARNING, OK)
-#: How bad a verdict is, worst first (table order).
-VERDICT_ORDER = {UNREADABLE: 0, ERROR: 1, WARNING: 2, OK: 3}
+
+class Verdict(str, Enum):
+    """A record's verdict (a ``str``, so it compares and serializes as its word), in the one order
+    every output uses: the worst first. An error (a restart that fails, a sink readers cannot use)
+    is what to fix; an unreadable directory may hide one; a warning may need nothing."""
+
+    ERROR = "error"
+    UNREADABLE = "unreadable"
+    WARNING = "warning"
+    OK = "ok"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+OK = Verdict.OK
+WARNING = Verdict.WARNING
+ERROR = Verdict.ERROR
+UNREADABLE = Verdict.UNREADABLE
+#: The verdicts, worst first: the triage order, the tables, the summary and the metrics.
+VERDICTS = tuple(Verdict)
+#: How bad a verdict is (0: worst).
+VERDICT_ORDER = {v: i for i, v in enumerate(VERDICTS)}
 
 NOTES_SHOWN = 20
 
@@ -99,7 +116,7 @@ def triage_key(record: Mapping[str, Any]) -> tuple[Any, ...]:
     )
 
 
-def verdict_of(exit_code: int) -> str:
+def verdict_of(exit_code: int) -> Verdict:
     """Return the verdict of a record's exit code."""
     if exit_code & (ExitCode.UNREADABLE | ExitCode.INTERNAL):
         return UNREADABLE
@@ -125,7 +142,7 @@ def _base(kind: str, url: str, root: str, path: str, exit_code: int) -> dict[str
         "url": url,
         "root": root,
         "path": path,
-        "verdict": verdict_of(exit_code),
+        "verdict": verdict_of(exit_code).value,
         "exit_code": int(exit_code),
         "codes": [],
         "next_step": None,
@@ -135,15 +152,20 @@ def _base(kind: str, url: str, root: str, path: str, exit_code: int) -> dict[str
     return record
 
 
+def failing_cells(cells: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Return a record's matrix cells whose restart counts and fails: what
+    :attr:`MatrixDiagnosis.failing_cells <checkpoint_doctor.diagnosis.matrix.MatrixDiagnosis.failing_cells>`
+    returned, as the record holds it."""
+    return [c for c in cells if c["counted"] and c["outcome"] == "fails"]
+
+
 def line_verdicts(cells: Sequence[Mapping[str, Any]]) -> str:
     """Return the counted cells of a restart matrix per Spark line, compactly: ``4.3 ok``,
     ``3.5-4.1 ok; 4.2-4.3 FAILS`` or ``3.5-4.3 FAILS (micro-batch)`` (the modes that fail)."""
     groups: list[tuple[str, list[str]]] = []
     lines = list(dict.fromkeys(c["spark"] for c in cells if c["counted"]))
     for line in lines:
-        failing = [
-            c["mode"] for c in cells if c["counted"] and c["spark"] == line and c["outcome"] == "fails"
-        ]
+        failing = [c["mode"] for c in failing_cells(cells) if c["spark"] == line]
         stateless_only = any(c["counted"] and c["spark"] == line and fails_if_stateful(c) for c in cells)
         verdict = (
             ("ok if stateless" if stateless_only else "ok")
@@ -242,25 +264,36 @@ def latest_batches(offsets: int | None, commit: int | None, batch_time_ms: int |
     }
 
 
-def link_sinks(records: Sequence[dict[str, Any]]) -> None:
-    """Tell each sink record which checkpoint was checked with it, or that none was ("sink not
-    checked": CD401-CD403 need the checkpoint). Changes the sink records in place."""
+def paired_sinks(records: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
+    """Return, per file sink URL, the checkpoints whose logs proved it is theirs (checked with it)."""
     paired: dict[str, list[str]] = {}
     for r in records:
         sink = r.get("file_sink") or {}
         if r["kind"] == "checkpoint" and sink.get("checked"):
             paired.setdefault(sink["url"], []).append(r["url"])
-    for r in records:
-        if r["kind"] != "sink" or "error" in r:
-            continue
-        r["paired_with"] = paired.get(r["url"], [])
-        if not r["paired_with"]:
-            r["pairing"] = (
-                "sink not checked against a checkpoint: no audited checkpoint's logs match this log "
-                "(pass it to 'diagnose <checkpoint> --sink-path' for the cross checks)"
-            )
-        else:
-            r["pairing"] = "checked with " + ", ".join(r["paired_with"]) + " (see its record)"
+    return paired
+
+
+def linked(record: Mapping[str, Any], paired: Mapping[str, Sequence[str]]) -> dict[str, Any]:
+    """Return a sink record that names the checkpoint checked with it, or says that none was
+    ("sink not checked": CD401-CD403 need the checkpoint); other records unchanged (copied)."""
+    if record["kind"] != "sink" or "error" in record:
+        return dict(record)
+    with_it = list(paired.get(record["url"], []))
+    if not with_it:
+        pairing = (
+            "sink not checked against a checkpoint: no audited checkpoint's logs match this log "
+            "(pass it to 'diagnose <checkpoint> --sink-path' for the cross checks)"
+        )
+    else:
+        pairing = "checked with " + ", ".join(with_it) + " (see its record)"
+    return {**record, "paired_with": with_it, "pairing": pairing}
+
+
+def link_sinks(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Return the records with each sink record linked to its checkpoint (:func:`linked`)."""
+    paired = paired_sinks(records)
+    return [linked(r, paired) for r in records]
 
 
 def sink_record(
@@ -305,7 +338,7 @@ def unreadable_record(
     return record
 
 
-def sort_records(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def sort_records(records: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Return records in a stable order: by URL, then kind."""
     return sorted(records, key=lambda r: (r["url"], r["kind"]))
 
@@ -340,15 +373,13 @@ def summarize(
     return {
         "total": len(records),
         "kinds": {k: kinds.get(k, 0) for k in ("checkpoint", "sink", "root")},
-        "verdicts": {v: verdicts.get(v, 0) for v in (OK, WARNING, ERROR, UNREADABLE)},
+        "verdicts": {v.value: verdicts.get(v, 0) for v in VERDICTS},
         "restart_fails": sum(1 for r in records if (r.get("restart") or {}).get("outcome") == "fails"),
         "restart_fails_if_stateful": sum(
             1 for r in records if r.get("restart") and fails_if_stateful(r["restart"])
         ),
         "assumed_stateless": sum(1 for r in records if assumed_stateless(r)),
-        "some_restart_fails": sum(
-            1 for r in records if any(c["counted"] and c["outcome"] == "fails" for c in r.get("matrix") or [])
-        ),
+        "some_restart_fails": sum(1 for r in records if failing_cells(r.get("matrix") or ())),
         "codes": codes,
         "note_count": len(notes),
         "exit_code": combined_exit_code(records),
@@ -452,7 +483,7 @@ def next_step(record: Mapping[str, Any], hints: Hints) -> str | None:
         return Hints(**{**hints.__dict__, "sink_path": url}).diagnose(paired[0])
     if "error" in record:
         return hints.inspect(url)
-    failing = [c for c in record.get("matrix") or [] if c["counted"] and c["outcome"] == "fails"]
+    failing = failing_cells(record.get("matrix") or ())
     sink = (
         (record.get("file_sink") or {}).get("url") if (record.get("file_sink") or {}).get("checked") else None
     )
@@ -547,7 +578,9 @@ def render_audit(
         steps = [r["next_step"] for r in shown if r.get("next_step")]
         if steps:
             blocks.append(section("Next steps", "\n".join(f"  {c}" for c in steps)))
-    blocks.append(section("By verdict", table(["verdict", "count"], [[name, v[name]] for name in VERDICTS])))
+    blocks.append(
+        section("By verdict", table(["verdict", "count"], [[name.value, v[name]] for name in VERDICTS]))
+    )
     if summary["codes"]:
         rows = [[c["code"], c["severity"], c["count"], c["title"]] for c in summary["codes"]]
         blocks.append(section("By finding code", table(["code", "severity", "count", "title"], rows)))

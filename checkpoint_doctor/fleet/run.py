@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -19,10 +20,10 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
+from checkpoint_doctor.diagnosis.options import as_matrix_options
 from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
-from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
+from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoice, choose_sink
 from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
-from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
@@ -39,8 +40,12 @@ from checkpoint_doctor.fleet.report import (
     checkpoint_record,
     latest_batches,
     link_sinks,
+    linked,
+    next_step,
+    paired_sinks,
     sink_record,
     sort_records,
+    stamped,
     summarize,
     unreadable_record,
 )
@@ -48,6 +53,7 @@ from checkpoint_doctor.model import Listing
 from checkpoint_doctor.reading.pipeline import SinkArg, attach_sink, read_sink, snapshot_from_listing
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
+from checkpoint_doctor.render.hints import Hints, storage_pairs
 
 #: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
 DEFAULT_JOBS = 16
@@ -283,46 +289,54 @@ NO_SINK = "sink not checked: no file sink output under the audited roots has log
 
 def _pair_sink(
     task: AuditTask, snapshot: CheckpointSnapshot, sink_store_for: SinkStoreFor, sink_reads: SinkReads
-) -> tuple[CheckpointSnapshot, dict[str, Any]]:
-    """Return the snapshot with the file sink its logs prove (nearest first), and what was found.
+) -> tuple[CheckpointSnapshot, dict[str, Any], int]:
+    """Return the snapshot with the file sink its logs prove (:func:`choose_sink`, nearest
+    candidates first: a less near one is read only when no nearer one is proven), and what was found.
 
-    The sink logs read are shared by the audit; ``reads`` counts those this record owns
-    (:class:`SinkReads`)."""
-    proven: list[tuple[SinkCandidate, tuple[Any, ...], str]] = []
-    rejected: list[tuple[str, str]] = []
+    The sink logs read are shared by the audit; the count returned is the files read that this
+    record owns (:class:`SinkReads`)."""
     reads = 0
-    for candidate in task.sinks:
-        if proven and candidate.nearness < proven[0][0].nearness:
+    contradicted: list[tuple[SinkCandidate, PairingEvidence]] = []
+    choice: SinkChoice[tuple[SinkCandidate, SinkArg]] = SinkChoice()
+    for nearness in sorted({c.nearness for c in task.sinks}, reverse=True):
+        read: list[tuple[tuple[SinkCandidate, SinkArg], SinkLog]] = []
+        for candidate in (c for c in task.sinks if c.nearness == nearness):
+            try:
+                log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
+                sink, arg, count = sink_reads.read(
+                    candidate.url, partial(sink_store_for, candidate), log_listing
+                )
+            except CheckpointDoctorError:
+                continue
+            reads += count
+            read.append(((candidate, arg), sink))
+        choice = choose_sink(snapshot, read)
+        contradicted += [(c, e) for (c, _), e in choice.contradicted]
+        if choice.proven:
             break
-        try:
-            log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
-            sink, arg, count = sink_reads.read(candidate.url, partial(sink_store_for, candidate), log_listing)
-        except CheckpointDoctorError:
-            continue
-        reads += count
-        evidence = pairing_evidence(snapshot, sink)
-        if evidence.proven:
-            proven.append((candidate, arg, evidence.text))
-        elif evidence.contradicted:
-            rejected.append((candidate.url, evidence.text))
-    if len(proven) == 1:
-        candidate, arg, why = proven[0]
-        found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
-        return attach_sink(snapshot, arg), found
-    if proven:
-        urls = ", ".join(c.url for c, _, _ in proven)
-        return snapshot, {
-            "checked": False,
-            "url": None,
-            "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
-            "reads": reads,
-        }
-    if rejected:
-        url, why = rejected[0]
-        others = f" and {len(rejected) - 1} more" if len(rejected) > 1 else ""
-        note = f"sink not checked: the file sink output {url}{others} is another query's ({why})"
-        return snapshot, {"checked": False, "url": None, "note": note, "reads": reads}
-    return snapshot, {"checked": False, "url": None, "note": NO_SINK, "reads": reads}
+    if choice.chosen is not None:
+        (candidate, arg), evidence = choice.chosen
+        found = {"checked": True, "url": candidate.url, "evidence": evidence.text}
+        return attach_sink(snapshot, arg), found, reads
+    if choice.proven:
+        urls = ", ".join(c.url for (c, _), _ in choice.proven)
+        return (
+            snapshot,
+            {
+                "checked": False,
+                "url": None,
+                "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
+            },
+            reads,
+        )
+    if contradicted:
+        first, evidence = contradicted[0]
+        others = f" and {len(contradicted) - 1} more" if len(contradicted) > 1 else ""
+        note = (
+            f"sink not checked: the file sink output {first.url}{others} is another query's ({evidence.text})"
+        )
+        return snapshot, {"checked": False, "url": None, "note": note}, reads
+    return snapshot, {"checked": False, "url": None, "note": NO_SINK}, reads
 
 
 def _audit_checkpoint(
@@ -333,7 +347,7 @@ def _audit_checkpoint(
     sink_reads: SinkReads,
 ) -> dict[str, Any]:
     own = snapshot_from_listing(store, task.listing)
-    snapshot, sink = _pair_sink(task, own, sink_store_for, sink_reads)
+    snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
     matrix = diagnose_matrix(snapshot, options)
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
@@ -346,7 +360,7 @@ def _audit_checkpoint(
         timeline=timeline(snapshot, matrix.mode_detected),
         latest=latest_batches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
         files=task.listing.file_count,
-        reads=own.read_count + sink.pop("reads"),
+        reads=own.read_count + sink_reads_owned,
         sink=sink,
     )
 
@@ -524,26 +538,76 @@ def default_jobs(plan: FleetPlan) -> int:
     return DEFAULT_JOBS
 
 
-def as_matrix_options(options: MatrixOptions | DiagnoseOptions | None) -> MatrixOptions:
-    """Return matrix options; a single-cell ``DiagnoseOptions`` names its line and mode, if any."""
-    if isinstance(options, MatrixOptions):
-        return options
-    base = options or DiagnoseOptions()
-    return MatrixOptions(
-        lines=(line_of(base.spark),) if base.spark else (),
-        modes=(base.mode,) if base.mode else (),
-        base=replace(base, spark=None, mode=None),
+class RecordStream:
+    """The audit's records as they finish, for the API and the CLI alike: a sink output's record
+    names the checkpoints proven to be its (they are audited first), and each record gets its next
+    command (with the flags that shaped the audit) and the envelope's tool version and time, as
+    ``audit-record.json`` requires. The CLI only writes what :meth:`add` returns."""
+
+    def __init__(self, hints: Hints, clock: Callable[[], int]) -> None:
+        self.hints = hints
+        self.clock = clock
+        self.records: list[dict[str, Any]] = []
+
+    def add(self, record: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the finished record (a new dict) and keep it."""
+        done = linked(record, paired_sinks(self.records)) if record["kind"] == SINK else dict(record)
+        done = stamped({**done, "next_step": next_step(done, self.hints)}, self.clock())
+        self.records.append(done)
+        return done
+
+
+def audit_plan(
+    plan: FleetPlan,
+    options: MatrixOptions,
+    stream: RecordStream,
+    *,
+    jobs: int | None = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Audit a planned fleet on this machine into the stream: the records of the roots that failed,
+    then the checkpoints, then the file sink outputs (a sink's record then names the checkpoints
+    whose logs proved it is theirs when it is written). ``on_record`` is told each finished record
+    from the calling thread."""
+
+    def add(record: Mapping[str, Any]) -> None:
+        done = stream.add(record)
+        if on_record is not None:
+            on_record(done)
+
+    for record in plan.records:
+        add(record)
+    store_for = local_store_for(plan)
+    threads = jobs or default_jobs(plan)
+    sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == SINK)
+    for group in [t for t in plan.tasks if t.kind != SINK], [t for t in plan.tasks if t.kind == SINK]:
+        run_tasks(
+            group, store_for, options, jobs=threads, progress=lambda _d, _t, r: add(r), sink_reads=sink_reads
+        )
+
+
+def audit_hints(options: MatrixOptions, storage_options: Mapping[str, Any] | None) -> Hints:
+    """Return the flags of an audit that its records' next steps repeat: ``audit``'s own
+    (``--spark``, ``--mode``, ``--live-window``) and the storage options that may be printed."""
+    return Hints.from_options(
+        {"spark_version": options.lines, "mode": options.modes, "live_window": options.base.live_window_s},
+        storage_pairs(storage_options or {}),
     )
 
 
-def finish(plan: FleetPlan, records: Sequence[dict[str, Any]], *, interrupted: bool = False) -> AuditResult:
-    """Combine the roots' records and the targets' records into the result (``interrupted``: the
-    records are those finished before the audit was stopped)."""
-    ordered = sort_records([*plan.records, *records])
-    link_sinks(ordered)
-    notes = sorted(plan.notes, key=lambda n: (n["url"], n["kind"]))
+def finish(
+    roots: Sequence[str],
+    notes: Sequence[dict[str, Any]],
+    records: Sequence[Mapping[str, Any]],
+    *,
+    interrupted: bool = False,
+) -> AuditResult:
+    """Return the result of the finished records (every one, the roots' included), sorted by URL
+    (``interrupted``: the records are those finished before the audit was stopped)."""
+    ordered = link_sinks(sort_records(records))
+    by_url = sorted(notes, key=lambda n: (n["url"], n["kind"]))
     return AuditResult(
-        tuple(plan.roots), tuple(ordered), tuple(notes), summarize(ordered, notes, interrupted=interrupted)
+        tuple(roots), tuple(ordered), tuple(by_url), summarize(ordered, by_url, interrupted=interrupted)
     )
 
 
@@ -555,10 +619,14 @@ def audit(
     jobs: int | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
-    progress: Progress | None = None,
+    hints: Hints | None = None,
+    clock: Callable[[], int] | None = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots, on this machine, with ``jobs``
-    threads (None: :func:`default_jobs`).
+    threads (None: :func:`default_jobs`). ``hints`` carry the flags the records' next steps repeat
+    (default: :func:`audit_hints`); ``clock`` stamps them (epoch millis); ``on_record`` is told
+    each finished record.
 
     Raises:
         MissingDependencyError: a root's protocol needs an extra that is not installed.
@@ -566,11 +634,10 @@ def audit(
     """
     fleet_options = fleet_storage_options(roots, storage_options, jobs or DEFAULT_JOBS)
     plan = plan_fleet(roots, fleet_options, include=include, exclude=exclude)
-    records = run_tasks(
-        plan.tasks,
-        local_store_for(plan),
-        as_matrix_options(options),
-        jobs=jobs or default_jobs(plan),
-        progress=progress,
+    matrix_options = as_matrix_options(options)
+    stream = RecordStream(
+        hints if hints is not None else audit_hints(matrix_options, storage_options),
+        clock or (lambda: int(time.time() * 1000)),
     )
-    return finish(plan, records)
+    audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record)
+    return finish(plan.roots, plan.notes, stream.records)

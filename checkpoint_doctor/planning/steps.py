@@ -7,7 +7,7 @@ planner's simulation and by the preconditions), how it runs (:meth:`Step.execute
 places outside ask for a kind and need a look when a kind is added: the planner's consequences
 (:mod:`checkpoint_doctor.planning.consequences`: which files a copy restores) and preconditions
 (:mod:`checkpoint_doctor.planning.preconditions`: a quarantined or copied file must be unchanged),
-and the plan text (:mod:`checkpoint_doctor.render.text`: a plan of ``run`` steps only applies nothing).
+and the plan text (:mod:`checkpoint_doctor.render.plan`: a plan of ``run`` steps only applies nothing).
 
 Kinds: ``quarantine`` (move a file into the backup; the checkpoint loses it), ``copy`` (create a file
 as a byte copy of another, whose sha256 must still match), ``write`` (create a file with given

@@ -166,7 +166,7 @@ def test_ctrl_c_keeps_the_written_records_and_a_summary_marked_interrupted(
             raise KeyboardInterrupt  # the operator presses Ctrl-C while the third directory finishes
         return report.next_step(record, hints)
 
-    monkeypatch.setattr("checkpoint_doctor.cli.audit.next_step", interrupted_on_the_third)
+    monkeypatch.setattr("checkpoint_doctor.fleet.run.next_step", interrupted_on_the_third)
     code, out, err = run(
         capsys, "audit", local_fleet.root, "--format", "jsonl", "--live-window", "0", "--jobs", "1"
     )
@@ -197,7 +197,7 @@ def test_ctrl_c_keeps_the_previous_html_page_or_writes_one_saying_130(
             raise KeyboardInterrupt
         return report.next_step(record, hints)
 
-    monkeypatch.setattr("checkpoint_doctor.cli.audit.next_step", interrupted_on_the_third)
+    monkeypatch.setattr("checkpoint_doctor.fleet.run.next_step", interrupted_on_the_third)
     code, out, err = run(
         capsys, "audit", local_fleet.root, "--format", "jsonl", "--html", str(page), "--force",
         "--live-window", "0", "--jobs", "1",

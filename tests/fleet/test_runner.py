@@ -161,14 +161,14 @@ def test_a_checkpoint_that_vanishes_mid_audit_is_recorded_and_the_audit_goes_on(
     gone = "team c/commits two behind"
     removed = []
 
-    def progress(done: int, total: int, record: dict) -> None:
+    def progress(record: dict) -> None:
         # After the first record (tasks run in path order with one job), someone deletes a
         # checkpoint the listing already holds.
         if not removed:
             fleet.remove(gone)
             removed.append(gone)
 
-    result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=1, progress=progress)
+    result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=1, on_record=progress)
     records = by_path(result)
 
     assert removed == [gone]
@@ -224,8 +224,9 @@ def test_the_s3_connection_pool_is_sized_to_the_jobs_unless_the_operator_set_it(
 
 
 def test_jobs_do_not_change_the_records(local_fleet: Fleet) -> None:
-    one = audit([local_fleet.root], options=OPTIONS, jobs=1)
-    many = audit([local_fleet.root], options=OPTIONS, jobs=8)
+    # One clock for both: each record is stamped when it finishes.
+    one = audit([local_fleet.root], options=OPTIONS, jobs=1, clock=lambda: 0)
+    many = audit([local_fleet.root], options=OPTIONS, jobs=8, clock=lambda: 0)
     assert one.records == many.records
     assert one.summary == many.summary
 

@@ -308,3 +308,14 @@ def test_read_heads_reads_the_first_bytes_only(backend: Backend, populated: str)
     assert out["state/0/0/1.delta"] == b""  # an empty file (S3 answers its range with 416)
     assert out["metadata"] == FILES["metadata"][:4]
     assert isinstance(out["offsets/9"], CheckpointNotFoundError)
+
+
+def test_subdirs_names_the_directories_directly_below_and_nothing_else(
+    backend: Backend, populated: str
+) -> None:
+    store = open_storage(populated, backend.options)
+
+    assert store.subdirs() == sorted(["café", "offsets", "state"])
+    assert store.subdirs("state") == ["0"]
+    assert store.subdirs("offsets") == []
+    assert store.subdirs("no such directory") == []

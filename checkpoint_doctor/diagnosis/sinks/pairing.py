@@ -29,10 +29,14 @@ A tolerance of :data:`CLOCK_SKEW_MS` allows for executor clocks (files) versus t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, detect_mode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
+
+T = TypeVar("T")
 
 #: Executors stamp the files, the driver stamps the batches: allow this much clock difference.
 CLOCK_SKEW_MS = 60_000
@@ -183,3 +187,35 @@ def pairing_evidence(snapshot: CheckpointSnapshot, sink: SinkLog) -> PairingEvid
     if not agree:
         return PairingEvidence(False, (ids, "no offsets file read is close enough in time to compare"))
     return PairingEvidence(True, (ids, *agree))
+
+
+@dataclass(frozen=True)
+class SinkChoice(Generic[T]):
+    """What the logs of the file sinks looked at for one checkpoint say: each candidate (a URL, a
+    fleet's candidate, ...) with its evidence, proven ones apart. Exactly one proven is paired;
+    several proven pair none (nothing tells them apart), and neither does a log that only fails
+    to prove it."""
+
+    proven: tuple[tuple[T, PairingEvidence], ...] = ()
+    unproven: tuple[tuple[T, PairingEvidence], ...] = ()
+
+    @property
+    def chosen(self) -> tuple[T, PairingEvidence] | None:
+        """Return the one sink proven to be the checkpoint's, or None."""
+        return self.proven[0] if len(self.proven) == 1 else None
+
+    @property
+    def contradicted(self) -> tuple[tuple[T, PairingEvidence], ...]:
+        """Return the candidates whose logs show they are another query's."""
+        return tuple(c for c in self.unproven if c[1].contradicted)
+
+
+def choose_sink(snapshot: CheckpointSnapshot, candidates: Iterable[tuple[T, SinkLog]]) -> SinkChoice[T]:
+    """Return which of the candidate sinks' logs prove they are this checkpoint's (see the module
+    docstring): the one rule of ``diagnose``, ``plan``, the Python API and the audit."""
+    proven: list[tuple[T, PairingEvidence]] = []
+    unproven: list[tuple[T, PairingEvidence]] = []
+    for key, sink in candidates:
+        evidence = pairing_evidence(snapshot, sink)
+        (proven if evidence.proven else unproven).append((key, evidence))
+    return SinkChoice(tuple(proven), tuple(unproven))

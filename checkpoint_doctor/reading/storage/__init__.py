@@ -18,6 +18,7 @@ from checkpoint_doctor.reading.storage.base import Storage, first_failure
 from checkpoint_doctor.reading.storage.errors import split_protocol, translate_error
 from checkpoint_doctor.reading.storage.local import LocalStorage, open_local, printable_name
 from checkpoint_doctor.reading.storage.options import S3_PROTOCOLS, parse_storage_options
+from checkpoint_doctor.reading.storage.urls import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.reading.storage.remote import FsspecStorage
@@ -38,6 +39,7 @@ __all__ = [
     "LocalStorage",
     "Storage",
     "first_failure",
+    "normalize_url",
     "open_storage",
     "parse_storage_options",
     "printable_name",

@@ -56,6 +56,15 @@ class Storage(Protocol):
         """
         ...
 
+    def subdirs(self, rel: str = "") -> list[str]:
+        """Return the names of the directories directly below a path, sorted (one shallow listing:
+        a request with a delimiter on an object store; empty when the path does not exist).
+
+        Raises:
+            StorageError: the path exists and cannot be listed.
+        """
+        ...
+
     def read(self, rel: str, *, max_bytes: int | None = None) -> bytes:
         """Return the bytes of one file.
 

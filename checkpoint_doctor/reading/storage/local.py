@@ -301,6 +301,17 @@ class LocalStorage(RootedPaths):
             return walk.listing()
 
     # ----------------------------------------------------------------------------- reading
+    def subdirs(self, rel: str = "") -> list[str]:
+        """Return the directories directly below a path (symlinks to directories count, as
+        Hadoop's local file system follows them)."""
+        with translated(self.url_of(rel), "list"):
+            try:
+                entries = list(os.scandir(self.full_path(rel)))
+            except (FileNotFoundError, NotADirectoryError):
+                return []
+            # A name that is not UTF-8 has no URL to give (the tree walk aliases it): left out.
+            return sorted(e.name for e in entries if printable_name(e.name) == e.name and e.is_dir())
+
     def read(self, rel: str, *, max_bytes: int | None = None) -> bytes:
         """Return the bytes of one regular file, at most ``max_bytes`` of them."""
         return self._read(rel, max_bytes, head=False)

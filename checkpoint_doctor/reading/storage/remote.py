@@ -99,6 +99,22 @@ class FsspecStorage(RootedPaths):
             files.sort(key=lambda f: f.path)
             return Listing(tuple(files), tuple(sorted(dirs)))
 
+    def subdirs(self, rel: str = "") -> list[str]:
+        """Return the prefixes directly below a path: one listing with a delimiter (s3fs ``ls``)."""
+        path = self.full_path(rel)
+        with translated(self.url_of(rel), "list"):
+            try:
+                entries = self.fs.ls(path, detail=True, refresh=True)
+            except FileNotFoundError:
+                return []
+            base = path.strip("/") + "/"
+            names = []
+            for info in entries:
+                name = str(info.get("name", "")).strip("/")
+                if info.get("type") == "directory" and name.startswith(base):
+                    names.append(name[len(base) :])
+            return sorted(n for n in names if n and "/" not in n)
+
     # ----------------------------------------------------------------------------- reading
     def read(self, rel: str, *, max_bytes: int | None = None) -> bytes:
         """Return the bytes of one file; with ``max_bytes``, one ranged GET of ``max_bytes + 1``."""

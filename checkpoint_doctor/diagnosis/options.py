@@ -1,0 +1,61 @@
+"""One builder of the restart matrix's options, for the CLI, the Python API and the audit. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from checkpoint_doctor.diagnosis.matrix import MatrixOptions
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DiagnoseOptions
+from checkpoint_doctor.diagnosis.versions import line_of
+from checkpoint_doctor.model import KafkaLive
+
+
+def matrix_options(
+    *,
+    now_ms: int,
+    spark: Sequence[str] = (),
+    modes: Sequence[str] = (),
+    sources: int | None = None,
+    stateful: bool | None = None,
+    checkpoint_format_version: int | None = None,
+    live_window_s: float = DEFAULT_LIVE_WINDOW_S,
+    sink_note: str | None = None,
+    own_writes: frozenset[tuple[str, int | str]] = frozenset(),
+    kafka: KafkaLive | None = None,
+) -> MatrixOptions:
+    """Return the options of a restart matrix: ``spark`` names lines or versions (``4.3``,
+    ``4.3.0``: each its line, once), ``modes`` the restart modes (both empty: every plausible
+    restart); the rest is what every cell's diagnosis takes.
+
+    Raises:
+        ValueError: a Spark version names no supported line.
+    """
+    return MatrixOptions(
+        lines=tuple(dict.fromkeys(line_of(v) for v in spark)),
+        modes=tuple(modes),
+        base=DiagnoseOptions(
+            sources=sources,
+            stateful=stateful,
+            checkpoint_format_version=checkpoint_format_version,
+            # A float whoever passes it (the CLI's option is one): a plan's request records it, and
+            # its id hashes the text (``0`` and ``0.0`` would name two plans).
+            live_window_s=float(live_window_s),
+            now_ms=now_ms,
+            own_writes=own_writes,
+            kafka=kafka,
+        ),
+        sink_note=sink_note,
+    )
+
+
+def as_matrix_options(options: MatrixOptions | DiagnoseOptions | None) -> MatrixOptions:
+    """Return matrix options; a single-cell ``DiagnoseOptions`` names its line and mode, if any."""
+    if isinstance(options, MatrixOptions):
+        return options
+    base = options or DiagnoseOptions()
+    return MatrixOptions(
+        lines=(line_of(base.spark),) if base.spark else (),
+        modes=(base.mode,) if base.mode else (),
+        base=replace(base, spark=None, mode=None),
+    )

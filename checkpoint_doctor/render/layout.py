@@ -1,0 +1,236 @@
+"""Layout of the text the commands print: tables, key-value blocks, sections, wrapped lines, and
+the one JSON document. No click, no I/O: strings out.
+
+JSON output is always one document (:mod:`checkpoint_doctor.render.documents`: the envelope, the schema
+versions and the JSON Schemas). Tables use one fixed ``tablefmt`` and fixed column order, and never
+truncate paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import datetime
+from typing import Any
+
+from checkpoint_doctor.render.documents import dumps, envelope
+
+
+def tabulate(*args: Any, **kwargs: Any) -> str:
+    """tabulate's table, imported on first use (JSON output never pays for it at start-up)."""
+    from tabulate import tabulate as _tabulate
+
+    return str(_tabulate(*args, **kwargs))
+
+
+TABLEFMT = "simple"
+
+#: Control characters a name or a file's text may carry (an ESC sequence in an object key would
+#: recolour or rewrite the operator's terminal): shown as ``\xNN`` like non-UTF-8 bytes. Newline
+#: and tab are the renderers' own.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x20), 0x7F, *range(0x80, 0xA0)) if c not in (0x09, 0x0A)}
+
+
+def printable(text: str) -> str:
+    """Return text with control characters (other than newline and tab) shown as escapes."""
+    return text.translate(_CONTROLS)
+
+
+def one_line(text: str) -> str:
+    """Return text for one table cell: every control character, newline and tab too, as an escape."""
+    return printable(text).replace("\n", "\\x0a").replace("\t", "\\x09")
+
+
+class JsonDocument(str):
+    """A command's JSON document, as text, with what it holds: the CLI writes it once the exit
+    code is known (the envelope's ``exit_code`` is the process's exit code)."""
+
+    command: str
+    result: Any
+    error: dict[str, Any] | None
+
+    def __new__(cls, command: str, result: Any = None, error: dict[str, Any] | None = None) -> JsonDocument:
+        doc = envelope(command, generated_at_ms=0, exit_code=0, result=result, error=error)
+        self = super().__new__(cls, dumps(doc))
+        self.command = command
+        self.result = result
+        self.error = error
+        return self
+
+    def final(self, *, exit_code: int, generated_at_ms: int) -> str:
+        """Return the document's text with its exit code and time."""
+        return dumps(
+            envelope(
+                self.command,
+                generated_at_ms=generated_at_ms,
+                exit_code=exit_code,
+                result=self.result,
+                error=self.error,
+            )
+        )
+
+
+def json_document(command: str, result: Any = None, *, error: dict[str, Any] | None = None) -> JsonDocument:
+    """Return the one JSON document a command prints (see :mod:`checkpoint_doctor.render.documents`)."""
+    return JsonDocument(command, result, error)
+
+
+#: The width text is laid out for (the CLI sets the terminal's: ``COLUMNS`` or the tty's).
+_WIDTH: ContextVar[int] = ContextVar("width", default=100)
+#: A column is never wrapped narrower than this.
+MIN_COLUMN = 30
+
+
+@contextmanager
+def layout(width: int) -> Iterator[None]:
+    """Lay text out for ``width`` columns inside the block."""
+    token = _WIDTH.set(max(40, width))
+    try:
+        yield
+    finally:
+        _WIDTH.reset(token)
+
+
+def line_width() -> int:
+    """Return the width text is laid out for."""
+    return _WIDTH.get()
+
+
+def _column_limits(
+    headers: Sequence[str], body: Sequence[Sequence[Any]], width: int, keep: Sequence[int] = ()
+) -> list[int | None]:
+    """Return per-column maximum widths so that the table fits ``width``: the widest columns are
+    narrowed first, never below :data:`MIN_COLUMN` and never those in ``keep`` (paths, which must
+    stay whole to be copied; a table that cannot fit stays wider)."""
+    widths = [
+        max([len(str(h))] + [max((len(x) for x in str(r[i]).splitlines()), default=0) for r in body])
+        for i, h in enumerate(headers)
+    ]
+    natural = list(widths)
+    narrowable = [j for j in range(len(widths)) if j not in keep]
+    while narrowable and sum(widths) + 2 * (len(widths) - 1) > width:
+        i = max(narrowable, key=lambda j: widths[j])
+        if widths[i] <= MIN_COLUMN:
+            break
+        widths[i] -= 1
+    return [w if w < n else None for w, n in zip(widths, natural, strict=True)]
+
+
+def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, keep: Sequence[int] = ()) -> str:
+    """Return a table in the project's fixed format ('-' for empty cells), its widest text columns
+    wrapped so that it fits the layout width (the columns in ``keep`` never are)."""
+    # Escaped before the widths are measured, so a name with control characters keeps its column;
+    # a newline too (a file named "junk\nstate  fake" printed a row of its own).
+    body = [
+        ["-" if c is None or c == "" else (one_line(c) if isinstance(c, str) else c) for c in row]
+        for row in rows
+    ]
+    limits = _column_limits(headers, body, line_width(), keep) if body else []
+    if any(limits):
+        return tabulate(
+            body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True, maxcolwidths=limits
+        )
+    return tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+
+
+def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
+    """Return aligned ``key  value`` lines, long values wrapped under their column."""
+    items = [(k, "-" if v is None or v == "" else str(v)) for k, v in pairs]
+    width = max((len(k) for k, _ in items), default=0)
+    room = max(line_width() - width - 2, 20)
+    out = []
+    for k, v in items:
+        wrapped = "\n".join(fill(part, room) for part in v.split("\n"))
+        out.append(f"{k.ljust(width)}  " + wrapped.replace("\n", "\n" + " " * (width + 2)))
+    return "\n".join(out)
+
+
+def bullets(items: Iterable[str]) -> str:
+    """Return ``- item`` lines, each wrapped to the layout width under its text."""
+    import textwrap
+
+    return "\n".join(
+        textwrap.fill(
+            item,
+            width=line_width(),
+            initial_indent="- ",
+            subsequent_indent="  ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+        for item in items
+    )
+
+
+def fill(text: str, width: int) -> str:
+    import textwrap
+
+    if len(text) <= width:
+        return text
+    return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)
+
+
+def human_bytes(n: int) -> str:
+    """Return a byte count in B/KiB/MiB/GiB."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def section(title: str, body: str) -> str:
+    """Return a titled block."""
+    return f"{title}\n{body}" if body else title
+
+
+def wrap(text: str, indent: int) -> str:
+    import textwrap
+
+    return textwrap.fill(
+        text,
+        width=line_width(),
+        initial_indent=" " * indent,
+        subsequent_indent=" " * indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+
+
+#: A command the operator copies: printed whole on its own line, never wrapped.
+_COMMAND = "checkpoint-doctor "
+
+
+def hang(text: str, first: str, rest: str) -> str:
+    """Return ``text`` wrapped to the layout width, its first line after ``first``, the others
+    indented by ``rest``; a ``checkpoint-doctor`` command in it goes whole on a line of its own."""
+    import textwrap
+
+    def fill(part: str, head: str) -> str:
+        return textwrap.fill(
+            part,
+            width=line_width(),
+            initial_indent=head,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        )
+
+    lead, mark, command = text.partition(_COMMAND)
+    if not mark or "'" in command[:1] or lead.endswith("'"):
+        return fill(text, first)
+    lead = lead.rstrip()
+    head = fill(lead, first) + "\n" if lead else first
+    return head + (rest if lead else "") + mark + command
+
+
+def local_time(ms: Any) -> str:
+    """Return epoch millis as the reader's local time with its UTC offset (``-`` when unknown)."""
+    if not isinstance(ms, int) or isinstance(ms, bool):
+        return "-"
+    try:
+        return datetime.fromtimestamp(ms / 1000).astimezone().strftime("%Y-%m-%d %H:%M:%S %z")
+    except (OverflowError, OSError, ValueError):  # a hand-edited record: show what it holds
+        return str(ms)

@@ -1,0 +1,170 @@
+"""The text of ``plan``: the ranked options, the steps, what to expect and what to run next. Pure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoint_doctor.render.hints import Hints
+from checkpoint_doctor.render.layout import (
+    bullets,
+    hang,
+    key_values,
+    section,
+    wrap,
+)
+
+
+def _pre_text(p: dict[str, Any]) -> str:
+    # Imported here: only plan renderings need the planner's types (start-up of the other commands).
+    from checkpoint_doctor.planning.preconditions import parse_precondition
+
+    return parse_precondition(p).describe()
+
+
+def _step_text(s: dict[str, Any]) -> str:
+    from checkpoint_doctor.planning.steps import parse_step
+
+    return parse_step(s).describe()
+
+
+def _option_lines(group: dict[str, Any]) -> list[str]:
+    lines = [hang(f"{group['finding']}: {group['message']}", "", "  ")]
+    for opt in group["options"]:
+        if opt.get("available") is False:
+            lines.append(hang(f"{opt['strategy']}: not possible ({opt['reason']})", "  -  ", "     "))
+            continue
+        mark = " (chosen)" if opt["chosen"] else ""
+        alone = opt["consequences"].get("starts_in_every_cell")
+        mark += " (not enough on its own)" if alone is False else ""
+        lines.append(
+            hang(
+                f"{opt['strategy']}{mark}" + (f": {opt['note']}" if opt["note"] else ""),
+                f"  {opt['rank']}. ",
+                "      ",
+            )
+        )
+        summary = opt["consequences"].get("summary")
+        if summary:
+            lines.append(wrap(summary, 6))
+    return lines
+
+
+def _expected_text(exp: dict[str, Any]) -> str:
+    cells = exp.get("cells") or []
+    text = "Expected after apply: " + exp["restart"]
+    if exp.get("codes"):
+        text += f" (remaining codes: {', '.join(exp['codes'])})"
+    text = hang(text, "", "  ")
+    if len(cells) > 1:
+        text += "".join(
+            "\n"
+            + hang(
+                f"{c['label']}: {c['before']} -> {c.get('after') or 'after the run: diagnose again'}",
+                "  ",
+                "    ",
+            )
+            for c in cells
+        )
+    if exp.get("after"):
+        text += "\n" + hang(f"Then: {exp['after']}", "", "  ")
+    return text
+
+
+def _unresolved_text(items: list[dict[str, Any]]) -> str:
+    lines = []
+    for u in items:
+        where = ", ".join(f"Spark {c['spark']} {c['mode']}" for c in u.get("cells") or [])
+        lines.append(hang(f"{u['code']}: {u['reason']}" + (f" ({where})" if where else ""), "  - ", "    "))
+        lines.append(hang(f"what you can do: {u['manual']}", "    ", "    "))
+    return "\n".join(lines)
+
+
+def _sink_text(plan: dict[str, Any]) -> str:
+    """The sink output the plan checked, else the kind the operator named with ``--sink``."""
+    if plan["sink"]:
+        return str(plan["sink"])
+    kind = (plan.get("request") or {}).get("sink_kind")
+    return f"{kind} (--sink {kind}; no sink output checked)" if kind else "not checked (no --sink-path)"
+
+
+@dataclass(frozen=True)
+class PlanFollowUp:
+    """What ``plan`` says after the plan: where it went (``-o``; not written when it has no step),
+    the command that writes it, and the one that plans it accepting data loss (when only that
+    would repair it)."""
+
+    output: str | None = None
+    written: bool = False
+    write: str | None = None
+    consent: str | None = None
+
+
+def _plan_ending(plan: dict[str, Any], follow: PlanFollowUp, hints: Hints) -> list[str]:
+    runnable = any(s["kind"] != "run" for s in plan["steps"])
+    if follow.written and follow.output:
+        tail = f" Apply it with: {hints.apply(follow.output)}" if runnable else ""
+        return [f"Plan written to {follow.output}.{tail}"]
+    blocks = []
+    if plan["steps"] and follow.write:
+        blocks.append(f"Write the plan to a file, then apply it:\n  {follow.write}")
+    if plan["steps"]:
+        return blocks
+    if follow.output:
+        blocks.append(f"Nothing to apply: no plan file was written to {follow.output}.")
+    if follow.consent:
+        blocks.append(f"To plan it anyway, accepting the data loss named above:\n  {follow.consent}")
+    elif plan["unresolved"]:
+        blocks.append(
+            "No plan can be applied: no change checkpoint-doctor can make repairs the errors above; "
+            "their 'what you can do' says what can."
+        )
+    return blocks
+
+
+def render_plan(
+    plan: dict[str, Any],
+    written_to: str | None,
+    hints: Hints | None = None,
+    follow: PlanFollowUp | None = None,
+) -> str:
+    """Return a plan as text: options with consequences, steps, preconditions, expected result, and
+    the next command (apply the written file, write it, or plan it accepting data loss)."""
+    blocks = [
+        key_values(
+            [
+                ("Plan", plan["plan_id"]),
+                ("Checkpoint", plan["checkpoint"]),
+                ("Sink", _sink_text(plan)),
+                (
+                    "Restart",
+                    "; ".join(f"Spark {c['spark']}, {c['mode']}" for c in plan.get("cells") or [])
+                    or f"Spark {plan['spark']}, {plan['mode']}",
+                ),
+                ("Strategy", plan["strategy"] or "none"),
+                ("Addresses", ", ".join(plan["addresses"]) or "nothing"),
+            ]
+        )
+    ]
+    for group in plan["options"]:
+        text = "\n".join(_option_lines(group))
+        blocks.append(section("Options", text) if group is plan["options"][0] else text)
+    if plan["steps"]:
+        steps = "\n".join(
+            hang(f"{_step_text(s)}  ({s['reason']})", f"  {i}. ", "     ")
+            for i, s in enumerate(plan["steps"], 1)
+        )
+        blocks.append(section("Steps, in order", steps))
+        pres = "\n".join(hang(_pre_text(p), "  - ", "    ") for p in plan["preconditions"])
+        blocks.append(section("Preconditions checked by apply", pres))
+        blocks.append(_expected_text(plan["expected"]))
+    for w in plan["warnings"]:
+        blocks.append(hang(f"WARNING: {w}", "", "  "))
+    if plan.get("assumptions"):
+        blocks.append(section("Assumptions", bullets(plan["assumptions"])))
+    if plan["unresolved"]:
+        blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan["unresolved"])))
+    if follow is None:  # the plan shown before apply's question: written already
+        follow = PlanFollowUp(output=written_to, written=written_to is not None)
+    blocks += _plan_ending(plan, follow, hints or Hints())
+    return "\n\n".join(blocks) + "\n"
