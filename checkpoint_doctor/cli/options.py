@@ -288,18 +288,18 @@ def pair_nearby(snapshot: Any, found: Sequence[tuple[str, Any, Any]]) -> tuple[A
     from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
     from checkpoint_doctor.reading.pipeline import attach_sink
 
-    proven: list[tuple[str, Any, str]] = []
-    rejected: list[tuple[str, Any, str]] = []
+    proven: list[tuple[str, Any, str, Any]] = []
+    rejected: list[tuple[str, Any, str, Any]] = []
     for url, sink, arg in found:
         evidence = pairing_evidence(snapshot, sink)
-        (proven if evidence.proven else rejected).append((url, arg, evidence.text))
+        (proven if evidence.proven else rejected).append((url, arg, evidence.text, sink))
     if len(proven) == 1:
-        url, arg, why = proven[0]
+        url, arg, why, parsed = proven[0]
         return attach_sink(
-            snapshot, arg
+            snapshot, arg, parsed
         ), f"file sink {url} found next to the checkpoint and checked with it ({why})"
     if proven or rejected:
-        named = ", ".join(u for u, _, _ in proven + rejected)
+        named = ", ".join(u for u, *_ in proven + rejected)
         why = "several match" if len(proven) > 1 else rejected[0][2]
         return snapshot, (
             f"file sink not checked: a file sink output is next to the checkpoint ({named}) but its log "

@@ -288,7 +288,7 @@ def _pair_sink(
 
     The sink logs read are shared by the audit; ``reads`` counts those this record owns
     (:class:`SinkReads`)."""
-    proven: list[tuple[SinkCandidate, tuple[Any, ...], str]] = []
+    proven: list[tuple[SinkCandidate, tuple[Any, ...], str, SinkLog]] = []
     rejected: list[tuple[str, str]] = []
     reads = 0
     for candidate in task.sinks:
@@ -302,15 +302,15 @@ def _pair_sink(
         reads += count
         evidence = pairing_evidence(snapshot, sink)
         if evidence.proven:
-            proven.append((candidate, arg, evidence.text))
+            proven.append((candidate, arg, evidence.text, sink))
         elif evidence.contradicted:
             rejected.append((candidate.url, evidence.text))
     if len(proven) == 1:
-        candidate, arg, why = proven[0]
+        candidate, arg, why, parsed = proven[0]
         found = {"checked": True, "url": candidate.url, "evidence": why, "reads": reads}
-        return attach_sink(snapshot, arg), found
+        return attach_sink(snapshot, arg, parsed), found
     if proven:
-        urls = ", ".join(c.url for c, _, _ in proven)
+        urls = ", ".join(c.url for c, *_ in proven)
         return snapshot, {
             "checked": False,
             "url": None,
