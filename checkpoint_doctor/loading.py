@@ -72,7 +72,7 @@ def pair_nearby(
     choice = choose_sink(snapshot, ((s, s.log) for s in found))
     if choice.chosen is not None:
         sink, evidence = choice.chosen
-        return attach_sink(snapshot, sink.arg), (
+        return attach_sink(snapshot, sink.arg, sink.log), (
             f"file sink {sink.url} found next to the checkpoint and checked with it ({evidence.text})"
         )
     if choice.proven or choice.unproven:

@@ -27,7 +27,7 @@ Section ``inspect``:
   partitions and ``.crc`` files the tree would hold ~88,000 files instead of ~50,000.
 * Local: the library call behind ``inspect --deep`` (``load_checkpoint(path, depth="deep")`` then
   ``inspect_report``) against a bare recursive ``os.scandir`` walk that ``stat``-s every file of the
-  same tree (best of ``--repeat`` runs each; goal: ratio <= 1.5), and the wall time of
+  same tree (median of ``--repeat`` runs each, interleaved; goal: ratio <= 1.5), and the wall time of
   ``checkpoint-doctor inspect --deep <path>`` as a subprocess (also as a ratio to the walk).
 * S3: a moto server on 127.0.0.1 (in this process, ``ThreadedMotoServer``); requests are counted on
   the server side from its access log (the ``werkzeug`` logger), by kind. ``inspect`` at default
@@ -53,6 +53,7 @@ import os
 import pstats
 import re
 import shutil
+import statistics
 import struct
 import subprocess
 import sys
@@ -61,7 +62,7 @@ import time
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -249,22 +250,58 @@ def scandir_walk(root: str) -> int:
     return count
 
 
-def best_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Return (best wall time in seconds, last result) over ``repeat`` runs."""
-    best = math.inf
+def median_of(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
+    """Return (median wall time in seconds, last result) over ``repeat`` runs.
+
+    The median, not the best: on a shared, loaded machine the best of a few runs is the one the
+    other processes happened to leave alone, and a ratio of two such lucky runs says little."""
+    times = []
     result = None
-    for _ in range(repeat):
+    for _ in range(max(1, repeat)):
         start = time.perf_counter()
         result = fn()
-        best = min(best, time.perf_counter() - start)
-    return best, result
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), result
+
+
+def interleaved_medians(fns: Sequence[Callable[[], Any]], repeat: int) -> tuple[list[float], list[Any]]:
+    """Run each function once per round, ``repeat`` rounds, in turn; return the median time of each
+    and its last result. A baseline and the figure compared with it see the same load."""
+    times: list[list[float]] = [[] for _ in fns]
+    results: list[Any] = [None] * len(fns)
+    for _ in range(max(1, repeat)):
+        for i, fn in enumerate(fns):
+            start = time.perf_counter()
+            results[i] = fn()
+            times[i].append(time.perf_counter() - start)
+    return [statistics.median(t) for t in times], results
 
 
 #: Byte code for the CLI runs: pip compiles an installed package's modules, so a user's command
 #: does not compile its sources on every start. This machine sets PYTHONDONTWRITEBYTECODE; the
-#: runs below keep their byte code in a temporary cache instead (the best of the runs is warm).
+#: runs below keep their byte code in a temporary cache instead, filled by :func:`warm_up_cli`
+#: before any run is timed.
 PYCACHE = tempfile.mkdtemp(prefix="cd-bench-pyc-")
 atexit.register(shutil.rmtree, PYCACHE, True)
+
+
+def warm_up_cli() -> None:
+    """Run each command the sections time once, untimed, on a bundled fixture: their modules are
+    compiled into :data:`PYCACHE` as an installed package's are, and no timed run is the cold one."""
+    example = REPO / "fixtures" / "spark-4.3.0" / "window_agg"
+    for extra in (
+        ["diagnose", str(example / "checkpoint"), "--format", "json"],
+        ["diagnose", str(example / "checkpoint")],
+        ["inspect", str(example / "checkpoint")],
+        ["audit", str(example), "--format", "jsonl"],
+    ):
+        subprocess.run(
+            [*_cli_command(), *extra],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=_cli_env(),
+            check=False,
+        )
 
 
 def _cli_env() -> dict[str, str]:
@@ -543,8 +580,9 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
         def library() -> dict[str, Any]:
             return inspect_report(load_checkpoint(path, depth="deep"))
 
-        walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
-        lib_s, report = best_of(library, args.repeat)
+        (walk_s, lib_s), (n_walk, report) = interleaved_medians(
+            [lambda: scandir_walk(path), library], args.repeat
+        )
         assert report["files"]["count"] == n_walk, (report["files"]["count"], n_walk)
         assert report["offsets"]["count"] == args.batches
         rows.append(
@@ -560,7 +598,7 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
             )
         )
         cli_times = []
-        for _ in range(max(1, min(args.repeat, 3))):
+        for _ in range(max(1, args.repeat)):
             start = time.perf_counter()
             proc = subprocess.run(
                 [*_cli_command(), "inspect", "--deep", path],
@@ -574,7 +612,7 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
                 raise SystemExit(
                     f"checkpoint-doctor inspect failed ({proc.returncode}): {proc.stderr.decode()}"
                 )
-        cli_s = min(cli_times)
+        cli_s = statistics.median(cli_times)
         rows.append(
             (
                 "local `checkpoint-doctor inspect --deep` subprocess",
@@ -620,7 +658,7 @@ def section_inspect(args: argparse.Namespace) -> list[Row]:
 # * Local: a tree of ``--audit-files`` (115,000) files shaped like the 59 real-world checkpoints of
 #   issue 24 (:func:`build_fleet_tree`: large stateful queries with deep state, many small ones, 7
 #   file sinks with data files beside their checkpoints, non-checkpoint exports); the library call of
-#   ``checkpoint-doctor audit`` (best of ``--repeat``) against the bare ``os.scandir`` walk of the
+#   ``checkpoint-doctor audit`` (median of ``--repeat``, interleaved with the walk) against the bare ``os.scandir`` walk of the
 #   same tree (goal: ratio <= 2), and the CLI as a subprocess.
 
 AUDIT_BATCHES = 5
@@ -966,8 +1004,9 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
         )
         path = str(work / "fleet")
         dopts = DiagnoseOptions(live_window_s=0)
-        walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
-        audit_s, result = best_of(lambda: audit([path], options=dopts), args.repeat)
+        (walk_s, audit_s), (n_walk, result) = interleaved_medians(
+            [lambda: scandir_walk(path), lambda: audit([path], options=dopts)], args.repeat
+        )
         assert n_walk == files, (n_walk, files)
         assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
         rows.append(
@@ -989,7 +1028,7 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
             )
         )
         cli_times = []
-        for _ in range(max(1, min(args.repeat, 3))):
+        for _ in range(max(1, args.repeat)):
             start = time.perf_counter()
             proc = subprocess.run(
                 [*_cli_command(), "audit", path, "--format", "jsonl", "--live-window", "0"],
@@ -1006,9 +1045,9 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
         rows.append(
             (
                 "local `checkpoint-doctor audit --format jsonl` subprocess",
-                seconds(min(cli_times)),
+                seconds(statistics.median(cli_times)),
                 seconds(walk_s),
-                ratio(min(cli_times), walk_s),
+                ratio(statistics.median(cli_times), walk_s),
                 "-",
             )
         )
@@ -1047,6 +1086,24 @@ def section_audit(args: argparse.Namespace) -> list[Row]:
 #   longest chain of requests each sent after the previous one's answer (goal: 3).
 
 
+@contextmanager
+def spark_lock() -> Iterator[None]:
+    """Hold the lock file named by ``CHECKPOINT_DOCTOR_SPARK_LOCK`` (one JVM at a time on a shared
+    machine, as ``generate_fixtures.py`` does); the wait for it is not part of the restart's time."""
+    path = os.environ.get("CHECKPOINT_DOCTOR_SPARK_LOCK")
+    if not path:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
 def _spark_restart_seconds(scenario_dir: Path, work: Path, mode: str) -> tuple[float, bool]:
     sys.path.insert(0, str(REPO / "scripts"))
     import generate_fixtures
@@ -1059,14 +1116,15 @@ def _spark_restart_seconds(scenario_dir: Path, work: Path, mode: str) -> tuple[f
     jobs = work / "jobs.json"
     results = work / "results.json"
     jobs.write_text(json.dumps([job]))
-    start = time.perf_counter()
-    subprocess.run(
-        [str(python), str(REPO / "scripts" / "sparklab.py"), str(jobs), str(results)],
-        check=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    elapsed = time.perf_counter() - start
+    with spark_lock():
+        start = time.perf_counter()
+        subprocess.run(
+            [str(python), str(REPO / "scripts" / "sparklab.py"), str(jobs), str(results)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        elapsed = time.perf_counter() - start
     return elapsed, json.loads(results.read_text())[0]["started"]
 
 
@@ -1189,7 +1247,7 @@ def section_diagnose(args: argparse.Namespace) -> list[Row]:
             cp = work / name / "checkpoint"
             shutil.copytree(scenario_dir / "checkpoint", cp)
             times = []
-            for _ in range(max(1, min(args.repeat, 3))):
+            for _ in range(max(1, args.repeat)):
                 start = time.perf_counter()
                 proc = subprocess.run(
                     [
@@ -1210,7 +1268,7 @@ def section_diagnose(args: argparse.Namespace) -> list[Row]:
                 )
                 times.append(time.perf_counter() - start)
             verdict = json.loads(proc.stdout)["result"]["restart"]["outcome"]
-            doctor_s = min(times)
+            doctor_s = statistics.median(times)
             spark_s, started = _spark_restart_seconds(scenario_dir, work / name, mode)
             assert (verdict == "starts") == started, (name, verdict, started)
             rows.append(
@@ -1233,9 +1291,11 @@ def section_diagnose(args: argparse.Namespace) -> list[Row]:
             )
         tree = build_synthetic(work / "ckpt", args)
         path = str(tree)
-        walk_s, n_walk = best_of(lambda: scandir_walk(path), args.repeat)
         opts = DiagnoseOptions(live_window_s=0)
-        deep_s, result = best_of(lambda: diagnose(load_checkpoint(path, depth="deep"), opts), args.repeat)
+        (walk_s, deep_s), (n_walk, result) = interleaved_medians(
+            [lambda: scandir_walk(path), lambda: diagnose(load_checkpoint(path, depth="deep"), opts)],
+            args.repeat,
+        )
         assert result.prediction.starts
         rows.append(
             ("local walk: os.scandir + stat (baseline)", seconds(walk_s), f"{n_walk} files", "1.00", "-")
@@ -1488,18 +1548,8 @@ def section_memory(args: argparse.Namespace) -> list[Row]:
 # micro-batch``), end to end, in the same run (goal: ratio <= 1.3):
 # * the library call (load + diagnose) on the synthetic ~50,000-file checkpoint of section
 #   ``inspect`` (default depth: what ``diagnose`` reads) and on the bundled ``async-tail`` fixture
-#   (10 cells: 5 lines x async and micro-batch), best of ``--repeat``, cell and matrix interleaved;
+#   (10 cells: 5 lines x async and micro-batch), median of ``--repeat``, cell and matrix interleaved;
 # * ``checkpoint-doctor diagnose`` as a subprocess on ``async-tail`` (what an operator runs).
-
-
-def _interleaved_best(fns: list[Callable[[], Any]], repeat: int) -> list[float]:
-    best = [float("inf")] * len(fns)
-    for _ in range(max(1, repeat)):
-        for i, fn in enumerate(fns):
-            start = time.perf_counter()
-            fn()
-            best[i] = min(best[i], time.perf_counter() - start)
-    return best
 
 
 def _ms(value: float) -> str:
@@ -1521,13 +1571,19 @@ def section_matrix(args: argparse.Namespace) -> list[Row]:
         shutil.copytree(REPO / "fixtures" / "spark-4.3.0" / "async-tail" / "checkpoint", tail)
         for name, path in (("synthetic checkpoint", str(tree)), ("async-tail fixture", str(tail))):
             cells = len(diagnose_matrix(load_checkpoint(path), every).cells)
-            cell_s, matrix_s = _interleaved_best(
+            # A tiny checkpoint takes a millisecond: each timing is the median of rounds of
+            # ``inner`` calls, so that one scheduling hiccup is not a figure.
+            inner = max(
+                1, int(0.05 / max(1e-6, median_of(lambda p=path: diagnose(load_checkpoint(p), one), 3)[0]))
+            )
+            (cell_s, matrix_s), _ = interleaved_medians(
                 [
-                    lambda p=path: diagnose(load_checkpoint(p), one),
-                    lambda p=path: diagnose_matrix(load_checkpoint(p), every),
+                    lambda p=path, n=inner: [diagnose(load_checkpoint(p), one) for _ in range(n)],
+                    lambda p=path, n=inner: [diagnose_matrix(load_checkpoint(p), every) for _ in range(n)],
                 ],
                 args.repeat,
             )
+            cell_s, matrix_s = cell_s / inner, matrix_s / inner
             rows.append((f"{name}: load + one cell, library (baseline)", _ms(cell_s), "-", "1.00", "-"))
             rows.append(
                 (
@@ -1549,8 +1605,8 @@ def section_matrix(args: argparse.Namespace) -> list[Row]:
                 env=_cli_env(),
             )
 
-        cell_s, matrix_s = _interleaved_best(
-            [lambda: cli(["--spark", "4.3", "--mode", "micro-batch"]), lambda: cli([])], min(args.repeat, 5)
+        (cell_s, matrix_s), _ = interleaved_medians(
+            [lambda: cli(["--spark", "4.3", "--mode", "micro-batch"]), lambda: cli([])], args.repeat
         )
         rows.append(
             (
@@ -1586,8 +1642,9 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
 }
 
 
-def print_table(rows: list[Row]) -> None:
-    headers = ("figure", "value", "baseline", "ratio", "goal")
+def print_table(
+    rows: list[Row], headers: tuple[str, ...] = ("figure", "value", "baseline", "ratio", "goal")
+) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
     print("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)))
     print("  ".join("-" * w for w in widths))
@@ -1595,12 +1652,51 @@ def print_table(rows: list[Row]) -> None:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
 
 
+_GOAL = re.compile(r"^(<=|>=)?\s*([0-9.]+)\s*x?\b")
+_NUMBER = re.compile(r"([0-9]+(?:\.[0-9]+)?)")
+
+
+def judge(row: Row) -> tuple[str, str] | None:
+    """Return (measured, ``met``/``missed``) of a row with a numeric goal (``<= 1.30``, ``>= 80x
+    faster``, ``1.00``, ``<= 3``), else None: the measured figure is the ratio column, or the
+    value column where the row has no ratio (round trips), or the figure's own ``N.Nx`` (speed-ups)."""
+    figure, value, _, ratio_text, goal = row
+    found = _GOAL.match(goal.strip())
+    if found is None:
+        return None
+    op, bound = found.group(1) or "<=", float(found.group(2))
+    for text in (ratio_text, value, figure.rpartition(":")[2]):
+        number = _NUMBER.search(text) if text.strip() not in ("", "-", "n/a") else None
+        if number is not None:
+            measured = float(number.group(1))
+            met = measured <= bound if op == "<=" else measured >= bound
+            if not found.group(1) and goal.strip() == found.group(0).strip():
+                met = measured <= bound  # a bare number is a ceiling (requests, ratios of 1.00)
+            return text.strip(), "met" if met else "MISSED"
+    return None
+
+
+def summary(rows: list[tuple[str, Row]]) -> list[Row]:
+    """Return the summary table: each figure with a numeric goal, its goal, measured value and verdict."""
+    out: list[Row] = []
+    for section, row in rows:
+        judged = judge(row)
+        if judged is not None:
+            out.append((section, row[0].strip(), row[4], *judged))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--section", choices=[*SECTIONS, "all"], default="all")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per timing; the best is kept")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        help="runs per timing; the median is reported (baseline and figure interleaved)",
+    )
     parser.add_argument("--batches", type=int, default=100, help="retained batches of the main tree")
     parser.add_argument(
         "--batches-large", type=int, default=300, help="retained batches of the second S3 tree"
@@ -1629,11 +1725,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = list(SECTIONS) if args.section == "all" else [args.section]
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus", file=sys.stderr)
+    warm_up_cli()
+    every: list[tuple[str, Row]] = []
     for name in names:
         print(f"== section {name}", file=sys.stderr)
         rows = SECTIONS[name](args)
         print(f"\n[{name}]")
         print_table(rows)
+        every.extend((name, row) for row in rows)
+    judged = summary(every)
+    if judged:
+        print("\n[summary: each figure beside its goal]")
+        print_table(judged, ("section", "figure", "goal", "measured", "verdict"))
     return 0
 
 

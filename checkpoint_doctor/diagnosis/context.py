@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, is_async_pattern
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts, StoreVerdict
+from checkpoint_doctor.diagnosis.lazy import cached
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.state.chain import Restorability
 from checkpoint_doctor.diagnosis.state.statefulness import STATEFUL
@@ -54,17 +54,12 @@ class Context:
         self.facts = facts if facts is not None else SnapshotFacts(snapshot)
         self.detected = self.facts.mode
         self.mode = options.mode or self.detected.mode
+        #: The offsets and commit batch ids present (canonical names), ascending: asked by most
+        #: checks of every cell, set here rather than looked up lazily (bench: matrix).
+        self.offsets_ids: tuple[int, ...] = snapshot.offsets.ids
+        self.commit_ids: tuple[int, ...] = snapshot.commits.ids
 
     # ------------------------------------------------------------------------ log facts
-    @cached_property
-    def offsets_ids(self) -> tuple[int, ...]:
-        """Return offsets batch ids present (canonical names)."""
-        return self.snapshot.offsets.ids
-
-    @cached_property
-    def commit_ids(self) -> tuple[int, ...]:
-        """Return commit batch ids present."""
-        return self.snapshot.commits.ids
 
     @property
     def latest(self) -> int | None:
@@ -76,7 +71,7 @@ class Context:
         """Return K, the newest commit id."""
         return self.commit_ids[-1] if self.commit_ids else None
 
-    @cached_property
+    @cached
     def async_pattern(self) -> bool:
         """Return whether the logs look written by async progress tracking."""
         return is_async_pattern(self.offsets_ids, self.commit_ids)
@@ -99,7 +94,7 @@ class Context:
         """Return the commit entry of a batch."""
         return None if batch_id is None else self.snapshot.commits.get(batch_id)
 
-    @cached_property
+    @cached
     def restart_start_entry(self) -> LogEntry[OffsetSeq] | None:
         """Return the offsets file a restart uses as the start of batch L (L-1, or P when async)."""
         latest = self.latest
@@ -130,7 +125,7 @@ class Context:
         )
 
     # ------------------------------------------------------------------------ stateful?
-    @cached_property
+    @cached
     def stateful(self) -> bool | None:
         """Return whether the query is stateful: as told, else from the checkpoint's traces, else unknown."""
         if self.options.stateful is not None:
@@ -139,7 +134,7 @@ class Context:
             return True
         return None
 
-    @cached_property
+    @cached
     def pinned_partitions(self) -> int | None:
         """Return the pinned spark.sql.shuffle.partitions of the newest readable offsets file."""
         for e in reversed(self.snapshot.offsets.entries):
@@ -149,7 +144,7 @@ class Context:
                 return java_parse_int(value) if value is not None else None
         return None
 
-    @cached_property
+    @cached
     def pinned_provider(self) -> str:
         """Return ``rocksdb`` or ``hdfs``: the state store provider pinned in the newest offsets file."""
         for e in reversed(self.snapshot.offsets.entries):

@@ -7,12 +7,14 @@ it is computed once here and handed to each cell's :class:`~checkpoint_doctor.di
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from typing import NamedTuple
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ModeGuess, WriterGuess, detect_mode, detect_writer
 from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.sources.files import source_kinds
 from checkpoint_doctor.diagnosis.state.chain import (
     Restorability,
     check_version,
@@ -58,6 +60,12 @@ class SnapshotFacts:
     def statefulness(self) -> Statefulness:
         """Return whether the query had stateful operators, from the checkpoint alone."""
         return infer_statefulness(self.snapshot, self.mode)
+
+    @cached_property
+    def source_kinds(self) -> Mapping[int, str]:
+        """Return the kind (rate, file, kafka) of every source that keeps files, by source index:
+        asked several times by every cell of a restart matrix (the prediction and the checks)."""
+        return source_kinds(self.snapshot)
 
     @cached_property
     def newest_restorable_batch(self) -> int | None:

@@ -247,7 +247,9 @@ def _sources_created_step(run: _Run) -> RestartPrediction | None:
     """The query thread creates the sources (StreamExecution.runStream, "Initializing sources")
     before it reads any offsets file: the rate source reads its start time, the file source its log."""
     ctx = run.ctx
-    problems = source_files.created_problems(ctx.target, ctx.snapshot, dict(ctx.options.confs))
+    problems = source_files.created_problems(
+        ctx.target, ctx.snapshot, dict(ctx.options.confs), kinds=ctx.facts.source_kinds
+    )
     if problems:
         return run.done(problems[0].error, Code.SOURCE_FILE_UNREADABLE)
     if ctx.target.source_evolution_needs_v2 and _source_evolution_on(ctx):
@@ -264,7 +266,9 @@ def _source_evolution_on(ctx: Context) -> bool:
 
 def _kafka_step(run: _Run) -> RestartPrediction | None:
     """KafkaMicroBatchStream.initialOffset reads sources/<n>/0 only for a batch without a start offset."""
-    for problem in source_files.kafka_problems(run.ctx.target, run.ctx.snapshot):
+    for problem in source_files.kafka_problems(
+        run.ctx.target, run.ctx.snapshot, kinds=run.ctx.facts.source_kinds
+    ):
         if source_files.kafka_reads(run.start_offsets, problem.source):
             return run.done(problem.error, Code.SOURCE_FILE_UNREADABLE)
     return None
@@ -292,7 +296,11 @@ def _kafka_rerun_note(run: _Run) -> None:
 def _file_source_range_step(run: _Run) -> RestartPrediction | None:
     """FileStreamSource.getBatch(start, end) of the batch re-initialised or re-run."""
     problem = source_files.file_source_range(
-        run.ctx.target, run.ctx.snapshot, run.start_offsets, run.end_offsets
+        run.ctx.target,
+        run.ctx.snapshot,
+        run.start_offsets,
+        run.end_offsets,
+        kinds=run.ctx.facts.source_kinds,
     )
     return run.done(problem.error, Code.SOURCE_FILE_UNREADABLE) if problem is not None else None
 
@@ -466,7 +474,9 @@ def _commit_step(run: _Run, latest_path: str, seq: OffsetSeq) -> RestartPredicti
         run.rerun = False
         run.start_from, run.start_offsets = latest_path, seq.sources
         run.end_from, run.end_offsets = None, None
-        unread = source_files.file_source_range(ctx.target, ctx.snapshot, previous, seq.sources)
+        unread = source_files.file_source_range(
+            ctx.target, ctx.snapshot, previous, seq.sources, kinds=ctx.facts.source_kinds
+        )
         if unread is not None:
             return run.done(unread.error, Code.SOURCE_FILE_UNREADABLE)
         if commit.record is not None:

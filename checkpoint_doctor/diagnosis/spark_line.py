@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 NEWEST = LINES[-1]
+#: Each line's place in ``LINES``: every rule of every cell of a restart matrix compares two.
+_RANK = {line: i for i, line in enumerate(LINES)}
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class SparkLine:
     line: str
 
     def _at_least(self, line: str) -> bool:
-        return LINES.index(self.line) >= LINES.index(line)
+        return _RANK[self.line] >= _RANK[line]
 
     @property
     def error_classes(self) -> bool:

@@ -381,7 +381,13 @@ def line_of(version: str) -> str:
 
 def target(line: str | None) -> SparkTarget:
     """Return the target for a release line like ``3.5`` or ``4.3.0`` (default: newest)."""
-    return SparkTarget(NEWEST if line is None else line_of(line))
+    found = _TARGETS.get(line)
+    return found if found is not None else SparkTarget(NEWEST if line is None else line_of(line))
+
+
+#: The targets of the supported lines, as ``target`` returns them (a frozen value: one per line
+#: serves every cell of every matrix; each cell asked for it by name).
+_TARGETS: dict[str | None, SparkTarget] = {None: SparkTarget(NEWEST), **{x: SparkTarget(x) for x in LINES}}
 
 
 def qualify_root(root: str) -> str:

@@ -297,9 +297,9 @@ def _pair_sink(
     record owns (:class:`SinkReads`)."""
     reads = 0
     contradicted: list[tuple[SinkCandidate, PairingEvidence]] = []
-    choice: SinkChoice[tuple[SinkCandidate, SinkArg]] = SinkChoice()
+    choice: SinkChoice[tuple[SinkCandidate, SinkArg, SinkLog]] = SinkChoice()
     for nearness in sorted({c.nearness for c in task.sinks}, reverse=True):
-        read: list[tuple[tuple[SinkCandidate, SinkArg], SinkLog]] = []
+        read: list[tuple[tuple[SinkCandidate, SinkArg, SinkLog], SinkLog]] = []
         for candidate in (c for c in task.sinks if c.nearness == nearness):
             try:
                 log_listing = TreeIndex(candidate.listing).slice(SINK_LOG)
@@ -309,17 +309,17 @@ def _pair_sink(
             except CheckpointDoctorError:
                 continue
             reads += count
-            read.append(((candidate, arg), sink))
+            read.append(((candidate, arg, sink), sink))
         choice = choose_sink(snapshot, read)
-        contradicted += [(c, e) for (c, _), e in choice.contradicted]
+        contradicted += [(c, e) for (c, _, _), e in choice.contradicted]
         if choice.proven:
             break
     if choice.chosen is not None:
-        (candidate, arg), evidence = choice.chosen
+        (candidate, arg, parsed), evidence = choice.chosen
         found = {"checked": True, "url": candidate.url, "evidence": evidence.text}
-        return attach_sink(snapshot, arg), found, reads
+        return attach_sink(snapshot, arg, parsed), found, reads
     if choice.proven:
-        urls = ", ".join(c.url for (c, _), _ in choice.proven)
+        urls = ", ".join(c.url for (c, _, _), _ in choice.proven)
         return (
             snapshot,
             {

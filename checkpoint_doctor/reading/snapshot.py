@@ -92,14 +92,17 @@ class BatchLog(Generic[T]):
     file_count: int = 0
     total_bytes: int = 0
     _by_id: dict[int, LogEntry[T]] = field(default_factory=dict, compare=False, repr=False)
+    _ids: tuple[int, ...] = field(default=(), compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_by_id", {e.batch_id: e for e in self.entries})
+        # Asked several times by every cell of a restart matrix (bench: matrix): derived once.
+        object.__setattr__(self, "_ids", tuple([e.batch_id for e in self.entries]))
 
     @property
     def ids(self) -> tuple[int, ...]:
         """Return the batch ids present, ascending."""
-        return tuple(e.batch_id for e in self.entries)
+        return self._ids
 
     @property
     def latest(self) -> LogEntry[T] | None:

@@ -13,15 +13,15 @@ from checkpoint_doctor.diagnosis.sources.files import SourceFileProblem
 
 def _restart_reads(ctx: Context, prediction: RestartPrediction) -> list[SourceFileProblem]:
     """Problems with files this restart reads: at source creation, the re-read range, Kafka's start."""
-    t, snap = ctx.target, ctx.snapshot
-    out = source_files.created_problems(t, snap, dict(ctx.options.confs))
+    t, snap, kinds = ctx.target, ctx.snapshot, ctx.facts.source_kinds
+    out = source_files.created_problems(t, snap, dict(ctx.options.confs), kinds=kinds)
     latest = ctx.offsets(ctx.latest)
     if latest is not None and latest.record is not None:
         start = ctx.restart_start_entry
         begin = start.record.sources if start is not None and start.record is not None else None
-        problem = source_files.file_source_range(t, snap, begin, latest.record.sources)
+        problem = source_files.file_source_range(t, snap, begin, latest.record.sources, kinds=kinds)
         out.extend([problem] if problem is not None else [])
-    for problem in source_files.kafka_problems(t, snap):
+    for problem in source_files.kafka_problems(t, snap, kinds=kinds):
         if source_files.kafka_reads(prediction.start_offsets, problem.source):
             out.append(problem)
     return out
@@ -42,7 +42,7 @@ def check_source_files(ctx: Context, prediction: RestartPrediction) -> Iterator[
             paths=(problem.path,),
             details=(("source", problem.source), ("source_kind", problem.kind)),
         )
-    kinds = source_files.source_kinds(ctx.snapshot)
+    kinds = ctx.facts.source_kinds
     for n, log in sorted(source_files.source_logs(ctx.snapshot).items()):
         for entry in log.entries:
             if entry.failure is not None and entry.file.path not in seen:

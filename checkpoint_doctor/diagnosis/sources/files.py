@@ -23,7 +23,6 @@ Which source a ``sources/<n>`` directory belongs to comes from the offsets line 
 from __future__ import annotations
 
 import itertools
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -102,20 +101,12 @@ def _kind_of_log(log: BatchLog[SourceMetadataRecord], raw: Mapping[str, bytes]) 
     return None
 
 
-#: The newest snapshot's kinds: a cell of a restart matrix asks six times, every cell the same
-#: snapshot. A weak reference keeps no snapshot alive; threads at worst recompute.
-_last_kinds: tuple[weakref.ref[CheckpointSnapshot], dict[int, str]] | None = None
-
-
 def source_kinds(snapshot: CheckpointSnapshot) -> dict[int, str]:
-    """Return the kind (rate, file, kafka) of every source that keeps files, by source index."""
-    global _last_kinds
-    last = _last_kinds
-    if last is not None and last[0]() is snapshot:
-        return dict(last[1])
-    kinds = _source_kinds(snapshot)
-    _last_kinds = (weakref.ref(snapshot), kinds)
-    return dict(kinds)
+    """Return the kind (rate, file, kafka) of every source that keeps files, by source index.
+
+    A diagnosis asks for it once per snapshot (``SnapshotFacts.source_kinds``) and hands it to
+    the functions below as ``kinds``: every cell of a restart matrix asks several times."""
+    return _source_kinds(snapshot)
 
 
 def _source_kinds(snapshot: CheckpointSnapshot) -> dict[int, str]:
@@ -226,6 +217,8 @@ def file_source_range(
     snapshot: CheckpointSnapshot,
     start: tuple[SourceOffset, ...] | None,
     end: tuple[SourceOffset, ...] | None,
+    *,
+    kinds: Mapping[int, str] | None = None,
 ) -> SourceFileProblem | None:
     """``FileStreamSource.getBatch(start, end)``: the entries ``start+1..end`` must be found.
 
@@ -235,7 +228,7 @@ def file_source_range(
     if end is None:
         return None
     logs = source_logs(snapshot)
-    for n, kind in sorted(source_kinds(snapshot).items()):
+    for n, kind in sorted((kinds if kinds is not None else _source_kinds(snapshot)).items()):
         log = logs.get(n)
         if kind != FILE or log is None or n >= len(end):
             continue
@@ -271,7 +264,11 @@ def _range_problem(
 
 # --------------------------------------------------------------------------------- entry points
 def created_problems(
-    target: SparkTarget, snapshot: CheckpointSnapshot, confs: Mapping[str, str]
+    target: SparkTarget,
+    snapshot: CheckpointSnapshot,
+    confs: Mapping[str, str],
+    *,
+    kinds: Mapping[int, str] | None = None,
 ) -> list[SourceFileProblem]:
     """Problems Spark meets creating the sources (rate start time, file source log), in order."""
     logs = source_logs(snapshot)
@@ -280,7 +277,7 @@ def created_problems(
     except ValueError:
         interval = DEFAULT_COMPACT_INTERVAL
     out: list[SourceFileProblem] = []
-    for n, kind in sorted(source_kinds(snapshot).items()):
+    for n, kind in sorted((kinds if kinds is not None else _source_kinds(snapshot)).items()):
         log = logs.get(n)
         if log is None:
             continue
@@ -295,11 +292,13 @@ def created_problems(
     return out
 
 
-def kafka_problems(target: SparkTarget, snapshot: CheckpointSnapshot) -> list[SourceFileProblem]:
+def kafka_problems(
+    target: SparkTarget, snapshot: CheckpointSnapshot, *, kinds: Mapping[int, str] | None = None
+) -> list[SourceFileProblem]:
     """Kafka initial-offsets files that cannot be read (read only by a batch without start offsets)."""
     logs = source_logs(snapshot)
     out = []
-    for n, kind in sorted(source_kinds(snapshot).items()):
+    for n, kind in sorted((kinds if kinds is not None else _source_kinds(snapshot)).items()):
         entry = logs[n].get(0) if kind == KAFKA and n in logs else None
         problem = _unreadable(target, n, KAFKA, entry, None) if entry is not None else None
         if problem is not None:
