@@ -19,6 +19,7 @@ Python 3.11 support (added in 3.4, SPARK-40991), so its venv is made with a pyen
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pathlib
 import shutil
@@ -87,6 +88,15 @@ def ensure_spark_python(version: str) -> pathlib.Path:
     venv without a valid marker (for example from an interrupted install) is rebuilt.
     """
     venv = env_dir(version)
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    # Two callers (parallel test runs, a bench beside a fixture run) must not build or delete the
+    # same venv at once: one holds the lock, the other finds it ready afterwards.
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _ensure_locked(version, venv)
+
+
+def _ensure_locked(version: str, venv: pathlib.Path) -> pathlib.Path:
     python = _python_of(venv)
     marker = venv / MARKER
     want_editable = (REPO / "setup.cfg").is_file()
@@ -99,6 +109,10 @@ def ensure_spark_python(version: str) -> pathlib.Path:
             # pyspark is there already; only the package is new since the last run.
             _run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{REPO}{PACKAGE_EXTRAS}"])
             marker.write_text(expected, encoding="utf-8")
+            return python
+        if current.startswith(f"pyspark=={version}\n") and not want_editable:
+            # A checkout without setup.cfg (a copy of scripts/ only) needs pyspark alone: the venv
+            # has it, and the package installed beside it harms nothing. Never delete a shared venv.
             return python
     if venv.exists():
         shutil.rmtree(venv)
