@@ -27,7 +27,6 @@ per step, and a journal rewritten a bounded number of times.
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -74,14 +73,15 @@ from checkpoint_doctor.execution.journal import (
     tool_url,
     tool_urls,
 )
-from checkpoint_doctor.execution.lock import CheckpointLock, local_path
+from checkpoint_doctor.execution.lock import CheckpointLock
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
 from checkpoint_doctor.planning.preconditions import Own, check_preconditions, file_stat
 from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, follows
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
-from checkpoint_doctor.reading.storage import Storage, translate_error
-from checkpoint_doctor.reading.storage.local import Ownership, ownership_of, temp_of
+from checkpoint_doctor.reading.storage import Storage
+from checkpoint_doctor.reading.storage.base import Ownership
+from checkpoint_doctor.reading.storage.local import temp_of
 
 StoreOpener = Callable[[str], Storage]
 
@@ -160,90 +160,54 @@ class _AreaIO:
             self.store(area).write_exclusive(path, data, owner=owner)
 
     def link_of(self, area: str, path: str) -> str | None:
-        """Return what a local path that is a symbolic link points to (as written), or None."""
-        full = local_path(self.store(area), path)
-        if full is None or not os.path.islink(full):
-            return None
-        return os.readlink(full)
+        """Return what a path that is a symbolic link points to (as written), or None."""
+        return self.store(area).link_target(path)
 
     def link_holds(self, area: str, path: str, link: str, data: bytes) -> bool:
         """Return whether the file a link at ``path`` would point to holds exactly ``data``."""
-        full = local_path(self.store(area), path)
-        if full is None:
-            return False
         try:
-            with open(os.path.join(os.path.dirname(full), link), "rb") as fh:
-                return sha256_hex(fh.read(len(data) + 1)) == sha256_hex(data)
-        except OSError:
+            held = self.store(area).read_link_target(path, link, max_bytes=len(data))
+        except StorageError:
             return False
+        return sha256_hex(held) == sha256_hex(data)
 
     def relink(self, area: str, path: str, link: str) -> None:
         """Create the symbolic link ``path`` -> ``link`` again (fails if the name exists)."""
-        store = self.store(area)
-        full = local_path(store, path)
-        assert full is not None
-        try:
-            os.symlink(link, full)
-        except OSError as exc:
-            raise translate_error(exc, store.url_of(path), "link") from exc
+        self.store(area).make_link(path, link)
 
     def ownership(self, area: str, path: str) -> Ownership | None:
-        """Return the mode and owner of a local file (None on object stores)."""
-        full = local_path(self.store(area), path)
-        return ownership_of(full) if full is not None else None
+        """Return the mode and owner of a file (None on object stores)."""
+        return self.store(area).ownership(path)
 
     def remove_temps(self, area: str, path: str) -> list[str]:
         """Delete the temp files a killed apply or undo left beside a path it changed (the tool's
         own: ``.<name>.<uuid>.cdtmp``, local disk only); return them."""
         store = self.store(area)
-        temps = getattr(store, "temps_beside", None)
-        if temps is None or local_path(store, path) is None:
-            return []
-        found = list(temps(path))
+        found = store.temps_beside(path)
         for temp in found:
             with contextlib.suppress(CheckpointNotFoundError):
                 store.delete(temp)
         return found
 
     def set_mtime(self, area: str, path: str, mtime_ms: int | None) -> None:
-        """Give a restored local file back its modification time (object stores: the ETag of the
-        same bytes is the same), so the checkpoint's fingerprint is as before the apply."""
-        store = self.store(area)
-        full = local_path(store, path)
-        # A link's target was never changed by the apply (it removed the link): not touched here.
-        if full is not None and mtime_ms is not None and not os.path.islink(full):
-            ns = mtime_ms * 1_000_000
-            try:
-                os.utime(full, ns=(ns, ns))
-            except OSError as exc:
-                raise translate_error(exc, store.url_of(path), "set the time of") from exc
+        """Give a restored file back its modification time (object stores: the ETag of the same
+        bytes is the same), so the checkpoint's fingerprint is as before the apply. A link's target
+        was never changed by the apply (it removed the link): the storage leaves a link as it is."""
+        if mtime_ms is not None:
+            self.store(area).set_mtime(path, mtime_ms)
 
     def set_owner(self, area: str, path: str, owner: Ownership | None) -> None:
-        """Give a restored local file back its mode and owner."""
-        store = self.store(area)
-        full = local_path(store, path)
-        # os.chmod follows a link: it would change a file outside the checkpoint.
-        if full is not None and owner is not None and not os.path.islink(full):
-            mode, uid, gid = owner
-            try:
-                with contextlib.suppress(PermissionError):
-                    os.chown(full, uid, gid, follow_symlinks=False)
-                os.chmod(full, mode)
-            except OSError as exc:
-                raise translate_error(exc, store.url_of(path), "set the owner of") from exc
+        """Give a restored file back its mode and owner (local disk)."""
+        if owner is not None:
+            self.store(area).set_ownership(path, owner)
 
     def remove_dir(self, area: str, path: str) -> None:
-        store = self.store(area)
-        full = local_path(store, path)
-        if full is not None:
-            try:
-                os.rmdir(full)
-            except OSError as exc:
-                raise translate_error(exc, store.url_of(path), "remove directory") from exc
+        self.store(area).remove_dir(path)
 
     def make_dir(self, area: str, path: str) -> None:
+        # A prefix comes back with its first key: on an object store there is nothing to make.
         store = self.store(area)
-        if local_path(store, path) is not None:
+        if store.is_local:
             store.makedirs(path)
 
 
