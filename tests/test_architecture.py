@@ -154,9 +154,9 @@ def test_the_pure_core_never_imports_the_io_edge():
 def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_import():
     wrong = [
         ("checkpoint_doctor.fleet.report", {"checkpoint_doctor.cli.options"}),
-        ("checkpoint_doctor.fleet.run", {"checkpoint_doctor.execution.executor"}),
+        ("checkpoint_doctor.fleet.run", {"checkpoint_doctor.execution.apply"}),
         ("checkpoint_doctor.api", {"checkpoint_doctor.render.text"}),
-        ("checkpoint_doctor.api", {"checkpoint_doctor.execution.executor"}),
+        ("checkpoint_doctor.api", {"checkpoint_doctor.execution.apply"}),
         ("checkpoint_doctor.render.text", {"checkpoint_doctor.fleet.report"}),
         ("checkpoint_doctor.render.hints", {"checkpoint_doctor.api"}),
     ]

@@ -267,7 +267,7 @@ def apply_command(
     storage_option: Sequence[str],
 ) -> None:
     """Apply a plan: verify it against the live checkpoint, back up, change, journal, re-diagnose."""
-    from checkpoint_doctor.execution.executor import apply_plan
+    from checkpoint_doctor.execution.apply import apply_plan
     from checkpoint_doctor.execution.journal import tool_urls
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.text import json_document, layout, render_apply, render_plan
@@ -386,8 +386,8 @@ def undo_command(
     storage_option: Sequence[str],
 ) -> None:
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
-    from checkpoint_doctor.execution.executor import undo_journal
     from checkpoint_doctor.execution.journal import JOURNAL, Journal
+    from checkpoint_doctor.execution.undo import undo_journal
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.text import json_document, layout, render_undo
 
