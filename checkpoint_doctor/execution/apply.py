@@ -52,6 +52,7 @@ from checkpoint_doctor.execution.journal import (
     LISTING_BEFORE,
     PLAN,
     PROGRESS_EVERY,
+    Event,
     Journal,
     free_location,
     jsonl,
@@ -62,7 +63,7 @@ from checkpoint_doctor.execution.journal import (
 from checkpoint_doctor.execution.lock import CheckpointLock
 from checkpoint_doctor.execution.verify import verify_plan, with_unfinished
 from checkpoint_doctor.planning import PlanOptions, RepairPlan
-from checkpoint_doctor.planning.steps import SINK
+from checkpoint_doctor.planning.steps import Area
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
@@ -132,7 +133,7 @@ class _Apply:
                 step.execute(self.io, self.contents.get(i))
             self.done = i + 1
             if self.done % PROGRESS_EVERY == 0:
-                self.journal.append({"event": "progress", "done": self.done})
+                self.journal.append({"event": Event.PROGRESS, "done": self.done})
 
 
 def _begin(
@@ -141,7 +142,7 @@ def _begin(
 ) -> Journal:  # fmt: skip
     """Create the journal exclusively (an explicit location must not hold one)."""
     begin = {
-        "event": "begin",
+        "event": Event.BEGIN,
         "plan_id": plan.plan_id,
         # Undo reverses the plan beside the journal only if it is this one (a replaced plan.json
         # with a recomputed plan_id would otherwise make undo remove files never backed up).
@@ -167,7 +168,9 @@ def _record(work: _Apply, tool: Storage, snapshot: CheckpointSnapshot, now_ms: i
     work.journal.write_once(PLAN, work.plan.to_json().encode())
     listing = work.journal.write_once(LISTING_BEFORE, jsonl(listing_rows(snapshot.listing)))
     dirs = work.journal.write_once(DIRS_BEFORE, jsonl(list(snapshot.dirs)))
-    work.journal.append({"event": "recorded", "listing_before_sha256": listing, "dirs_before_sha256": dirs})
+    work.journal.append(
+        {"event": Event.RECORDED, "listing_before_sha256": listing, "dirs_before_sha256": dirs}
+    )
     record_apply(tool, {"plan_id": work.plan.plan_id, "journal": work.journal.url, "at_ms": now_ms})
 
 
@@ -183,7 +186,7 @@ def _create_default(tool: Storage, plan_id: str, begin: dict[str, Any]) -> Journ
 def _failed(work: _Apply, exc: BaseException) -> ApplyFailedError:
     # If even this fails, the journal's begin event and the backups manifest are what undo needs.
     with contextlib.suppress(StorageError):
-        work.journal.append({"event": "failed", "error": str(exc), "steps_done": work.done})
+        work.journal.append({"event": Event.FAILED, "error": str(exc), "steps_done": work.done})
     total = len(work.plan.executable_steps)
     if work.done:
         changed = f"the checkpoint WAS changed ({work.done} of {total} step(s) done)"
@@ -230,7 +233,7 @@ def apply_plan(
             )
     if not plan.executable_steps:
         return ApplyResult(plan.plan_id, dry_run, None, None, 0, manual)
-    if any(getattr(s, "area", None) == SINK for s in plan.executable_steps) and sink is None:
+    if any(getattr(s, "area", None) == Area.SINK for s in plan.executable_steps) and sink is None:
         raise PlanFormatError(
             "the plan changes the file sink log but no sink is reachable",
             hint="the plan records the sink path",
@@ -255,7 +258,7 @@ def apply_plan(
             work.run_steps()
             after_snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
             digest = journal.write_once(LISTING_AFTER, jsonl(listing_rows(after_snapshot.listing)))
-            journal.append({"event": "applied", "steps_done": work.done, "listing_sha256": digest})
+            journal.append({"event": Event.APPLIED, "steps_done": work.done, "listing_sha256": digest})
         except (CheckpointDoctorError, OSError) as exc:
             raise _failed(work, exc) from exc
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.

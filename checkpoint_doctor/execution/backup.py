@@ -14,6 +14,7 @@ from checkpoint_doctor.errors import (
 from checkpoint_doctor.execution.area_io import AreaIO
 from checkpoint_doctor.execution.journal import (
     BACKUPS,
+    Event,
     Journal,
     backup_path,
     jsonl,
@@ -73,14 +74,14 @@ def back_up(
         if content is not None:
             contents[i] = content
     digest = journal.write_once(BACKUPS, jsonl(rows))
-    journal.append({"event": "backed-up", "count": len(rows), "sha256": digest})
+    journal.append({"event": Event.BACKED_UP, "count": len(rows), "sha256": digest})
     return contents, skipped
 
 
 def load_backups(journal: Journal, steps: tuple[Step, ...]) -> dict[int, dict[str, Any]]:
     """Return the backups manifest by step index: verified against the ``backed-up`` event's digest,
     and every row the backup of a step of the plan that saves its file."""
-    event = journal.first("backed-up")
+    event = journal.first(Event.BACKED_UP)
     if event is None:
         return {}  # no change is made before every backup is verified and recorded
     digest_checked(journal, BACKUPS, event["sha256"], "backups manifest")

@@ -21,6 +21,7 @@ from checkpoint_doctor.execution.area_io import AreaIO, StoreOpener
 from checkpoint_doctor.execution.backup import load_backups, saved_bytes, saved_ownership
 from checkpoint_doctor.execution.journal import (
     DIRS_BEFORE,
+    Event,
     Journal,
     backup_path,
     read_jsonl,
@@ -36,7 +37,7 @@ from checkpoint_doctor.execution.undo_checks import (
     listing_before,
     refuse_changes,
 )
-from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step
+from checkpoint_doctor.planning.steps import Area, Key, Step
 from checkpoint_doctor.reading.storage import Storage
 from checkpoint_doctor.reading.storage.base import Ownership
 
@@ -76,7 +77,7 @@ class _Undo:
 
 
 def _link_back(
-    journal: Journal, key: tuple[str, str], info: dict[str, Any], saved: bytes, force: bool, io: AreaIO
+    journal: Journal, key: Key, info: dict[str, Any], saved: bytes, force: bool, io: AreaIO
 ) -> str | None:
     """Return the link to create again for a saved symbolic link, or None when its target no longer
     holds the saved bytes (a conflict; with ``force``, refused: undo never writes through a link,
@@ -105,12 +106,12 @@ def _undo_actions(
     ``existed``: the checkpoint files before the apply (a created file is removed only if the
     apply made it: it was not there before, or the plan saved it first)."""
     # The first backup of each path: what a later step that recreates the path replaced.
-    originals: dict[tuple[str, str], dict[str, Any]] = {}
+    originals: dict[Key, dict[str, Any]] = {}
     for index in sorted(backups):
         originals.setdefault((backups[index]["area"], backups[index]["path"]), backups[index])
     # What each touched path holds as the undo proceeds backwards (a path may be quarantined and
     # then rewritten by one plan: undo removes the rewrite, then restores the original).
-    state: dict[tuple[str, str], bytes | None] = {}
+    state: dict[Key, bytes | None] = {}
     actions: list[_Undo] = []
     conflicts: list[str] = []
     unchanged: list[str] = []
@@ -126,7 +127,7 @@ def _undo_actions(
         decision = step.undo_action(state[key], saved, force)
         if decision.conflict:
             conflicts.append(key[1])
-        if decision.action == "remove" and key[0] == CHECKPOINT and key[1] in existed and info is None:
+        if decision.action == "remove" and key[0] == Area.CHECKPOINT and key[1] in existed and info is None:
             raise UndoRefusedError(
                 f"the plan beside {journal.url} created {key[1]}, which was there before the apply "
                 "and was never saved; nothing was restored",
@@ -193,25 +194,25 @@ def _remove_created_dirs(journal: Journal, steps: tuple[Step, ...], io: AreaIO) 
     """Remove the directories the apply created for new files, now empty again (local disk)."""
     if not journal.store.exists(DIRS_BEFORE):
         return
-    recorded = journal.first("recorded") or {}
+    recorded = journal.first(Event.RECORDED) or {}
     digest_checked(journal, DIRS_BEFORE, recorded.get("dirs_before_sha256"), "directory listing")
     before = set(read_jsonl(journal.store, DIRS_BEFORE))
     created: set[str] = set()
     for step in steps:
-        if step.creates and step.key is not None and step.key[0] != SINK:
+        if step.creates and step.key is not None and step.key[0] != Area.SINK:
             parent = step.key[1].rpartition("/")[0]
             while parent and parent not in before:
                 created.add(parent)
                 parent = parent.rpartition("/")[0]
     for path in sorted(created, key=lambda d: (-d.count("/"), d)):
         with contextlib.suppress(StorageError):  # not empty: something else is there now, keep it
-            io.remove_dir(CHECKPOINT, path)
+            io.remove_dir(Area.CHECKPOINT, path)
 
 
 def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, total: int) -> UndoFailedError:
     # If even this fails, the undo-begin event already says an undo started (history: partly undone).
     with contextlib.suppress(StorageError):
-        journal.append({"event": "undo-failed", "error": str(exc), "done": progress.done, "of": total})
+        journal.append({"event": Event.UNDO_FAILED, "error": str(exc), "done": progress.done, "of": total})
     return UndoFailedError(
         f"undo of {journal.url} failed part way ({exc}); the checkpoint is PARTLY restored "
         f"({progress.done} of {total} change(s) undone)",
@@ -248,7 +249,7 @@ def undo_journal(
         LockHeldError: another apply or undo of the checkpoint is running.
     """
     journal = Journal.load(journal_store)
-    begin = journal.first("begin")
+    begin = journal.first(Event.BEGIN)
     assert begin is not None
     if moved_to is None:
         checkpoint = open_storage(begin["checkpoint"])
@@ -259,16 +260,16 @@ def undo_journal(
     sink = open_storage(begin["sink"]) if begin.get("sink") else None
     with CheckpointLock.acquire(open_storage(tool_urls(checkpoint)[0]), f"undo {journal.url}", now_ms):
         journal = Journal.load(journal_store)  # as it is now that no one else writes it
-        if journal.last("undone") is not None:
+        if journal.last(Event.UNDONE) is not None:
             raise UndoRefusedError(f"{journal.url} was already undone", hint="nothing to do")
-        if journal.first("backed-up") is None:
+        if journal.first(Event.BACKED_UP) is None:
             # No change is made before every backup is verified and recorded.
             raise UndoRefusedError(
                 f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
             )
         steps = applied_plan(journal).executable_steps
         backups = load_backups(journal, steps)
-        resuming = journal.last("undo-begin") is not None
+        resuming = journal.last(Event.UNDO_BEGIN) is not None
         if not force or moved_to is not None:
             # A moved checkpoint is proven the apply's by its files: even --force needs that proof.
             changed = changed_since(journal, checkpoint, steps, resuming)
@@ -286,7 +287,7 @@ def undo_journal(
         if not force:
             refuse_changes(conflicts, "files changed since the apply")
         moved = {"checkpoint": checkpoint.url} if moved_to is not None else {}
-        journal.append({"event": "undo-begin", "force": force, "at_ms": now_ms, **moved})
+        journal.append({"event": Event.UNDO_BEGIN, "force": force, "at_ms": now_ms, **moved})
         progress = _Progress()
         try:
             _perform(actions, io, progress)
@@ -294,7 +295,7 @@ def undo_journal(
                 io.remove_temps(*key)
             _remove_created_dirs(journal, steps, io)
             journal.append(
-                {"event": "undone", "restored": len(progress.restored), "removed": len(progress.removed)}
+                {"event": Event.UNDONE, "restored": len(progress.restored), "removed": len(progress.removed)}
             )
         except (CheckpointDoctorError, OSError) as exc:
             raise _undo_failed(journal, exc, progress, len(actions)) from exc

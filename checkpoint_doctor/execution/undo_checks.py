@@ -24,19 +24,20 @@ from checkpoint_doctor.execution.journal import (
     MAX_RECORD_BYTES,
     PLAN,
     TOOL_SUFFIX,
+    Event,
     Journal,
     list_applies,
     read_jsonl,
     tool_urls,
 )
 from checkpoint_doctor.planning import RepairPlan
-from checkpoint_doctor.planning.steps import SINK, Step
+from checkpoint_doctor.planning.steps import Area, Step
 from checkpoint_doctor.reading.storage import Storage
 from checkpoint_doctor.reading.storage.local import temp_of
 
 
 def _touched(steps: tuple[Step, ...]) -> set[str]:
-    return {s.key[1] for s in steps if s.key is not None and s.key[0] != SINK}
+    return {s.key[1] for s in steps if s.key is not None and s.key[0] != Area.SINK}
 
 
 def _temp_for(path: str) -> str | None:
@@ -76,7 +77,7 @@ def changed_since(
     now = {f.path: (f.size, f.etag or f.mtime_ms) for f in checkpoint.list_tree().files}
     touched = _touched(steps)
     ignore = {p for p in now if _temp_for(p) in touched}
-    applied = journal.first("applied")
+    applied = journal.first(Event.APPLIED)
     if applied is not None and journal.store.exists(LISTING_AFTER):
         digest_checked(journal, LISTING_AFTER, applied.get("listing_sha256"), "listing after the apply")
         if resuming:
@@ -91,14 +92,14 @@ def changed_since(
 
 
 def listing_before(journal: Journal) -> list[Any]:
-    recorded = journal.first("recorded") or {}
+    recorded = journal.first(Event.RECORDED) or {}
     digest_checked(journal, LISTING_BEFORE, recorded.get("listing_before_sha256"), "listing before the apply")
     return read_jsonl(journal.store, LISTING_BEFORE)
 
 
 def applied_plan(journal: Journal) -> RepairPlan:
     """Return the plan beside the journal, refused unless it is the one the apply recorded."""
-    begin = journal.first("begin")
+    begin = journal.first(Event.BEGIN)
     assert begin is not None
     try:
         data = journal.store.read(PLAN)

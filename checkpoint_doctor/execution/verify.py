@@ -24,7 +24,7 @@ from checkpoint_doctor.execution.journal import (
 )
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
 from checkpoint_doctor.planning.preconditions import Own, check_preconditions
-from checkpoint_doctor.planning.steps import SINK, Step, follows
+from checkpoint_doctor.planning.steps import Area, Key, Step, follows
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
 
@@ -32,7 +32,7 @@ from checkpoint_doctor.reading.storage import Storage
 def _structure_problems(plan: RepairPlan, snapshot: CheckpointSnapshot) -> list[str]:
     """Duplicate or conflicting steps, and files planned where a directory is."""
     problems: list[str] = []
-    seen: dict[tuple[str, str], list[Step]] = {}
+    seen: dict[Key, list[Step]] = {}
     for step in plan.executable_steps:
         key = step.key
         if key is None:
@@ -45,7 +45,7 @@ def _structure_problems(plan: RepairPlan, snapshot: CheckpointSnapshot) -> list[
                 f"steps conflict on {key[0]}:{key[1]} ({before[-1].describe()}, then {step.describe()})"
             )
         before.append(step)
-        if step.creates and key[0] != SINK and key[1] in snapshot.dirs:
+        if step.creates and key[0] != Area.SINK and key[1] in snapshot.dirs:
             problems.append(f"step '{step.describe()}' writes {key[1]}, which is a directory here")
     return problems
 

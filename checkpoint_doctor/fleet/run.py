@@ -26,9 +26,9 @@ from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
-    SINK,
     SINK_LOG,
     Note,
+    TargetKind,
     TreeIndex,
     discover,
     left_out,
@@ -121,12 +121,14 @@ def plan_tasks(
     found = discover(listing, root_url=root_url, include=include, exclude=exclude)
     index = TreeIndex(listing)
     sinks = [
-        (url_join(root_url, t.path), t.path, index.slice(t.path)) for t in found.targets if t.kind == SINK
+        (url_join(root_url, t.path), t.path, index.slice(t.path))
+        for t in found.targets
+        if t.kind == TargetKind.SINK
     ]
     tasks = []
     for t in found.targets:
         listing = index.slice(t.path)
-        candidates = sink_candidates(t.path, listing, sinks) if t.kind != SINK else ()
+        candidates = sink_candidates(t.path, listing, sinks) if t.kind != TargetKind.SINK else ()
         tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
     return tasks, [note_dict(root_url, n) for n in found.notes]
 
@@ -390,7 +392,7 @@ def audit_task(
     logs read between the tasks of one audit (None: this task's own)."""
     reads = sink_reads if sink_reads is not None else SinkReads()
     try:
-        if task.kind == SINK:
+        if task.kind == TargetKind.SINK:
             return _audit_sink(store, task, reads)
         if sink_store_for is None:
             task = replace(task, sinks=())
@@ -428,7 +430,7 @@ def run_tasks(
     ``sink_reads`` shares the sink logs read with other calls of the same audit.
     """
     shared = sink_reads if sink_reads is not None else SinkReads()
-    shared.own(t.url for t in tasks if t.kind == SINK)
+    shared.own(t.url for t in tasks if t.kind == TargetKind.SINK)
     total = len(tasks)
     records: list[dict[str, Any]] = []
 
@@ -439,7 +441,9 @@ def run_tasks(
             return _unreadable(task, exc)
 
         def sink_store_for(candidate: SinkCandidate) -> Storage:
-            return store_for(AuditTask(SINK, candidate.url, task.root, candidate.path, candidate.listing))
+            return store_for(
+                AuditTask(TargetKind.SINK, candidate.url, task.root, candidate.path, candidate.listing)
+            )
 
         return audit_task(store, task, options, sink_store_for, shared)
 

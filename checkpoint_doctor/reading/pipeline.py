@@ -13,7 +13,13 @@ from typing import Any
 
 from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError, NotACheckpointError
 from checkpoint_doctor.model import Listing
-from checkpoint_doctor.reading.layout import LogIndex, index_listing, index_sink_listing, listed_sizes
+from checkpoint_doctor.reading.layout import (
+    SINK_LOG,
+    LogIndex,
+    index_listing,
+    index_sink_listing,
+    listed_sizes,
+)
 from checkpoint_doctor.reading.snapshot import (
     DATA_HEAD_BYTES,
     DEFAULT_DEPTH,
@@ -30,7 +36,6 @@ from checkpoint_doctor.reading.storage import Storage, first_failure, open_stora
 
 #: What ``assemble_snapshot`` takes for a file sink: its URL, its log's index and the files read.
 SinkArg = tuple[str, LogIndex, Mapping[str, Any]]
-SINK_LOG = "_spark_metadata"
 
 
 def load_snapshot(
@@ -214,6 +219,6 @@ def describe_non_checkpoint(files: Sequence[object], dirs: Sequence[str]) -> str
         return "the directory is empty (no metadata, offsets/ or commits/)"
     if any(d == "_delta_log" or d.endswith("/_delta_log") for d in dirs):
         return "it holds _delta_log/, a Delta table, not a streaming checkpoint"
-    if any(d == "_spark_metadata" for d in dirs):
-        return "it holds _spark_metadata/, the output of a file sink; pass it with --sink-path"
+    if any(d == SINK_LOG for d in dirs):
+        return f"it holds {SINK_LOG}/, the output of a file sink; pass it with --sink-path"
     return "no metadata file, offsets/ or commits/ directory"

@@ -45,6 +45,8 @@ from checkpoint_doctor.parsing.state_files import (
 )
 from checkpoint_doctor.parsing.text import TOO_LARGE
 from checkpoint_doctor.reading.layout import (
+    SINK_LOG,
+    Area,
     Layout,
     LogIndex,
     StoreIndex,
@@ -286,7 +288,7 @@ class SinkLog:
         if not self.local or (latest is not None and batch_id <= latest):
             return None
         name = self.entry_name(batch_id)
-        return f"_spark_metadata/.{name}.crc" if f".{name}.crc" in self.crcs else None
+        return f"{SINK_LOG}/.{name}.crc" if f".{name}.crc" in self.crcs else None
 
     @property
     def compact_ids(self) -> tuple[int, ...]:
@@ -311,11 +313,11 @@ class SinkLog:
         present = {(e.batch_id, e.compact) for e in self.log.entries}
         missing = []
         if last_compact >= 0 and (last_compact, True) not in present:
-            missing.append(f"_spark_metadata/{last_compact}.compact")
+            missing.append(f"{SINK_LOG}/{last_compact}.compact")
         # The batch files after the newest compact: fewer than ``interval`` of them, but an interval
         # derived from absurd ids can be huge, so only the first missing ones are named.
         batches = {b for b, compact in present if not compact}
-        missing.extend(f"_spark_metadata/{b}" for b in missing_in(last_compact + 1, latest, batches))
+        missing.extend(f"{SINK_LOG}/{b}" for b in missing_in(last_compact + 1, latest, batches))
         return tuple(missing)
 
 
@@ -723,7 +725,7 @@ def assemble_snapshot(
         url, index, sink_contents = sink
         sink_log = SinkLog(
             url,
-            _log(index, parse_sink_log, sink_contents, prefix="_spark_metadata/"),
+            _log(index, parse_sink_log, sink_contents, prefix=SINK_LOG + "/"),
             crc_files=tuple(sorted(index.crcs, key=lambda f: f.path)),
         )
     sources = tuple(
@@ -755,8 +757,8 @@ def assemble_snapshot(
 def simulate_changes(
     snapshot: CheckpointSnapshot,
     *,
-    removed: Iterable[tuple[str, str]] = (),
-    added: Mapping[tuple[str, str], bytes] | None = None,
+    removed: Iterable[tuple[Area, str]] = (),
+    added: Mapping[tuple[Area, str], bytes] | None = None,
 ) -> CheckpointSnapshot:
     """Return the snapshot as it would be after removing and adding files. Pure.
 
@@ -765,8 +767,8 @@ def simulate_changes(
     diagnosis a repair plan expects, without touching storage.
     """
     added = dict(added or {})
-    gone = {p for a, p in removed if a == "checkpoint"}
-    new_files = {p: d for (a, p), d in added.items() if a == "checkpoint"}
+    gone = {p for a, p in removed if a == Area.CHECKPOINT}
+    new_files = {p: d for (a, p), d in added.items() if a == Area.CHECKPOINT}
     files = [f for f in snapshot.files if f.path not in gone and f.path not in new_files]
     files += [FileStat(p, len(d), None) for p, d in new_files.items()]
     files.sort(key=lambda f: f.path)
@@ -781,9 +783,9 @@ def simulate_changes(
     layout = index_listing(Listing(tuple(files), tuple(sorted(dirs))))
     sink_arg = None
     if snapshot.sink is not None:
-        prefix = "_spark_metadata/"
-        sink_gone = {p[len(prefix) :] for a, p in removed if a == "sink"}
-        sink_new = {p[len(prefix) :]: d for (a, p), d in added.items() if a == "sink"}
+        prefix = SINK_LOG + "/"
+        sink_gone = {p[len(prefix) :] for a, p in removed if a == Area.SINK}
+        sink_new = {p[len(prefix) :]: d for (a, p), d in added.items() if a == Area.SINK}
         sink_files = [e.file for e in snapshot.sink.log.entries if e.file.path not in sink_gone]
         sink_files += [f for f in snapshot.sink.crc_files if f.path not in sink_gone]
         sink_files += [FileStat(p, len(d), None) for p, d in sink_new.items()]
