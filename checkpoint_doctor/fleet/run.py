@@ -2,7 +2,7 @@
 
 I/O lives here and in :mod:`checkpoint_doctor.reading.storage`; discovery, the diagnosis and the report
 are pure. A target's snapshot is assembled from its slice of the root's one listing plus the reads
-:func:`~checkpoint_doctor.reading.snapshot.plan_reads` asks for (on S3: a few GETs per checkpoint, no
+:func:`~checkpoint_doctor.reading.reads.plan_reads` asks for (on S3: a few GETs per checkpoint, no
 listing request of its own). A failure on one target becomes that target's record; the audit goes
 on.
 """

@@ -1,7 +1,7 @@
 """Load a :class:`~checkpoint_doctor.reading.snapshot.CheckpointSnapshot` from storage: the I/O edge.
 
 One recursive listing of the checkpoint (and, with a sink path, one of ``_spark_metadata``), then one
-batch of reads chosen by :func:`~checkpoint_doctor.reading.snapshot.plan_reads`, each bounded by
+batch of reads chosen by :func:`~checkpoint_doctor.reading.reads.plan_reads`, each bounded by
 :data:`~checkpoint_doctor.reading.snapshot.MAX_FILE_BYTES`, then pure assembly. Reading never writes.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError, NotACheckpointError
 from checkpoint_doctor.model import Listing
+from checkpoint_doctor.reading.assembly import assemble_snapshot
 from checkpoint_doctor.reading.layout import (
     SINK_LOG,
     LogIndex,
@@ -20,17 +21,13 @@ from checkpoint_doctor.reading.layout import (
     index_sink_listing,
     listed_sizes,
 )
+from checkpoint_doctor.reading.reads import DATA_HEAD_BYTES, follow_up_reads, head_only, plan_reads
 from checkpoint_doctor.reading.snapshot import (
-    DATA_HEAD_BYTES,
     DEFAULT_DEPTH,
     MAX_FILE_BYTES,
     CheckpointSnapshot,
     Content,
     SinkLog,
-    assemble_snapshot,
-    follow_up_reads,
-    head_only,
-    plan_reads,
 )
 from checkpoint_doctor.reading.storage import Storage, first_failure, open_storage, translate_error
 

@@ -9,7 +9,7 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.ids import id_range, span_text
 from checkpoint_doctor.parsing.text import TOO_LARGE
-from checkpoint_doctor.reading.layout import SINK_LOG
+from checkpoint_doctor.reading.layout import SINK_LOG, Area
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 
 
@@ -70,7 +70,7 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
             f"{target} again when batch {b} runs.",
             paths=(orphan,),
             batch_ids=(b,),
-            details=(("target", target), ("area", "sink")),
+            details=(("target", target), ("area", Area.SINK)),
         )
     if not sink.log.exists or not sink.log.entries:
         return

@@ -17,7 +17,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     steps: tuple[Step, ...]
     if finding.code == Code.ORPHAN_CRC_BLOCKS_WRITE:
         # A file sink's orphan (checks_sink) is in the sink's log, not in the checkpoint.
-        area = Area.SINK if dict(finding.details).get("area") == "sink" else Area.CHECKPOINT
+        area = Area.SINK if finding.detail("area") == Area.SINK else Area.CHECKPOINT
         steps = tuple(
             QuarantineStep(path=p, area=area, reason="orphan checksum blocks the next write")
             for p in finding.paths
