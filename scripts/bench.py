@@ -1320,7 +1320,7 @@ def _apply_once(root: Path, partitions: int) -> tuple[int, float]:
     """Build a checkpoint whose offsets/ is gone, plan the start-over (every commit and state file
     is quarantined), and time ``apply_plan``; return (steps, seconds)."""
     from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-    from checkpoint_doctor.execution.executor import apply_plan
+    from checkpoint_doctor.execution.apply import apply_plan
     from checkpoint_doctor.execution.journal import tool_url
     from checkpoint_doctor.planning import PlanOptions, plan_repair
     from checkpoint_doctor.reading.pipeline import load_checkpoint

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from checkpoint_doctor.diagnosis import diagnose
-from checkpoint_doctor.execution.executor import apply_plan, undo_journal
+from checkpoint_doctor.execution.apply import apply_plan
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url
+from checkpoint_doctor.execution.undo import undo_journal
 from checkpoint_doctor.model import FileSourceOffset, LongOffset, RatePerMicroBatchOffset
 from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.source_offsets import decode_offset

@@ -30,6 +30,18 @@ FORBIDDEN = {
         "checkpoint_doctor.cli",
         "checkpoint_doctor.diagnosis",
     ),
+    "checkpoint_doctor.reading.reads": (
+        "checkpoint_doctor.reading.storage",
+        "checkpoint_doctor.reading.pipeline",
+        "checkpoint_doctor.cli",
+        "checkpoint_doctor.diagnosis",
+    ),
+    "checkpoint_doctor.reading.assembly": (
+        "checkpoint_doctor.reading.storage",
+        "checkpoint_doctor.reading.pipeline",
+        "checkpoint_doctor.cli",
+        "checkpoint_doctor.diagnosis",
+    ),
     "checkpoint_doctor.reading": (
         "checkpoint_doctor.diagnosis",
         "checkpoint_doctor.planning",
@@ -161,9 +173,9 @@ def test_the_pure_core_never_imports_the_io_edge():
 def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_import():
     wrong = [
         ("checkpoint_doctor.fleet.report", {"checkpoint_doctor.cli.options"}),
-        ("checkpoint_doctor.fleet.run", {"checkpoint_doctor.execution.executor"}),
+        ("checkpoint_doctor.fleet.run", {"checkpoint_doctor.execution.apply"}),
         ("checkpoint_doctor.api", {"checkpoint_doctor.render.layout"}),
-        ("checkpoint_doctor.api", {"checkpoint_doctor.execution.executor"}),
+        ("checkpoint_doctor.api", {"checkpoint_doctor.execution.apply"}),
         ("checkpoint_doctor.render.plan", {"checkpoint_doctor.fleet.report"}),
         ("checkpoint_doctor.render.hints", {"checkpoint_doctor.api"}),
     ]
@@ -174,6 +186,23 @@ def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_impor
             {"checkpoint_doctor.render.layout", "checkpoint_doctor.diagnosis"},
         ),
         ("checkpoint_doctor.api", {"checkpoint_doctor.fleet.run", "checkpoint_doctor.planning"}),
+    ]
+    assert forbidden_imports(allowed) == []
+
+
+def test_the_snapshot_its_read_plan_and_its_assembly_stay_pure():
+    wrong = [
+        ("checkpoint_doctor.reading.snapshot", {"checkpoint_doctor.reading.storage"}),
+        ("checkpoint_doctor.reading.reads", {"checkpoint_doctor.reading.pipeline"}),
+        ("checkpoint_doctor.reading.assembly", {"checkpoint_doctor.reading.storage.local"}),
+        ("checkpoint_doctor.reading.assembly", {"checkpoint_doctor.reading.pipeline"}),
+    ]
+    assert len(forbidden_imports(wrong)) == len(wrong)
+    allowed = [
+        (
+            "checkpoint_doctor.reading.assembly",
+            {"checkpoint_doctor.reading.snapshot", "checkpoint_doctor.parsing"},
+        )
     ]
     assert forbidden_imports(allowed) == []
 

@@ -266,7 +266,7 @@ def apply_command(
     storage_option: Sequence[str],
 ) -> None:
     """Apply a plan: verify it against the live checkpoint, back up, change, journal, re-diagnose."""
-    from checkpoint_doctor.execution.executor import apply_plan
+    from checkpoint_doctor.execution.apply import apply_plan
     from checkpoint_doctor.execution.journal import tool_urls
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.changes import render_apply
@@ -387,8 +387,8 @@ def undo_command(
     storage_option: Sequence[str],
 ) -> None:
     """Restore exactly what an apply changed, from its journal (journal.jsonl) and backups."""
-    from checkpoint_doctor.execution.executor import undo_journal
-    from checkpoint_doctor.execution.journal import JOURNAL, Journal
+    from checkpoint_doctor.execution.journal import JOURNAL, Event, Journal
+    from checkpoint_doctor.execution.undo import undo_journal
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.changes import render_undo
     from checkpoint_doctor.render.layout import json_document, layout
@@ -401,7 +401,7 @@ def undo_command(
     if not yes:
         # Undo changes the checkpoint as apply does: the same confirmation (a malformed journal is
         # named before anything is asked).
-        begin = Journal.load(location).first("begin") or {}
+        begin = Journal.load(location).first(Event.BEGIN) or {}
         _need_terminal("undo changes the checkpoint")
         where = moved_to if moved_to is not None else begin.get("checkpoint")
         question = f"Undo the apply of plan {begin.get('plan_id')} to {where}"

@@ -9,15 +9,25 @@ breaks, what the operator can do, and which Spark texts to search for in a drive
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
-SEVERITY_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+from checkpoint_doctor.enums import TextEnum
 
 
-class Code(str, Enum):
+class Severity(TextEnum):
+    """How bad a finding is: an error stops the restart, a warning is a risk, info is a fact."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+#: The severities by their short names, as every check writes them.
+ERROR, WARNING, INFO = Severity.ERROR, Severity.WARNING, Severity.INFO
+#: Worst first (a record read back from JSON looks a severity up by its word).
+SEVERITY_ORDER: dict[str, int] = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+class Code(TextEnum):
     """The finding codes by name: the package says ``Code.ASYNC_TAIL_SYNC_RESTART``, an operator sees
     ``CD101``. A member's value is its code (a ``str``, so it compares, hashes and serializes as the
     code); its name is its slug in capitals. ``tests/diagnosis/test_codes.py`` keeps the members, the
@@ -88,20 +98,14 @@ class Code(str, Enum):
     CONTINUOUS_COMMIT_WITHOUT_OFFSETS = "CD701"
     CONTINUOUS_EPOCHS_AHEAD = "CD702"
 
-    def __str__(self) -> str:
-        return str(self.value)
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self.value), spec)
-
 
 @dataclass(frozen=True)
 class CodeInfo:
     """What a finding code means."""
 
-    code: str
+    code: Code
     slug: str
-    severity: str
+    severity: Severity
     title: str
     spark_does: str
     why: str
@@ -111,7 +115,14 @@ class CodeInfo:
 
 
 def _c(
-    code: str, slug: str, severity: str, title: str, spark_does: str, why: str, action: str, *search: str
+    code: Code,
+    slug: str,
+    severity: Severity,
+    title: str,
+    spark_does: str,
+    why: str,
+    action: str,
+    *search: str,
 ) -> CodeInfo:
     return CodeInfo(code, slug, severity, title, spark_does, why, action, tuple(search))
 

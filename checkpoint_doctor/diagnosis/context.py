@@ -32,7 +32,7 @@ LEGACY_STATE_FORMATS = (
 class LogProblem:
     """Why Spark cannot use a log file it reads on restart: the finding code and Spark's error."""
 
-    code: str
+    code: Code
     error: SparkError
     reason: str
 
@@ -104,7 +104,7 @@ class Context:
             return self.snapshot.offsets.newest_below(latest)
         return self.offsets(latest - 1)
 
-    def tail_gap_code(self, *, strict: bool = False) -> str | None:
+    def tail_gap_code(self, *, strict: bool = False) -> Code | None:
         """Return the code for a missing ``offsets/L-1`` under the restart mode, or None if present.
 
         CD101/CD102: the sparse pattern of async progress tracking (sync restart fails, async works);

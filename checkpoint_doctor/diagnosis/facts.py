@@ -31,7 +31,7 @@ class StoreVerdict(NamedTuple):
 
     store: StateStore
     result: Restorability
-    code: str | None
+    code: Code | None
     skipped: tuple[str, ...] = ()
 
 

@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
-from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
+from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
@@ -421,7 +421,7 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
         # remains``) is labelled rather than starting a sentence in lower case.
         message = f"{_sentence(quote.rstrip('.'))}. Cause: {first.message}" if quote else first.message
         failing = [c for c in counted if c.fails and first.code in c.diagnosis.prediction.caused_by]
-        severity: str | None = effective_severity(
+        severity: Severity | None = effective_severity(
             first.code,
             fails_configured=any(c.role == AS_CONFIGURED for c in failing),
             fails_plausible=any(c.role != AS_CONFIGURED for c in failing),

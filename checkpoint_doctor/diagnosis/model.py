@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import KafkaLive, SourceOffset
@@ -23,7 +23,7 @@ DEFAULT_LIVE_WINDOW_S = 600.0
 class Finding:
     """One observed fact about a checkpoint, with its evidence. Severity comes from the code."""
 
-    code: str
+    code: Code
     message: str
     paths: tuple[str, ...] = ()
     batch_ids: tuple[int, ...] = ()
@@ -32,10 +32,10 @@ class Finding:
     cells: tuple[tuple[str, str], ...] = ()
     #: Set by the restart matrix when the severity differs from the code's (an error that only
     #: a plausible, not the configured, restart meets is a warning).
-    effective_severity: str | None = None
+    effective_severity: Severity | None = None
 
     @property
-    def severity(self) -> str:
+    def severity(self) -> Severity:
         """Return the effective severity: the code's, unless the restart matrix set another."""
         return self.effective_severity or CODES[self.code].severity
 

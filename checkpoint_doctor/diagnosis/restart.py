@@ -22,7 +22,7 @@ from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
 from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.text import java_parse_int
-from checkpoint_doctor.reading.layout import hadoop_crc_path
+from checkpoint_doctor.reading.layout import SINK_LOG, hadoop_crc_path
 
 
 @dataclass
@@ -109,7 +109,7 @@ def _writes_step(run: _Run) -> RestartPrediction | None:
     sink = ctx.snapshot.sink
     if sink is not None and sink.orphan_crc_for(b) is not None:
         # The sink adds batch b to its log while the batch runs, before commits/b is written.
-        log_dir = f"{sink.url.rstrip('/')}/_spark_metadata"
+        log_dir = f"{sink.url.rstrip('/')}/{SINK_LOG}"
         return run.done(ctx.target.sink_concurrent_rename(log_dir), Code.ORPHAN_CRC_BLOCKS_WRITE)
     if _orphan_crc_blocks(ctx, COMMITS, b):
         return run.done(ctx.target.concurrent_rename(COMMITS, "commit"), Code.ORPHAN_CRC_BLOCKS_WRITE)

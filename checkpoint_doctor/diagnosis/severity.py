@@ -20,7 +20,7 @@ Downgrades (a line older than the writer) are shown and never counted. The exit 
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis.codes import CODES, ERROR, WARNING
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, WARNING, Severity
 
 #: The rule in an operator's words (``explain`` prints it for every error code; the README quotes it).
 RULE = (
@@ -32,7 +32,7 @@ RULE = (
 
 def effective_severity(
     code: str, *, fails_configured: bool, fails_plausible: bool, met_configured: bool
-) -> str:
+) -> Severity:
     """Return a finding's severity from the restarts it is met in.
 
     ``fails_configured``/``fails_plausible``: an as-configured / a plausible counted restart fails

@@ -15,6 +15,7 @@ from checkpoint_doctor.execution.journal import (
     LISTING_AFTER,
     PARTLY_UNDONE,
     PLAN,
+    Event,
     Journal,
     list_applies,
     read_jsonl,
@@ -22,7 +23,7 @@ from checkpoint_doctor.execution.journal import (
 )
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
 from checkpoint_doctor.planning.plan import RepairPlan
-from checkpoint_doctor.planning.steps import CHECKPOINT
+from checkpoint_doctor.planning.steps import Area
 from checkpoint_doctor.reading.storage import Storage
 
 
@@ -43,10 +44,10 @@ def apply_history(checkpoint_url: str, open_storage: Callable[[str], Storage]) -
         except CheckpointDoctorError as exc:
             rows.append({**row, "state": "unreadable", "steps_done": None, "note": str(exc)})
             continue
-        applied = journal.last("applied") or journal.last("failed") or {}
+        applied = journal.last(Event.APPLIED) or journal.last(Event.FAILED) or {}
         note = ""
         if journal.state == PARTLY_UNDONE:
-            failed = journal.last("undo-failed")
+            failed = journal.last(Event.UNDO_FAILED)
             why = f"failed: {failed.get('error')}" if failed is not None else "was interrupted"
             note = f"an undo began and {why}; run undo again to finish it"
         rows.append({**row, "state": journal.state, "steps_done": applied.get("steps_done"), "note": note})
@@ -77,7 +78,7 @@ def own_writes(tool: Storage) -> frozenset[tuple[str, int | str]]:
             created = {
                 s.key[1]
                 for s in plan.executable_steps
-                if s.creates and s.key is not None and s.key[0] == CHECKPOINT
+                if s.creates and s.key is not None and s.key[0] == Area.CHECKPOINT
             }
             for row in read_jsonl(location, LISTING_AFTER):
                 if isinstance(row, list) and len(row) == 3 and row[0] in created and row[2] is not None:

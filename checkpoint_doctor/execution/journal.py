@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from checkpoint_doctor.digest import sha256_hex
+from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.errors import JournalError, StorageError, TargetExistsError
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES, DocumentError, parse_json_document
@@ -42,6 +43,21 @@ FILES = "files"
 APPLIES = "applies.jsonl"
 TOOL_SUFFIX = ".checkpoint-doctor"
 PROGRESS_EVERY = 256
+
+
+class Event(TextEnum):
+    """The events of a journal, in the order an apply and its undo write them."""
+
+    BEGIN = "begin"
+    RECORDED = "recorded"
+    BACKED_UP = "backed-up"
+    PROGRESS = "progress"
+    APPLIED = "applied"
+    FAILED = "failed"
+    UNDO_BEGIN = "undo-begin"
+    UNDONE = "undone"
+    UNDO_FAILED = "undo-failed"
+
 
 #: The states of an apply, as ``history`` shows them (``partly undone``: an undo began and did not
 #: finish, killed or failed; running undo again finishes it).
@@ -151,24 +167,24 @@ class Journal:
         self.store.write(JOURNAL, jsonl(events))
         self.events = events
 
-    def first(self, kind: str) -> dict[str, Any] | None:
+    def first(self, kind: Event) -> dict[str, Any] | None:
         """Return the first event of a kind."""
         return next((e for e in self.events if e.get("event") == kind), None)
 
-    def last(self, kind: str) -> dict[str, Any] | None:
+    def last(self, kind: Event) -> dict[str, Any] | None:
         """Return the last event of a kind."""
         return next((e for e in reversed(self.events) if e.get("event") == kind), None)
 
     @property
     def state(self) -> str:
         """Return ``applied``, ``undone``, ``failed`` or ``interrupted`` (no end event: the process died)."""
-        if self.last("undone") is not None:
+        if self.last(Event.UNDONE) is not None:
             return UNDONE
-        if self.last("undo-begin") is not None:
+        if self.last(Event.UNDO_BEGIN) is not None:
             return PARTLY_UNDONE
-        if self.first("applied") is not None:
+        if self.first(Event.APPLIED) is not None:
             return APPLIED
-        if self.first("failed") is not None:
+        if self.first(Event.FAILED) is not None:
             return FAILED
         return INTERRUPTED
 
@@ -197,7 +213,7 @@ class Journal:
             if problem is not None:
                 raise JournalError(f"journal {url} line {n} is not a journal event: {problem}")
         journal = Journal(store, [event for _, event in rows])
-        if journal.first("begin") is None:
+        if journal.first(Event.BEGIN) is None:
             raise JournalError(f"journal {url} has no 'begin' event")
         return journal
 
@@ -257,10 +273,10 @@ __all__ = [
 #: The fields undo and history read, per event, and their JSON types (a journal is read back from
 #: disk: a hand edit or a foreign file must be an error naming the event, never a crash).
 _EVENT_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
-    "begin": {"checkpoint": (str,), "sink": (str, type(None)), "plan_id": (str,)},
-    "recorded": {"listing_before_sha256": (str,), "dirs_before_sha256": (str,)},
-    "backed-up": {"count": (int,), "sha256": (str,)},
-    "applied": {"steps_done": (int,)},
+    Event.BEGIN: {"checkpoint": (str,), "sink": (str, type(None)), "plan_id": (str,)},
+    Event.RECORDED: {"listing_before_sha256": (str,), "dirs_before_sha256": (str,)},
+    Event.BACKED_UP: {"count": (int,), "sha256": (str,)},
+    Event.APPLIED: {"steps_done": (int,)},
 }
 
 

@@ -30,14 +30,21 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
+from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, Listing
+from checkpoint_doctor.reading.layout import SINK_LOG
 
-CHECKPOINT = "checkpoint"
-SINK = "sink"
+
+class TargetKind(TextEnum):
+    """What an audited directory is: a checkpoint, or a file sink's output (it holds
+    :data:`~checkpoint_doctor.reading.layout.SINK_LOG`). Not a plan's area (``reading.layout.Area``)."""
+
+    CHECKPOINT = "checkpoint"
+    SINK = "sink"
+
 
 #: Subdirectories a checkpoint owns: nothing inside them is a target of its own.
 CHECKPOINT_OWNED = ("offsets", "commits", "state", "sources")
-SINK_LOG = "_spark_metadata"
 DELTA_LOG = "_delta_log"
 #: checkpoint-doctor's own directory beside each checkpoint it repaired (execution.journal.TOOL_SUFFIX).
 TOOL_DIR_SUFFIX = ".checkpoint-doctor"
@@ -56,7 +63,7 @@ class Target:
     """A directory to audit: ``kind`` is ``checkpoint`` or ``sink``; ``path`` is relative to the
     listed root ('' for the root itself); ``evidence`` names what made it one."""
 
-    kind: str
+    kind: TargetKind
     path: str
     evidence: tuple[str, ...]
 
@@ -110,21 +117,21 @@ def _candidates(listing: Listing) -> tuple[dict[tuple[str, str], list[str]], lis
         if name.endswith(TOOL_DIR_SUFFIX) and len(name) > len(TOOL_DIR_SUFFIX):
             tools.append(d)
         elif name == "offsets" or name == "commits":
-            found.setdefault((CHECKPOINT, parent), []).append(f"{name}/")
+            found.setdefault((TargetKind.CHECKPOINT, parent), []).append(f"{name}/")
         elif name == SINK_LOG:
-            found.setdefault((SINK, parent), []).append(f"{SINK_LOG}/")
+            found.setdefault((TargetKind.SINK, parent), []).append(f"{SINK_LOG}/")
         elif name == DELTA_LOG:
             deltas.append(parent)
     for column in listing.columns:
         if "metadata" in column.names and column.path.rpartition("/")[2] != "_metadata":
-            found.setdefault((CHECKPOINT, column.path), []).append("metadata")
+            found.setdefault((TargetKind.CHECKPOINT, column.path), []).append("metadata")
     return found, deltas, tools
 
 
 def _owned_by(kind: str, path: str) -> tuple[str, ...]:
-    if kind == CHECKPOINT:
+    if kind == TargetKind.CHECKPOINT:
         return tuple(join(path, d) for d in CHECKPOINT_OWNED)
-    if kind == SINK:
+    if kind == TargetKind.SINK:
         return (join(path, SINK_LOG),)
     if kind == TOOL:
         return (path,)
@@ -174,7 +181,7 @@ def discover(
         elif kind == DELTA_LOG:
             kept_deltas.append(path)
         else:
-            accepted.append(Target(kind, path, tuple(sorted(set(found[(kind, path)])))))
+            accepted.append(Target(TargetKind(kind), path, tuple(sorted(set(found[(kind, path)])))))
     notes: list[Note] = []
     targets: list[Target] = []
     for target in accepted:
@@ -198,7 +205,7 @@ def discover(
         for d in kept_tools
     )
     notes.extend(_uncovered_notes(listing, [t.path for t in accepted] + kept_deltas + kept_tools))
-    targets.sort(key=lambda t: (t.path, t.kind != CHECKPOINT))
+    targets.sort(key=lambda t: (t.path, t.kind != TargetKind.CHECKPOINT))
     notes.sort(key=lambda n: (n.path, n.kind))
     return Discovery(tuple(targets), tuple(notes))
 
@@ -217,7 +224,7 @@ def left_out(rel: str, root_url: str, *, include: Sequence[str], exclude: Sequen
 
 
 def _what(target: Target) -> str:
-    return "checkpoint" if target.kind == CHECKPOINT else "file sink output"
+    return "checkpoint" if target.kind == TargetKind.CHECKPOINT else "file sink output"
 
 
 def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:

@@ -49,6 +49,7 @@ from checkpoint_doctor.fleet.report import (
     triage_key,
 )
 from checkpoint_doctor.ids import count_text
+from checkpoint_doctor.reading.layout import SINK_LOG
 
 #: Cell fills of the timeline picture. ``MISSING_COLOUR`` is used for nothing else on the page.
 MISSING_COLOUR = "#e0301e"
@@ -98,7 +99,7 @@ CELL = 14
 GAP = 2
 LABEL_W = 16
 ROW_LABELS = (("offsets", "o"), ("commit", "c"), ("state", "s"))
-ROW_WORDS = {"offsets": "offsets", "commit": "commits", "state": "state", "sink": "_spark_metadata"}
+ROW_WORDS = {"offsets": "offsets", "commit": "commits", "state": "state", "sink": SINK_LOG}
 #: The "Skipped" list is folded when it is longer than this.
 NOTES_OPEN = NOTES_SHOWN
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from checkpoint_doctor.fleet.discovery import SINK_LOG
 from checkpoint_doctor.model import Listing
+from checkpoint_doctor.reading.layout import SINK_LOG
 
 #: Sinks read per checkpoint to look for the proof, nearest first.
 MAX_CANDIDATES = 4

@@ -2,7 +2,7 @@
 
 I/O lives here and in :mod:`checkpoint_doctor.reading.storage`; discovery, the diagnosis and the report
 are pure. A target's snapshot is assembled from its slice of the root's one listing plus the reads
-:func:`~checkpoint_doctor.reading.snapshot.plan_reads` asks for (on S3: a few GETs per checkpoint, no
+:func:`~checkpoint_doctor.reading.reads.plan_reads` asks for (on S3: a few GETs per checkpoint, no
 listing request of its own). A failure on one target becomes that target's record; the audit goes
 on.
 """
@@ -27,9 +27,9 @@ from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
-    SINK,
     SINK_LOG,
     Note,
+    TargetKind,
     TreeIndex,
     discover,
     left_out,
@@ -127,12 +127,14 @@ def plan_tasks(
     found = discover(listing, root_url=root_url, include=include, exclude=exclude)
     index = TreeIndex(listing)
     sinks = [
-        (url_join(root_url, t.path), t.path, index.slice(t.path)) for t in found.targets if t.kind == SINK
+        (url_join(root_url, t.path), t.path, index.slice(t.path))
+        for t in found.targets
+        if t.kind == TargetKind.SINK
     ]
     tasks = []
     for t in found.targets:
         listing = index.slice(t.path)
-        candidates = sink_candidates(t.path, listing, sinks) if t.kind != SINK else ()
+        candidates = sink_candidates(t.path, listing, sinks) if t.kind != TargetKind.SINK else ()
         tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
     return tasks, [note_dict(root_url, n) for n in found.notes]
 
@@ -404,7 +406,7 @@ def audit_task(
     logs read between the tasks of one audit (None: this task's own)."""
     reads = sink_reads if sink_reads is not None else SinkReads()
     try:
-        if task.kind == SINK:
+        if task.kind == TargetKind.SINK:
             return _audit_sink(store, task, reads)
         if sink_store_for is None:
             task = replace(task, sinks=())
@@ -442,7 +444,7 @@ def run_tasks(
     ``sink_reads`` shares the sink logs read with other calls of the same audit.
     """
     shared = sink_reads if sink_reads is not None else SinkReads()
-    shared.own(t.url for t in tasks if t.kind == SINK)
+    shared.own(t.url for t in tasks if t.kind == TargetKind.SINK)
     total = len(tasks)
     records: list[dict[str, Any]] = []
 
@@ -453,7 +455,9 @@ def run_tasks(
             return _unreadable(task, exc)
 
         def sink_store_for(candidate: SinkCandidate) -> Storage:
-            return store_for(AuditTask(SINK, candidate.url, task.root, candidate.path, candidate.listing))
+            return store_for(
+                AuditTask(TargetKind.SINK, candidate.url, task.root, candidate.path, candidate.listing)
+            )
 
         return audit_task(store, task, options, sink_store_for, shared)
 
@@ -551,7 +555,7 @@ class RecordStream:
 
     def add(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Return the finished record (a new dict) and keep it."""
-        done = linked(record, paired_sinks(self.records)) if record["kind"] == SINK else dict(record)
+        done = linked(record, paired_sinks(self.records)) if record["kind"] == TargetKind.SINK else dict(record)
         done = stamped({**done, "next_step": next_step(done, self.hints)}, self.clock())
         self.records.append(done)
         return done
@@ -579,8 +583,8 @@ def audit_plan(
         add(record)
     store_for = local_store_for(plan)
     threads = jobs or default_jobs(plan)
-    sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == SINK)
-    for group in [t for t in plan.tasks if t.kind != SINK], [t for t in plan.tasks if t.kind == SINK]:
+    sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == TargetKind.SINK)
+    for group in [t for t in plan.tasks if t.kind != TargetKind.SINK], [t for t in plan.tasks if t.kind == TargetKind.SINK]:
         run_tasks(
             group, store_for, options, jobs=threads, progress=lambda _d, _t, r: add(r), sink_reads=sink_reads
         )

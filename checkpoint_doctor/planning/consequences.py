@@ -15,7 +15,7 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.model import Diagnosis
 from checkpoint_doctor.planning.request import AT_LEAST_ONCE
-from checkpoint_doctor.planning.steps import SINK, CopyStep, Step
+from checkpoint_doctor.planning.steps import Area, CopyStep, Step
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 
@@ -33,7 +33,7 @@ class SinkFacts:
         """Return what is known of the sink for these steps."""
         kind = "file" if snapshot.sink is not None else told
         latest = snapshot.sink.log.latest_id if snapshot.sink is not None else None
-        rolled = any(getattr(s, "area", None) == SINK for s in steps)
+        rolled = any(getattr(s, "area", None) == Area.SINK for s in steps)
         return SinkFacts(kind, latest, rolled)
 
     @property

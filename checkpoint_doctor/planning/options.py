@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 from checkpoint_doctor.diagnosis.model import Diagnosis, Finding
 from checkpoint_doctor.model import OffsetSeqMetadata
 from checkpoint_doctor.planning.request import Cell, PlanOptions
-from checkpoint_doctor.planning.steps import CHECKPOINT, QuarantineStep, RemoveDirStep, Step
+from checkpoint_doctor.planning.steps import Area, QuarantineStep, RemoveDirStep, Step
 from checkpoint_doctor.reading.layout import hadoop_crc_path
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -142,4 +142,4 @@ def emptied_dirs(
                 parent = parent.rpartition("/")[0]
     dirs = [d for d in snapshot.dirs if d.startswith(prefix) and d not in left]
     dirs.sort(key=lambda d: (-d.count("/"), d))
-    return tuple(RemoveDirStep(path=d, area=CHECKPOINT, reason=reason) for d in dirs)
+    return tuple(RemoveDirStep(path=d, area=Area.CHECKPOINT, reason=reason) for d in dirs)

@@ -24,10 +24,10 @@ from typing import Any
 from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.planning.preconditions import Precondition, parse_precondition
-from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, check_relative_path, parse_step
+from checkpoint_doctor.planning.steps import Area, Step, check_relative_path, parse_step
 from checkpoint_doctor.redaction import is_secret
 
-__all__ = ["CHECKPOINT", "FORMAT_VERSION", "SINK", "RepairPlan", "canonical_json", "check_relative_path"]
+__all__ = ["FORMAT_VERSION", "Area", "RepairPlan", "canonical_json", "check_relative_path"]
 
 #: 2: one class per step kind (``remove-dir``, binary ``write``), the recorded request and cells.
 FORMAT_VERSION = 2

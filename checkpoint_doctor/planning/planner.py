@@ -24,7 +24,7 @@ from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
 from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
 from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
 from checkpoint_doctor.planning.search import Search, Trial
-from checkpoint_doctor.planning.steps import SINK
+from checkpoint_doctor.planning.steps import Area
 from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, for_code
 from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -236,7 +236,7 @@ class _Frame:
         """Return the plan with these steps, options, expectations (preconditions derived)."""
         snapshot = self.snapshot
         executable = tuple(s for s in fields["steps"] if s.executable)
-        if not self.opts.force_sink and any(s.key is not None and s.key[0] == SINK for s in executable):
+        if not self.opts.force_sink and any(s.key is not None and s.key[0] == Area.SINK for s in executable):
             # A sink another query writes must not lose its log to this query's repair.
             problem = sink_contradiction(snapshot)
             if problem is not None:

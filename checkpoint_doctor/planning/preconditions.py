@@ -16,24 +16,24 @@ from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.model import FileStat
 from checkpoint_doctor.planning.steps import (
-    AREAS,
-    CHECKPOINT,
-    SINK,
+    Area,
     CopyStep,
     QuarantineStep,
     Step,
     check_relative_path,
     kind_class,
+    parse_area,
 )
+from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 #: Files checkpoint-doctor's own applies wrote: (path, ETag or mtime).
 Own = frozenset[tuple[str, int | str]]
 
 
-def file_stat(snapshot: CheckpointSnapshot, area: str, path: str) -> FileStat | None:
+def file_stat(snapshot: CheckpointSnapshot, area: Area, path: str) -> FileStat | None:
     """Return the stat of a checkpoint file or of a sink log file (``_spark_metadata/<name>``)."""
-    if area == CHECKPOINT:
+    if area == Area.CHECKPOINT:
         return snapshot.file(path)
     return sink_files(snapshot).get(path)
 
@@ -42,8 +42,8 @@ def sink_files(snapshot: CheckpointSnapshot) -> dict[str, FileStat]:
     """Return the sink log files by their sink-relative path (``_spark_metadata/<name>``)."""
     if snapshot.sink is None:
         return {}
-    files = {f"_spark_metadata/{e.file.path}": e.file for e in snapshot.sink.log.entries}
-    files.update((f"_spark_metadata/{f.path}", f) for f in snapshot.sink.crc_files)
+    files = {f"{SINK_LOG}/{e.file.path}": e.file for e in snapshot.sink.log.entries}
+    files.update((f"{SINK_LOG}/{f.path}", f) for f in snapshot.sink.crc_files)
     return files
 
 
@@ -158,7 +158,7 @@ class FileUnchangedPre(Precondition):
 
     kind: ClassVar[str] = "file_unchanged"
     path: str = ""
-    area: str = CHECKPOINT
+    area: Area = Area.CHECKPOINT
     size: int | None = None
     mtime_ms: int | None = None
     etag: str | None = None
@@ -200,7 +200,7 @@ class FileUnchangedPre(Precondition):
         own: Own = frozenset(),
     ) -> str | None:
         """The file is there with the same size and stamp."""
-        stat = snapshot.file(self.path) if self.area == CHECKPOINT else sinks.get(self.path)
+        stat = snapshot.file(self.path) if self.area == Area.CHECKPOINT else sinks.get(self.path)
         if stat is None:
             return f"{self.path} is gone"
         if self.size is not None and stat.size != self.size:
@@ -218,7 +218,7 @@ class FileAbsentPre(Precondition):
 
     kind: ClassVar[str] = "file_absent"
     path: str = ""
-    area: str = CHECKPOINT
+    area: Area = Area.CHECKPOINT
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON form."""
@@ -241,10 +241,10 @@ class FileAbsentPre(Precondition):
         own: Own = frozenset(),
     ) -> str | None:
         """Nothing is in the way."""
-        exists = snapshot.file(self.path) if self.area == CHECKPOINT else sinks.get(self.path)
+        exists = snapshot.file(self.path) if self.area == Area.CHECKPOINT else sinks.get(self.path)
         if exists is not None:
             return f"{self.path} exists now; the plan creates it"
-        if self.area == CHECKPOINT and self.path in snapshot.dirs:
+        if self.area == Area.CHECKPOINT and self.path in snapshot.dirs:
             return f"{self.path} is a directory now; the plan creates a file there"
         return None
 
@@ -351,10 +351,10 @@ def _optional_int(data: dict[str, Any], key: str) -> int | None:
 
 
 def _file_fields(data: dict[str, Any]) -> dict[str, Any]:
-    area = data.get("area", CHECKPOINT)
-    if area not in AREAS:
-        raise PlanFormatError(f"unknown precondition area {area!r}")
-    return {"area": area, "path": check_relative_path(data.get("path", ""), what="precondition path")}
+    return {
+        "area": parse_area(data, "precondition"),
+        "path": check_relative_path(data.get("path", ""), what="precondition path"),
+    }
 
 
 def parse_precondition(data: Any) -> Precondition:
@@ -380,11 +380,11 @@ def derive(
     seen: set[tuple[str, str, str]] = set()
     removed: set[tuple[str, str]] = set()
 
-    def unchanged(area: str, path: str) -> None:
+    def unchanged(area: Area, path: str) -> None:
         if ("u", area, path) in seen:
             return
         seen.add(("u", area, path))
-        stat = snapshot.file(path) if area == CHECKPOINT else sinks.get(path)
+        stat = snapshot.file(path) if area == Area.CHECKPOINT else sinks.get(path)
         pre.append(
             FileUnchangedPre(
                 path=path,
@@ -410,7 +410,7 @@ def derive(
             seen.add(("a", *key))
             pre.append(FileAbsentPre(path=key[1], area=key[0]))
     pre.append(NoLiveWriterPre(window_s=live_window_s))
-    if any(step.executable and step.key is not None and step.key[0] == SINK for step in steps):
+    if any(step.executable and step.key is not None and step.key[0] == Area.SINK for step in steps):
         pre.append(SinkPairedPre(forced=force_sink))
     return tuple(pre)
 

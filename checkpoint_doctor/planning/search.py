@@ -5,7 +5,7 @@ Independent damage (an orphan ``.crc`` in both logs, temp files in two logs, a h
 tail) has one option per finding, none of which makes the restart start alone. The search tries
 sets of options, smallest first (breadth-first), and within one size in rank order (the order of
 the findings, then of the strategies in the registry), simulating each set with
-:func:`~checkpoint_doctor.reading.snapshot.simulate_changes` and diagnosing every target cell.
+:func:`~checkpoint_doctor.reading.assembly.simulate_changes` and diagnosing every target cell.
 
 The bound: at most :data:`MAX_CANDIDATES` options (the best ranked) and sets of at most
 :data:`MAX_SIZE`, i.e. C(10,1) + C(10,2) + C(10,3) = 175 simulations in the worst case, each one
@@ -27,7 +27,8 @@ from checkpoint_doctor.planning.consequences import SinkFacts, consequences, dat
 from checkpoint_doctor.planning.options import Option
 from checkpoint_doctor.planning.request import Cell
 from checkpoint_doctor.planning.steps import Key, Step, follows
-from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, simulate_changes
+from checkpoint_doctor.reading.assembly import simulate_changes
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 MAX_CANDIDATES = 10
 MAX_SIZE = 3

@@ -24,13 +24,10 @@ from typing import Any, ClassVar, Protocol, TypeVar
 
 from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import PlanFormatError, PreconditionFailedError
-
-CHECKPOINT = "checkpoint"
-SINK = "sink"
-AREAS = (CHECKPOINT, SINK)
+from checkpoint_doctor.reading.layout import Area
 
 #: (area, path) of a file or directory a step touches.
-Key = tuple[str, str]
+Key = tuple[Area, str]
 T = TypeVar("T")
 
 
@@ -56,32 +53,33 @@ def check_relative_path(path: str, *, what: str = "path") -> str:
     return path
 
 
-def _area(data: dict[str, Any]) -> str:
-    area = data.get("area", CHECKPOINT)
-    if area not in AREAS:
-        raise PlanFormatError(f"unknown plan step area {area!r}")
-    return str(area)
+def parse_area(data: dict[str, Any], what: str) -> Area:
+    """Return the ``area`` of a step's or a precondition's JSON form (the checkpoint if absent)."""
+    area = data.get("area", Area.CHECKPOINT)
+    if area not in tuple(Area):
+        raise PlanFormatError(f"unknown {what} area {area!r}")
+    return Area(area)
 
 
 class StepIO(Protocol):
     """What a step needs from storage to run; the executor provides it (planning stays pure)."""
 
-    def read(self, area: str, path: str) -> bytes:
+    def read(self, area: Area, path: str) -> bytes:
         """Return a file's bytes."""
 
-    def exists(self, area: str, path: str) -> bool:
+    def exists(self, area: Area, path: str) -> bool:
         """Return whether a file exists."""
 
-    def delete(self, area: str, path: str) -> None:
+    def delete(self, area: Area, path: str) -> None:
         """Delete a file."""
 
-    def create(self, area: str, path: str, data: bytes) -> None:
+    def create(self, area: Area, path: str, data: bytes) -> None:
         """Create a file that must not exist yet."""
 
-    def remove_dir(self, area: str, path: str) -> None:
+    def remove_dir(self, area: Area, path: str) -> None:
         """Remove an empty directory (nothing on object stores)."""
 
-    def make_dir(self, area: str, path: str) -> None:
+    def make_dir(self, area: Area, path: str) -> None:
         """Create a directory (nothing on object stores)."""
 
 
@@ -179,7 +177,7 @@ class _PathStep(Step):
     """A step on one path of an area (every kind but ``run``)."""
 
     path: str = ""
-    area: str = CHECKPOINT
+    area: Area = Area.CHECKPOINT
     reason: str = ""
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,7 +193,7 @@ class _PathStep(Step):
     def path_fields(data: dict[str, Any]) -> dict[str, Any]:
         """Return the validated area, path and reason of a step's JSON form."""
         path = check_relative_path(data.get("path", ""), what="step path")
-        return {"area": _area(data), "path": path, "reason": str(data.get("reason", ""))}
+        return {"area": parse_area(data, "plan step"), "path": path, "reason": str(data.get("reason", ""))}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Step:
@@ -350,7 +348,7 @@ class WriteStep(_CreateStep):
     encoding: str = "utf-8"
 
     @staticmethod
-    def of_bytes(path: str, data: bytes, reason: str, area: str = CHECKPOINT) -> WriteStep:
+    def of_bytes(path: str, data: bytes, reason: str, area: Area = Area.CHECKPOINT) -> WriteStep:
         """Return a write step for arbitrary bytes (text when they are UTF-8 without a BOM)."""
         try:
             text: str | None = data.decode("utf-8")

@@ -6,7 +6,7 @@ The pipeline (:mod:`~checkpoint_doctor.reading.pipeline`), in order:
    storage: one ``os.scandir`` walk, or one s3fs ``find``);
 2. **index** the names (:mod:`~checkpoint_doctor.reading.layout`, pure): batch files, Hadoop
    ``.crc`` side files, temp files, state store files, sink log entries;
-3. **plan the reads** (:func:`~checkpoint_doctor.reading.snapshot.plan_reads`, pure): only the files
+3. **plan the reads** (:func:`~checkpoint_doctor.reading.reads.plan_reads`, pure): only the files
    a restart reads, or every log file with ``depth="deep"``;
 4. **read** them in one batch (storage, concurrently where the backend is asynchronous);
 5. **assemble** the :class:`~checkpoint_doctor.reading.snapshot.CheckpointSnapshot` (pure: parsing

@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
 
@@ -34,6 +35,18 @@ _TEMP = re.compile(
 _V2_STATE = re.compile(r"^(?P<version>\d+)_(?P<uid>[0-9A-Za-z-]+)\.(?P<ext>zip|changelog)$")
 STATE_DATA_SUFFIXES = ("delta", "snapshot", "zip", "changelog")
 LOG_DIRS = ("offsets", "commits")
+#: A file sink's log, below its output directory (``FileStreamSink.getMetadataLogPath``).
+SINK_LOG = "_spark_metadata"
+
+
+class Area(TextEnum):
+    """Which root a path of a plan or of a simulated change is relative to: the checkpoint's, or the
+    file sink output's (its :data:`SINK_LOG` log). Not a fleet target's kind (``fleet.discovery``)."""
+
+    CHECKPOINT = "checkpoint"
+    SINK = "sink"
+
+
 STATE_RESERVED = ("_metadata", "SSTs", "logs")
 
 
@@ -539,7 +552,7 @@ def _index_file(layout: Layout, f: FileStat) -> None:
 
 def index_sink_listing(listing: Listing) -> LogIndex:
     """Index the listing of a file sink's ``_spark_metadata`` directory (paths relative to it)."""
-    log = LogIndex("_spark_metadata", exists=True)
+    log = LogIndex(SINK_LOG, exists=True)
     scratch = Layout(listing=Listing())
     for f in listing.files:
         _index_log_file(log, f, f.path.split("/"), scratch, compactible=True)

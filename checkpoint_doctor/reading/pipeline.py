@@ -1,7 +1,7 @@
 """Load a :class:`~checkpoint_doctor.reading.snapshot.CheckpointSnapshot` from storage: the I/O edge.
 
 One recursive listing of the checkpoint (and, with a sink path, one of ``_spark_metadata``), then one
-batch of reads chosen by :func:`~checkpoint_doctor.reading.snapshot.plan_reads`, each bounded by
+batch of reads chosen by :func:`~checkpoint_doctor.reading.reads.plan_reads`, each bounded by
 :data:`~checkpoint_doctor.reading.snapshot.MAX_FILE_BYTES`, then pure assembly. Reading never writes.
 """
 
@@ -14,24 +14,26 @@ from typing import Any
 
 from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError, NotACheckpointError
 from checkpoint_doctor.model import Listing
-from checkpoint_doctor.reading.layout import LogIndex, index_listing, index_sink_listing, listed_sizes
+from checkpoint_doctor.reading.assembly import assemble_snapshot
+from checkpoint_doctor.reading.layout import (
+    SINK_LOG,
+    LogIndex,
+    index_listing,
+    index_sink_listing,
+    listed_sizes,
+)
+from checkpoint_doctor.reading.reads import DATA_HEAD_BYTES, follow_up_reads, head_only, plan_reads
 from checkpoint_doctor.reading.snapshot import (
-    DATA_HEAD_BYTES,
     DEFAULT_DEPTH,
     MAX_FILE_BYTES,
     CheckpointSnapshot,
     Content,
     SinkLog,
-    assemble_snapshot,
-    follow_up_reads,
-    head_only,
-    plan_reads,
 )
 from checkpoint_doctor.reading.storage import Storage, first_failure, open_storage, translate_error
 
 #: What ``assemble_snapshot`` takes for a file sink: its URL, its log's index and the files read.
 SinkArg = tuple[str, LogIndex, Mapping[str, Any]]
-SINK_LOG = "_spark_metadata"
 
 
 def load_snapshot(
@@ -232,6 +234,6 @@ def describe_non_checkpoint(files: Sequence[object], dirs: Sequence[str]) -> str
         return "the directory is empty (no metadata, offsets/ or commits/)"
     if any(d == "_delta_log" or d.endswith("/_delta_log") for d in dirs):
         return "it holds _delta_log/, a Delta table, not a streaming checkpoint"
-    if any(d == "_spark_metadata" for d in dirs):
-        return "it holds _spark_metadata/, the output of a file sink; pass it with --sink-path"
+    if any(d == SINK_LOG for d in dirs):
+        return f"it holds {SINK_LOG}/, the output of a file sink; pass it with --sink-path"
     return "no metadata file, offsets/ or commits/ directory"

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.errors import CheckpointDoctorError
-from checkpoint_doctor.reading.pipeline import SINK_LOG, SinkArg, read_sink
+from checkpoint_doctor.reading.layout import SINK_LOG
+from checkpoint_doctor.reading.pipeline import SinkArg, read_sink
 from checkpoint_doctor.reading.snapshot import SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage
 

@@ -1,9 +1,10 @@
-"""The checkpoint snapshot: one immutable value for everything in a checkpoint. Pure.
+"""The checkpoint snapshot: one immutable value for everything in a checkpoint, and its parts. Pure.
 
 Built in three steps so that I/O stays at the edge (:mod:`checkpoint_doctor.reading.pipeline` does the I/O):
-``index_listing`` (names) -> :func:`plan_reads` (which files to read at this depth) -> read ->
-:func:`assemble_snapshot` (parse and combine). A damaged file is recorded as a
-:class:`~checkpoint_doctor.model.ParseFailure` on its entry; nothing here raises for bad content.
+``index_listing`` (names) -> :func:`~checkpoint_doctor.reading.reads.plan_reads` (which files to read
+at this depth) -> read -> :func:`~checkpoint_doctor.reading.assembly.assemble_snapshot` (parse and
+combine). A damaged file is recorded as a :class:`~checkpoint_doctor.model.ParseFailure` on its
+entry; nothing here raises for bad content.
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ import array
 import bisect
 import functools
 import itertools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-from checkpoint_doctor.errors import CheckpointParseError, FileTooLargeError, StorageError
+from checkpoint_doctor.errors import StorageError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import (
     CommitRecord,
@@ -33,26 +34,9 @@ from checkpoint_doctor.model import (
     StateDataHeader,
     StateSchemaHeader,
 )
-from checkpoint_doctor.parsing.commits import parse_commit
-from checkpoint_doctor.parsing.compactible import parse_sink_log, parse_source_metadata
-from checkpoint_doctor.parsing.metadata import parse_query_metadata
-from checkpoint_doctor.parsing.offsets import parse_offsets
-from checkpoint_doctor.parsing.state_files import (
-    parse_operator_metadata,
-    parse_rocksdb_zip_metadata,
-    parse_schema_header,
-    parse_state_data_header,
-)
-from checkpoint_doctor.parsing.text import TOO_LARGE
 from checkpoint_doctor.reading.layout import (
-    Layout,
-    LogIndex,
-    StoreIndex,
+    SINK_LOG,
     hadoop_crc_path,
-    index_listing,
-    index_sink_listing,
-    orphan_crcs,
-    parse_state_file_name,
 )
 
 T = TypeVar("T")
@@ -289,7 +273,7 @@ class SinkLog:
         if not self.local or (latest is not None and batch_id <= latest):
             return None
         name = self.entry_name(batch_id)
-        return f"_spark_metadata/.{name}.crc" if f".{name}.crc" in self.crcs else None
+        return f"{SINK_LOG}/.{name}.crc" if f".{name}.crc" in self.crcs else None
 
     @property
     def compact_ids(self) -> tuple[int, ...]:
@@ -314,11 +298,11 @@ class SinkLog:
         present = {(e.batch_id, e.compact) for e in self.log.entries}
         missing = []
         if last_compact >= 0 and (last_compact, True) not in present:
-            missing.append(f"_spark_metadata/{last_compact}.compact")
+            missing.append(f"{SINK_LOG}/{last_compact}.compact")
         # The batch files after the newest compact: fewer than ``interval`` of them, but an interval
         # derived from absurd ids can be huge, so only the first missing ones are named.
         batches = {b for b, compact in present if not compact}
-        missing.extend(f"_spark_metadata/{b}" for b in missing_in(last_compact + 1, latest, batches))
+        missing.extend(f"{SINK_LOG}/{b}" for b in missing_in(last_compact + 1, latest, batches))
         return tuple(missing)
 
 
@@ -437,362 +421,3 @@ class CheckpointSnapshot:
             else:
                 h.update(array.array("q", [-1 if m is None else m for m in d.mtimes_ms]).tobytes())
         return h.hexdigest()
-
-
-# ------------------------------------------------------------------------------------------ reads
-
-
-def _newest(ids: list[int], n: int) -> list[int]:
-    return sorted(ids)[-n:] if n > 0 else []
-
-
-def _expected_next_batch(layout: Layout) -> int:
-    offsets = layout.offsets.batches
-    commits = layout.commits.batches
-    if not offsets:
-        return 0
-    latest = max(offsets)
-    if commits and max(commits) == latest:
-        return latest + 1
-    return latest
-
-
-#: Bytes read of a state data file (``.delta``, ``.snapshot``, ``.changelog``): only its compression
-#: stream header is checked (8 bytes at most), and a snapshot can be gigabytes.
-DATA_HEAD_BYTES = 64
-
-
-def head_only(path: str) -> bool:
-    """Return whether a planned read needs only the file's head (a state data file)."""
-    if not path.startswith("state/"):
-        return False
-    parsed = parse_state_file_name(path.rpartition("/")[2])
-    return parsed is not None and parsed.kind != "zip"
-
-
-def _state_data_reads(store: StoreIndex, version: int) -> list[str]:
-    """The data files of the version the next batch loads (its delta, snapshot or changelog): the
-    files a crash mid-write or an overwrite damages, checked for their stream header."""
-    return [f"{store.path}/{name}" for p, name in store.data if p.kind != "zip" and p.version == version]
-
-
-def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
-    zips = [(p.version, f"{store.path}/{name}") for p, name in store.data if p.kind == "zip"]
-    if not zips:
-        return []
-    newest_at = max((v for v, _ in zips if v <= version), default=None)
-    wanted = {newest_at, max(v for v, _ in zips)} - {None}
-    return [path for v, path in zips if v in wanted]
-
-
-def _log_reads(log: LogIndex, other: LogIndex, deep: bool) -> list[str]:
-    """``offsets/`` or ``commits/``: the newest few, the one below the newest, and the id the
-    other log ends at (a restart compares them)."""
-    ids = sorted(log.batches)
-    if deep:
-        return [log.batches[i].path for i in ids]
-    chosen = set(_newest(ids, NEWEST_FEW))
-    if ids:
-        latest = ids[-1]
-        below = [i for i in ids[-NEWEST_FEW - 1 :] if i < latest]
-        if below:
-            chosen.add(below[-1])
-        if other.batches:
-            k = max(other.batches)
-            if k in log.batches:
-                chosen.add(k)
-    return [log.batches[i].path for i in sorted(chosen)]
-
-
-def _source_reads(src: LogIndex, deep: bool) -> list[str]:
-    """``sources/<n>/``: batch 0 (initial offsets, rate start), the newest file and newest compact."""
-    if deep:
-        return [src.batches[i].path for i in sorted(src.batches)] + [
-            src.compacts[i].path for i in sorted(src.compacts)
-        ]
-    paths = [src.batches[0].path] if 0 in src.batches else []
-    for i in _newest(sorted(set(src.batches) | set(src.compacts)), 1):
-        if i in src.batches and i != 0:
-            paths.append(src.batches[i].path)
-        if i in src.compacts:
-            paths.append(src.compacts[i].path)
-    if src.compacts:
-        paths.append(src.compacts[max(src.compacts)].path)
-    return paths
-
-
-def _state_reads(layout: Layout) -> list[str]:
-    """Operator metadata, schema headers, the RocksDB zips a restart loads and the heads of the
-    data files of the version it loads."""
-    load_version = _expected_next_batch(layout)
-    paths: list[str] = []
-    for op in layout.operators.values():
-        if op.metadata is not None:
-            paths.append(op.metadata.path)
-        for store in op.stores.values():
-            if store.schema is not None:
-                paths.append(store.schema.path)
-            paths.extend(_rocksdb_zip_reads(store, load_version))
-            paths.extend(_state_data_reads(store, load_version))
-    return paths
-
-
-def _sink_reads(sink: LogIndex, deep: bool) -> list[str]:
-    """``_spark_metadata/``: every file, or the newest batch file and the newest compact."""
-    ids, compacts = sorted(sink.batches), sorted(sink.compacts)
-    if not deep:
-        ids, compacts = _newest(ids, 1), _newest(compacts, 1)
-    return [sink.batches[i].path for i in ids] + [sink.compacts[i].path for i in compacts]
-
-
-def plan_reads(
-    layout: Layout, depth: str = DEFAULT_DEPTH, sink: LogIndex | None = None
-) -> tuple[list[str], list[str]]:
-    """Return (checkpoint paths, sink-log paths) to read for a snapshot of this depth.
-
-    Default depth reads what a restart reads (``metadata``; ``offsets/L``, ``offsets/L-1`` or the
-    newest file below ``L``; ``commits/K``; ``offsets/K`` for continuous mode), the newest few of
-    each log, the newest files of each source log, operator metadata and schema headers, and for
-    RocksDB the zips a restart would load. The count does not grow with retained batches.
-    ``deep`` reads every batch file of every log.
-    """
-    deep = depth == DEEP
-    paths = ["metadata"] if layout.metadata is not None else []
-    paths += _log_reads(layout.offsets, layout.commits, deep)
-    paths += _log_reads(layout.commits, layout.offsets, deep)
-    for src in layout.sources.values():
-        paths += _source_reads(src, deep)
-    paths += _state_reads(layout)
-    sink_paths = _sink_reads(sink, deep) if sink is not None else []
-    return list(dict.fromkeys(paths)), list(dict.fromkeys(sink_paths))
-
-
-def follow_up_reads(snapshot: CheckpointSnapshot) -> list[str]:
-    """Return files worth reading after a first assembly: older RocksDB zips of a store whose
-    newest zip names missing SSTs (Spark 4.3's auto snapshot repair falls back to them)."""
-    paths: list[str] = []
-    for op in snapshot.state.operators:
-        for store in op.stores:
-            present = set(store.sst_files)
-            damaged = any(
-                rec.record is not None and any(sst not in present for sst in rec.record.sst_files)
-                for _, rec in store.zip_metadata
-            )
-            if not damaged:
-                continue
-            read = {name for name, _ in store.zip_metadata}
-            paths.extend(f"{store.path}/{v}.zip" for v in store.zips if f"{v}.zip" not in read)
-    return paths
-
-
-# ------------------------------------------------------------------------------------------ assembly
-
-
-def _parse(
-    parser: Callable[..., T], f: FileStat, contents: Mapping[str, Content], prefix: str = ""
-) -> tuple[T | None, ParseFailure | None]:
-    key = f.path
-    if key not in contents:
-        return None, None
-    data = contents[key]
-    shown = prefix + f.path
-    if isinstance(data, FileTooLargeError):
-        return None, ParseFailure(shown, TOO_LARGE, data.reason)
-    if isinstance(data, StorageError):
-        return None, ParseFailure(shown, UNREADABLE, data.reason)
-    try:
-        return parser(data, path=shown), None
-    except CheckpointParseError as exc:
-        return None, ParseFailure(shown, exc.kind, exc.reason, exc.line, exc.version, exc.found)
-
-
-def _log(
-    index: LogIndex, parser: Callable[..., T], contents: Mapping[str, Content], prefix: str = ""
-) -> BatchLog[T]:
-    entries: list[LogEntry[T]] = []
-    for bid, f in index.batches.items():
-        rec, fail = _parse(parser, f, contents, prefix)
-        entries.append(LogEntry(bid, f, rec, fail))
-    for bid, f in index.compacts.items():
-        rec, fail = _parse(parser, f, contents, prefix)
-        entries.append(LogEntry(bid, f, rec, fail, compact=True))
-    entries.sort(key=lambda e: (e.batch_id, e.compact))
-    return BatchLog(
-        path=index.path,
-        exists=index.exists,
-        entries=tuple(entries),
-        noncanonical=tuple(sorted(index.noncanonical, key=lambda x: (x[1], x[0]))),
-        ignored_dirs=tuple(sorted(index.ignored_dirs)),
-        file_count=index.file_count,
-        total_bytes=index.total_bytes,
-    )
-
-
-def _record(
-    parser: Callable[..., T], f: FileStat | None, contents: Mapping[str, Content]
-) -> FileRecord[T] | None:
-    if f is None:
-        return None
-    rec, fail = _parse(parser, f, contents)
-    return FileRecord(f, rec, fail)
-
-
-def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
-    kinds: dict[str, list[int]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
-    v2: dict[str, list[tuple[int, str]]] = {"zip": [], "changelog": []}
-    zip_meta = []
-    headers = []
-    for parsed, name in store.data:
-        if parsed.unique_id is None:
-            kinds[parsed.kind].append(parsed.version)
-        else:
-            v2[parsed.kind].append((parsed.version, parsed.unique_id))
-        path = f"{store.path}/{name}"
-        if path not in contents:
-            continue
-        if parsed.kind == "zip":
-            rec = _record(parse_rocksdb_zip_metadata, FileStat(path, 0), contents)
-            if rec is not None:
-                zip_meta.append((name, rec))
-        else:
-            head = _record(parse_state_data_header, FileStat(path, 0), contents)
-            if head is not None:
-                headers.append((name, head))
-    return StateStore(
-        operator_id=store.operator_id,
-        partition_id=store.partition_id,
-        store_name=store.store_name,
-        path=store.path,
-        deltas=tuple(sorted(kinds["delta"])),
-        snapshots=tuple(sorted(kinds["snapshot"])),
-        zips=tuple(sorted(kinds["zip"])),
-        changelogs=tuple(sorted(kinds["changelog"])),
-        zips_v2=tuple(sorted(v2["zip"])),
-        changelogs_v2=tuple(sorted(v2["changelog"])),
-        sst_files=tuple(sorted(f.name for f in store.ssts)),
-        spark_checksums=store.spark_checksums,
-        file_count=store.file_count,
-        total_bytes=store.total_bytes,
-        zip_metadata=tuple(sorted(zip_meta, key=lambda x: x[0])),
-        schema=_record(parse_schema_header, store.schema, contents),
-        data_headers=tuple(sorted(headers, key=lambda x: x[0])),
-    )
-
-
-def _debris(layout: Layout) -> tuple[DebrisFile, ...]:
-    out = [DebrisFile(f, "temp", target) for f, target in layout.temps]
-    out.extend(DebrisFile(f, "orphan-crc", target) for f, target in orphan_crcs(layout))
-    for log in (layout.offsets, layout.commits, *layout.sources.values()):
-        out.extend(DebrisFile(f, "unknown") for f in log.other)
-    out.extend(DebrisFile(f, "ignored-dir-entry") for f in layout.ignored)
-    out.extend(DebrisFile(f, "unknown") for f in layout.unknown)
-    for op in layout.operators.values():
-        out.extend(DebrisFile(f, "unknown") for f in op.other)
-        for store in op.stores.values():
-            out.extend(DebrisFile(f, "unknown") for f in store.other)
-    out.extend(DebrisFile(f, "unknown") for f in layout.state_other)
-    return tuple(sorted(out, key=lambda d: d.file.path))
-
-
-def assemble_snapshot(
-    root: str,
-    layout: Layout,
-    contents: Mapping[str, Content],
-    *,
-    depth: str = DEFAULT_DEPTH,
-    sink: tuple[str, LogIndex, Mapping[str, Content]] | None = None,
-) -> CheckpointSnapshot:
-    """Parse the read files and combine everything into one :class:`CheckpointSnapshot`."""
-    operators = []
-    for op_id in sorted(layout.operators):
-        op = layout.operators[op_id]
-        stores = tuple(
-            _store(op.stores[k], contents)
-            for k in sorted(op.stores, key=lambda k: (k[1] != "default", k[1], k[0]))
-        )
-        operators.append(
-            StateOperator(
-                operator_id=op_id,
-                stores=tuple(sorted(stores, key=lambda s: (s.partition_id, s.store_name))),
-                partition_dirs=tuple(sorted(op.partition_dirs)),
-                metadata=_record(parse_operator_metadata, op.metadata, contents),
-                metadata_v2_batches=tuple(sorted(op.metadata_v2)),
-                file_count=op.file_count,
-                total_bytes=op.total_bytes,
-            )
-        )
-    sink_log = None
-    if sink is not None:
-        url, index, sink_contents = sink
-        sink_log = SinkLog(
-            url,
-            _log(index, parse_sink_log, sink_contents, prefix="_spark_metadata/"),
-            crc_files=tuple(sorted(index.crcs, key=lambda f: f.path)),
-        )
-    sources = tuple(
-        _log(layout.sources[name], parse_source_metadata, contents)
-        for name in sorted(layout.sources, key=lambda n: (not n.isdigit(), int(n) if n.isdigit() else 0, n))
-    )
-    return CheckpointSnapshot(
-        root=root,
-        depth=depth,
-        listing=layout.listing,
-        metadata=_record(parse_query_metadata, layout.metadata, contents),
-        offsets=_log(layout.offsets, parse_offsets, contents),
-        commits=_log(layout.commits, parse_commit, contents),
-        sources=sources,
-        state=StateDir(
-            exists=layout.state_exists,
-            operators=tuple(operators),
-            other_files=tuple(layout.state_other),
-        ),
-        debris=_debris(layout),
-        hadoop_crcs=frozenset(layout.hadoop_crcs),
-        sink=sink_log,
-        read_count=len(contents) + (len(sink[2]) if sink else 0),
-        raw={k: v for k, v in contents.items() if isinstance(v, bytes)},
-        sink_raw={k: v for k, v in sink[2].items() if isinstance(v, bytes)} if sink else {},
-    )
-
-
-def simulate_changes(
-    snapshot: CheckpointSnapshot,
-    *,
-    removed: Iterable[tuple[str, str]] = (),
-    added: Mapping[tuple[str, str], bytes] | None = None,
-) -> CheckpointSnapshot:
-    """Return the snapshot as it would be after removing and adding files. Pure.
-
-    ``removed``/``added`` are keyed by (area, path): area ``checkpoint`` (path relative to the root)
-    or ``sink`` (path relative to the sink root, ``_spark_metadata/<id>``). Used to compute the
-    diagnosis a repair plan expects, without touching storage.
-    """
-    added = dict(added or {})
-    gone = {p for a, p in removed if a == "checkpoint"}
-    new_files = {p: d for (a, p), d in added.items() if a == "checkpoint"}
-    files = [f for f in snapshot.files if f.path not in gone and f.path not in new_files]
-    files += [FileStat(p, len(d), None) for p, d in new_files.items()]
-    files.sort(key=lambda f: f.path)
-    dirs = set(snapshot.dirs) - gone  # a removed directory (a plan's remove-dir step) is gone too
-    for p in new_files:
-        parent = p.rpartition("/")[0]
-        while parent:
-            dirs.add(parent)
-            parent = parent.rpartition("/")[0]
-    contents: dict[str, Content] = {k: v for k, v in snapshot.raw.items() if k not in gone}
-    contents.update(new_files)
-    layout = index_listing(Listing(tuple(files), tuple(sorted(dirs))))
-    sink_arg = None
-    if snapshot.sink is not None:
-        prefix = "_spark_metadata/"
-        sink_gone = {p[len(prefix) :] for a, p in removed if a == "sink"}
-        sink_new = {p[len(prefix) :]: d for (a, p), d in added.items() if a == "sink"}
-        sink_files = [e.file for e in snapshot.sink.log.entries if e.file.path not in sink_gone]
-        sink_files += [f for f in snapshot.sink.crc_files if f.path not in sink_gone]
-        sink_files += [FileStat(p, len(d), None) for p, d in sink_new.items()]
-        sink_contents: dict[str, Content] = {k: v for k, v in snapshot.sink_raw.items() if k not in sink_gone}
-        sink_contents.update(sink_new)
-        index = index_sink_listing(Listing(tuple(sorted(sink_files, key=lambda f: f.path)), ()))
-        index.exists = snapshot.sink.log.exists
-        sink_arg = (snapshot.sink.url, index, sink_contents)
-    return assemble_snapshot(snapshot.root, layout, contents, depth=snapshot.depth, sink=sink_arg)

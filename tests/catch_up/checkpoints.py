@@ -8,8 +8,9 @@ from pathlib import Path
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.execution.catch_up.decisions import next_command, spark_line, tail_state
 from checkpoint_doctor.execution.catch_up.model import CatchUpOptions, CatchUpReport, RunFacts
+from checkpoint_doctor.reading.assembly import simulate_changes
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, simulate_changes
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from tests.scenarios import FIXTURES, copy_scenario
 
 #: (newest durable offsets below L, L) of the ``async-tail`` fixture, per Spark version.

@@ -31,8 +31,8 @@ from checkpoint_doctor.execution.catch_up.decisions import (
     with_tail,
 )
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.reading.assembly import simulate_changes
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from checkpoint_doctor.reading.snapshot import simulate_changes
 from checkpoint_doctor.spark import progress_dict
 from tests.catch_up.checkpoints import (
     ASYNC_TAIL,

@@ -18,9 +18,10 @@ from checkpoint_doctor.errors import (
     StorageError,
     UndoRefusedError,
 )
-from checkpoint_doctor.execution.executor import apply_plan, undo_journal
+from checkpoint_doctor.execution.apply import apply_plan
 from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url, tool_urls
+from checkpoint_doctor.execution.undo import undo_journal
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
 from tests.faults import FailingStore, FaultInjector

@@ -10,19 +10,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checkpoint_doctor.fleet.discovery import (
-    CHECKPOINT,
     NOTE_DELTA,
     NOTE_EMPTY,
     NOTE_EXCLUDED,
     NOTE_NEITHER,
     NOTE_STRAY,
-    SINK,
+    TargetKind,
     TreeIndex,
     discover,
 )
 from checkpoint_doctor.model import FileStat, Listing
 from checkpoint_doctor.reading.storage import open_storage
 from tests.fleet.conftest import CHECKPOINTS, DELTA_TABLE, GARBAGE_CHECKPOINT, GARBAGE_DIR, SINKS, Fleet
+
+CHECKPOINT, SINK = TargetKind.CHECKPOINT, TargetKind.SINK
 
 
 def listing(paths: list[str], extra_dirs: tuple[str, ...] = ()) -> Listing:

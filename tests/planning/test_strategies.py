@@ -274,7 +274,7 @@ def test_many_orphan_checksums_are_planned_with_a_bounded_number_of_simulations(
     """One option per orphan .crc made the search simulate 175 sets (each re-indexing
     the listing) and still leave all but three orphans; the orphans of one log are one finding, one
     quarantine, one simulation, however many there are."""
-    import checkpoint_doctor.reading.snapshot as snapshot_module
+    import checkpoint_doctor.reading.assembly as assembly_module
 
     scenario("spark-4.3.0/window_agg").load(tmp_path)
     commits = tmp_path / "checkpoint" / "commits"
@@ -286,8 +286,8 @@ def test_many_orphan_checksums_are_planned_with_a_bounded_number_of_simulations(
     diagnosis = diagnose(snapshot, options)
     assert [f.code for f in diagnosis.findings].count("CD504") == 1
     builds = []
-    real = snapshot_module.index_listing
-    monkeypatch.setattr(snapshot_module, "index_listing", lambda listing: builds.append(1) or real(listing))
+    real = assembly_module.index_listing
+    monkeypatch.setattr(assembly_module, "index_listing", lambda listing: builds.append(1) or real(listing))
     plan = plan_repair(snapshot, diagnosis, PlanOptions(diagnose=options))
     assert {st.path for st in plan.steps} == {f"commits/.{k}.crc" for k in range(4, 4 + count)}
     assert plan.expected["starts"] is True and not plan.unresolved

@@ -160,7 +160,7 @@ def _failures(snapshot) -> list[dict]:
 
 
 def test_a_state_data_file_is_read_by_its_head_only(tmp_path: Path) -> None:
-    from checkpoint_doctor.reading.snapshot import DATA_HEAD_BYTES
+    from checkpoint_doctor.reading.reads import DATA_HEAD_BYTES
 
     cp = write_files(
         tmp_path / "ckpt", checkpoint_files(range(3), range(2), partitions=1, state_versions=[1, 2, 3])

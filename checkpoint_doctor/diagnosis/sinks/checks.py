@@ -9,6 +9,7 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.ids import id_range, span_text
 from checkpoint_doctor.parsing.text import TOO_LARGE
+from checkpoint_doctor.reading.layout import SINK_LOG, Area
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 
 
@@ -32,9 +33,7 @@ def check_sink_log(sink: SinkLog) -> Iterator[Finding]:
     """CD404-CD406: the checks a file sink's log needs no checkpoint for (present, readable,
     complete for readers). The public entry point for a sink audited on its own."""
     if not sink.log.exists or not sink.log.entries:
-        yield Finding(
-            Code.SINK_LOG_MISSING, f"{sink.url} has no _spark_metadata log.", paths=("_spark_metadata",)
-        )
+        yield Finding(Code.SINK_LOG_MISSING, f"{sink.url} has no {SINK_LOG} log.", paths=(SINK_LOG,))
         return
     for failure in sink.log.failures():
         # A compact file over the read bound is no damage: long-running sinks grow them past it
@@ -64,14 +63,14 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
     b = prediction.next_batch_id
     orphan = sink.orphan_crc_for(b) if b is not None else None
     if orphan is not None and b is not None:
-        target = f"_spark_metadata/{sink.entry_name(b)}"
+        target = f"{SINK_LOG}/{sink.entry_name(b)}"
         yield Finding(
             Code.ORPHAN_CRC_BLOCKS_WRITE,
             f"{orphan} remains in the file sink's log although {target} is gone, and the sink writes "
             f"{target} again when batch {b} runs.",
             paths=(orphan,),
             batch_ids=(b,),
-            details=(("target", target), ("area", "sink")),
+            details=(("target", target), ("area", Area.SINK)),
         )
     if not sink.log.exists or not sink.log.entries:
         return
@@ -82,9 +81,9 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
     if latest is not None and top > latest:
         yield Finding(
             Code.SINK_AHEAD_OF_OFFSETS,
-            f"_spark_metadata/{top} is ahead of the newest offsets file offsets/{latest}: the sink will skip "
+            f"{SINK_LOG}/{top} is ahead of the newest offsets file offsets/{latest}: the sink will skip "
             f"{span_text('batch', latest + 1, top)} when {'it is' if top == latest + 1 else 'they are'} planned again.",
-            paths=(f"_spark_metadata/{top}",),
+            paths=(f"{SINK_LOG}/{top}",),
             batch_ids=id_range(latest + 1, top),
             details=(("sink_latest", top), ("latest_offsets", latest)),
         )
@@ -92,8 +91,8 @@ def check_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]
         b = prediction.next_batch_id
         yield Finding(
             Code.SINK_HOLDS_UNCOMMITTED_BATCH,
-            f"_spark_metadata already holds batch {b}, which the restart re-runs; the sink skips it.",
-            paths=(f"_spark_metadata/{b}",),
+            f"{SINK_LOG} already holds batch {b}, which the restart re-runs; the sink skips it.",
+            paths=(f"{SINK_LOG}/{b}",),
             batch_ids=(b,),
         )
     if k is not None and top < k:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine
-from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, QuarantineStep, Step
+from checkpoint_doctor.planning.steps import Area, QuarantineStep, Step
 
 NAME = "orphan-files"
 
@@ -17,7 +17,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     steps: tuple[Step, ...]
     if finding.code == Code.ORPHAN_CRC_BLOCKS_WRITE:
         # A file sink's orphan (checks_sink) is in the sink's log, not in the checkpoint.
-        area = SINK if dict(finding.details).get("area") == "sink" else CHECKPOINT
+        area = Area.SINK if finding.detail("area") == Area.SINK else Area.CHECKPOINT
         steps = tuple(
             QuarantineStep(path=p, area=area, reason="orphan checksum blocks the next write")
             for p in finding.paths

@@ -6,8 +6,8 @@ from __future__ import annotations
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy
-from checkpoint_doctor.planning.steps import SINK, QuarantineStep, Step
-from checkpoint_doctor.reading.layout import hadoop_crc_path
+from checkpoint_doctor.planning.steps import Area, QuarantineStep, Step
+from checkpoint_doctor.reading.layout import SINK_LOG, hadoop_crc_path
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 NAME = "sink-ahead"
@@ -15,7 +15,7 @@ NAME = "sink-ahead"
 
 def sink_entry_path(batch_id: int, compact: bool) -> str:
     """Return the sink-relative path of a sink log entry."""
-    return f"_spark_metadata/{batch_id}{'.compact' if compact else ''}"
+    return f"{SINK_LOG}/{batch_id}{'.compact' if compact else ''}"
 
 
 def quarantine_sink_entry(
@@ -24,11 +24,14 @@ def quarantine_sink_entry(
     """Quarantine a sink log entry and, on a local file system, its Hadoop checksum when there is
     one (the sink's listing does not keep checksums; one left behind blocks Spark's next write)."""
     path = sink_entry_path(batch_id, compact)
-    steps: list[Step] = [QuarantineStep(path=path, area=SINK, reason=reason)]
+    steps: list[Step] = [QuarantineStep(path=path, area=Area.SINK, reason=reason)]
     if snapshot.sink is not None and snapshot.sink.local:
         steps.append(
             QuarantineStep(
-                path=hadoop_crc_path(path), area=SINK, reason=f"Hadoop checksum of {path}", if_present=True
+                path=hadoop_crc_path(path),
+                area=Area.SINK,
+                reason=f"Hadoop checksum of {path}",
+                if_present=True,
             )
         )
     return tuple(steps)

@@ -8,6 +8,9 @@ from typing import Any, Protocol
 from checkpoint_doctor.errors import StorageError
 from checkpoint_doctor.model import FileStat, Listing
 
+#: A file's permission bits and owner: (mode, uid, gid).
+Ownership = tuple[int, int, int]
+
 
 class Storage(Protocol):
     """Storage rooted at one URL; every ``rel`` argument is a path relative to the root, POSIX style.
@@ -122,6 +125,55 @@ class Storage(Protocol):
 
     def makedirs(self, rel: str) -> None:
         """Create a directory and its parents (nothing to do on object stores)."""
+        ...
+
+    # What an undo gives back besides the bytes: a directory, a modification time, a mode and owner,
+    # a symbolic link. Object stores have none of them (a prefix is gone with its last key, and the
+    # ETag of the same bytes is the same): there these do nothing, and no file is a link.
+
+    def remove_dir(self, rel: str) -> None:
+        """Remove an empty directory (nothing to do on object stores).
+
+        Raises:
+            StorageError: the directory is not empty, or cannot be removed.
+        """
+        ...
+
+    def set_mtime(self, rel: str, mtime_ms: int) -> None:
+        """Set a file's modification time; a symbolic link is left as it is (its target is not
+        this store's file to change)."""
+        ...
+
+    def ownership(self, rel: str) -> Ownership | None:
+        """Return a file's mode and owner, not following a final link (None on object stores)."""
+        ...
+
+    def set_ownership(self, rel: str, owner: Ownership) -> None:
+        """Give a file a mode and owner (an owner this process may not give is left); a symbolic
+        link is left as it is (``chmod`` would follow it)."""
+        ...
+
+    def link_target(self, rel: str) -> str | None:
+        """Return what a symbolic link at the path points to, as written, or None if it is none."""
+        ...
+
+    def read_link_target(self, rel: str, target: str, *, max_bytes: int | None = None) -> bytes:
+        """Return the bytes of the file a symbolic link at ``rel`` to ``target`` points to, whether
+        or not the link is there now (as :meth:`read`)."""
+        ...
+
+    def make_link(self, rel: str, target: str) -> None:
+        """Create the symbolic link ``rel`` -> ``target``.
+
+        Raises:
+            TargetExistsError: the name exists.
+            StorageError: any other failure (object stores have no links).
+        """
+        ...
+
+    def temps_beside(self, rel: str) -> list[str]:
+        """Return the temp files of this tool that a killed write left beside ``rel`` (relative
+        paths; writes on object stores leave none)."""
         ...
 
 

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
-from checkpoint_doctor.reading.storage.base import RootedPaths
+from checkpoint_doctor.reading.storage.base import Ownership, RootedPaths
 from checkpoint_doctor.reading.storage.errors import translate_error, translated
 
 #: Open flags for reads: never block on a FIFO put where a file was listed (O_NONBLOCK), never leak
@@ -45,9 +45,6 @@ def printable_name(name: str) -> str:
 
 #: The name of a temp file this module writes beside ``<name>``: ``.<name>.<uuid4>.cdtmp``.
 _TEMP = re.compile(r"^\.(?P<name>.+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.cdtmp$")
-
-#: A file's permission bits and owner: (mode, uid, gid).
-Ownership = tuple[int, int, int]
 
 
 def temp_of(name: str) -> str | None:
@@ -437,6 +434,57 @@ class LocalStorage(RootedPaths):
         """Create a directory and its parents."""
         with translated(self.url_of(rel), "create"):
             os.makedirs(self.full_path(rel), exist_ok=True)
+
+    def remove_dir(self, rel: str) -> None:
+        """Remove an empty directory (``os.rmdir``: one that is not empty stays, and says so)."""
+        with translated(self.url_of(rel), "remove directory"):
+            os.rmdir(self.full_path(rel))
+
+    def set_mtime(self, rel: str, mtime_ms: int) -> None:
+        """Set a file's modification time, to the millisecond; a symbolic link is left as it is."""
+        with translated(self.url_of(rel), "set the time of"):
+            full = self.full_path(rel)
+            if not os.path.islink(full):
+                ns = mtime_ms * 1_000_000
+                os.utime(full, ns=(ns, ns))
+
+    def ownership(self, rel: str) -> Ownership | None:
+        """Return a file's mode and owner (not following a final link), or None if it is not there."""
+        return ownership_of(self.full_path(rel))
+
+    def set_ownership(self, rel: str, owner: Ownership) -> None:
+        """Give a file a mode and owner (an owner only root may give is left to this process's
+        user); a symbolic link is left as it is (``os.chmod`` follows it out of the checkpoint)."""
+        with translated(self.url_of(rel), "set the owner of"):
+            full = self.full_path(rel)
+            if not os.path.islink(full):
+                mode, uid, gid = owner
+                with contextlib.suppress(PermissionError):
+                    os.chown(full, uid, gid, follow_symlinks=False)
+                os.chmod(full, mode)
+
+    def link_target(self, rel: str) -> str | None:
+        """Return what a symbolic link at the path points to, as written, or None."""
+        with translated(self.url_of(rel), "read"):
+            full = self.full_path(rel)
+            return os.readlink(full) if os.path.islink(full) else None
+
+    def read_link_target(self, rel: str, target: str, *, max_bytes: int | None = None) -> bytes:
+        """Return the bytes of the file a link at ``rel`` to ``target`` points to (relative to the
+        link's directory, as the kernel resolves it)."""
+        url = self.url_of(rel)
+        with translated(url, "read"):
+            path = os.path.join(os.path.dirname(self.full_path(rel)), target)
+            with open(path, "rb") as fh:
+                data = fh.read(max_bytes + 1 if max_bytes is not None else -1)
+        if max_bytes is not None and len(data) > max_bytes:
+            raise FileTooLargeError(url, len(data), max_bytes)
+        return data
+
+    def make_link(self, rel: str, target: str) -> None:
+        """Create the symbolic link ``rel`` -> ``target`` (fails if the name exists)."""
+        with translated(self.url_of(rel), "link"):
+            os.symlink(target, self.full_path(rel))
 
 
 def open_local(url: str, path: str) -> LocalStorage:

@@ -13,7 +13,7 @@ from typing import Any
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError, UsageError
 from checkpoint_doctor.model import FileStat, Listing
-from checkpoint_doctor.reading.storage.base import RootedPaths
+from checkpoint_doctor.reading.storage.base import Ownership, RootedPaths
 from checkpoint_doctor.reading.storage.errors import (
     error_code,
     missing_dependency,
@@ -227,6 +227,38 @@ class FsspecStorage(RootedPaths):
         """Create a directory (a no-op on object stores)."""
         with translated(self.url_of(rel), "create"):
             self.fs.makedirs(self.full_path(rel), exist_ok=True)
+
+    # An object store has no directories, settable times, owners or links (see Storage): a prefix
+    # is gone with its last key, and a restored object's ETag is that of the same bytes.
+
+    def remove_dir(self, rel: str) -> None:
+        """Nothing to do: a prefix is gone with its last key."""
+
+    def set_mtime(self, rel: str, mtime_ms: int) -> None:
+        """Nothing to do: an object's time is when it was written."""
+
+    def ownership(self, rel: str) -> Ownership | None:
+        """An object has no mode or owner of its own."""
+        return None
+
+    def set_ownership(self, rel: str, owner: Ownership) -> None:
+        """Nothing to do: an object has no mode or owner of its own."""
+
+    def link_target(self, rel: str) -> str | None:
+        """An object is never a link."""
+        return None
+
+    def read_link_target(self, rel: str, target: str, *, max_bytes: int | None = None) -> bytes:
+        """Refused: an object store has no links."""
+        raise StorageError(self.url_of(rel), "read", "an object store has no symbolic links")
+
+    def make_link(self, rel: str, target: str) -> None:
+        """Refused: an object store has no links."""
+        raise StorageError(self.url_of(rel), "link", "an object store has no symbolic links")
+
+    def temps_beside(self, rel: str) -> list[str]:
+        """None: a write to an object store is one request, it leaves no temp file."""
+        return []
 
 
 def _empty_object(exc: BaseException) -> bool:
