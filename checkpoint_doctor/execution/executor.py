@@ -75,8 +75,9 @@ from checkpoint_doctor.execution.journal import (
     tool_urls,
 )
 from checkpoint_doctor.execution.lock import CheckpointLock, local_path
+from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
-from checkpoint_doctor.planning.preconditions import Own, check_preconditions, file_stat
+from checkpoint_doctor.planning.preconditions import Own, check_kafka, check_preconditions, file_stat
 from checkpoint_doctor.planning.steps import CHECKPOINT, SINK, Step, follows
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -281,10 +282,15 @@ def _first_difference(mine: tuple[Any, ...], theirs: tuple[Any, ...], what: str)
 
 
 def verify_plan(
-    plan: RepairPlan, snapshot: CheckpointSnapshot, now_ms: int | None, own: Own = frozenset()
+    plan: RepairPlan,
+    snapshot: CheckpointSnapshot,
+    now_ms: int | None,
+    own: Own = frozenset(),
+    kafka: KafkaLive | None = None,
 ) -> None:
     """Refuse a plan unless it is what the planner makes for this live snapshot, and every
-    precondition holds.
+    precondition holds. ``kafka``: the topics' positions read again from the broker the plan's
+    Kafka preconditions name (checked first: a topic that moved on says so, not "the plan differs").
 
     Raises:
         PlanMismatchError: the fingerprint differs, or the steps/preconditions are not the planner's.
@@ -305,8 +311,11 @@ def verify_plan(
             "the plan does not fit the live checkpoint, nothing was changed: " + "; ".join(problems),
             hint="re-run 'checkpoint-doctor plan' on the current checkpoint",
         )
+    moved = check_kafka(plan.preconditions, kafka)
+    if moved:
+        raise PreconditionFailedError(moved)
     opts = PlanOptions.from_request(plan.request)
-    calm = replace(opts.diagnose, now_ms=None)
+    calm = replace(opts.diagnose, now_ms=None, kafka=kafka)
     again = plan_repair(
         snapshot, diagnose(snapshot, replace(calm, live_window_s=0)), replace(opts, diagnose=calm)
     )
@@ -495,9 +504,11 @@ def apply_plan(
     dry_run: bool = False,
     confirm: Callable[[RepairPlan], bool] | None = None,
     diagnose_options: DiagnoseOptions | None = None,
+    kafka: KafkaLive | None = None,
 ) -> ApplyResult:
     """Apply a plan (see module docstring). ``tool`` is the checkpoint's tool directory (lock, history,
-    default backups); ``backup`` an explicit backup location (default: a new one in ``tool``).
+    default backups); ``backup`` an explicit backup location (default: a new one in ``tool``);
+    ``kafka`` the positions of the plan's Kafka topics, read again from its broker by the caller.
 
     Raises:
         PlanMismatchError / PreconditionFailedError / LockHeldError: refused; nothing was changed.
@@ -527,7 +538,7 @@ def apply_plan(
         snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
         try:
             # The files earlier applies wrote are no sign of a running query.
-            verify_plan(plan, snapshot, now_ms, own_writes(tool))
+            verify_plan(plan, snapshot, now_ms, own_writes(tool), kafka)
         except (PlanMismatchError, PreconditionFailedError) as exc:
             raise _with_unfinished(exc, tool) from exc
         if dry_run or (confirm is not None and not confirm(plan)):
@@ -547,7 +558,9 @@ def apply_plan(
             raise _failed(work, exc) from exc
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
     asked = PlanOptions.from_request(plan.request).diagnose
-    opts = diagnose_options or replace(asked, spark=plan.spark, mode=plan.mode, now_ms=None, live_window_s=0)
+    opts = diagnose_options or replace(
+        asked, spark=plan.spark, mode=plan.mode, now_ms=None, live_window_s=0, kafka=kafka
+    )
     after = diagnose(after_snapshot, opts)
     return ApplyResult(plan.plan_id, False, journal.store.url, journal.url, work.done, manual, after)
 
