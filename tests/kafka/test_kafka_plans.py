@@ -176,3 +176,34 @@ def test_a_kafka_plan_document_follows_the_published_schema(tmp_path: Path) -> N
     doc = json.loads(json_document("plan", plan.to_dict()).final(exit_code=0, generated_at_ms=0))
     validate("plan", doc)
     assert {"kind": "kafka_positions"}.items() <= plan.to_dict()["preconditions"][-1].items()
+
+
+def test_apply_reads_the_broker_again_from_the_plan_and_names_it_when_it_is_down(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.scenarios import run_cli
+
+    (case,) = [c for c in refused("4.1.4") if c.key == "kafka-stateless-topic-recreated#0"]
+    down = "127.0.0.1:9"  # discard: nothing listens there
+    plan, _ = plan_case(case, snapshot_of(case, tmp_path), recorded_live(case, down))
+    path = tmp_path / "plan.json"
+    path.write_text(plan.to_json(), encoding="utf-8")
+    before = tree_bytes(tmp_path / "checkpoint")
+    code, out, err = run_cli(capsys, "apply", str(path), "--yes")
+    assert code == 8 and out == "" and err.count("\n") == 1
+    assert f"Kafka broker {down}" in err
+    assert tree_bytes(tmp_path / "checkpoint") == before
+
+
+def test_the_printed_apply_carries_the_kafka_client_settings_but_no_secret() -> None:
+    from checkpoint_doctor.render.hints import Hints
+
+    kw = {
+        "kafka_bootstrap_servers": "b:9093",
+        "kafka_option": ["security.protocol=SSL", "sasl.password=hunter2", "ssl.key.password=env:KEY_PW"],
+    }
+    assert Hints.from_options(kw).apply("plan.json") == (
+        "checkpoint-doctor apply plan.json --kafka-option security.protocol=SSL "
+        "--kafka-option ssl.key.password=env:KEY_PW"
+    )
+    assert Hints().apply("plan.json") == "checkpoint-doctor apply plan.json"
