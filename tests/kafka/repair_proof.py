@@ -66,6 +66,16 @@ class Case:
         return str(self.restart["options"]["failOnDataLoss"])
 
 
+#: The lines with Kafka fixtures.
+LINES = sorted(p.name.removeprefix("spark-") for p in KAFKA_FIXTURES.glob("spark-*"))
+
+
+def snapshot_of(case: Case, work: Path) -> Any:
+    """Copy the case's checkpoint into ``work`` and read it."""
+    shutil.copytree(case.path / "checkpoint", work / "checkpoint")
+    return load_checkpoint(str(work / "checkpoint"))
+
+
 def refused(version: str) -> list[Case]:
     """Return every recorded Kafka restart on Spark ``version`` that did not start."""
     out = []

@@ -6,7 +6,6 @@ and the replay of what real Spark did after apply (scripts/record_kafka_repairs.
 from __future__ import annotations
 
 import json
-import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -19,19 +18,18 @@ from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.planning import RepairPlan
 from checkpoint_doctor.planning.planner import CONSENT_MANUAL
 from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
-from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
 from tests.kafka.repair_proof import (
-    KAFKA_FIXTURES,
+    LINES,
     Case,
     plan_case,
     recorded_live,
     refused,
+    snapshot_of,
     written_positions,
 )
 from tests.repair_proof import tree_bytes
 
-LINES = sorted(p.name.removeprefix("spark-") for p in KAFKA_FIXTURES.glob("spark-*"))
 CASES = [c for line in LINES for c in refused(line)]
 
 #: What each refused damage gets: the positions Spark starts from after the plan, and the records
@@ -47,12 +45,6 @@ WANTED: dict[str, tuple[dict[str, int], int] | None] = {
 
 def _damage(case: Case) -> str:
     return str(case.data["name"]).removeprefix(str(case.data["base"])).removeprefix("-")
-
-
-def snapshot_of(case: Case, tmp_path: Path):
-    cp = tmp_path / "checkpoint"
-    shutil.copytree(case.path / "checkpoint", cp)
-    return load_checkpoint(str(cp))
 
 
 def test_every_refused_kafka_restart_is_a_case_on_every_line() -> None:
