@@ -38,6 +38,7 @@ STRATEGY_CHOICES = (
     "catch-up",
     "quarantine",
     "rewrite",
+    "kafka-positions",
     "recreate-metadata",
     "rollback",
     "reset-state",
@@ -255,6 +256,13 @@ def _read_plan(path: str) -> Any:
     is_flag=True,
     help="Verify the plan and every precondition, list every step and file, then stop.",
 )
+@click.option(
+    "--kafka-option",
+    metavar="KEY=VALUE",
+    multiple=True,
+    help="Kafka client setting for a plan that moves Kafka positions (its broker's positions are read "
+    "again); KEY=@FILE or KEY=env:NAME reads the value from a file or the environment.",
+)
 @format_option
 @storage_options
 def apply_command(
@@ -262,6 +270,7 @@ def apply_command(
     yes: bool,
     backup_dir: str | None,
     dry_run: bool,
+    kafka_option: Sequence[str],
     output_format: str,
     storage_option: Sequence[str],
 ) -> None:
@@ -282,6 +291,7 @@ def apply_command(
     tool = open_storage(tool_urls(checkpoint)[0], options)
     backup = open_storage(backup_dir, options) if backup_dir else None
 
+    kafka = _kafka_again(plan, kafka_option)
     # The undo and history hints carry how the storage was reached (the plan's options and the
     # flags), no secret.
     hints = Hints(storage_options=storage_pairs(options))
@@ -304,6 +314,7 @@ def apply_command(
             now_ms=now_ms(),
             dry_run=dry_run,
             confirm=None if dry_run else confirm,
+            kafka=kafka,
         )
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
@@ -316,6 +327,21 @@ def apply_command(
         raise CommandFailed(ExitCode.REFUSED)
     if result.after is not None and result.after.exit_code:
         raise CommandFailed(result.after.exit_code)
+
+
+def _kafka_again(plan: Any, pairs: Sequence[str]) -> Any:
+    """Return the positions of the topics a plan moves Kafka positions in, read again from the broker
+    the plan names (None: the plan moves none, and ``--kafka-option`` is not used: the plan's
+    suggested apply command carries the options the plan was made with)."""
+    from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
+
+    held = [p for p in plan.preconditions if isinstance(p, KafkaPositionsPre)]
+    if not held:
+        return None
+    from checkpoint_doctor.reading.kafka import parse_options, read_positions
+
+    topics = sorted({t for p in held for t in p.topics})
+    return read_positions(held[0].bootstrap, topics, parse_options(pairs))
 
 
 def _need_terminal(what: str) -> None:

@@ -520,9 +520,10 @@ _ALL = (
         "fails; with false it warns and skips the records that are gone. A missing topic fails either way.",
         "Retention deleted records the query had not read, or the topic was deleted, recreated or "
         "re-partitioned while the query was stopped.",
-        "Decide whether the skipped records matter: restore them into the topic, or restart with "
-        "failOnDataLoss=false (the count per partition is in this finding), or start a new checkpoint "
-        "with startingOffsets set deliberately.",
+        "Decide whether the skipped records matter: restore them into the topic, or move the positions "
+        "where the topic has records with 'plan --kafka-bootstrap-servers ... --accept-data-loss' (counted "
+        "per partition, undoable), or restart with failOnDataLoss=false (the same skip, silently), or "
+        "start a new checkpoint with startingOffsets set deliberately.",
         "not available in Kafka any more",
         "KAFKA_DATA_LOSS",
         "UnknownTopicOrPartitionException",

@@ -22,8 +22,9 @@ from checkpoint_doctor.execution.journal import (
     Journal,
     list_applies,
 )
+from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
-from checkpoint_doctor.planning.preconditions import Own, check_preconditions
+from checkpoint_doctor.planning.preconditions import Own, check_kafka, check_preconditions
 from checkpoint_doctor.planning.steps import Area, Key, Step, follows
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
@@ -60,10 +61,15 @@ def _first_difference(mine: tuple[Any, ...], theirs: tuple[Any, ...], what: str)
 
 
 def verify_plan(
-    plan: RepairPlan, snapshot: CheckpointSnapshot, now_ms: int | None, own: Own = frozenset()
+    plan: RepairPlan,
+    snapshot: CheckpointSnapshot,
+    now_ms: int | None,
+    own: Own = frozenset(),
+    kafka: KafkaLive | None = None,
 ) -> None:
     """Refuse a plan unless it is what the planner makes for this live snapshot, and every
-    precondition holds.
+    precondition holds. ``kafka``: the topics' positions read again from the broker the plan's
+    Kafka preconditions name (checked first: a topic that moved on says so, not "the plan differs").
 
     Raises:
         PlanMismatchError: the fingerprint differs, or the steps/preconditions are not the planner's.
@@ -84,8 +90,11 @@ def verify_plan(
             "the plan does not fit the live checkpoint, nothing was changed: " + "; ".join(problems),
             hint="re-run 'checkpoint-doctor plan' on the current checkpoint",
         )
+    moved = check_kafka(plan.preconditions, kafka)
+    if moved:
+        raise PreconditionFailedError(moved)
     opts = PlanOptions.from_request(plan.request)
-    calm = replace(opts.diagnose, now_ms=None)
+    calm = replace(opts.diagnose, now_ms=None, kafka=kafka)
     again = plan_repair(
         snapshot, diagnose(snapshot, replace(calm, live_window_s=0)), replace(opts, diagnose=calm)
     )

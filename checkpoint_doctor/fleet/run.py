@@ -555,7 +555,9 @@ class RecordStream:
 
     def add(self, record: Mapping[str, Any]) -> dict[str, Any]:
         """Return the finished record (a new dict) and keep it."""
-        done = linked(record, paired_sinks(self.records)) if record["kind"] == TargetKind.SINK else dict(record)
+        done = (
+            linked(record, paired_sinks(self.records)) if record["kind"] == TargetKind.SINK else dict(record)
+        )
         done = stamped({**done, "next_step": next_step(done, self.hints)}, self.clock())
         self.records.append(done)
         return done
@@ -584,7 +586,10 @@ def audit_plan(
     store_for = local_store_for(plan)
     threads = jobs or default_jobs(plan)
     sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == TargetKind.SINK)
-    for group in [t for t in plan.tasks if t.kind != TargetKind.SINK], [t for t in plan.tasks if t.kind == TargetKind.SINK]:
+    for group in (
+        [t for t in plan.tasks if t.kind != TargetKind.SINK],
+        [t for t in plan.tasks if t.kind == TargetKind.SINK],
+    ):
         run_tasks(
             group, store_for, options, jobs=threads, progress=lambda _d, _t, r: add(r), sink_reads=sink_reads
         )

@@ -14,6 +14,7 @@ from typing import Any, TypeVar, cast
 
 from checkpoint_doctor.diagnosis.model import Diagnosis, Finding
 from checkpoint_doctor.model import OffsetSeqMetadata
+from checkpoint_doctor.planning.preconditions import Precondition
 from checkpoint_doctor.planning.request import Cell, PlanOptions
 from checkpoint_doctor.planning.steps import Area, QuarantineStep, RemoveDirStep, Step
 from checkpoint_doctor.reading.layout import hadoop_crc_path
@@ -38,6 +39,9 @@ class Option:
     unavailable: str | None = None
     loss: str | None = None
     restart: Cell | None = None
+    #: What the option relies on outside the checkpoint (a Kafka topic's positions), checked again
+    #: at apply time beside the preconditions derived from the steps.
+    holds: tuple[Precondition, ...] = ()
 
     @property
     def executable(self) -> bool:

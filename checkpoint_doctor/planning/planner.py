@@ -235,6 +235,7 @@ class _Frame:
     def artifact(self, **fields: Any) -> RepairPlan:
         """Return the plan with these steps, options, expectations (preconditions derived)."""
         snapshot = self.snapshot
+        holds = fields.pop("holds", ())
         executable = tuple(s for s in fields["steps"] if s.executable)
         if not self.opts.force_sink and any(s.key is not None and s.key[0] == Area.SINK for s in executable):
             # A sink another query writes must not lose its log to this query's repair.
@@ -255,7 +256,8 @@ class _Frame:
             request=self.opts.to_request(),
             preconditions=derive(
                 snapshot, executable, self.opts.diagnose.live_window_s, force_sink=self.opts.force_sink
-            ),
+            )
+            + tuple(dict.fromkeys(holds)),
             **{k: at_root(v, snapshot.root) if k in _TEXTS else v for k, v in fields.items()},
         )
 
@@ -306,6 +308,7 @@ def _manual_plan(
         expected["after"] = f"the catch-up run; then: checkpoint-doctor diagnose {frame.snapshot.root}{mode}"
     return frame.artifact(
         steps=option.steps,
+        holds=option.holds,
         addresses=option.addresses,
         strategy=option.strategy,
         options=tuple(_option_docs(proposals, search, None, frame.snapshot, option)),
@@ -349,6 +352,7 @@ def plan_repair(
     strategy = ",".join(dict.fromkeys(o.strategy for o in picked)) or None
     return frame.artifact(
         steps=steps,
+        holds=tuple(h for o in picked for h in o.holds),
         addresses=addresses,
         strategy=strategy,
         options=tuple(_option_docs(proposals, search, chosen, snapshot)),

@@ -14,7 +14,7 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES
 from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.errors import PlanFormatError
-from checkpoint_doctor.model import FileStat
+from checkpoint_doctor.model import FileStat, KafkaLive
 from checkpoint_doctor.planning.steps import (
     Area,
     CopyStep,
@@ -326,6 +326,106 @@ class SinkPairedPre(Precondition):
         return None if self.forced else sink_contradiction(snapshot)
 
 
+@dataclass(frozen=True)
+class KafkaPositionsPre(Precondition):
+    """The Kafka positions a plan moves to still exist on the broker, and the records it skips are
+    still the ones the operator consented to (retention keeps deleting while a plan waits).
+
+    ``partitions`` holds every partition of the plan's topics as ``(topic, partition, position,
+    earliest)``: the position Spark starts the partition from after the plan, and the earliest offset
+    the plan was made with where the plan moved the position there (None: the position was kept, so
+    only ``earliest <= position <= latest`` must hold). A partition added or deleted since, an
+    earliest offset that moved, or a latest offset below a position fails it. The topic's latest
+    offset growing does not (new records change nothing the plan skips). Checked against the
+    positions the I/O edge reads again at apply time (:meth:`check_live`); the snapshot says nothing.
+    """
+
+    kind: ClassVar[str] = "kafka_positions"
+    bootstrap: str = ""
+    partitions: tuple[tuple[str, int, int, int | None], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {
+            "kind": self.kind,
+            "bootstrap": self.bootstrap,
+            "partitions": [
+                {"topic": t, "partition": p, "position": pos, "earliest": e}
+                for t, p, pos, e in self.partitions
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from the broker address and the partitions."""
+        bootstrap = data.get("bootstrap")
+        rows = data.get("partitions")
+        if not isinstance(bootstrap, str) or not bootstrap or not isinstance(rows, list):
+            raise PlanFormatError("precondition kafka_positions needs bootstrap and partitions")
+        out = []
+        for row in rows:
+            if not isinstance(row, dict) or not isinstance(row.get("topic"), str):
+                raise PlanFormatError("precondition kafka_positions has a partition without a topic")
+            earliest = _optional_int(row, "earliest")
+            part, pos = _optional_int(row, "partition"), _optional_int(row, "position")
+            if part is None or pos is None:
+                raise PlanFormatError("precondition kafka_positions has a partition without a position")
+            out.append((str(row["topic"]), part, pos, earliest))
+        return cls(bootstrap=bootstrap, partitions=tuple(out))
+
+    @property
+    def topics(self) -> tuple[str, ...]:
+        """Return the topics whose positions are checked, sorted."""
+        return tuple(sorted({t for t, _, _, _ in self.partitions}))
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        moved = [f"{t}-{p} earliest {e}" for t, p, _, e in self.partitions if e is not None]
+        return (
+            f"the broker at {self.bootstrap} still lists partitions "
+            f"{', '.join(f'{t}-{p}' for t, p, _, _ in self.partitions)} with each position between "
+            f"earliest and latest" + (f" ({', '.join(moved)} unchanged)" if moved else "")
+        )
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """The checkpoint holds none of it: :meth:`check_live` judges the broker's answer."""
+        return None
+
+    def check_live(self, kafka: KafkaLive | None) -> str | None:
+        """Return why the broker's positions (read again now) violate the plan, or None."""
+        if kafka is None:
+            return f"the plan moves Kafka positions read from {self.bootstrap}, which were not read again"
+        live = kafka.live
+        for topic in self.topics:
+            parts = live.get(topic)
+            if parts is None:
+                return f"topic {topic} is gone from {kafka.bootstrap}"
+            planned = sorted(p for t, p, _, _ in self.partitions if t == topic)
+            if sorted(parts) != planned:
+                return (
+                    f"topic {topic} has partitions {sorted(parts)} on {kafka.bootstrap}, the plan was made "
+                    f"for {planned}"
+                )
+        for topic, part, pos, earliest in self.partitions:
+            lo, hi = live[topic][part]  # type: ignore[index]
+            if earliest is not None and lo != earliest:
+                return (
+                    f"{topic}-{part}'s earliest offset is {lo} now, the plan was made when it was {earliest} "
+                    "(the records it skips changed)"
+                )
+            if lo > pos:
+                return f"{topic}-{part}'s earliest offset is {lo} now, above the position {pos} the query resumes from"
+            if hi < pos:
+                return f"{topic}-{part}'s latest offset is {hi} now, below the position {pos} the query resumes from"
+        return None
+
+
 def sink_contradiction(snapshot: CheckpointSnapshot) -> str | None:
     """Return why the snapshot's file sink is another query's (its log contradicts the checkpoint),
     or None (no sink, or nothing contradicts)."""
@@ -339,7 +439,15 @@ def sink_contradiction(snapshot: CheckpointSnapshot) -> str | None:
 
 PRECONDITION_KINDS: dict[str, type[Precondition]] = {
     cls.kind: cls
-    for cls in (QueryIdPre, LatestBatchesPre, FileUnchangedPre, FileAbsentPre, NoLiveWriterPre, SinkPairedPre)
+    for cls in (
+        QueryIdPre,
+        LatestBatchesPre,
+        FileUnchangedPre,
+        FileAbsentPre,
+        NoLiveWriterPre,
+        SinkPairedPre,
+        KafkaPositionsPre,
+    )
 }
 
 
@@ -415,6 +523,17 @@ def derive(
     return tuple(pre)
 
 
+def check_kafka(preconditions: tuple[Precondition, ...], kafka: KafkaLive | None) -> tuple[str, ...]:
+    """Return every Kafka precondition that the broker's positions ``kafka`` violate."""
+    return tuple(
+        problem
+        for pre in preconditions
+        if isinstance(pre, KafkaPositionsPre)
+        for problem in [pre.check_live(kafka)]
+        if problem is not None
+    )
+
+
 def check_preconditions(
     preconditions: tuple[Precondition, ...],
     snapshot: CheckpointSnapshot,
@@ -422,7 +541,8 @@ def check_preconditions(
     own: Own = frozenset(),
 ) -> tuple[str, ...]:
     """Return every precondition that ``snapshot`` violates (empty: all hold). ``own``: files
-    checkpoint-doctor's own applies wrote (not evidence of a live writer)."""
+    checkpoint-doctor's own applies wrote (not evidence of a live writer). Kafka positions are the
+    broker's, judged by :func:`check_kafka`."""
     sinks = sink_files(snapshot)
     failures = []
     for pre in preconditions:

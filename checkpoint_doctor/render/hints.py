@@ -140,7 +140,8 @@ class Hints:
     def apply(self, plan_file: str) -> str:
         """Return ``apply`` of a plan file (the plan records how to reach its checkpoint; the
         storage flags say it again for plans written before it did)."""
-        return command("apply", plan_file, *self.storage_flags())
+        kafka = [w for pair in self.kafka_options for w in ("--kafka-option", pair)]
+        return command("apply", plan_file, *(kafka if self.kafka_bootstrap else []), *self.storage_flags())
 
     def undo(self, journal: str) -> str:
         """Return ``undo`` of a journal."""

@@ -16,6 +16,7 @@ from checkpoint_doctor.planning.strategies import (
     commit_ahead,
     continuous_commit,
     damaged_snapshot,
+    kafka_positions,
     orphan_files,
     rate_start_time,
     recreate_metadata,
@@ -47,6 +48,7 @@ ALL: tuple[Strategy, ...] = (
     restore_offsets_metadata.STRATEGY,
     rewrite_source_file.STRATEGY,
     rate_start_time.STRATEGY,
+    kafka_positions.STRATEGY,
     recreate_metadata.STRATEGY,
     rollback.STRATEGY,
     reset_state.STRATEGY,
@@ -86,5 +88,9 @@ MANUAL: dict[str, str] = {
     Code.FRESH_TEMP_FILE: "stop the query, wait for the live window to pass, and plan again",
     Code.INTERLEAVED_RUNS: "make sure only one query uses this checkpoint, then plan again",
     Code.ASYNC_STATEFUL: "restart without asyncProgressTrackingEnabled (stateful queries do not support it)",
+    Code.KAFKA_POSITIONS_GONE: (
+        "recreate the topic, then plan again with --kafka-bootstrap-servers (its partitions are read "
+        "from their earliest offset), or start a new checkpoint with startingOffsets set deliberately"
+    ),
     Code.OFFSETS_METADATA_LINE_EMPTY: "restart in the mode that wrote the log (continuous processing writes blank metadata lines)",
 }

@@ -1,0 +1,224 @@
+"""Move a Kafka source's positions to where the topic still holds records (CD207), with consent.
+
+What ``failOnDataLoss=false`` does silently, made explicit, counted and undoable. The first batch
+after a restart starts from the Kafka source's line in the newest offsets file when that batch is
+committed (``MicroBatchExecution.populateStartOffsets``: ``committedOffsets ++= availableOffsets``
+then a new batch; a v2 source such as ``KafkaMicroBatchStream`` gets no ``getBatch`` replay), and
+``KafkaMicroBatchStream.planInputPartitions`` checks exactly that line against the topic
+(``KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets``). So the plan rewrites that one line
+and keeps every other byte of the file (the metadata line with the pinned confs, the other
+sources): nothing in the commit log or the state refers to the positions (``commits/N`` holds the
+watermark only), so no batch is re-run and no state changes. Per partition:
+
+- a position below the topic's earliest offset (retention or ``deleteRecords`` removed records
+  the query had not read): moved to the earliest; the records in between are skipped, counted;
+- a position above the latest offset (the topic was deleted and recreated, or truncated): moved to
+  the earliest of the topic as it is now, so the new topic is read from its beginning; what the old
+  topic held after the position is gone and cannot be counted;
+- a partition the topic no longer has: dropped from the line (Spark only reads partitions the
+  topic lists); its unread records cannot be counted either;
+- a partition added since that does not start at offset 0 (``Added partition ... starts from N
+  instead of 0``): added to the line at its earliest offset; records 0..N-1 are skipped, counted.
+
+A topic that is gone altogether has no position to move to: the topic must be recreated first.
+The positions come from the broker (``diagnose``'s ``--kafka-bootstrap-servers``); the plan's
+:class:`~checkpoint_doctor.planning.preconditions.KafkaPositionsPre` checks them again at apply time.
+A batch that is re-run (the newest offsets uncommitted) reads a range its log already fixed: not
+planned here (CD207 judges new batches only).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources
+from checkpoint_doctor.diagnosis.sources.kafka_positions import LivePositions
+from checkpoint_doctor.model import KafkaLive, KafkaOffset
+from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
+from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
+from checkpoint_doctor.planning.steps import Step, WriteStep
+
+NAME = "kafka-positions"
+FAMILY = "kafka-positions"
+
+#: Why a partition's position moves.
+BELOW = "below-earliest"
+ABOVE = "above-latest"
+GONE = "partition-gone"
+ADDED = "added-not-at-0"
+
+
+@dataclass(frozen=True)
+class Move:
+    """One partition's change: ``old`` None for an added partition, ``new`` None for a dropped one;
+    ``skipped`` the records passed over (None: not known)."""
+
+    topic: str
+    partition: int
+    old: int | None
+    new: int | None
+    why: str
+    skipped: int | None
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True)
+class SourceMove:
+    """The moves of one Kafka source line and the line's new offsets JSON."""
+
+    source: int
+    moves: tuple[Move, ...]
+    json: str
+    #: Every partition of the source's topics after the move: (topic, partition, position, earliest
+    #: the plan relies on or None), what the apply-time precondition checks.
+    positions: tuple[tuple[str, int, int, int | None], ...]
+
+
+def moves_of(off: KafkaOffset, live: LivePositions) -> tuple[Move, ...] | str:
+    """Return the moves that bring ``off`` inside the topics' live positions, or why none can."""
+    out: list[Move] = []
+    for topic in sorted({t for t, _, _ in off.partitions}):
+        if live.get(topic) is None:
+            return (
+                f"topic {topic} is gone from the broker: no position to move to; recreate the topic, then "
+                "plan again (its partitions are then read from their earliest offset)"
+            )
+    for topic, part, offset in off.partitions:
+        parts = live[topic] or {}
+        if part not in parts:
+            out.append(Move(topic, part, offset, None, GONE, None))
+            continue
+        earliest, latest = parts[part]
+        if offset > latest:
+            out.append(Move(topic, part, offset, earliest, ABOVE, None))
+        elif offset < earliest:
+            out.append(Move(topic, part, offset, earliest, BELOW, earliest - offset))
+    known = off.topic_partitions()
+    for topic in sorted({t for t, _, _ in off.partitions}):
+        for part, (earliest, _) in sorted((live[topic] or {}).items()):
+            if (topic, part) not in known and earliest != 0:
+                out.append(Move(topic, part, None, earliest, ADDED, earliest))
+    return tuple(out)
+
+
+def _new_json(raw: str, moves: tuple[Move, ...]) -> str:
+    """The offsets JSON with the moves made, the partitions kept in the order Spark wrote them."""
+    data: dict[str, dict[str, int]] = json.loads(raw)
+    for m in moves:
+        parts = data.setdefault(m.topic, {})
+        if m.new is None:
+            parts.pop(str(m.partition), None)
+        else:
+            parts[str(m.partition)] = m.new
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _positions(
+    off: KafkaOffset, moves: tuple[Move, ...], live: LivePositions
+) -> tuple[tuple[str, int, int, int | None], ...]:
+    moved = {(m.topic, m.partition): m for m in moves}
+    kept = {(t, p): o for t, p, o in off.partitions}
+    out: list[tuple[str, int, int, int | None]] = []
+    for topic in sorted({t for t, _, _ in off.partitions}):
+        for part, (earliest, _) in sorted((live[topic] or {}).items()):
+            m = moved.get((topic, part))
+            if m is not None and m.new is not None:
+                out.append((topic, part, m.new, earliest))
+            elif (topic, part) in kept:
+                out.append((topic, part, kept[(topic, part)], None))
+            else:  # a new partition Spark reads from 0 itself: it must still start there
+                out.append((topic, part, 0, 0))
+    return tuple(out)
+
+
+def source_moves(sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive) -> list[SourceMove] | str:
+    """Return the moves of each Kafka source (``{index: (raw JSON, offsets)}``) that needs one."""
+    positions = live.live
+    out = []
+    for n, (raw, off) in sorted(sources.items()):
+        moves = moves_of(off, positions)
+        if isinstance(moves, str):
+            return moves
+        if moves:
+            out.append(SourceMove(n, moves, _new_json(raw, moves), _positions(off, moves, positions)))
+    return out
+
+
+def _loss(sm: SourceMove) -> str:
+    parts = []
+    counted = 0
+    for m in sm.moves:
+        if m.why == BELOW:
+            parts.append(f"{m.name}: {m.skipped} records skipped ({m.old}..{m.new - 1} deleted)")  # type: ignore[operator]
+        elif m.why == ADDED:
+            parts.append(f"{m.name}: {m.skipped} records skipped (0..{m.new - 1} deleted, added partition)")  # type: ignore[operator]
+        elif m.why == ABOVE:
+            parts.append(
+                f"{m.name}: position {m.old} is above the topic's latest offset (deleted and recreated?): read "
+                f"from its earliest {m.new}; what the old topic held after {m.old} is gone, not counted"
+            )
+        else:
+            parts.append(f"{m.name}: partition gone, its records after {m.old} are not read (not counted)")
+        counted += m.skipped or 0
+    total = f"{counted} records skipped in all" if counted else "no deleted record counted"
+    return f"Kafka source {sm.source}: {'; '.join(parts)} ({total})"
+
+
+def _note(sm: SourceMove) -> str:
+    words = []
+    for m in sm.moves:
+        if m.new is None:
+            words.append(f"{m.name} dropped")
+        elif m.old is None:
+            words.append(f"{m.name} added at {m.new}")
+        else:
+            words.append(f"{m.name} {m.old} -> {m.new}")
+    return f"Kafka source {sm.source}: {', '.join(words)}"
+
+
+def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
+    """Rewrite the Kafka lines of the offsets file the next batch starts from."""
+    live = ctx.options.diagnose.kafka
+    path = finding.paths[0] if finding.paths else ""
+    raw = ctx.snapshot.raw.get(path)
+    batch = int(path.split("/")[1]) if path.startswith("offsets/") and path[8:].isdigit() else None
+    entry = ctx.snapshot.offsets.get(batch) if batch is not None else None
+    if live is None or raw is None or entry is None or entry.record is None:
+        return []
+    record = entry.record
+    sources = {n: (record.sources[n].raw or "", off) for n, off in kafka_sources(record.sources)}
+    moved = source_moves(sources, live)
+    if isinstance(moved, str):
+        return [unavailable(FAMILY, finding.code, moved)]
+    if not moved:
+        return []
+    lines = raw.decode("utf-8").split("\n")
+    for sm in moved:
+        at = 2 + sm.source  # "v1", the metadata line, then one line per source
+        name = record.sources[sm.source].name
+        lines[at] = f"{name}:{sm.json}" if record.version >= 2 else sm.json
+    notes = "; ".join(_note(sm) for sm in moved)
+    steps: list[Step] = [*quarantine(ctx.snapshot, path, "its Kafka positions are rewritten")]
+    steps.append(
+        WriteStep.of_bytes(
+            path,
+            "\n".join(lines).encode("utf-8"),
+            # the broker is named by the precondition: the steps stay the same whichever address reaches it
+            f"Kafka positions moved inside the topic: {notes}; the other lines kept",
+        )
+    )
+    hold = KafkaPositionsPre(
+        bootstrap=live.bootstrap, partitions=tuple(p for sm in moved for p in sm.positions)
+    )
+    loss = "; ".join(_loss(sm) for sm in moved)
+    return [Option(FAMILY, tuple(steps), (finding.code,), note=f"{path}: {notes}", loss=loss, holds=(hold,))]
+
+
+STRATEGY = Strategy(NAME, FAMILY, (Code.KAFKA_POSITIONS_GONE,), propose)
