@@ -193,13 +193,16 @@ class KafkaReader:
             try:
                 self._describe([t for t in topics if t not in self._topics])
                 found = {t: self._topics[t] for t in topics}
-                held = [
-                    (t, p, o)
-                    for off in offs
-                    for t, p, o in off.partitions
-                    for q, lo, hi in found.get(t) or ()
-                    if q == p and lo <= o < hi
-                ]
+                ends = {(t, p): (lo, hi) for t, parts in found.items() for p, lo, hi in parts or ()}
+                # the positions still held (a record to fetch), each once (a dict: 10,000 partitions)
+                held = sorted(
+                    {
+                        (t, p, o)
+                        for off in offs
+                        for t, p, o in off.partitions
+                        if (t, p) in ends and ends[(t, p)][0] <= o < ends[(t, p)][1]
+                    }
+                )
                 peeked = self._peek(held) if heads and held else ()
             except self._ck.KafkaException as exc:
                 raise self._fail(_reason(exc)) from None
@@ -290,14 +293,17 @@ class KafkaReader:
         deadline = time.monotonic() + PEEK_TIMEOUT_S
         try:
             while len(got) < len(wanted) and time.monotonic() < deadline:
-                for msg in self._consumer.consume(500, timeout=0.2):
+                done = []
+                for msg in self._consumer.consume(1000, timeout=0.2):
                     key = (msg.topic(), msg.partition())
                     if msg.error() is None and key in wanted and key not in got:
                         # the first record at or after the position (a transaction marker or a
                         # compacted gap may sit at the offset itself)
                         kind, ts = msg.timestamp()
                         got[key] = int(ts) if kind != ck.TIMESTAMP_NOT_AVAILABLE else None
-                        self._consumer.pause([ck.TopicPartition(*key)])
+                        done.append(ck.TopicPartition(*key))
+                if done:  # fetch no more from the partitions answered
+                    self._consumer.pause(done)
         finally:
             self._consumer.unassign()
         return [(t, p, o, got.get((t, p))) for (t, p), o in sorted(wanted.items())]
