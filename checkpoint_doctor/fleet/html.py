@@ -296,6 +296,7 @@ def render_html(
             gap=GAP,
             label_w=LABEL_W,
             kafka=[{**k, "left": _left(k)} for k in kafka],
+            kafka_unchecked=_kafka_unchecked(records),
         )
     )
 
@@ -308,3 +309,11 @@ def _left(row: Mapping[str, Any]) -> str:
     if left is None:
         return "-"
     return duration(int(left * 1000)) if left > 0 else "overdue"
+
+
+def _kafka_unchecked(records: Sequence[Mapping[str, Any]]) -> str | None:
+    """How many checkpoints read Kafka topics whose positions were not checked, and how to check."""
+    from checkpoint_doctor.fleet.kafka import NOT_CHECKED, not_checked_count
+
+    n = not_checked_count(records)
+    return f"{count_text(n, 'checkpoint')} read Kafka: {NOT_CHECKED}" if n else None

@@ -126,6 +126,7 @@ class KafkaReader:
         self._lock = threading.Lock()
         self._failure: StorageError | None = None
         self._login_error: str | None = None
+        self._last_error: str | None = None
         self._topics: dict[str, tuple[tuple[int, int, int], ...] | None] = {}
         self._retention: dict[str, KafkaRetention] = {}
         self._consumer: Any = None
@@ -143,9 +144,12 @@ class KafkaReader:
         return conf
 
     def _on_error(self, err: Any) -> None:
-        # A failed SASL login is reported here only (the requests themselves just time out).
+        # A failed SASL login is reported here only (the requests themselves just time out), and
+        # so is why a broker cannot be reached (refused, not resolved): the requests say "Timed out".
         if err.code() == self._ck.KafkaError._AUTHENTICATION:
             self._login_error = str(err.str())
+        elif err.code() != self._ck.KafkaError._ALL_BROKERS_DOWN:
+            self._last_error = str(err.str())
 
     def _masked(self, text: str) -> str:
         for key, value in self._options.items():
@@ -163,6 +167,9 @@ class KafkaReader:
                 hint="check the sasl.* settings given with --kafka-option (secrets: KEY=@FILE or KEY=env:NAME)",
             )
         else:
+            if self._last_error is not None:
+                # librdkafka's "<proto>://host:port/bootstrap: Connect to ipv4#... failed: ..."
+                reason = f"{self._last_error.split(': ', 1)[-1]} (no answer within {self.timeout_s:.0f} s)"
             failure = _unreachable(self.bootstrap, self._masked(reason))
         self._failure = failure
         return failure

@@ -136,11 +136,14 @@ def test_audit_without_a_broker_says_how_to_check(tmp_path: Path) -> None:
     (record,) = json.loads(out.stdout)["result"]["records"]
     assert record["kafka"]["checked"] is False
     assert record["kafka"]["note"].startswith("Kafka positions not checked: pass --kafka-bootstrap-servers")
-    table = cli("audit", str(root))
+    page = tmp_path / "audit.html"
+    table = cli("audit", str(root), "--html", str(page))
     assert (
         "1 checkpoint(s) read Kafka: Kafka positions not checked: pass --kafka-bootstrap-servers"
         in " ".join(table.stdout.split())
     )
+    html = page.read_text(encoding="utf-8")
+    assert "1 checkpoint read Kafka: Kafka positions not checked: pass --kafka-bootstrap-servers" in html
 
 
 def test_unreachable_broker_makes_kafka_checkpoints_unreadable_and_the_audit_goes_on(tmp_path: Path) -> None:
