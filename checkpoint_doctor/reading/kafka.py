@@ -130,6 +130,7 @@ class KafkaReader:
         self._topics: dict[str, tuple[tuple[int, int, int], ...] | None] = {}
         self._retention: dict[str, KafkaRetention] = {}
         self._consumer: Any = None
+        self._heads: dict[tuple[str, int, int], int | None] = {}
         self.requests = 0
         self.admin = self._ck.admin.AdminClient(self._conf())
 
@@ -293,7 +294,24 @@ class KafkaReader:
                     }
                 )
             )
-        wanted = {(t, p): o for t, p, o in held}
+        # each position once per reader: checkpoints of one query family share them
+        todo = [(t, p, o) for t, p, o in held if (t, p, o) not in self._heads]
+        # one offset per partition per fetch (two checkpoints at different offsets: two rounds)
+        while todo:
+            first: dict[tuple[str, int], int] = {}
+            rest = []
+            for t, p, o in todo:
+                if (t, p) in first:
+                    rest.append((t, p, o))
+                else:
+                    first[(t, p)] = o
+            for (t, p), ts in self._fetch_heads(first).items():
+                self._heads[(t, p, first[(t, p)])] = ts
+            todo = rest
+        return [(t, p, o, self._heads.get((t, p, o))) for t, p, o in held]
+
+    def _fetch_heads(self, wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+        ck = self._ck
         got: dict[tuple[str, int], int | None] = {}
         self.requests += 1
         self._consumer.assign([ck.TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())])
@@ -312,8 +330,10 @@ class KafkaReader:
                 if done:  # fetch no more from the partitions answered
                     self._consumer.pause(done)
         finally:
+            # librdkafka keeps a partition's pause across assignments: resume before letting go
+            self._consumer.resume([ck.TopicPartition(t, p) for t, p in wanted])
             self._consumer.unassign()
-        return [(t, p, o, got.get((t, p))) for (t, p), o in sorted(wanted.items())]
+        return {tp: got.get(tp) for tp in wanted}
 
     def close(self) -> None:
         """Close the consumer (the admin client needs no closing)."""

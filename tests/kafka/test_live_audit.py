@@ -53,9 +53,15 @@ def build_topic(bootstrap: str, topic: str, first_ms: int, retention_ms: int = R
     assert producer.flush(30) == 0
 
 
-def copy_checkpoint(dest: Path, topic: str = "events") -> Path:
-    """A copy of Spark's checkpoint; with another ``topic`` its offsets name that topic instead."""
+def copy_checkpoint(dest: Path, topic: str = "events", behind: int = 0) -> Path:
+    """A copy of Spark's checkpoint; with another ``topic`` its offsets name that topic instead,
+    with ``behind`` its newest offsets are that many records behind 15 on each partition."""
     shutil.copytree(CHECKPOINT, dest)
+    if behind:
+        newest = dest / "offsets" / "1"
+        *head, line = newest.read_text(encoding="utf-8").splitlines()
+        newest.write_text("\n".join([*head, line.replace(":15", f":{15 - behind}")]), encoding="utf-8")
+        (dest / "offsets" / ".1.crc").unlink()
     if topic != "events":
         for path in [*dest.glob("offsets/[0-9]*"), dest / "sources" / "0" / "0"]:
             path.write_text(
@@ -92,6 +98,7 @@ def test_audit_reads_every_kafka_checkpoint_and_sorts_the_countdowns(
 ) -> None:
     root = tmp_path / "root"
     copy_checkpoint(root / "q-events")
+    copy_checkpoint(root / "q-behind", behind=5)  # its unread records are 5 s older: it goes first
     shutil.copytree(NON_KAFKA, root / "q-rate")
     page, prom = tmp_path / "audit.html", tmp_path / "audit.prom"
     out = cli(
@@ -117,16 +124,21 @@ def test_audit_reads_every_kafka_checkpoint_and_sorts_the_countdowns(
     assert (retention["topic"], retention["partition"], retention["offset"]) == ("events", 0, 15)
     assert retention["deadline_ms"] == world + 15 * 1000 + RETENTION_MS
     assert 0 < retention["remaining_s"] <= RETENTION_MS / 1000
+    # the second fetch on the same partitions (another offset) gets its record too
+    behind = records["q-behind"]["kafka"]["retention"]
+    assert behind["offset"] == 10 and behind["deadline_ms"] == world + 10 * 1000 + RETENTION_MS
     html = page.read_text(encoding="utf-8")
-    assert "Kafka retention, soonest first (1)" in html and "events-0 (from offset 15" in html
+    assert "Kafka retention, soonest first (2)" in html
+    assert html.index("events-0 (from offset 10") < html.index("events-0 (from offset 15")
     metric = [
         line for line in prom.read_text(encoding="utf-8").splitlines() if "kafka_retention_remaining" in line
     ]
-    assert len(metric) == 3 and 'topic="events",partition="0"} ' in metric[-1]  # HELP, TYPE, sample
+    assert len(metric) == 4 and 'topic="events",partition="0"} ' in metric[-1]  # HELP, TYPE, 2 samples
     table = cli("audit", str(root), "--kafka-bootstrap-servers", kafka.bootstrap)
     lines = table.stdout.splitlines()
     at = lines.index("Kafka retention, soonest first:")
-    assert "q-events" in lines[at + 1] and "may be deleted by retention.ms=7200000" in lines[at + 1]
+    assert "q-behind" in lines[at + 1] and "q-events" in lines[at + 2]
+    assert "may be deleted by retention.ms=7200000" in lines[at + 1]
 
 
 def test_audit_without_a_broker_says_how_to_check(tmp_path: Path) -> None:
