@@ -210,15 +210,34 @@ class LogEntry(Generic[T]):
 
 
 @dataclass(frozen=True)
+class KafkaRetention:
+    """A topic's retention settings as the broker describes them (``DescribeConfigs``).
+
+    ``retention_ms`` and ``retention_bytes`` are -1 when unlimited; ``cleanup_policy`` is the
+    topic's ``cleanup.policy`` (``delete``, ``compact`` or ``compact,delete``).
+    """
+
+    topic: str
+    retention_ms: int
+    retention_bytes: int
+    cleanup_policy: str = "delete"
+
+
+@dataclass(frozen=True)
 class KafkaLive:
     """The topics' positions as a broker gave them (hashable: it rides in ``DiagnoseOptions``).
 
     ``topics`` holds ``(topic, ((partition, earliest, latest), ...))``, or ``(topic, None)`` for a
     topic the broker does not list; ``bootstrap`` is the address they were read from.
+    ``retention`` holds the topics' retention settings and ``heads`` the timestamp of the record at
+    each checkpoint position still held, ``(topic, partition, offset, timestamp_ms)`` (timestamp
+    None when the record could not be fetched in time); both empty when not read.
     """
 
     bootstrap: str
     topics: tuple[tuple[str, tuple[tuple[int, int, int], ...] | None], ...]
+    retention: tuple[KafkaRetention, ...] = ()
+    heads: tuple[tuple[str, int, int, int | None], ...] = ()
 
     @property
     def live(self) -> dict[str, dict[int, tuple[int, int]] | None]:

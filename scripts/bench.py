@@ -1631,6 +1631,116 @@ def section_matrix(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+# Section ``kafka`` (``--section kafka``): the time to a live Kafka verdict. A real broker
+# (``scripts/kafka_broker.py``) holds the world a Kafka fixture's checkpoint was restarted against
+# (``scripts/kafka_world.py`` replays its steps); ``checkpoint-doctor diagnose
+# --kafka-bootstrap-servers`` (a subprocess, as an operator runs it: broker round trips and the
+# retention countdown's record fetch included) against a restart of the same checkpoint by PySpark
+# 4.3.0 with the Kafka connector (``scripts/sparklab.py``, one process per restart, JVM start
+# included; the Spark lock is taken before the clock starts), in the same run: one restart Spark
+# refuses in its tasks (records deleted below the positions) and one that starts. Goal: at least
+# 20 times faster (a live verdict waits on the broker, a few round trips, where a local one waits
+# on nothing).
+
+
+def _kafka_spark_restart_seconds(scen_dir: Path, work: Path, bootstrap: str) -> tuple[float, bool]:
+    import fcntl
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import kafka_fixtures
+    import spark_envs
+
+    scen = json.loads((scen_dir / "scenario.json").read_text())
+    checkpoint = work / "spark" / "checkpoint"
+    shutil.copytree(scen_dir / "checkpoint", checkpoint)
+    job = kafka_fixtures._job(
+        "4.3.0", scen["base"] or scen["name"], checkpoint, bootstrap, {"failOnDataLoss": "true"}
+    )
+    job.update(id=scen["name"], op="restart")
+    jobs, results = work / "jobs.json", work / "results.json"
+    jobs.write_text(json.dumps([job]))
+    python = spark_envs.ensure_spark_python("4.3.0")
+    env = {**os.environ, **kafka_fixtures._spark_env("4.3.0")}
+    lock_path = os.environ.get("CHECKPOINT_DOCTOR_SPARK_LOCK")
+    lock = open(lock_path, "a") if lock_path else None  # noqa: SIM115 - held for the restart
+    try:
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # one JVM at a time on a shared machine; not timed
+        start = time.perf_counter()
+        subprocess.run(
+            [str(python), str(REPO / "scripts" / "sparklab.py"), str(jobs), str(results)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        elapsed = time.perf_counter() - start
+    finally:
+        if lock is not None:
+            lock.close()
+    return elapsed, bool(json.loads(results.read_text())[0]["started"])
+
+
+def section_kafka(args: argparse.Namespace) -> list[Row]:
+    sys.path.insert(0, str(REPO / "scripts"))
+    import kafka_broker
+    import kafka_world
+
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-kafka-"))
+    broker = kafka_broker.start()
+    try:
+        for name in ("kafka-stateless-records-deleted", "kafka-stateless"):
+            scen_dir = REPO / "fixtures" / "kafka" / "spark-4.3.0" / name
+            scen = json.loads((scen_dir / "scenario.json").read_text())
+            kafka_world.replay(broker.bootstrap, scen["world"])
+            cmd = [
+                *_cli_command(),
+                "diagnose",
+                str(scen_dir / "checkpoint"),
+                "--spark",
+                "4.3",
+                "--kafka-bootstrap-servers",
+                broker.bootstrap,
+                "--format",
+                "json",
+            ]
+            times = []
+            for _ in range(max(1, min(args.repeat, 3))):
+                start = time.perf_counter()
+                proc = subprocess.run(
+                    cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=_cli_env(), check=False
+                )
+                times.append(time.perf_counter() - start)
+            verdict = json.loads(proc.stdout)["result"]["restart"]["outcome"]
+            doctor_s = min(times)
+            spark_s, started = _kafka_spark_restart_seconds(scen_dir, work / name, broker.bootstrap)
+            assert (verdict == "starts") == started, (name, verdict, started)
+            label = f"live Kafka verdict, {name} ({verdict})"
+            rows.append(
+                (
+                    f"{label}: PySpark 4.3 restart with the connector (baseline)",
+                    seconds(spark_s),
+                    "-",
+                    "1.00",
+                    "-",
+                )
+            )
+            rows.append(
+                (
+                    f"{label}: `diagnose --kafka-bootstrap-servers`",
+                    seconds(doctor_s),
+                    seconds(spark_s),
+                    f"{spark_s / doctor_s:.0f}x faster",
+                    ">= 20x faster",
+                )
+            )
+    finally:
+        broker.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
 SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "inspect": section_inspect,
     "diagnose": section_diagnose,
@@ -1639,6 +1749,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "matrix": section_matrix,
     "apply": section_apply,
     "plan": section_plan,
+    "kafka": section_kafka,
 }
 
 

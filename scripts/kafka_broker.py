@@ -50,8 +50,20 @@ def _cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
 
 
-def server_properties(log_dir: pathlib.Path, port: int, controller_port: int) -> str:
-    """The broker's configuration: one node, replication factors 1, no automatic topics."""
+def server_properties(
+    log_dir: pathlib.Path,
+    port: int,
+    controller_port: int,
+    sasl_port: int | None = None,
+    users: dict[str, str] | None = None,
+) -> str:
+    """The broker's configuration: one node, replication factors 1, no automatic topics.
+
+    With ``sasl_port`` and ``users`` a second listener, SASL_PLAINTEXT with the PLAIN mechanism,
+    takes those users and passwords, and Kafka's KRaft ``StandardAuthorizer`` denies what no ACL
+    allows: a user there sees only the topics an ACL grants it (the PLAINTEXT listener's anonymous
+    principal stays a super user, so tests and the controller are not restricted).
+    """
     props = {
         "process.roles": "broker,controller",
         "node.id": "1",
@@ -74,6 +86,18 @@ def server_properties(log_dir: pathlib.Path, port: int, controller_port: int) ->
         "auto.create.topics.enable": "false",
         "delete.topic.enable": "true",
     }
+    if sasl_port is not None and users:
+        jaas = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(users.items()))
+        props["listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        props["advertised.listeners"] += f",SASL_PLAINTEXT://127.0.0.1:{sasl_port}"
+        props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+        props["sasl.enabled.mechanisms"] = "PLAIN"
+        props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"
+        )
+        props["authorizer.class.name"] = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+        props["super.users"] = "User:ANONYMOUS"
+        props["allow.everyone.if.no.acl.found"] = "false"
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
@@ -87,6 +111,8 @@ class Broker:
     version: str
     started_in_s: float
     _log: pathlib.Path = field(repr=False, default=pathlib.Path())
+    #: The SASL_PLAINTEXT listener's address when the broker was started with users, else None.
+    sasl_bootstrap: str | None = None
 
     def log_tail(self, lines: int = 40) -> str:
         try:
@@ -132,20 +158,32 @@ def _metadata_ready(bootstrap: str) -> bool:
     return bool(meta.brokers)
 
 
-def start(kafka_version: str = jars.KAFKA_VERSION, timeout_s: float = READY_TIMEOUT_S) -> Broker:
-    """Format a fresh log dir, start the broker and return once it answers metadata requests."""
+def start(
+    kafka_version: str = jars.KAFKA_VERSION,
+    timeout_s: float = READY_TIMEOUT_S,
+    users: dict[str, str] | None = None,
+) -> Broker:
+    """Format a fresh log dir, start the broker and return once it answers metadata requests
+    (``users``: also a SASL_PLAINTEXT listener with these PLAIN users, and ACLs enforced there)."""
     began = time.monotonic()
     classpath = os.pathsep.join(str(j) for j in sorted(jars.ensure_kafka_broker(kafka_version).glob("*.jar")))
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="cd-kafka-"))
     port, controller_port = _free_port(), _free_port()
     while controller_port == port:
         controller_port = _free_port()
+    sasl_port = None
+    if users:
+        sasl_port = _free_port()
+        while sasl_port in (port, controller_port):
+            sasl_port = _free_port()
     config = workdir / "server.properties"
-    config.write_text(server_properties(workdir / "data", port, controller_port), encoding="utf-8")
+    config.write_text(
+        server_properties(workdir / "data", port, controller_port, sasl_port, users), encoding="utf-8"
+    )
     log = workdir / "broker.log"
     java = [_java(), *JVM_OPTS, "-cp", classpath]
     fmt = subprocess.run(
-        [*java, "kafka.tools.StorageTool", "format", "--standalone", "-t", _cluster_id(), "-c", str(config)],
+        [*java, "kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={_cluster_id()}", "-c", str(config)],
         capture_output=True,
         text=True,
     )
@@ -161,6 +199,8 @@ def start(kafka_version: str = jars.KAFKA_VERSION, timeout_s: float = READY_TIME
             start_new_session=True,
         )
     broker = Broker(f"127.0.0.1:{port}", workdir, process, kafka_version, 0.0, log)
+    if sasl_port is not None:
+        broker.sasl_bootstrap = f"127.0.0.1:{sasl_port}"
     deadline = began + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -30,6 +30,7 @@ import kafka_broker
 import kafka_fixtures
 import kafka_world
 
+from checkpoint_doctor.model import KafkaOffset
 from checkpoint_doctor.reading.kafka import read_positions
 from tests.kafka.repair_proof import judge, load_records, prepare, refused, save_records
 from tests.sparkrun import run_jobs
@@ -49,7 +50,8 @@ def main(argv: list[str]) -> int:
         prepared = []
         for n, case in enumerate(cases):
             kafka_world.replay(broker.bootstrap, case.data["world"])
-            live = read_positions(broker.bootstrap, [kafka_fixtures.TOPIC])
+            # the whole topic is described; no record is fetched (the plan needs earliest/latest only)
+            live = read_positions(broker.bootstrap, [KafkaOffset(((kafka_fixtures.TOPIC, 0, 0),))])
             prepared.append(prepare(case, Path(tmp) / f"{n:03d}", live, broker.bootstrap))
         runnable = [p for p in prepared if p.job is not None]
         env = kafka_fixtures._spark_env(args.spark)

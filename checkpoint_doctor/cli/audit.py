@@ -12,6 +12,7 @@ import click
 from checkpoint_doctor import __version__
 from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, now_ms, shown
 from checkpoint_doctor.cli.options import (
+    kafka_options,
     live_window_option,
     normalize_url,
     parse_storage_options,
@@ -32,6 +33,7 @@ from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.html import render_html
+from checkpoint_doctor.fleet.kafka import retention_rows
 from checkpoint_doctor.fleet.metrics import render_metrics
 from checkpoint_doctor.fleet.report import audit_document, render_audit, summary_line
 from checkpoint_doctor.fleet.run import (
@@ -47,6 +49,13 @@ from checkpoint_doctor.fleet.run import (
 from checkpoint_doctor.render.documents import dumps, iso_utc
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import json_document, layout
+
+
+def _kafka_options(func: Any) -> Any:
+    """Add --kafka-bootstrap-servers and --kafka-option (as diagnose has them)."""
+    for opt in reversed(kafka_options()):
+        func = opt(func)
+    return func
 
 
 class Progress:
@@ -153,6 +162,7 @@ class Progress:
     metavar="URL",
     help="Spark master for --on-spark, e.g. local[4] or spark://host:7077 (implies --on-spark).",
 )
+@_kafka_options
 @storage_options
 def audit_command(
     roots: Sequence[str],
@@ -168,6 +178,8 @@ def audit_command(
     force: bool,
     on_spark: bool,
     spark_master: str | None,
+    kafka_bootstrap_servers: str | None,
+    kafka_option: Sequence[str],
     storage_option: Sequence[str],
 ) -> None:
     """Diagnose every checkpoint under the given roots or prefixes and say which will not restart.
@@ -179,6 +191,11 @@ def audit_command(
     --format jsonl each record is written as soon as its directory is audited and a summary line
     comes last; Ctrl-C keeps what was written and exits 130. The exit code is the bitwise OR of the
     per-directory codes: 1 warnings, 4 errors, 8 unreadable (16 an internal error on one directory).
+
+    With --kafka-bootstrap-servers one client reads the live positions of every Kafka checkpoint's
+    topics (each topic once) and the audit lists, soonest first, when retention may delete records
+    a stopped query has not read; a checkpoint whose broker fails is unreadable (exit code 8) and
+    the audit goes on.
     """
     from checkpoint_doctor.fleet.run import fleet_storage_options
 
@@ -187,7 +204,14 @@ def audit_command(
         roots=[normalize_url(r) for r in roots],
         output_format=output_format,
         hints=Hints.from_options(
-            {"spark_version": spark_version, "mode": mode, "live_window": live_window}, storage_option
+            {
+                "spark_version": spark_version,
+                "mode": mode,
+                "live_window": live_window,
+                "kafka_bootstrap_servers": kafka_bootstrap_servers,
+                "kafka_option": kafka_option,
+            },
+            storage_option,
         ),
         # Destinations first: a wrong one is said now, not after an hour of auditing.
         html=check_destination(html_file, "--html", storage, force=force) if html_file else None,
@@ -200,6 +224,7 @@ def audit_command(
         from checkpoint_doctor.fleet.spark import require_pyspark
 
         require_pyspark()
+    run.kafka = _open_kafka(kafka_bootstrap_servers, kafka_option, distributed)
     options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
     dopts = matrix_options(now_ms=run.started, spark=spark_version, modes=mode, live_window_s=live_window)
     run.execute(
@@ -236,6 +261,7 @@ class AuditRun:
         self.plan: FleetPlan | None = None
         self.interrupted = False
         self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
+        self.kafka: Any = None
 
     @property
     def records(self) -> list[dict[str, Any]]:
@@ -295,12 +321,14 @@ class AuditRun:
                 ):
                     finished(self.stream.add(record))
                 return
-            audit_plan(self.plan, dopts, self.stream, jobs=jobs, on_record=finished)
+            audit_plan(self.plan, dopts, self.stream, jobs=jobs, on_record=finished, kafka=self.kafka)
         except KeyboardInterrupt:
             self.interrupted = True
         finally:
             if self.progress is not None:
                 self.progress.close()
+            if self.kafka is not None:
+                self.kafka.close()
 
     def _exit_code(self, result: AuditResult) -> int:
         if self.interrupted:
@@ -329,6 +357,7 @@ class AuditRun:
                     {**result.summary, "exit_code": code},
                     generated_at=iso_utc(self.started),
                     version=__version__,
+                    kafka=retention_rows(result.records),
                 )
                 write_destination(self.html, page)
             except UsageError as exc:
@@ -370,6 +399,9 @@ class AuditRun:
                         result.roots, result.records, result.notes, summary, verbose=invocation().verbose > 0
                     )
                 )
+                kafka_text = _kafka_text(result.records)
+                if kafka_text:
+                    emit(kafka_text)
         for problem in problems:
             echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:
@@ -381,6 +413,34 @@ class AuditRun:
             )
         if code:
             raise CommandFailed(code)
+
+
+def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) -> Any:
+    """Return the audit's broker connection (None without --kafka-bootstrap-servers)."""
+    if not bootstrap:
+        if pairs:
+            raise UsageError("--kafka-option needs --kafka-bootstrap-servers", hint="name the broker too")
+        return None
+    if distributed:
+        raise UsageError(
+            "--kafka-bootstrap-servers is not supported with --on-spark",
+            hint="audit Kafka checkpoints on this machine (without --on-spark)",
+        )
+    from checkpoint_doctor.fleet.kafka import AuditKafka
+    from checkpoint_doctor.reading.kafka import parse_options
+
+    return AuditKafka(bootstrap, parse_options(pairs))
+
+
+def _kafka_text(records: Sequence[Mapping[str, Any]]) -> str:
+    """The countdowns soonest first, then how many Kafka checkpoints were not checked and how."""
+    from checkpoint_doctor.fleet.kafka import NOT_CHECKED, not_checked_count, render_retention
+
+    parts = [render_retention(retention_rows(records))]
+    unchecked = not_checked_count(records)
+    if unchecked:
+        parts.append(f"{unchecked} checkpoint(s) read Kafka: {NOT_CHECKED}")
+    return "\n".join(p for p in parts if p)
 
 
 def _write_line(line: str) -> None:

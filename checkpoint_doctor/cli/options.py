@@ -111,19 +111,7 @@ def diagnosis_options(func: F) -> F:
                 metavar="PATH",
                 help="Output path of a file sink, to check its _spark_metadata log.",
             ),
-            click.option(
-                "--kafka-bootstrap-servers",
-                metavar="HOST:PORT[,...]",
-                help="A Kafka broker of the query's topics: compare the checkpoint's offsets with the "
-                "topics' earliest and latest (needs checkpoint-doctor[kafka]).",
-            ),
-            click.option(
-                "--kafka-option",
-                metavar="KEY=VALUE",
-                multiple=True,
-                help="Kafka client setting, repeatable (security.protocol=SSL, sasl.mechanism=...); "
-                "KEY=@FILE or KEY=env:NAME reads the value from a file or the environment.",
-            ),
+            *kafka_options(),
             live_window_option(),
             click.option(
                 "--checkpoint-format-version",
@@ -136,11 +124,30 @@ def diagnosis_options(func: F) -> F:
     return func
 
 
+def kafka_options() -> list[Callable[[F], F]]:
+    """The broker options of diagnose, plan and audit."""
+    return [
+        click.option(
+            "--kafka-bootstrap-servers",
+            metavar="HOST:PORT[,...]",
+            help="A Kafka broker of the query's topics: compare the checkpoint's offsets with the "
+            "topics' earliest and latest, and count down to retention (needs checkpoint-doctor[kafka]).",
+        ),
+        click.option(
+            "--kafka-option",
+            metavar="KEY=VALUE",
+            multiple=True,
+            help="Kafka client setting, repeatable (security.protocol=SSL, sasl.mechanism=...); "
+            "KEY=@FILE or KEY=env:NAME reads the value from a file or the environment (never printed).",
+        ),
+    ]
+
+
 def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> KafkaLive | None:
     """Return the live positions of the Kafka topics the checkpoint's newest offsets read, asked of
     ``--kafka-bootstrap-servers`` (None without it, or without a Kafka source)."""
     from checkpoint_doctor.diagnosis.sources.files import newest_sources
-    from checkpoint_doctor.diagnosis.sources.kafka import topics_of
+    from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources, unread_offsets
     from checkpoint_doctor.errors import UsageError
 
     bootstrap = kw.get("kafka_bootstrap_servers")
@@ -151,10 +158,11 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> Kaf
     from checkpoint_doctor.reading.kafka import parse_options, read_positions
 
     settings = parse_options(kw.get("kafka_option") or ())
-    topics = topics_of(newest_sources(snapshot))
-    if not topics:
+    # the newest positions (what a new batch starts from) and where unread records start
+    offsets = [off for _, off in [*kafka_sources(newest_sources(snapshot)), *unread_offsets(snapshot)]]
+    if not offsets:
         return None
-    return read_positions(bootstrap, topics, settings)
+    return read_positions(bootstrap, offsets, settings)
 
 
 def matrix_options_from(

@@ -338,10 +338,16 @@ def _kafka_again(plan: Any, pairs: Sequence[str]) -> Any:
     held = [p for p in plan.preconditions if isinstance(p, KafkaPositionsPre)]
     if not held:
         return None
-    from checkpoint_doctor.reading.kafka import parse_options, read_positions
+    from checkpoint_doctor.model import KafkaOffset
+    from checkpoint_doctor.reading.kafka import open_reader, parse_options
 
-    topics = sorted({t for p in held for t in p.topics})
-    return read_positions(held[0].bootstrap, topics, parse_options(pairs))
+    # Only the topics' partitions and earliest/latest are re-checked: no record is fetched.
+    wanted = KafkaOffset(tuple((t, part, pos) for p in held for t, part, pos, _ in p.partitions))
+    reader = open_reader(held[0].bootstrap, parse_options(pairs))
+    try:
+        return reader.read([wanted], heads=False)
+    finally:
+        reader.close()
 
 
 def _need_terminal(what: str) -> None:

@@ -110,6 +110,9 @@ def diagnose(
     kafka = checks_kafka.assumption(newest_sources(snapshot), opts.kafka)
     if kafka is not None:
         assumptions.append(kafka)
+    retention = checks_kafka.retention_note(snapshot, opts.kafka, opts.now_ms)
+    if retention is not None:
+        assumptions.append(retention)
     partly = sink_not_checked(snapshot)
     if partly is not None:
         assumptions.append(partly)

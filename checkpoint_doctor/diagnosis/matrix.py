@@ -477,6 +477,9 @@ def _assumptions(
     kafka = checks_kafka.assumption(newest_sources(snapshot), base.kafka)
     if kafka is not None:
         out.append(kafka)
+    retention = checks_kafka.retention_note(snapshot, base.kafka, base.now_ms)
+    if retention is not None:
+        out.append(retention)
     partly = sink_not_checked(snapshot)
     if partly is not None:
         out.append(partly)

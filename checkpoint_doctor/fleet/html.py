@@ -256,8 +256,10 @@ def render_html(
     *,
     generated_at: str | None = None,
     version: str | None = None,
+    kafka: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """Return the audit page (UTF-8 HTML5, no external resources)."""
+    """Return the audit page (UTF-8 HTML5, no external resources); ``kafka`` are the retention
+    countdowns soonest first (``fleet.kafka.retention_rows``), shown above the rows."""
     head = ", ".join(roots)
     meta = [f"roots: {head}"]
     if generated_at:
@@ -294,5 +296,25 @@ def render_html(
             size=CELL,
             gap=GAP,
             label_w=LABEL_W,
+            kafka=[{**k, "left": _left(k)} for k in kafka],
+            kafka_unchecked=_kafka_unchecked(records),
         )
     )
+
+
+def _left(row: Mapping[str, Any]) -> str:
+    """The time left of a countdown row ("overdue", "-" when untimed)."""
+    from checkpoint_doctor.diagnosis.sources.kafka_retention import duration
+
+    left = row.get("remaining_s")
+    if left is None:
+        return "-"
+    return duration(int(left * 1000)) if left > 0 else "overdue"
+
+
+def _kafka_unchecked(records: Sequence[Mapping[str, Any]]) -> str | None:
+    """How many checkpoints read Kafka topics whose positions were not checked, and how to check."""
+    from checkpoint_doctor.fleet.kafka import NOT_CHECKED, not_checked_count
+
+    n = not_checked_count(records)
+    return f"{count_text(n, 'checkpoint')} read Kafka: {NOT_CHECKED}" if n else None

@@ -14,7 +14,11 @@ Every metric has ``# HELP`` and ``# TYPE`` lines and one sample per line; label 
   ``checkpoint_doctor_uncommitted_batches`` (the gap between them);
 * ``checkpoint_doctor_newest_batch_age_seconds``: since the newest batch was planned (offsets'
   ``batchTimestampMs``), as of the audit;
-* ``checkpoint_doctor_findings{severity, code}``: findings per code.
+* ``checkpoint_doctor_findings{severity, code}``: findings per code;
+* ``checkpoint_doctor_kafka_retention_remaining_seconds{topic, partition}``: for a checkpoint
+  whose Kafka positions were checked against a broker, the seconds until ``retention.ms`` may
+  delete its first unread record (negative: overdue), so an alert can sort stopped queries by
+  the one to restart first; absent when retention is unbounded or by size only.
 
 And for the whole audit: when it ran, how long it took, its exit code, directories per verdict,
 whether it was complete.
@@ -85,6 +89,10 @@ def _families() -> dict[str, _Family]:
         ("uncommitted_batches", "Batches planned in offsets/ after the newest commit."),
         ("newest_batch_age_seconds", "Seconds between the newest batch's planning time and the audit."),
         ("findings", "Findings per severity and code."),
+        (
+            "kafka_retention_remaining_seconds",
+            "Seconds until Kafka retention.ms may delete the first record the checkpoint has not read (negative: overdue).",
+        ),
     ]
     return {name: _Family(name, "gauge", text) for name, text in specs}
 
@@ -115,6 +123,11 @@ def _record(families: Mapping[str, _Family], record: Mapping[str, Any], now_ms: 
         families["uncommitted_batches"].add(latest["uncommitted"], **who)
     if latest.get("batch_time_ms"):
         families["newest_batch_age_seconds"].add(max(0, now_ms - latest["batch_time_ms"]) / 1000, **who)
+    retention = (record.get("kafka") or {}).get("retention") or {}
+    if retention.get("remaining_s") is not None:
+        families["kafka_retention_remaining_seconds"].add(
+            retention["remaining_s"], **who, topic=retention["topic"], partition=retention["partition"]
+        )
     findings = record.get("findings")
     if findings is None:
         findings = (record.get("diagnosis") or {}).get("findings") or []

@@ -35,6 +35,7 @@ from checkpoint_doctor.fleet.discovery import (
     left_out,
     url_join,
 )
+from checkpoint_doctor.fleet.kafka import AuditKafka, kafka_part
 from checkpoint_doctor.fleet.pairing import SinkCandidate, sink_candidates
 from checkpoint_doctor.fleet.report import (
     checkpoint_record,
@@ -347,14 +348,19 @@ def _audit_checkpoint(
     options: MatrixOptions,
     sink_store_for: SinkStoreFor,
     sink_reads: SinkReads,
+    kafka: AuditKafka | None = None,
 ) -> dict[str, Any]:
     own = snapshot_from_listing(store, task.listing)
     snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
+    # The broker's positions of this checkpoint's topics (a broker failure: this record unreadable)
+    live = kafka.live_for(snapshot) if kafka is not None else None
+    if live is not None:
+        options = replace(options, base=replace(options.base, kafka=live))
     matrix = diagnose_matrix(snapshot, options)
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
     batch_time = metadata.batch_timestamp_ms if metadata is not None else None
-    return checkpoint_record(
+    record = checkpoint_record(
         url=task.url,
         root=task.root,
         path=task.path,
@@ -365,6 +371,10 @@ def _audit_checkpoint(
         reads=own.read_count + sink_reads_owned,
         sink=sink,
     )
+    part = kafka_part(snapshot, live, options.base.now_ms)
+    if part is not None:
+        record["kafka"] = part
+    return record
 
 
 def _audit_sink(store: Storage, task: AuditTask, sink_reads: SinkReads) -> dict[str, Any]:
@@ -398,19 +408,21 @@ def audit_task(
     options: MatrixOptions,
     sink_store_for: SinkStoreFor | None = None,
     sink_reads: SinkReads | None = None,
+    kafka: AuditKafka | None = None,
 ) -> dict[str, Any]:
     """Audit one target through its store; never raises: a failure becomes the target's record.
 
     ``sink_store_for`` opens the stores of the file sinks that may belong to a checkpoint (None:
     none is read, the checkpoint's record says "sink not checked"); ``sink_reads`` shares the sink
-    logs read between the tasks of one audit (None: this task's own)."""
+    logs read between the tasks of one audit (None: this task's own); ``kafka`` the broker
+    connection that reads the positions of Kafka sources (None: not checked)."""
     reads = sink_reads if sink_reads is not None else SinkReads()
     try:
         if task.kind == TargetKind.SINK:
             return _audit_sink(store, task, reads)
         if sink_store_for is None:
             task = replace(task, sinks=())
-        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store, reads)
+        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store, reads, kafka)
     except CheckpointDoctorError as exc:
         return _unreadable(task, exc)
     except Exception as exc:  # noqa: BLE001 - one target's bug must not stop a fleet audit
@@ -437,6 +449,7 @@ def run_tasks(
     jobs: int = DEFAULT_JOBS,
     progress: Progress | None = None,
     sink_reads: SinkReads | None = None,
+    kafka: AuditKafka | None = None,
 ) -> list[dict[str, Any]]:
     """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
 
@@ -459,7 +472,7 @@ def run_tasks(
                 AuditTask(TargetKind.SINK, candidate.url, task.root, candidate.path, candidate.listing)
             )
 
-        return audit_task(store, task, options, sink_store_for, shared)
+        return audit_task(store, task, options, sink_store_for, shared, kafka)
 
     if jobs <= 1 or total <= 1:
         for task in tasks:
@@ -570,11 +583,12 @@ def audit_plan(
     *,
     jobs: int | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    kafka: AuditKafka | None = None,
 ) -> None:
     """Audit a planned fleet on this machine into the stream: the records of the roots that failed,
     then the checkpoints, then the file sink outputs (a sink's record then names the checkpoints
     whose logs proved it is theirs when it is written). ``on_record`` is told each finished record
-    from the calling thread."""
+    from the calling thread; ``kafka`` reads the Kafka sources' live positions (None: not checked)."""
 
     def add(record: Mapping[str, Any]) -> None:
         done = stream.add(record)
@@ -591,7 +605,13 @@ def audit_plan(
         [t for t in plan.tasks if t.kind == TargetKind.SINK],
     ):
         run_tasks(
-            group, store_for, options, jobs=threads, progress=lambda _d, _t, r: add(r), sink_reads=sink_reads
+            group,
+            store_for,
+            options,
+            jobs=threads,
+            progress=lambda _d, _t, r: add(r),
+            sink_reads=sink_reads,
+            kafka=kafka,
         )
 
 
@@ -631,11 +651,12 @@ def audit(
     hints: Hints | None = None,
     clock: Callable[[], int] | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    kafka: AuditKafka | None = None,
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots, on this machine, with ``jobs``
     threads (None: :func:`default_jobs`). ``hints`` carry the flags the records' next steps repeat
     (default: :func:`audit_hints`); ``clock`` stamps them (epoch millis); ``on_record`` is told
-    each finished record.
+    each finished record; ``kafka`` reads the Kafka sources' live positions.
 
     Raises:
         MissingDependencyError: a root's protocol needs an extra that is not installed.
@@ -648,5 +669,5 @@ def audit(
         hints if hints is not None else audit_hints(matrix_options, storage_options),
         clock or (lambda: int(time.time() * 1000)),
     )
-    audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record)
+    audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record, kafka=kafka)
     return finish(plan.roots, plan.notes, stream.records)

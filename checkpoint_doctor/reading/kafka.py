@@ -1,24 +1,49 @@
 """The topics' live positions, asked of a Kafka broker with confluent-kafka (the ``kafka`` extra).
 
-The I/O edge of the Kafka check: lists the topics (AdminClient.list_topics) and each partition's
-earliest and latest offsets (AdminClient.list_offsets with OffsetSpec.earliest/latest, KIP-396),
-every call with a timeout, and returns :class:`KafkaLive`, the plain data
-``checkpoint_doctor.diagnosis.sources.kafka_positions.predict`` takes. A broker that cannot be reached is an
-:class:`EndpointUnreachableError` naming the address (exit 8, as for an object store).
+The I/O edge of the Kafka check. :class:`KafkaReader` holds one admin client (and, when a
+countdown needs record timestamps, one consumer) for a whole command; per call it describes the
+topics (``AdminClient.describe_topics``: a missing topic and an unauthorized one are told apart),
+lists every partition's earliest and latest offsets (``list_offsets`` with
+``OffsetSpec.earliest/latest``, KIP-396, two batched requests), describes the topics' retention
+settings (``describe_configs``) and fetches the one record at each checkpoint position still held
+(its timestamp starts the retention countdown), every call bounded in time. It returns
+:class:`KafkaLive`, the plain data ``diagnosis.sources.kafka_positions.predict`` and
+``diagnosis.sources.kafka_retention.countdown`` take. A topic read once is not asked again (an
+audit reads each topic once, whatever number of checkpoints read it).
+
+A broker that cannot be reached is an :class:`EndpointUnreachableError` naming the address (exit
+8, as for an object store); a failed SASL login or a topic the principal may not describe is an
+:class:`AccessDeniedError`. After the broker failed once, a reader fails at once with the same
+error (an audit of many Kafka checkpoints does not wait for the timeout on each).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from checkpoint_doctor.errors import EndpointUnreachableError, MissingDependencyError, UsageError
-from checkpoint_doctor.model import KafkaLive
+from checkpoint_doctor.errors import (
+    AccessDeniedError,
+    EndpointUnreachableError,
+    MissingDependencyError,
+    StorageError,
+    UsageError,
+)
+from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
 from checkpoint_doctor.redaction import MASK, is_secret
 
 #: Seconds each broker call may take; a broker that is down fails the command within about twice this.
 TIMEOUT_S = 8.0
+#: Seconds the fetch of the records at the checkpoint's positions may take in all (their
+#: timestamps only start the retention countdown: a slow fetch leaves it "unknown", not an error).
+PEEK_TIMEOUT_S = 5.0
+#: Bytes one partition's fetch may bring back: the broker returns at least one record batch
+#: whatever this says (KIP-74), so the first record comes, and 10,000 partitions stay small.
+PEEK_PARTITION_BYTES = 1024
 
 
 def parse_options(pairs: Sequence[str]) -> dict[str, str]:
@@ -65,77 +90,295 @@ def _client() -> Any:
     return confluent_kafka
 
 
-def _unreachable(bootstrap: str, exc: BaseException) -> EndpointUnreachableError:
-    reason = str(exc.args[0]) if exc.args else str(exc)
-    # KafkaError's str() is "KafkaError{code=_TRANSPORT,val=-195,str=\"...\"}": keep its words.
-    if hasattr(exc.args[0] if exc.args else None, "str"):
-        reason = exc.args[0].str()
+HINT = (
+    "check --kafka-bootstrap-servers and --kafka-option (security.protocol, sasl.*) and that the "
+    "broker is reachable from here"
+)
+
+
+def _reason(exc: BaseException) -> str:
+    """The words of a KafkaException (its KafkaError's ``str()``), else the exception's text."""
+    first = exc.args[0] if exc.args else None
+    if first is not None and hasattr(first, "str"):
+        return str(first.str())
+    return str(exc) or type(exc).__name__
+
+
+def _unreachable(bootstrap: str, reason: str) -> EndpointUnreachableError:
     return EndpointUnreachableError(
-        f"Kafka broker {bootstrap}",
-        "read topic positions from",
-        reason or type(exc).__name__,
-        hint="check --kafka-bootstrap-servers and --kafka-option (security.protocol, sasl.*) and that the "
-        "broker is reachable from here",
+        f"Kafka broker {bootstrap}", "read topic positions from", reason, hint=HINT
     )
 
 
-def read_positions(
-    bootstrap: str,
-    topics: Sequence[str],
-    options: Mapping[str, str] | None = None,
-    timeout_s: float = TIMEOUT_S,
-) -> KafkaLive:
-    """Return each topic's ``(partition, earliest, latest)`` (None for a topic the broker does not list).
+class KafkaReader:
+    """One broker connection for a command: positions, retention and record timestamps, cached per topic.
+
+    Thread-safe (one request at a time: the calls are batched, an audit's threads wait their turn).
+    """
+
+    def __init__(
+        self, bootstrap: str, options: Mapping[str, str] | None = None, timeout_s: float = TIMEOUT_S
+    ) -> None:
+        self.bootstrap = bootstrap
+        self.timeout_s = timeout_s
+        self._ck = _client()
+        self._options = dict(options or {})
+        self._lock = threading.Lock()
+        self._failure: StorageError | None = None
+        self._login_error: str | None = None
+        self._last_error: str | None = None
+        self._topics: dict[str, tuple[tuple[int, int, int], ...] | None] = {}
+        self._retention: dict[str, KafkaRetention] = {}
+        self._consumer: Any = None
+        self._heads: dict[tuple[str, int, int], int | None] = {}
+        self.requests = 0
+        self.admin = self._ck.admin.AdminClient(self._conf())
+
+    def _conf(self, **extra: Any) -> dict[str, Any]:
+        conf: dict[str, Any] = {"log_level": 0, "socket.timeout.ms": int(self.timeout_s * 1000)}
+        conf.update(self._options)
+        conf.update(extra)
+        conf["bootstrap.servers"] = self.bootstrap
+        # librdkafka logs connection failures to stderr on its own threads; they say nothing the error does not.
+        conf["logger"] = _Silent()
+        conf["error_cb"] = self._on_error
+        return conf
+
+    def _on_error(self, err: Any) -> None:
+        # A failed SASL login is reported here only (the requests themselves just time out), and
+        # so is why a broker cannot be reached (refused, not resolved): the requests say "Timed out".
+        if err.code() == self._ck.KafkaError._AUTHENTICATION:
+            self._login_error = str(err.str())
+        elif err.code() != self._ck.KafkaError._ALL_BROKERS_DOWN:
+            self._last_error = str(err.str())
+
+    def _masked(self, text: str) -> str:
+        for key, value in self._options.items():
+            if value and is_secret(key):
+                text = text.replace(value, MASK)
+        return text
+
+    def _fail(self, reason: str) -> StorageError:
+        if self._login_error is not None:
+            login = self._masked(self._login_error)
+            failure: StorageError = AccessDeniedError(
+                f"Kafka broker {self.bootstrap}",
+                "read topic positions from",
+                f"authentication failed ({login.split(': ', 1)[-1]})",
+                hint="check the sasl.* settings given with --kafka-option (secrets: KEY=@FILE or KEY=env:NAME)",
+            )
+        else:
+            if self._last_error is not None:
+                # librdkafka's "<proto>://host:port/bootstrap: Connect to ipv4#... failed: ..."
+                reason = f"{self._last_error.split(': ', 1)[-1]} (no answer within {self.timeout_s:.0f} s)"
+            failure = _unreachable(self.bootstrap, self._masked(reason))
+        self._failure = failure
+        return failure
+
+    def _wait(self, future: Any, deadline: float) -> Any:
+        """Return a future's result, failing early when the broker refused the login."""
+        while True:
+            try:
+                return future.result(timeout=0.2)
+            except FutureTimeout:
+                self.admin.poll(0)
+                if self._login_error is not None or time.monotonic() > deadline:
+                    raise self._fail("no answer within the timeout") from None
+
+    def read(self, offsets: Iterable[KafkaOffset], *, heads: bool = True) -> KafkaLive:
+        """Return the live positions (and retention, and with ``heads`` the timestamps of the
+        records at the positions still held) of the topics the ``offsets`` read.
+
+        Raises:
+            EndpointUnreachableError: the broker did not answer within the timeout.
+            AccessDeniedError: the login failed, or a topic may not be described by this principal.
+        """
+        offs = list(offsets)
+        topics = sorted({t for off in offs for t, _, _ in off.partitions})
+        with self._lock:
+            if self._failure is not None:
+                raise self._failure
+            try:
+                self._describe([t for t in topics if t not in self._topics])
+                found = {t: self._topics[t] for t in topics}
+                ends = {(t, p): (lo, hi) for t, parts in found.items() for p, lo, hi in parts or ()}
+                # the positions still held (a record to fetch), each once (a dict: 10,000 partitions)
+                held = sorted(
+                    {
+                        (t, p, o)
+                        for off in offs
+                        for t, p, o in off.partitions
+                        if (t, p) in ends and ends[(t, p)][0] <= o < ends[(t, p)][1]
+                    }
+                )
+                peeked = self._peek(held) if heads and held else ()
+            except self._ck.KafkaException as exc:
+                raise self._fail(_reason(exc)) from None
+        return KafkaLive(
+            self.bootstrap,
+            tuple(sorted(found.items())),
+            tuple(self._retention[t] for t in topics if t in self._retention),
+            tuple(peeked),
+        )
+
+    def _describe(self, topics: list[str]) -> None:
+        """Describe new topics: partitions, earliest and latest offsets, retention (batched)."""
+        if not topics:
+            return
+        ck = self._ck
+        deadline = time.monotonic() + 2 * self.timeout_s
+        self.requests += 1
+        described = self.admin.describe_topics(ck.TopicCollection(topics), request_timeout=self.timeout_s)
+        parts: dict[str, list[int]] = {}
+        for topic, future in described.items():
+            try:
+                parts[topic] = sorted(p.id for p in self._wait(future, deadline).partitions)
+            except ck.KafkaException as exc:
+                code = exc.args[0].code() if exc.args else None
+                if code == ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    self._topics[topic] = None  # gone: the prediction says what Spark does
+                elif code == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                    # Kafka answers the same for a topic that does not exist when the principal
+                    # may not describe it (it does not tell unauthorized clients what exists).
+                    raise AccessDeniedError(
+                        f"Kafka topic {topic} on {self.bootstrap}",
+                        "describe",
+                        "topic authorization failed (the principal may not describe it, or it does not exist)",
+                        hint="grant DESCRIBE on the topic to the principal of --kafka-option sasl.username",
+                    ) from None
+                else:
+                    raise
+        wanted = [(t, p) for t, ps in parts.items() for p in ps]
+        ends: dict[tuple[str, int], list[int]] = {tp: [] for tp in wanted}
+        spec = ck.admin.OffsetSpec
+        for which in (spec.earliest(), spec.latest()):
+            if not wanted:
+                break
+            self.requests += 1
+            request = {ck.TopicPartition(t, p): which for t, p in wanted}
+            futures = self.admin.list_offsets(request, request_timeout=self.timeout_s)
+            for tp, future in futures.items():
+                ends[(tp.topic, tp.partition)].append(int(self._wait(future, deadline).offset))
+        for topic, ps in parts.items():
+            self._topics[topic] = tuple((p, ends[(topic, p)][0], ends[(topic, p)][1]) for p in ps)
+        if parts:
+            self.requests += 1
+            resources = [ck.admin.ConfigResource(ck.admin.ResourceType.TOPIC, t) for t in sorted(parts)]
+            for resource, future in self.admin.describe_configs(
+                resources, request_timeout=self.timeout_s
+            ).items():
+                conf = self._wait(future, deadline)
+                self._retention[resource.name] = KafkaRetention(
+                    resource.name,
+                    int(conf["retention.ms"].value),
+                    int(conf["retention.bytes"].value),
+                    str(conf["cleanup.policy"].value),
+                )
+
+    def _peek(self, held: list[tuple[str, int, int]]) -> list[tuple[str, int, int, int | None]]:
+        """Fetch the record at each position (one consumer, all partitions at once, bounded in time
+        and bytes); a record not fetched in time has timestamp None."""
+        ck = self._ck
+        if self._consumer is None:
+            self._consumer = ck.Consumer(
+                self._conf(
+                    **{
+                        "group.id": "checkpoint-doctor-peek",
+                        "enable.auto.commit": False,
+                        "enable.auto.offset.store": False,
+                        "max.partition.fetch.bytes": PEEK_PARTITION_BYTES,
+                        "fetch.max.bytes": 1024 * 1024,
+                        "queued.max.messages.kbytes": 1024,
+                        "queued.min.messages": 1,
+                        "isolation.level": "read_uncommitted",
+                    }
+                )
+            )
+        # each position once per reader: checkpoints of one query family share them
+        todo = [(t, p, o) for t, p, o in held if (t, p, o) not in self._heads]
+        # one offset per partition per fetch (two checkpoints at different offsets: two rounds)
+        while todo:
+            first: dict[tuple[str, int], int] = {}
+            rest = []
+            for t, p, o in todo:
+                if (t, p) in first:
+                    rest.append((t, p, o))
+                else:
+                    first[(t, p)] = o
+            for (t, p), ts in self._fetch_heads(first).items():
+                self._heads[(t, p, first[(t, p)])] = ts
+            todo = rest
+        return [(t, p, o, self._heads.get((t, p, o))) for t, p, o in held]
+
+    def _fetch_heads(self, wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+        ck = self._ck
+        got: dict[tuple[str, int], int | None] = {}
+        self.requests += 1
+        self._consumer.assign([ck.TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())])
+        deadline = time.monotonic() + PEEK_TIMEOUT_S
+        try:
+            while len(got) < len(wanted) and time.monotonic() < deadline:
+                done = []
+                for msg in self._consumer.consume(1000, timeout=0.2):
+                    key = (msg.topic(), msg.partition())
+                    if msg.error() is None and key in wanted and key not in got:
+                        # the first record at or after the position (a transaction marker or a
+                        # compacted gap may sit at the offset itself)
+                        kind, ts = msg.timestamp()
+                        got[key] = int(ts) if kind != ck.TIMESTAMP_NOT_AVAILABLE else None
+                        done.append(ck.TopicPartition(*key))
+                if done:  # fetch no more from the partitions answered
+                    self._consumer.pause(done)
+        finally:
+            # librdkafka keeps a partition's pause across assignments: resume before letting go
+            self._consumer.resume([ck.TopicPartition(t, p) for t, p in wanted])
+            self._consumer.unassign()
+        return {tp: got.get(tp) for tp in wanted}
+
+    def close(self) -> None:
+        """Close the consumer (the admin client needs no closing)."""
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+def open_reader(bootstrap: str, options: Mapping[str, str] | None = None) -> KafkaReader:
+    """Return a reader, or a one-line error for a setting librdkafka refuses (never its value).
 
     Raises:
         MissingDependencyError: confluent-kafka is not installed.
-        EndpointUnreachableError: the broker did not answer within the timeout.
+        UsageError: an unknown setting or a bad value.
     """
     ck = _client()
-    conf: dict[str, Any] = {"log_level": 0, "socket.timeout.ms": int(timeout_s * 1000)}
-    conf.update(options or {})
-    conf["bootstrap.servers"] = bootstrap
-    # librdkafka logs connection failures to stderr on its own threads; they say nothing the error does not.
-    conf["logger"] = _Silent()
     try:
-        admin = ck.admin.AdminClient(conf)
+        return KafkaReader(bootstrap, options)
     except (ck.KafkaException, ValueError, TypeError) as exc:
         # librdkafka refuses an unknown setting or a bad value here, naming the property (not its value)
-        reason = exc.args[0].str() if exc.args and hasattr(exc.args[0], "str") else str(exc)
+        reason = _reason(exc)
         for key, value in (options or {}).items():
             if value and is_secret(key):
                 reason = reason.replace(value, MASK)
         raise UsageError(f"--kafka-option: {reason}", hint="use librdkafka's configuration names") from None
+
+
+def read_positions(
+    bootstrap: str,
+    offsets: Sequence[KafkaOffset],
+    options: Mapping[str, str] | None = None,
+) -> KafkaLive:
+    """Return the live positions of the topics ``offsets`` read, with retention and record timestamps.
+
+    Raises:
+        MissingDependencyError: confluent-kafka is not installed.
+        UsageError: a client setting librdkafka refuses.
+        EndpointUnreachableError: the broker did not answer within the timeout.
+        AccessDeniedError: the login failed or a topic may not be described.
+    """
+    reader = open_reader(bootstrap, options)
     try:
-        metadata = admin.list_topics(timeout=timeout_s)
-    except ck.KafkaException as exc:
-        raise _unreachable(bootstrap, exc) from None
-    found: dict[str, list[int] | None] = {}
-    for topic in topics:
-        meta = metadata.topics.get(topic)
-        found[topic] = None if meta is None or meta.error is not None else sorted(meta.partitions)
-    wanted = [(t, p) for t, parts in found.items() for p in parts or ()]
-    ends: dict[tuple[str, int], list[int]] = {tp: [] for tp in wanted}
-    spec = ck.admin.OffsetSpec
-    for which in (spec.earliest(), spec.latest()):
-        if not wanted:
-            break
-        request = {ck.TopicPartition(t, p): which for t, p in wanted}
-        try:
-            futures = admin.list_offsets(request, request_timeout=timeout_s)
-            for tp, future in futures.items():
-                ends[(tp.topic, tp.partition)].append(int(future.result(timeout=timeout_s).offset))
-        except ck.KafkaException as exc:
-            raise _unreachable(bootstrap, exc) from None
-        except TimeoutError as exc:
-            raise _unreachable(bootstrap, exc) from None
-    return KafkaLive(
-        bootstrap,
-        tuple(
-            (t, None if parts is None else tuple((p, ends[(t, p)][0], ends[(t, p)][1]) for p in parts))
-            for t, parts in sorted(found.items())
-        ),
-    )
+        return reader.read(offsets)
+    finally:
+        reader.close()
 
 
 class _Silent:

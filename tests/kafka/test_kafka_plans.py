@@ -159,7 +159,6 @@ def test_apply_refuses_when_retention_moved_on_and_applies_and_undoes_otherwise(
 
 def test_a_kafka_plan_document_follows_the_published_schema(tmp_path: Path) -> None:
     from checkpoint_doctor.render.layout import json_document
-
     from tests.cli.test_schemas import validate
 
     (case,) = [c for c in refused("4.0.5") if c.key == "kafka-stateless-partitions-added-trimmed#0"]

@@ -167,11 +167,12 @@ def test_hints_carry_the_broker_and_never_a_literal_secret() -> None:
 
 def test_a_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from checkpoint_doctor.errors import MissingDependencyError
+    from checkpoint_doctor.model import KafkaOffset
     from checkpoint_doctor.reading.kafka import read_positions
 
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # import fails as when not installed
     with pytest.raises(MissingDependencyError) as err:
-        read_positions("127.0.0.1:9", ["events"])
+        read_positions("127.0.0.1:9", [KafkaOffset((("events", 0, 0),))])
     assert "pip install 'checkpoint-doctor[kafka]'" in str(err.value)
 
 

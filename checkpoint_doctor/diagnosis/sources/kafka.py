@@ -15,9 +15,12 @@ from collections.abc import Iterator, Sequence
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
+from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown, countdown, soonest
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 #: The flag that gives a broker, named wherever positions were not checked.
 FLAG = "--kafka-bootstrap-servers HOST:PORT"
@@ -153,3 +156,32 @@ def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -
             "client settings) to compare the checkpoint's offsets with the broker's"
         )
     return f"Kafka positions of {names} read from {live.bootstrap}; failOnDataLoss assumed true (Spark's default)"
+
+
+def unread_offsets(snapshot: CheckpointSnapshot) -> list[tuple[int, KafkaOffset]]:
+    """Return ``(source index, offsets)`` where each Kafka source's unread records start: the
+    newest committed batch's end offsets (an uncommitted newer batch is re-run from there,
+    ``MicroBatchExecution.populateStartOffsets``), else the newest offsets line."""
+    committed = snapshot.commits.latest_id
+    entry = snapshot.offsets.get(committed) if committed is not None else None
+    if entry is not None and entry.record is not None and entry.record.version == 1:
+        return kafka_sources(entry.record.sources)
+    return kafka_sources(newest_sources(snapshot))
+
+
+def retention_countdown(
+    snapshot: CheckpointSnapshot, live: KafkaLive | None, now_ms: int | None
+) -> Countdown | None:
+    """Return the soonest retention countdown of the checkpoint's Kafka sources (None without a
+    broker's answer, a clock or a Kafka source)."""
+    if live is None or now_ms is None:
+        return None
+    return soonest([countdown(off, live, now_ms) for _, off in unread_offsets(snapshot)])
+
+
+def retention_note(snapshot: CheckpointSnapshot, live: KafkaLive | None, now_ms: int | None) -> str | None:
+    """What the matrix says about the unread records' retention (ahead of loss), or None."""
+    found = retention_countdown(snapshot, live, now_ms)
+    if found is None:
+        return None
+    return f"Kafka retention: {found.text}"

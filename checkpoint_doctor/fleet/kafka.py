@@ -1,0 +1,108 @@
+"""An audit's Kafka sources: live positions from one broker connection, and the retention countdowns.
+
+:class:`AuditKafka` is the I/O edge an audit shares between its checkpoints: one
+:class:`~checkpoint_doctor.reading.kafka.KafkaReader` (one admin client, each topic described once,
+requests batched per checkpoint, every call bounded in time). A broker that fails makes the
+checkpoint asking unreadable, with the reason, and the audit goes on (the reader then fails the
+next ones at once instead of waiting for its timeout again).
+
+The rest is pure: :func:`kafka_part` is what a record says about its Kafka sources,
+:func:`retention_rows` the countdowns of an audit sorted soonest first (text, HTML and metrics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from checkpoint_doctor.diagnosis.sources.kafka import (
+    FLAG,
+    kafka_sources,
+    newest_sources,
+    retention_countdown,
+    topics_of,
+    unread_offsets,
+)
+from checkpoint_doctor.diagnosis.sources.kafka_retention import ORDER, TIME
+from checkpoint_doctor.model import KafkaLive
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+NOT_CHECKED = (
+    f"Kafka positions not checked: pass {FLAG} (and --kafka-option KEY=VALUE for client settings) to "
+    "compare the checkpoint's offsets with the broker's and count down to retention"
+)
+
+
+class AuditKafka:
+    """The broker connection of one audit (``--kafka-bootstrap-servers``)."""
+
+    def __init__(self, bootstrap: str, options: Mapping[str, str] | None = None) -> None:
+        from checkpoint_doctor.reading.kafka import open_reader
+
+        self.bootstrap = bootstrap
+        self.reader = open_reader(bootstrap, options)
+
+    def live_for(self, snapshot: CheckpointSnapshot) -> KafkaLive | None:
+        """Return the live positions of the checkpoint's Kafka topics (None: it reads no Kafka).
+
+        Raises:
+            StorageError: the broker could not be reached, the login failed, a topic is not authorized.
+        """
+        offsets = [off for _, off in kafka_sources(newest_sources(snapshot))]
+        offsets += [off for _, off in unread_offsets(snapshot)]
+        if not offsets:
+            return None
+        return self.reader.read(offsets)
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def kafka_part(
+    snapshot: CheckpointSnapshot, live: KafkaLive | None, now_ms: int | None
+) -> dict[str, Any] | None:
+    """Return the record's ``kafka`` part (None when the checkpoint reads no Kafka topic). Pure."""
+    topics = topics_of(newest_sources(snapshot))
+    if not topics:
+        return None
+    if live is None:
+        return {"checked": False, "bootstrap": None, "topics": topics, "retention": None, "note": NOT_CHECKED}
+    found = retention_countdown(snapshot, live, now_ms)
+    return {
+        "checked": True,
+        "bootstrap": live.bootstrap,
+        "topics": topics,
+        "retention": None if found is None else found.to_dict(),
+        "note": None,
+    }
+
+
+def retention_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Return ``{"url", **countdown}`` of each checkpoint whose Kafka positions were checked,
+    soonest first (records already lost, then by deadline, then the untimed bounds). Pure."""
+    rows = []
+    for record in records:
+        retention = (record.get("kafka") or {}).get("retention")
+        if retention:
+            rows.append({"url": record["url"], **retention})
+    return sorted(rows, key=lambda r: (ORDER.index(r["bound"]), r["deadline_ms"] or 0, r["url"]))
+
+
+def render_retention(rows: Sequence[Mapping[str, Any]]) -> str:
+    """Return the text section of the countdowns (empty without any). Pure."""
+    if not rows:
+        return ""
+    lines = ["Kafka retention, soonest first:"]
+    for row in rows:
+        lines.append(f"  {row['url']}: {row['text']}")
+    return "\n".join(lines)
+
+
+def not_checked_count(records: Iterable[Mapping[str, Any]]) -> int:
+    """Return how many checkpoints read Kafka topics whose positions were not checked. Pure."""
+    return sum(1 for r in records if (r.get("kafka") or {}).get("checked") is False)
+
+
+def timed(row: Mapping[str, Any]) -> bool:
+    """Whether a countdown row has a deadline (``retention.ms``)."""
+    return bool(row["bound"] == TIME)
