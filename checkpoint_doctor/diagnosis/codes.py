@@ -85,6 +85,7 @@ class Code(str, Enum):
     WRITTEN_BY_NEWER_SPARK = "CD601"
     ASYNC_STATEFUL = "CD602"
     SOURCE_EVOLUTION_NEEDS_V2_OFFSETS = "CD603"
+    REAL_TIME_CHECKPOINT_V1 = "CD620"
     CONTINUOUS_COMMIT_WITHOUT_OFFSETS = "CD701"
     CONTINUOUS_EPOCHS_AHEAD = "CD702"
 
@@ -866,6 +867,22 @@ _ALL = (
         "Restart with spark.sql.streaming.queryEvolution.enableSourceEvolution=false, or start a new "
         "checkpoint to use source evolution.",
         "STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT",
+    ),
+    _c(
+        Code.REAL_TIME_CHECKPOINT_V1,
+        "real-time-checkpoint-v1",
+        ERROR,
+        "Spark 4.3 refuses real-time mode on state store checkpoint format 1",
+        "Spark 4.3 resolves the checkpoint format from the newest commit file (CheckpointVersionManager) "
+        "and refuses a real-time restart when it is 1: "
+        "'[STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED]'. Its own real-time runs write v2 "
+        "commits; Spark 4.1 and 4.2 write v1 commits in real-time mode.",
+        "A checkpoint written by Spark 4.1/4.2 (or by a micro-batch run with format 1) restarted on 4.3 "
+        "with Trigger.RealTime.",
+        "Restart on 4.3 with a micro-batch trigger, or start real-time mode on a new checkpoint; or set "
+        "spark.sql.streaming.realTimeMode.dangerouslyAllowCheckpointV1.enabled=true and accept that a "
+        "re-executed batch can lose data.",
+        "STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED",
     ),
     _c(
         Code.CONTINUOUS_COMMIT_WITHOUT_OFFSETS,
