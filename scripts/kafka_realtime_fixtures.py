@@ -29,12 +29,15 @@ async restart re-runs batch L with its logged range.
   for the switch the other way: a micro-batch checkpoint restarted in real-time mode.
 
 Each scenario is restarted on its own line and every newer line with real-time mode, in real-time,
-async micro-batch and synchronous micro-batch mode, on a broker rebuilt from ``world``.
+async micro-batch and synchronous micro-batch mode, on a broker rebuilt from ``world``. One Spark
+process per line writes that line's bases and runs every restart on it, so generate the lines oldest
+first (``--spark 4.1.4``, then 4.2.1, then 4.3.0): a line restarts the scenarios older lines wrote.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -153,104 +156,136 @@ def _scenario(version: str, base: str, damage: str | None, broker: kafka_broker.
     }
 
 
-def _write_bases(version: str, work: Path, broker: kafka_broker.Broker) -> dict[str, Any]:
-    """Run the real-time base and the two micro-batch runs of the other base in one Spark process."""
-    rt = _job(work / BASE / "checkpoint", broker.bootstrap, "real-time")
+def _base_jobs(version: str, work: Path, bootstrap: str) -> list[dict[str, Any]]:
+    """The real-time base's run and the two micro-batch runs of the other base."""
+    rt = _job(work / BASE / "checkpoint", bootstrap, "real-time")
     rt.update(id=f"kafka-realtime-base/{version}", op="run", batches=2, timeout_s=120)
-    rt["before_argv"] = kf._world_argv(kf._steps_file(work, "base", BASE_WORLD), broker.bootstrap)
+    rt["before_argv"] = kf._world_argv(kf._steps_file(work, "base", BASE_WORLD), bootstrap)
     jobs = [rt]
     for r in range(len(MB_RUNS)):
-        job = _job(work / MB_BASE / "checkpoint", broker.bootstrap, "micro-batch")
+        job = _job(work / MB_BASE / "checkpoint", bootstrap, "micro-batch")
         job.update(id=f"kafka-realtime-base/{version}/micro-batch/run{r}", op="run")
         steps = [s for run in MB_RUNS[: r + 1] for s in run]
-        job["before_argv"] = kf._world_argv(kf._steps_file(work, f"mb-run{r}", steps), broker.bootstrap)
+        job["before_argv"] = kf._world_argv(kf._steps_file(work, f"mb-run{r}", steps), bootstrap)
         jobs.append(job)
-    results = gf.run_sparklab(version, jobs, "kafka-realtime-base", kf._spark_env(version))
-    if results[0].get("error") or len(results[0]["batches"]) < 2:
-        raise RuntimeError(f"real-time base on {version} did not run two batches: {results[0]}")
-    for result in results[1:]:
-        if result.get("error"):
-            raise RuntimeError(f"micro-batch base on {version} failed: {result['error']}")
+    return jobs
+
+
+def _prepare_argv(
+    source: Path, dest: Path, damage: list[dict[str, Any]], world: Path, bootstrap: str
+) -> list[str]:
+    """Copy a checkpoint for one restart, apply the scenario's damage, rebuild the world: the job's
+    ``before_argv``, so that the scenarios of the line being written are restarted in the same Spark
+    process that writes them (one JVM per line on a shared machine)."""
+    rm = " ".join(
+        f"rm -f {dest}/{op['path']} {dest}/{_crc(op['path'])}" for op in damage if op["op"] == "delete"
+    )
+    world_cmd = " ".join(shlex.quote(a) for a in kf._world_argv(world, bootstrap))
+    script = f"rm -rf {dest} && mkdir -p {dest.parent} && cp -rp {source} {dest}" + (
+        f" && {rm}" if rm else ""
+    )
+    return ["sh", "-c", f"{script} && {world_cmd}"]
+
+
+def _crc(path: str) -> str:
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}.crc" if parent else f".{name}.crc"
+
+
+def _restart_entry(line: str, mode: str, fingerprint: str | None) -> dict[str, Any]:
     return {
-        BASE: written_after_ms(work / BASE / "checkpoint"),
-        MB_BASE: written_after_ms(work / MB_BASE / "checkpoint"),
+        "spark": line,
+        "mode": mode,
+        "query": QUERY["name"],
+        "options": {},
+        "fingerprint": fingerprint,
+        "result": None,
     }
 
 
 def write_line(version: str, names: list[str] | None) -> None:
-    """Write the real-time scenarios of one line and restart them on it and every newer RT line."""
+    """In ONE Spark process of this line: write its real-time and micro-batch bases, then restart in
+    every mode its own scenarios and those older lines wrote (``fixtures/kafka-realtime/``)."""
     if version not in RT_VERSIONS or not wanted(names):
         return
     work = gf.SCRATCH / "kafka-realtime" / f"spark-{version}"
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
+    older = [
+        p.parent
+        for v in RT_VERSIONS[: RT_VERSIONS.index(version)]
+        for p in sorted((FIXTURES_RT / f"spark-{v}").glob("*/scenario.json"))
+    ]
     with kafka_broker.running() as broker:
         gf.log(f"== kafka broker {broker.version} at {broker.bootstrap} (real-time, {version})")
-        lags = _write_bases(version, work, broker)
-        scenarios = []
-        for base in (BASE, MB_BASE):
-            cp = work / base / "checkpoint"
-            gf.remove_stray_outputs(cp)
-            for damage in ["", *DAMAGE]:
-                scen = _scenario(version, base, damage or None, broker)
-                dest = FIXTURES_RT / f"spark-{version}" / scen["name"]
-                if dest.exists():
-                    shutil.rmtree(dest)
-                dest.mkdir(parents=True)
-                gf.copy_tree(cp, dest / "checkpoint")
-                for op in scen["damage"]:
-                    gf.apply_op(dest, op)
-                kafka_world.replay(broker.bootstrap, scen["world"])
-                scen["written_with"]["offsets_written_after_ms"] = lags[base]
-                scen["topic_positions"] = kafka_world.positions(broker.bootstrap, TOPIC)
-                scen["facts"] = gf.compute_facts(dest, scen["query"])
-                scen["fingerprint"] = gf.fingerprint(dest)
-                gf.write_json(dest / "scenario.json", scen)
-                scenarios.append(dest)
-    restart_all(version, scenarios, work)
-    shutil.rmtree(work, ignore_errors=True)
-
-
-def restart_all(version: str, scenarios: list[Path], work: Path) -> None:
-    """Restart each scenario in every mode on its line and every newer line with real-time mode."""
-    lines = RT_VERSIONS[RT_VERSIONS.index(version) :]
-    with kafka_broker.running() as broker:
-        for line in lines:
-            cases: list[tuple[Path, int]] = []
-            jobs = []
-            for dest in scenarios:
-                sfile = dest / "scenario.json"
-                scen = gf.load_json(sfile)
-                world_path = kf._steps_file(work, dest.name, scen["world"])
-                scen["restarts"] = [r for r in scen["restarts"] if r["spark"] != line]
-                for mode in MODES:
-                    scen["restarts"].append(
-                        {
-                            "spark": line,
-                            "mode": mode,
-                            "query": QUERY["name"],
-                            "options": {},
-                            "fingerprint": scen["fingerprint"],
-                            "result": None,
-                        }
-                    )
-                    tmp = work / "oracle" / line / f"{dest.name}-{mode}"
-                    gf.copy_tree(dest / "checkpoint", tmp / "checkpoint")
-                    job = _job(tmp / "checkpoint", broker.bootstrap, mode)
-                    job.update(id=f"kafka-realtime/{version}/{dest.name}@{line}#{mode}", op="restart")
-                    job["before_argv"] = kf._world_argv(world_path, broker.bootstrap)
-                    jobs.append(job)
-                    cases.append((sfile, len(scen["restarts"]) - 1))
-                gf.write_json(sfile, scen)
-            results = gf.run_sparklab(line, jobs, f"kafka-realtime-oracle-{version}", kf._spark_env(line))
-            for (sfile, idx), result in zip(cases, results, strict=True):
-                scen = gf.load_json(sfile)
-                scen["restarts"][idx]["result"] = result
-                gf.write_json(sfile, scen)
-                err = result.get("error")
-                gf.log(
-                    f"   {result['id']}: started={result['started']} "
-                    f"batches={[b['batchId'] for b in result['batches']]} "
-                    f"error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
+        jobs = _base_jobs(version, work, broker.bootstrap)
+        n_base = len(jobs)
+        own = [
+            (_scenario(version, base, damage or None, broker), work / base / "checkpoint")
+            for base in (BASE, MB_BASE)
+            for damage in ["", *DAMAGE]
+        ]
+        cases: list[tuple[str, str, str]] = []  # (scenario dir or own name, mode)
+        for scen, source in own:
+            world = kf._steps_file(work, scen["name"], scen["world"])
+            for mode in MODES:
+                tmp = work / "oracle" / f"{scen['name']}-{mode}" / "checkpoint"
+                job = _job(tmp, broker.bootstrap, mode)
+                job.update(id=f"kafka-realtime/{version}/{scen['name']}@{version}#{mode}", op="restart")
+                job["before_argv"] = _prepare_argv(source, tmp, scen["damage"], world, broker.bootstrap)
+                jobs.append(job)
+                cases.append(("own", scen["name"], mode))
+        for dest in older:
+            scen = gf.load_json(dest / "scenario.json")
+            world = kf._steps_file(work, f"{scen['spark_version']}-{scen['name']}", scen["world"])
+            for mode in MODES:
+                tmp = work / "oracle" / f"{scen['spark_version']}-{scen['name']}-{mode}" / "checkpoint"
+                job = _job(tmp, broker.bootstrap, mode)
+                job.update(
+                    id=f"kafka-realtime/{scen['spark_version']}/{scen['name']}@{version}#{mode}", op="restart"
                 )
+                job["before_argv"] = _prepare_argv(dest / "checkpoint", tmp, [], world, broker.bootstrap)
+                jobs.append(job)
+                cases.append((str(dest), scen["name"], mode))
+        results = gf.run_sparklab(version, jobs, "kafka-realtime", kf._spark_env(version))
+        for result in results[:n_base]:
+            if result.get("error") or not result["batches"]:
+                raise RuntimeError(f"a base run on {version} failed: {result['id']}: {result.get('error')}")
+        if len(results[0]["batches"]) < 2:
+            raise RuntimeError(
+                f"the real-time base on {version} ran {len(results[0]['batches'])} batch(es), not 2"
+            )
+        lags = {b: written_after_ms(work / b / "checkpoint") for b in (BASE, MB_BASE)}
+        written: dict[str, Path] = {}
+        for scen, source in own:
+            dest = FIXTURES_RT / f"spark-{version}" / scen["name"]
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            gf.copy_tree(source, dest / "checkpoint")
+            for op in scen["damage"]:
+                gf.apply_op(dest, op)
+            kafka_world.replay(broker.bootstrap, scen["world"])
+            scen["written_with"]["offsets_written_after_ms"] = lags[scen["base"] or scen["name"]]
+            scen["topic_positions"] = kafka_world.positions(broker.bootstrap, TOPIC)
+            scen["facts"] = gf.compute_facts(dest, scen["query"])
+            scen["fingerprint"] = gf.fingerprint(dest)
+            gf.write_json(dest / "scenario.json", scen)
+            written[scen["name"]] = dest
+    for (where, name, mode), result in zip(cases, results[n_base:], strict=True):
+        dest = written[name] if where == "own" else Path(where)
+        sfile = dest / "scenario.json"
+        scen = gf.load_json(sfile)
+        scen["restarts"] = [r for r in scen["restarts"] if (r["spark"], r["mode"]) != (version, mode)]
+        entry = _restart_entry(version, mode, scen["fingerprint"])
+        entry["result"] = result
+        scen["restarts"].append(entry)
+        scen["restarts"].sort(key=lambda r: (r["spark"], MODES.index(r["mode"])))
+        gf.write_json(sfile, scen)
+        err = result.get("error")
+        gf.log(
+            f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
+            f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
+        )
+    shutil.rmtree(work, ignore_errors=True)
