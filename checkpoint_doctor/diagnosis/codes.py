@@ -86,6 +86,7 @@ class Code(str, Enum):
     ASYNC_STATEFUL = "CD602"
     SOURCE_EVOLUTION_NEEDS_V2_OFFSETS = "CD603"
     REAL_TIME_CHECKPOINT_V1 = "CD620"
+    KAFKA_RERUN_METRICS_NPE = "CD290"
     CONTINUOUS_COMMIT_WITHOUT_OFFSETS = "CD701"
     CONTINUOUS_EPOCHS_AHEAD = "CD702"
 
@@ -867,6 +868,22 @@ _ALL = (
         "Restart with spark.sql.streaming.queryEvolution.enableSourceEvolution=false, or start a new "
         "checkpoint to use source evolution.",
         "STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT",
+    ),
+    _c(
+        Code.KAFKA_RERUN_METRICS_NPE,
+        "kafka-rerun-metrics-npe",
+        ERROR,
+        "Spark 4.1's Kafka connector fails when a restart re-runs a logged batch",
+        "With offsets/L uncommitted, a micro-batch or async restart re-runs batch L; the batch runs, then "
+        "progress reporting calls KafkaMicroBatchStream.metrics, which throws 'Cannot invoke "
+        '"scala.collection.IterableOps.map(scala.Function1)" because the return value of '
+        '"scala.Option.get()" is null\' and the query stops (SPARK-55271, SPARK-57438; a regression '
+        "of SPARK-54027).",
+        "The 4.1 connector reads its latest offsets only when it plans a batch; a re-run batch is "
+        "already planned, so they are unset.",
+        "Restart on 4.2 or newer, or in real-time mode on 4.1 (it plans the batch anew), or use a "
+        "connector with the fix.",
+        'because the return value of "scala.Option.get()" is null',
     ),
     _c(
         Code.REAL_TIME_CHECKPOINT_V1,

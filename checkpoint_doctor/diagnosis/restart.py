@@ -282,6 +282,15 @@ def _kafka_live_step(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _kafka_rerun_npe(run: _Run) -> RestartPrediction | None:
+    """4.1's Kafka connector fails a re-run batch in its progress metrics (SPARK-55271): the batch runs,
+    then the query stops. A real-time restart plans the batch anew, so it is not a re-run."""
+    ctx = run.ctx
+    if ctx.target.kafka_rerun_metrics_npe and run.rerun and checks_kafka.kafka_sources(run.end_offsets):
+        return run.done(ctx.target.kafka_rerun_metrics_error(), Code.KAFKA_RERUN_METRICS_NPE)
+    return None
+
+
 def _kafka_rerun_note(run: _Run) -> None:
     """A re-run batch reads the range its offsets file fixed; the live check models a new batch only."""
     if run.ctx.options.kafka is not None and checks_kafka.kafka_sources(run.end_offsets):
@@ -442,7 +451,7 @@ def _resume(run: _Run) -> RestartPrediction:
     if conflict:
         # K > L: batch L runs again and its commit finds commits/L written (HDFSMetadataLog.add).
         return run.done(ctx.target.concurrent_update(latest), Code.COMMIT_AHEAD_OF_OFFSETS)
-    blocked = _writes_step(run)
+    blocked = _writes_step(run) or _kafka_rerun_npe(run)
     if blocked is not None:
         return blocked
     sink = ctx.snapshot.sink
