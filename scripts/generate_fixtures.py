@@ -23,7 +23,9 @@ Stages:
    restart it with sparklab and record what Spark did in ``scenario.json`` under ``restarts``.
 4. ``kafka``: Kafka bases written by real Spark + the connector against a real broker, the damage
    done to the topic (``scripts/kafka_fixtures.py``), each restarted with failOnDataLoss true and
-   false on its line; written to ``fixtures/kafka/spark-<v>/``.
+   false on its line; written to ``fixtures/kafka/spark-<v>/``. On 4.1+ it also writes checkpoints in
+   real-time mode (``scripts/kafka_realtime_fixtures.py``, ``fixtures/kafka-realtime/spark-<v>/``;
+   ``--scenario kafka-realtime`` for those alone), restarted in every mode on every newer line.
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,

@@ -183,7 +183,15 @@ def start(
     log = workdir / "broker.log"
     java = [_java(), *JVM_OPTS, "-cp", classpath]
     fmt = subprocess.run(
-        [*java, "kafka.tools.StorageTool", "format", "--standalone", f"--cluster-id={_cluster_id()}", "-c", str(config)],
+        [
+            *java,
+            "kafka.tools.StorageTool",
+            "format",
+            "--standalone",
+            f"--cluster-id={_cluster_id()}",
+            "-c",
+            str(config),
+        ],
         capture_output=True,
         text=True,
     )

@@ -258,9 +258,13 @@ def write_line(version: str, names: list[str] | None) -> None:
 
 
 def stage_kafka(versions: list[str], names: list[str] | None) -> None:
+    import kafka_realtime_fixtures  # real-time mode scenarios (4.1+): fixtures/kafka-realtime/
+
     for version in versions:
         if version in gf.VERSIONS:
-            write_line(version, names)
+            if not names or any(b in names or any(b in s for s in names) for b in KAFKA_BASES):
+                write_line(version, names)
+            kafka_realtime_fixtures.write_line(version, names)
 
 
 if __name__ == "__main__":  # pragma: no cover - run through generate_fixtures.py --stage kafka

@@ -10,9 +10,9 @@ JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
     {"id": "any string", "op": "run" | "restart",
      "query": "<name in QUERIES>", "query_args": {},
      "checkpoint": "/abs/path", "sink": "/abs/path or null", "input": "/abs/path or null",
-     "mode": "micro-batch" | "async" | "continuous", "async_interval_ms": 1000,
-     "trigger": "once" | "processing" | "available-now" | "continuous",
-     "trigger_interval": "0 seconds",            # optional, processing/continuous only
+     "mode": "micro-batch" | "async" | "continuous" | "real-time", "async_interval_ms": 1000,
+     "trigger": "once" | "processing" | "available-now" | "continuous" | "real-time",
+     "trigger_interval": "0 seconds",            # optional, processing/continuous/real-time only
      "batches": 1, "timeout_s": 60, "confs": {"k": "v"}, "options": {"k": "v"},
      "stop_when_aligned": false,                 # optional, see _aligned_on_disk
      "kafka_bootstrap": "127.0.0.1:PORT",        # kafka_* queries only
@@ -152,6 +152,26 @@ def kafka_source(spark: SparkSession, job: dict) -> DataFrame:
 @query("kafka_stateless")
 def q_kafka_stateless(spark, job):
     return _noop(kafka_source(spark, job).select("partition", "offset", F.col("value").cast("string")))
+
+
+@query("kafka_to_kafka")
+def q_kafka_to_kafka(spark, job):
+    """Kafka topic -> Kafka topic ``out``: the sink every execution mode accepts.
+
+    Real-time mode allows only the sinks in ``RealTimeModeAllowlist`` (console, foreach, memory,
+    ``KafkaSourceProvider$KafkaTable``; not noop), async progress tracking only those of
+    ``AsyncProgressTrackingMicroBatchExecution`` (noop, console, memory, Kafka), so one query can be
+    restarted in real-time, async and synchronous micro-batch mode alike. Update output mode:
+    real-time mode refuses append (``STREAMING_REAL_TIME_MODE.OUTPUT_MODE_NOT_SUPPORTED``).
+    """
+    args = _args(job)
+    df = kafka_source(spark, job).select(F.col("key"), F.col("value"))
+    return (
+        df.writeStream.format("kafka")
+        .option("kafka.bootstrap.servers", job["kafka_bootstrap"])
+        .option("topic", args.get("sink_topic", "out"))
+        .outputMode("update")
+    )
 
 
 @query("kafka_count", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
@@ -445,10 +465,26 @@ def _apply_trigger(writer: DataStreamWriter, trigger: str, job: dict) -> DataStr
         return writer.trigger(processingTime=job.get("trigger_interval") or "0 seconds")
     if trigger == "continuous":
         return writer.trigger(continuous=job.get("trigger_interval") or "1 second")
+    if trigger == "real-time":
+        interval = job.get("trigger_interval") or "5 seconds"
+        try:
+            return writer.trigger(realTime=interval)
+        except TypeError:
+            # PySpark 4.1 lacks the keyword, its JVM has the trigger (Trigger.RealTime, SPARK-53737).
+            jvm = writer._spark._jvm  # type: ignore[attr-defined]
+            writer._jwrite = writer._jwrite.trigger(
+                jvm.org.apache.spark.sql.streaming.Trigger.RealTime(interval)
+            )
+            return writer
     raise ValueError(f"unknown trigger {trigger!r}")
 
 
-DEFAULT_TRIGGER = {"micro-batch": "once", "async": "processing", "continuous": "continuous"}
+DEFAULT_TRIGGER = {
+    "micro-batch": "once",
+    "async": "processing",
+    "continuous": "continuous",
+    "real-time": "real-time",
+}
 
 
 def run_job(spark: SparkSession, job: dict) -> dict:

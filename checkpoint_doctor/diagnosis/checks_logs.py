@@ -291,7 +291,14 @@ def check_commit_consistency(ctx: Context, prediction: RestartPrediction) -> Ite
             Code.LATEST_BATCH_UNCOMMITTED,
             f"offsets/{latest} has no commit"
             + (" (no commits at all)" if k is None else f" (newest commit: commits/{k})")
-            + f"; Spark re-runs batch {latest} with its logged offsets.",
+            + (
+                # MicroBatchExecution.initializeExecution: purgeAfter(K) with a RealTimeTrigger.
+                f"; a real-time restart deletes offsets/{latest} and plans batch {latest} again from "
+                + ("the initial offsets" if k is None else f"offsets/{k}")
+                + " (it reads what its tasks reach, not the logged range)."
+                if ctx.is_real_time
+                else f"; Spark re-runs batch {latest} with its logged offsets."
+            ),
             paths=(f"offsets/{latest}",),
             batch_ids=(latest,),
         )

@@ -227,7 +227,8 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
 
 def check_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD601 restart on an older Spark than wrote it; CD602 async progress tracking on state; CD603
-    source evolution on a v1 offsets log (4.3)."""
+    source evolution on a v1 offsets log (4.3); CD620 real-time mode on checkpoint format 1 (4.3);
+    CD290 a re-run Kafka batch on 4.1."""
     writer = ctx.facts.writer
     if writer.line is not None and LINES.index(writer.line) > LINES.index(ctx.target.line):
         yield Finding(
@@ -240,6 +241,23 @@ def check_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
             Code.ASYNC_STATEFUL,
             "the query has state (state/ holds operators) and the restart uses async progress tracking.",
             paths=("state",),
+        )
+    if Code.REAL_TIME_CHECKPOINT_V1 in prediction.caused_by:
+        commit = next((e for e in reversed(ctx.snapshot.commits.entries) if e.record is not None), None)
+        path = commit.file.path if commit is not None else "commits"
+        yield Finding(
+            Code.REAL_TIME_CHECKPOINT_V1,
+            f"{path} is commit log v1 (state store checkpoint format 1) and Spark {ctx.target.line} refuses "
+            "real-time mode on format 1.",
+            paths=(path,),
+        )
+    if Code.KAFKA_RERUN_METRICS_NPE in prediction.caused_by:
+        yield Finding(
+            Code.KAFKA_RERUN_METRICS_NPE,
+            f"the restart re-runs batch {prediction.next_batch_id} (offsets/{ctx.latest} has no commit) from a "
+            f"Kafka source; Spark {ctx.target.line}'s connector fails it in its progress metrics once it has run.",
+            paths=(f"offsets/{ctx.latest}",),
+            batch_ids=(ctx.latest,) if ctx.latest is not None else (),
         )
     if Code.SOURCE_EVOLUTION_NEEDS_V2_OFFSETS in prediction.caused_by:
         yield Finding(

@@ -95,6 +95,8 @@ class Code(TextEnum):
     WRITTEN_BY_NEWER_SPARK = "CD601"
     ASYNC_STATEFUL = "CD602"
     SOURCE_EVOLUTION_NEEDS_V2_OFFSETS = "CD603"
+    REAL_TIME_CHECKPOINT_V1 = "CD620"
+    KAFKA_RERUN_METRICS_NPE = "CD290"
     CONTINUOUS_COMMIT_WITHOUT_OFFSETS = "CD701"
     CONTINUOUS_EPOCHS_AHEAD = "CD702"
 
@@ -878,6 +880,38 @@ _ALL = (
         "Restart with spark.sql.streaming.queryEvolution.enableSourceEvolution=false, or start a new "
         "checkpoint to use source evolution.",
         "STREAMING_QUERY_EVOLUTION_ERROR.CANNOT_ENABLE_ON_EXISTING_CHECKPOINT",
+    ),
+    _c(
+        Code.KAFKA_RERUN_METRICS_NPE,
+        "kafka-rerun-metrics-npe",
+        ERROR,
+        "Spark 4.1's Kafka connector fails when a restart re-runs a logged batch",
+        "With offsets/L uncommitted, a micro-batch or async restart re-runs batch L; the batch runs, then "
+        "progress reporting calls KafkaMicroBatchStream.metrics, which throws 'Cannot invoke "
+        '"scala.collection.IterableOps.map(scala.Function1)" because the return value of '
+        '"scala.Option.get()" is null\' and the query stops (SPARK-55271, SPARK-57438; a regression '
+        "of SPARK-54027).",
+        "The 4.1 connector reads its latest offsets only when it plans a batch; a re-run batch is "
+        "already planned, so they are unset.",
+        "Restart on 4.2 or newer, or in real-time mode on 4.1 (it plans the batch anew), or use a "
+        "connector with the fix.",
+        'because the return value of "scala.Option.get()" is null',
+    ),
+    _c(
+        Code.REAL_TIME_CHECKPOINT_V1,
+        "real-time-checkpoint-v1",
+        ERROR,
+        "Spark 4.3 refuses real-time mode on state store checkpoint format 1",
+        "Spark 4.3 resolves the checkpoint format from the newest commit file (CheckpointVersionManager) "
+        "and refuses a real-time restart when it is 1: "
+        "'[STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED]'. Its own real-time runs write v2 "
+        "commits; Spark 4.1 and 4.2 write v1 commits in real-time mode.",
+        "A checkpoint written by Spark 4.1/4.2 (or by a micro-batch run with format 1) restarted on 4.3 "
+        "with Trigger.RealTime.",
+        "Restart on 4.3 with a micro-batch trigger, or start real-time mode on a new checkpoint; or set "
+        "spark.sql.streaming.realTimeMode.dangerouslyAllowCheckpointV1.enabled=true and accept that a "
+        "re-executed batch can lose data.",
+        "STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED",
     ),
     _c(
         Code.CONTINUOUS_COMMIT_WITHOUT_OFFSETS,

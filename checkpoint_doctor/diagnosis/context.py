@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.codes import Code
-from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, is_async_pattern
+from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, REAL_TIME, is_async_pattern
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts, StoreVerdict
 from checkpoint_doctor.diagnosis.lazy import cached
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
@@ -78,8 +78,19 @@ class Context:
 
     @property
     def is_async(self) -> bool:
-        """Return whether the restart uses async progress tracking."""
+        """Return whether the restart uses async progress tracking (4.3 real-time: when stateless)."""
+        if self.is_real_time:
+            value = self.session_conf(
+                "spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled"
+            )
+            on = value is None or value.lower() == "true"
+            return self.target.real_time_async_by_default and on and self.stateful is not True
         return self.mode == ASYNC
+
+    @property
+    def is_real_time(self) -> bool:
+        """Return whether the restart uses the real-time trigger (``Trigger.RealTime``)."""
+        return self.mode == REAL_TIME
 
     @property
     def is_continuous(self) -> bool:

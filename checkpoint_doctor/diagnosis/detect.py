@@ -3,7 +3,12 @@
 * Mode (``AsyncProgressTrackingMicroBatchExecution``, ``ContinuousExecution``): continuous processing writes offsets files with an empty metadata
   line; asynchronous progress tracking writes sparse logs in which every commit id is also an
   offsets id and at least one commit follows a gap (``AsyncOffsetSeqLog``/``AsyncCommitLog`` only
-  persist every ``asyncProgressTrackingCheckpointIntervalMs``); anything else is plain micro-batch.
+  persist every ``asyncProgressTrackingCheckpointIntervalMs``); real-time mode (``Trigger.RealTime``,
+  Spark 4.1+) writes ``offsets/N`` when batch N ENDS, at least the trigger's duration after the
+  batch's ``batchTimestampMs`` (SPARK-53915), where micro-batch writes it before the batch runs: its
+  only trace, readable when the listing keeps the files' times (nothing in the files' contents
+  differs: no conf of real-time mode is pinned in ``OffsetSeqMetadata``); anything else is plain
+  micro-batch.
 * Writer (``OffsetSeqMetadata.relevantSQLConfs``): a Spark driver pins every "relevant" SQL conf it knows into each
   offsets file, so the set of conf keys in a file names the release line that wrote it.
 """
@@ -19,7 +24,17 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 MICRO_BATCH = "micro-batch"
 ASYNC = "async"
 CONTINUOUS = "continuous"
-MODES = (MICRO_BATCH, ASYNC, CONTINUOUS)
+REAL_TIME = "real-time"
+MODES = (MICRO_BATCH, ASYNC, CONTINUOUS, REAL_TIME)
+
+#: An offsets file written this long after its batch's timestamp was written when the batch ended:
+#: real-time batches last at least ``spark.sql.streaming.realTimeMode.minBatchDuration`` (5 s by
+#: default) while a micro-batch writes its offsets file within milliseconds of the timestamp.
+REAL_TIME_WRITE_LAG_MS = 2000
+#: The next batch starts once the commit is written: its timestamp follows the offsets file's time
+#: (allowing for a store's clock, as S3's LastModified) by at most this much.
+NEXT_BATCH_GAP_MS = 30_000
+CLOCK_SKEW_MS = 2000
 
 # OffsetSeqMetadata.relevantSQLConfs by release, read from each release jar.
 _KEYS_SINCE = (
@@ -115,7 +130,42 @@ def detect_mode(snapshot: CheckpointSnapshot) -> ModeGuess:
             "sparse, aligned logs: every commit has its offsets file and commits "
             f"{_ids(sparse)} follow gaps in the offsets ids, as asynchronous progress tracking writes",
         )
+    lagging = real_time_lags(snapshot)
+    if lagging:
+        shown = ", ".join(f"offsets/{b} {lag / 1000:.1f} s" for b, lag in lagging[:4])
+        return ModeGuess(
+            REAL_TIME,
+            f"every offsets file was written seconds after its batch started ({shown}"
+            f"{', ...' if len(lagging) > 4 else ''}): at the end of the batch, as real-time mode writes it",
+        )
     return ModeGuess(MICRO_BATCH, "offsets and commits written batch by batch")
+
+
+def real_time_lags(snapshot: CheckpointSnapshot) -> list[tuple[int, int]]:
+    """Return (batch id, ms from ``batchTimestampMs`` to the file's time) of the offsets files when the
+    listing's times show them written as real-time mode writes them, else ``[]``.
+
+    Real-time mode writes ``offsets/N`` when batch N ends, and batch N+1 starts right after
+    ``commits/N``: so each file is dated at least :data:`REAL_TIME_WRITE_LAG_MS` after its own batch's
+    timestamp and at most :data:`NEXT_BATCH_GAP_MS` before the next batch's. A micro-batch file is
+    dated within milliseconds of its timestamp; a copy that did not keep the times (git, ``cp``
+    without ``-p``) dates every file after every timestamp. Needs two consecutive dated files.
+    """
+    dated = {}
+    for e in snapshot.offsets.entries:
+        md = e.record.metadata if e.record is not None else None
+        if md is not None and e.file.mtime_ms is not None:
+            dated[e.batch_id] = (md.batch_timestamp_ms, e.file.mtime_ms)
+    pairs = [(b, dated[b], dated[b + 1]) for b in sorted(dated) if b + 1 in dated]
+    if not pairs:
+        return []
+    for _, (stamp, written), (next_stamp, _) in pairs:
+        if (
+            written - stamp < REAL_TIME_WRITE_LAG_MS
+            or not -CLOCK_SKEW_MS <= next_stamp - written <= NEXT_BATCH_GAP_MS
+        ):
+            return []
+    return [(b, written - stamp) for b, (stamp, written), _ in pairs]
 
 
 def _ids(ids: list[int]) -> str:

@@ -8,7 +8,9 @@ however it is restarted". The matrix answers it cell by cell with the single-cel
 * lines: every supported line (``LINES``), or the lines named with ``--spark``;
 * modes: the detected mode, plus a synchronous micro-batch restart when async progress tracking
   wrote the logs (``asyncProgressTrackingEnabled`` switched off) and when continuous processing did
-  (the trigger changed); or the modes named with ``--mode``.
+  (the trigger changed), and both micro-batch modes when real-time mode did (``Trigger.RealTime``
+  replaced); or the modes named with ``--mode``. Real-time cells only on lines that have the trigger
+  (4.1+).
 
 Each cell has a **role**: ``as-configured`` (the detected mode on the line(s) that wrote the
 checkpoint, or the named lines/modes), ``plausible`` (an upgrade, or another plausible mode), or
@@ -33,7 +35,7 @@ from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
-from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
+from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.severity import effective_severity
@@ -46,7 +48,7 @@ from checkpoint_doctor.diagnosis.state.checks_statefulness import (
     stateful_by_line,
 )
 from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
-from checkpoint_doctor.diagnosis.versions import LINES, at_root
+from checkpoint_doctor.diagnosis.versions import LINES, at_root, target
 from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -246,7 +248,10 @@ def writer_lines(writer: WriterGuess) -> tuple[str, ...]:
 
 
 def plausible_modes(detected: str) -> tuple[str, ...]:
-    """Return the detected mode, plus a micro-batch restart of an async or continuous checkpoint."""
+    """Return the detected mode, plus a micro-batch restart of an async or continuous checkpoint, and
+    both micro-batch modes of a real-time one."""
+    if detected == REAL_TIME:
+        return (REAL_TIME, ASYNC, MICRO_BATCH)
     return (detected, MICRO_BATCH) if detected in (ASYNC, CONTINUOUS) else (detected,)
 
 
@@ -260,6 +265,10 @@ def _situation(cell: Cell, wrote: Sequence[str], detected: str) -> tuple[str, st
         mode = {
             (ASYNC, MICRO_BATCH): "asyncProgressTrackingEnabled off",
             (CONTINUOUS, MICRO_BATCH): "continuous checkpoint restarted with a micro-batch trigger",
+            (REAL_TIME, MICRO_BATCH): "a micro-batch trigger instead of Trigger.RealTime",
+            (REAL_TIME, ASYNC): "async progress tracking instead of Trigger.RealTime",
+            (MICRO_BATCH, REAL_TIME): "Trigger.RealTime instead of a micro-batch trigger",
+            (ASYNC, REAL_TIME): "Trigger.RealTime instead of async progress tracking",
         }.get((detected, cell.mode), f"{cell.mode} restart of a {detected} checkpoint")
     return line, mode
 
@@ -285,7 +294,16 @@ PlannedCell = tuple[Cell, str, str, tuple[str, str]]
 
 def plan_cells(facts: SnapshotFacts, options: MatrixOptions) -> list[PlannedCell]:
     """Return the cells to evaluate with their roles, labels and situations, in line then mode order."""
-    return list(_plan(facts.mode.mode, writer_lines(facts.writer), options.lines, options.modes))
+    return list(_plan(facts.mode.mode, facts_writer_lines(facts), options.lines, options.modes))
+
+
+def facts_writer_lines(facts: SnapshotFacts) -> tuple[str, ...]:
+    """Return the lines that may have written the checkpoint, narrowed to 4.1+ when real-time mode did
+    (the conf keys alone say "4.0 or 4.1"; Trigger.RealTime exists from 4.1)."""
+    wrote = writer_lines(facts.writer)
+    if facts.mode.mode == REAL_TIME:
+        wrote = tuple(line for line in wrote if target(line).real_time_trigger) or wrote
+    return wrote
 
 
 @lru_cache(maxsize=256)
@@ -300,6 +318,8 @@ def _plan(
     out = []
     for line in lines:
         for mode in modes:
+            if mode == REAL_TIME and not target(line).real_time_trigger:
+                continue  # Trigger.RealTime does not exist before 4.1 (SPARK-53736)
             cell = Cell(line, mode)
             if line in configured_lines and mode in configured_modes:
                 role = AS_CONFIGURED
@@ -511,7 +531,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         checkpoint=snapshot.root,
         query_id=snapshot.query_id,
         writer=facts.writer,
-        writer_lines=writer_lines(facts.writer),
+        writer_lines=facts_writer_lines(facts),
         mode_detected=facts.mode.mode,
         cells=cells,
         findings=merge_findings(cells + unset, facts.mode.mode),

@@ -4,14 +4,16 @@ Micro-batch and async follow ``MicroBatchExecution.populateStartOffsets``
 (``AsyncProgressTrackingMicroBatchExecution`` with async progress tracking):
 metadata, then ``offsets/L`` (parse, source count), then ``offsets/L-1`` (async: the newest durable
 file below L), then ``commits/K`` and the K-vs-L cases, then the first batch's state load and writes.
-Continuous processing follows ``ContinuousExecution.getStartOffsets``. The first failure in
+Continuous processing follows ``ContinuousExecution.getStartOffsets``; the real-time trigger first
+deletes the offsets above the newest commit (:mod:`~checkpoint_doctor.diagnosis.real_time`). The first failure in
 that order is the one Spark raises; everything else is reported as findings.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from checkpoint_doctor.diagnosis import real_time
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
@@ -284,6 +286,15 @@ def _kafka_live_step(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _kafka_rerun_npe(run: _Run) -> RestartPrediction | None:
+    """4.1's Kafka connector fails a re-run batch in its progress metrics (SPARK-55271): the batch runs,
+    then the query stops. A real-time restart plans the batch anew, so it is not a re-run."""
+    ctx = run.ctx
+    if ctx.target.kafka_rerun_metrics_npe and run.rerun and checks_kafka.kafka_sources(run.end_offsets):
+        return run.done(ctx.target.kafka_rerun_metrics_error(), Code.KAFKA_RERUN_METRICS_NPE)
+    return None
+
+
 def _kafka_rerun_note(run: _Run) -> None:
     """A re-run batch reads the range its offsets file fixed; the live check models a new batch only."""
     if run.ctx.options.kafka is not None and checks_kafka.kafka_sources(run.end_offsets):
@@ -360,9 +371,49 @@ def predict_restart(ctx: Context) -> RestartPrediction:
     failed = _sources_created_step(run)
     if failed is not None:
         return failed
+    if ctx.is_real_time:
+        return _real_time(run)
     if ctx.latest is None:
         return _fresh_start(run)
     return _resume(run)
+
+
+def _real_time(run: _Run) -> RestartPrediction:
+    """MicroBatchExecution.initializeExecution with a RealTimeTrigger: the 4.2+ repartition check on
+    the logs as they are, the purge of offsets above K, 4.3's checkpoint format check, then the
+    micro-batch restart of what is left."""
+    ctx = run.ctx
+    gone = real_time.purged_ids(ctx.offsets_ids, ctx.committed)
+    if gone:
+        run.next_batch_id, run.rerun = ctx.latest, True
+        failed = _repartition_check(run)
+        if failed is not None:
+            return failed
+    if ctx.target.real_time_needs_format_v2:
+        commit = next((e for e in reversed(ctx.snapshot.commits.entries) if e.record is not None), None)
+        version = commit.record.version if commit is not None and commit.record is not None else None
+        if real_time.format_v1_refused(version, ctx.session_conf(real_time.DANGEROUSLY_ALLOW_V1)):
+            return run.done(ctx.target.real_time_checkpoint_v1(), Code.REAL_TIME_CHECKPOINT_V1)
+    if not gone:
+        return _fresh_start(run) if ctx.latest is None else _resume(run)
+    # The mode is named: the purged logs alone may no longer show real-time mode's trace.
+    purged = Context(
+        real_time.after_purge(ctx.snapshot, gone), ctx.target, replace(ctx.options, mode=ctx.mode)
+    )
+    after = _Run(
+        purged,
+        warnings=[
+            ctx.target.real_time_purge_warning(
+                -1 if ctx.committed is None else ctx.committed, ctx.latest or 0
+            )
+        ],
+    )
+    after.notes.append(
+        f"real-time mode deletes {', '.join(f'offsets/{i}' for i in gone)} (above the newest commit) and "
+        f"plans batch {gone[0]} again: it reads what its tasks reach, not the logged range"
+    )
+    result = _fresh_start(after) if purged.latest is None else _resume(after)
+    return result
 
 
 def _resume(run: _Run) -> RestartPrediction:
@@ -408,7 +459,7 @@ def _resume(run: _Run) -> RestartPrediction:
     if conflict:
         # K > L: batch L runs again and its commit finds commits/L written (HDFSMetadataLog.add).
         return run.done(ctx.target.concurrent_update(latest), Code.COMMIT_AHEAD_OF_OFFSETS)
-    blocked = _writes_step(run)
+    blocked = _writes_step(run) or _kafka_rerun_npe(run)
     if blocked is not None:
         return blocked
     sink = ctx.snapshot.sink

@@ -96,7 +96,50 @@ class SparkTarget(StateTexts, SourceTexts):
         """
         return self._at_least("4.3")
 
+    @property
+    def real_time_trigger(self) -> bool:
+        """4.1+: ``Trigger.RealTime`` (SPARK-53736; PySpark's ``trigger(realTime=...)`` from 4.2)."""
+        return self._at_least("4.1")
+
+    @property
+    def real_time_async_by_default(self) -> bool:
+        """4.3: a stateless real-time query runs with async progress tracking at interval 0
+        (``spark.sql.streaming.realTimeMode.asyncProgressTrackingByDefault.enabled``, default true);
+        4.1/4.2 refuse async progress tracking in real-time mode."""
+        return self._at_least("4.3")
+
+    @property
+    def real_time_needs_format_v2(self) -> bool:
+        """4.3: real-time mode refuses state store checkpoint format 1 (resolved from the newest
+        commit's version, else the session's) unless
+        ``spark.sql.streaming.realTimeMode.dangerouslyAllowCheckpointV1.enabled``."""
+        return self._at_least("4.3")
+
     # ------------------------------------------------------------------------- texts
+    def real_time_purge_warning(self, committed: int, latest: int) -> str:
+        """The WARN line of a real-time restart with ``L > K`` (MicroBatchExecution.initializeExecution)."""
+        return (
+            "Deleting extra entries in offset log to sync up with commit log. "
+            f"Last committed batch id = {committed}, last offset log batch id = {latest}"
+        )
+
+    def real_time_checkpoint_v1(self) -> SparkError:
+        """``STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED`` (4.3, at start)."""
+        text = (
+            "Real-time mode does not support state store checkpoint format v1, because a re-executed "
+            "batch can reuse the state file names of a partially-written failed batch and lose data."
+        )
+        return SparkError(
+            "[STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED] Streaming real-time mode has "
+            f"the following limitation: {text} If you encountered this while switching an existing query "
+            "to real-time mode, use a fresh checkpoint location. If you must continue with your existing "
+            "checkpoint and accept that doing so exposes you to the possibility of data loss on failure, "
+            "set spark.sql.streaming.realTimeMode.dangerouslyAllowCheckpointV1.enabled to true.",
+            "Real-time mode does not support state store checkpoint format v1",
+            "init",
+            "STREAMING_REAL_TIME_MODE.CHECKPOINT_FORMAT_V1_NOT_SUPPORTED",
+        )
+
     def read_failure(self, failure: ParseFailure, *, log: str, phase: str = "init") -> SparkError:
         """Return the error Spark raises reading a damaged offsets or commit file."""
         path = f"<cp>/{failure.path}"

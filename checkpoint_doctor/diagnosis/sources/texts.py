@@ -91,6 +91,29 @@ class SourceTexts(SparkLine):
             "batch",
         )
 
+    @property
+    def kafka_rerun_metrics_npe(self) -> bool:
+        """4.1: re-running a logged Kafka batch fails once it has run, in progress reporting.
+
+        ``KafkaMicroBatchStream.metrics`` wraps ``latestPartitionOffsets`` in ``Some`` since SPARK-54027
+        (real-time mode for Kafka); a re-run batch never calls ``latestOffset()``, so it is
+        ``Some(null)`` and ``.get.map`` throws (SPARK-55271, SPARK-57438) [exp: connector 4.1.1 on
+        4.1.4, fixtures/kafka-realtime/*-uncommitted-tail restarted in micro-batch and async mode].
+        """
+        return self.line == "4.1"
+
+    def kafka_rerun_metrics_error(self) -> SparkError:
+        """The NullPointerException of :attr:`kafka_rerun_metrics_npe`, as the query's failure."""
+        search = 'Cannot invoke "scala.collection.IterableOps.map(scala.Function1)" because the return value of "scala.Option.get()" is null'
+        return SparkError(
+            f"[STREAM_FAILED] Query [id = <id>, runId = <run>] terminated with exception: {search}"
+            + self.sqlstate("XXKST"),
+            search,
+            "batch",
+            "STREAM_FAILED",
+            headline="NullPointerException in KafkaMicroBatchStream.metrics (SPARK-55271)",
+        )
+
     def file_source_entry_missing(self, rel_path: str, latest: int, interval: int) -> SparkError:
         """``CompactibleFileStreamLog.allFiles``: an entry between the newest compaction and the newest id."""
         text = f"<cp>/{rel_path} doesn't exist (latestId: {latest}, compactInterval: {interval})"
