@@ -112,6 +112,14 @@ def diagnosis_options(func: F) -> F:
                 "topics' earliest and latest (needs checkpoint-doctor[kafka]).",
             ),
             click.option(
+                "--delta-table",
+                metavar="PATH",
+                multiple=True,
+                help="A Delta table the query reads or writes, repeatable: a source is paired by its "
+                "table id, a sink by txn appId = query id (needs checkpoint-doctor[delta] once the log "
+                "was cleaned up to a checkpoint).",
+            ),
+            click.option(
                 "--kafka-option",
                 metavar="KEY=VALUE",
                 multiple=True,
@@ -151,11 +159,29 @@ def kafka_positions_for(snapshot: Any, kw: dict[str, Any]) -> Any:
     return read_positions(bootstrap, topics, settings)
 
 
+def delta_tables_for(snapshot: Any, kw: dict[str, Any], storage_option: Sequence[str]) -> Any:
+    """Return the Delta tables named with ``--delta-table``, read from their logs (None without any).
+
+    Raises:
+        UsageError: a path is not a Delta table.
+        MissingDependencyError: a table's state is in a checkpoint only and deltalake is missing.
+    """
+    paths = kw.get("delta_table") or ()
+    if not paths:
+        return None
+    from checkpoint_doctor.reading.delta import read_table
+
+    options = parse_storage_options(storage_option)
+    ids = (snapshot.query_id,) if snapshot.query_id else ()
+    return tuple(read_table(p, options, ids) for p in dict.fromkeys(paths))
+
+
 def matrix_options_from(
     kw: dict[str, Any],
     sink_note: str | None = None,
     own_writes: frozenset[Any] = frozenset(),
     kafka: Any = None,
+    delta: Any = None,
 ) -> Any:
     """Return the restart matrix options: the named lines and modes, and the rest of the options
     (``own_writes``: the files checkpoint-doctor's own applies wrote, see :func:`own_writes_for`)."""
@@ -166,7 +192,7 @@ def matrix_options_from(
     return MatrixOptions(
         lines=tuple(kw["spark_version"]),
         modes=tuple(kw["mode"]),
-        base=replace(diagnose_options_from(kw), own_writes=own_writes, kafka=kafka),
+        base=replace(diagnose_options_from(kw), own_writes=own_writes, kafka=kafka, delta=delta),
         sink_note=sink_note,
     )
 

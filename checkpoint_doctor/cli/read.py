@@ -9,6 +9,7 @@ import click
 
 from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
+    delta_tables_for,
     diagnosis_options,
     format_option,
     kafka_positions_for,
@@ -68,7 +69,8 @@ def diagnose_command(
         checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"]
     )
     kafka = kafka_positions_for(snapshot, kw)
-    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes, kafka))
+    delta = delta_tables_for(snapshot, kw, storage_option)
+    result = diagnose_matrix(snapshot, matrix_options_from(kw, note, own_writes, kafka, delta))
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))

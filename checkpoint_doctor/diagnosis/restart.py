@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
+from checkpoint_doctor.diagnosis.sources import checks_delta
 from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.versions import SparkError
@@ -280,6 +281,16 @@ def _kafka_live_step(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _delta_step(run: _Run) -> RestartPrediction | None:
+    """The next batch's Delta sources against their tables' logs (DeltaSource.latestOffset/getBatch
+    from the start offset: table id, then the commits listed from its version)."""
+    failed = checks_delta.restart_error(run.ctx, run.start_offsets)
+    if failed is not None:
+        return run.done(failed[0], failed[1])
+    run.notes.extend(checks_delta.reads_notes(run.ctx, run.start_offsets))
+    return None
+
+
 def _kafka_rerun_note(run: _Run) -> None:
     """A re-run batch reads the range its offsets file fixed; the live check models a new batch only."""
     if run.ctx.options.kafka is not None and checks_kafka.kafka_sources(run.end_offsets):
@@ -485,4 +496,6 @@ def _batch_step(run: _Run) -> RestartPrediction | None:
         _kafka_rerun_note(run)
     if failed is None and run.rerun:
         failed = _file_source_range_step(run)
+    if failed is None:
+        failed = _delta_step(run)
     return failed if failed is not None else _state_step(run)

@@ -56,6 +56,9 @@ KNOWN_CODES = frozenset(
         "CD205",
         "CD206",
         "CD207",
+        "CD208",
+        "CD209",
+        "CD210",
         "CD301",
         "CD302",
         "CD303",
@@ -73,6 +76,8 @@ KNOWN_CODES = frozenset(
         "CD404",
         "CD405",
         "CD406",
+        "CD407",
+        "CD408",
         "CD501",
         "CD502",
         "CD503",
@@ -143,8 +148,9 @@ def test_scenario_codes(scenario, args, expected, tmp_path):
 
 #: Codes that need what a checkpoint does not hold, proven on fixtures elsewhere: CD207 needs the
 #: topics' positions, recorded beside each Kafka fixture (tests/kafka/test_positions_replay.py
-#: diagnoses every recorded Kafka restart with them).
-TRIGGERED_ELSEWHERE = {"CD207"}
+#: diagnoses every recorded Kafka restart with them); CD208-CD210, CD407 and CD408 need the Delta
+#: tables, kept beside each Delta fixture (tests/delta/test_recorded_restarts.py).
+TRIGGERED_ELSEWHERE = {"CD207", "CD208", "CD209", "CD210", "CD407", "CD408"}
 
 
 def test_every_registered_code_is_triggered_by_a_fixture():

@@ -75,13 +75,16 @@ def missing_versions(release: str, start: int, earliest: int) -> SparkError:
     cls = "DELTA_MISSING_FILES_UNEXPECTED_VERSION"
     if _new_wording(release):
         text = f"Delta stream cannot resume from version {start}; transaction log starts at {earliest}."
+        search = f"cannot resume from version {start}; transaction log starts at {earliest}"
     else:
+        # The error class's message lines are joined with newlines (ErrorClassesJsonReader).
         text = (
             f"The stream from your Delta table was expecting process data from version {start},\n"
             f"but the earliest available version in the _delta_log directory is {earliest}."
         )
-    search = text.splitlines()[0]
-    return SparkError(f"[{cls}] {text}", search, "batch", cls, headline=f"{cls}: {search}")
+        search = f"expecting process data from version {start}"
+    headline = f"{cls}: version {start} is gone, the log starts at {earliest}"
+    return SparkError(f"[{cls}] {text}", search, "batch", cls, headline=headline)
 
 
 def deleted(version: int) -> SparkError:
