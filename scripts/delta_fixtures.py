@@ -143,10 +143,17 @@ SOURCE_DAMAGE: dict[str, dict[str, Any]] = {
 #: Damage done to the sink table or the checkpoint of ``delta-sink``; ``{k}`` sink path, ``{c}`` checkpoint.
 SINK_DAMAGE: dict[str, dict[str, Any]] = {
     "rolled-back": {
-        "description": "checkpoint rolled back two batches (offsets/1..2 and commits/1..2 removed): the "
-        "sink's txn version (2) is above the checkpoint's last batch (0)",
+        "description": "checkpoint rolled back two batches (offsets/1..2 and commits/1..2 removed with their "
+        ".crc files): the sink's txn version (2) is above the checkpoint's last batch (0)",
         "steps": lambda k, c: [
-            {"remove": [f"{c}/offsets/1", f"{c}/offsets/2", f"{c}/commits/1", f"{c}/commits/2"]}
+            {
+                "remove": [
+                    f"{c}/{log}/{p}{b}{s}"
+                    for log in ("offsets", "commits")
+                    for b in (1, 2)
+                    for p, s in (("", ""), (".", ".crc"))
+                ]
+            }
         ],
     },
     "table-dropped": {

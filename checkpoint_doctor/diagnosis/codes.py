@@ -556,16 +556,14 @@ _ALL = (
         Code.DELTA_SOURCE_CHANGE_REFUSED,
         "delta-source-change-refused",
         ERROR,
-        "A Delta source's table has a commit the source refuses (deleted or updated rows, a schema change)",
+        "A Delta source's table has a commit the source refuses (deleted or updated rows)",
         "DeltaSource checks each commit it reads: removed files without added ones are deletes "
         "(DELTA_SOURCE_IGNORE_DELETE unless ignoreDeletes), removed with added ones are updates "
-        "(DELTA_SOURCE_TABLE_IGNORE_CHANGES unless skipChangeCommits), a metaData change is a schema change "
-        "(DELTA_SCHEMA_CHANGED_WITH_VERSION).",
-        "DELETE, UPDATE, MERGE or ALTER TABLE ran on the table while the query was stopped.",
+        "(DELTA_SOURCE_TABLE_IGNORE_CHANGES unless skipChangeCommits). An added column is read on.",
+        "DELETE, UPDATE or MERGE ran on the table while the query was stopped.",
         "Restart with skipChangeCommits=true (the changed rows are not read), or start a new checkpoint.",
         "DELTA_SOURCE_IGNORE_DELETE",
         "DELTA_SOURCE_TABLE_IGNORE_CHANGES",
-        "DELTA_SCHEMA_CHANGED",
     ),
     _c(
         Code.STATE_MISSING,

@@ -284,10 +284,11 @@ def _kafka_live_step(run: _Run) -> RestartPrediction | None:
 def _delta_step(run: _Run) -> RestartPrediction | None:
     """The next batch's Delta sources against their tables' logs (DeltaSource.latestOffset/getBatch
     from the start offset: table id, then the commits listed from its version)."""
-    failed = checks_delta.restart_error(run.ctx, run.start_offsets)
+    where = (run.ctx, run.next_batch_id, run.rerun, run.start_offsets, run.end_offsets)
+    failed = checks_delta.restart_error(*where)
     if failed is not None:
         return run.done(failed[0], failed[1])
-    run.notes.extend(checks_delta.reads_notes(run.ctx, run.start_offsets))
+    run.notes.extend(checks_delta.reads_notes(*where))
     return None
 
 

@@ -80,11 +80,10 @@ def chain(commit_versions: Iterable[int], checkpoint_versions: Iterable[int]) ->
     if not commits and not checkpoints:
         raise ValueError("no commit and no checkpoint in _delta_log")
     latest = max(commits | checkpoints)
-    earliest = latest
+    # A checkpoint newer than every commit file is the whole state: no commit is left to read.
+    earliest = latest if latest in commits else latest + 1
     while earliest - 1 in commits:
         earliest -= 1
-    if earliest not in commits:
-        earliest = latest + 1 if latest not in commits else earliest
     cps = [v for v in checkpoints if v <= latest]
     return latest, earliest, max(cps) if cps else None
 

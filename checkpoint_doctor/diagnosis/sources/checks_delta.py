@@ -28,7 +28,6 @@ _CODES = {
     "table-replaced": Code.DELTA_SOURCE_TABLE_REPLACED,
     "versions-gone": Code.DELTA_SOURCE_VERSIONS_GONE,
     "data-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
-    "schema-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
 }
 
 
@@ -57,31 +56,57 @@ def pair(
 
 
 def restarts(
-    ctx: Context, sources: Sequence[SourceOffset] | None
+    ctx: Context,
+    next_batch_id: int | None,
+    rerun: bool,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
 ) -> list[tuple[int, DeltaOffset, DeltaTable, DeltaSourceRestart]]:
-    """Each paired Delta source's restart from ``sources`` (the offsets the next batch starts from)."""
+    """Each paired Delta source's restart. A re-run batch reads (start, end]; a new batch after the
+    newest offsets ``start`` first replays (offsets of the batch before, ``start``] (V1 sources)."""
     tables = ctx.options.delta
     if not tables or delta_release(ctx.target.line) is None:
         return []
-    pairs = pair(delta_sources(sources), tables, ctx.snapshot.query_id)
-    return [(n, off, t, predict(off, t, ctx.target.line)) for n, off, t in pairs if t is not None]
+    if rerun:
+        current, before = end, start
+    else:
+        current = start
+        entry = ctx.offsets(next_batch_id - 2) if next_batch_id is not None and next_batch_id >= 2 else None
+        before = entry.record.sources if entry is not None and entry.record is not None else None
+    previous = dict(delta_sources(before))
+    pairs = pair(delta_sources(current), tables, ctx.snapshot.query_id)
+    return [
+        (n, off, t, predict(off, t, ctx.target.line, None, previous.get(n)))
+        for n, off, t in pairs
+        if t is not None
+    ]
 
 
 def restart_error(
-    ctx: Context, start_offsets: Sequence[SourceOffset] | None
+    ctx: Context,
+    next_batch_id: int | None,
+    rerun: bool,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
 ) -> tuple[SparkError, Code] | None:
-    """The error of the first Delta source that refuses the next batch (Delta's default options:
-    source options are not in the checkpoint), with its code, or None."""
-    for _, _, _, restart in restarts(ctx, start_offsets):
+    """The error of the first Delta source that refuses the restart (Delta's default options: source
+    options are not in the checkpoint), with its code, or None."""
+    for _, _, _, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is not None and restart.code is not None:
             return restart.error, _CODES[restart.code]
     return None
 
 
-def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> list[str]:
-    """What each Delta source's next batch reads, as the table's log says."""
+def reads_notes(
+    ctx: Context,
+    next_batch_id: int | None,
+    rerun: bool,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
+) -> list[str]:
+    """What each Delta source reads on restart, as the table's log says."""
     out = []
-    for n, _, table, restart in restarts(ctx, start_offsets):
+    for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:
             first, last = restart.versions
             out.append(f"Delta source {n} reads versions {first}..{last} of {table.url}")
@@ -94,10 +119,9 @@ def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> l
 
 def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD208-CD210: a Delta source's table was replaced, its log cleaned past the checkpoint's
-    version, or it changed in a way the source refuses (deletes, updates, schema)."""
-    if prediction.start_offsets is None:
-        return
-    for n, off, table, restart in restarts(ctx, prediction.start_offsets):
+    version, or it changed in a way the source refuses (deleted or updated rows)."""
+    p = prediction
+    for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
         if restart.error is None or restart.code is None:
             continue
         if restart.code == "table-replaced":
@@ -107,11 +131,12 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE."
             )
         elif restart.code == "versions-gone":
+            version = restart.from_version
             text = (
-                f"Delta source {n} resumes from version {off.reservoir_version} of {table.url}, but its log starts "
-                f"at version {table.earliest_version} (log cleanup): the restart fails with "
-                f"DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it skips versions "
-                f"{off.reservoir_version}..{table.earliest_version - 1}."
+                f"Delta source {n} resumes reading {table.url} at version {version} (the newest offsets are at "
+                f"{off.reservoir_version}), but its log starts at version {table.earliest_version} (log cleanup): "
+                f"the restart fails with DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it "
+                f"skips versions {version}..{table.earliest_version - 1}."
             )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."

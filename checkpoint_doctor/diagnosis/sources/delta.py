@@ -9,8 +9,10 @@ commits from the offset's version are listed (``DeltaLog.getChangeLogFiles``: a 
 that version is ``DELTA_MISSING_FILES_UNEXPECTED_VERSION`` while ``failOnDataLoss`` is true, its
 default), then each commit read is checked (``DeltaSource.validateCommitAndDecideSkipping``: removes
 without adds are deletes, ``DELTA_SOURCE_IGNORE_DELETE`` unless ``ignoreDeletes``; removes with adds
-are changes, ``DELTA_SOURCE_TABLE_IGNORE_CHANGES`` unless ``skipChangeCommits``; a commit that changes
-the schema fails with ``DELTA_SCHEMA_CHANGED_WITH_VERSION``). Proven by the restarts recorded in
+are changes, ``DELTA_SOURCE_TABLE_IGNORE_CHANGES`` unless ``skipChangeCommits``). An added column is
+not refused: the restarted query reads with the table's newest schema, which only widened (recorded:
+``delta-source-stateless-schema-changed`` runs on every line); a narrowing change (a column dropped
+or renamed, which needs column mapping) is not modelled. Proven by the restarts recorded in
 ``fixtures/delta/`` (tests/delta/test_recorded_restarts.py).
 """
 
@@ -60,6 +62,8 @@ class DeltaSourceRestart:
     versions: tuple[int, int] | None = None
     skipped_versions: tuple[int, ...] = ()
     code: str | None = None
+    #: The version the restart lists the table's commits from.
+    from_version: int | None = None
 
 
 def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
@@ -105,14 +109,6 @@ def changed(version: int) -> SparkError:
     )
 
 
-def schema_changed(version: int) -> SparkError:
-    cls = "DELTA_SCHEMA_CHANGED_WITH_VERSION"
-    text = f"Detected schema change in version {version}:"
-    return SparkError(
-        f"[{cls}] {text}", text, "batch", cls, headline=f"{cls}: schema changed in version {version}"
-    )
-
-
 def _hygiene(commit: DeltaCommit, options: Mapping[str, str]) -> SparkError | None:
     """DeltaSource.validateCommitAndDecideSkipping for one commit the restart reads."""
     if commit.removes == 0 or _on(options, "skipChangeCommits"):
@@ -125,9 +121,19 @@ def _hygiene(commit: DeltaCommit, options: Mapping[str, str]) -> SparkError | No
 
 
 def predict(
-    offset: DeltaOffset, table: DeltaTable, line: str, options: Mapping[str, str] | None = None
+    offset: DeltaOffset,
+    table: DeltaTable,
+    line: str,
+    options: Mapping[str, str] | None = None,
+    previous: DeltaOffset | None = None,
 ) -> DeltaSourceRestart:
-    """Return what the Delta source of ``offset`` does when the restart plans its next batch.
+    """Return what the Delta source of ``offset`` (the newest offsets) does when the query restarts.
+
+    ``previous`` is the source's offset one batch earlier: on restart Spark calls ``getBatch(previous,
+    offset)`` of every V1 source again before it plans a new batch (MicroBatchExecution
+    .populateStartOffsets, "certain sources assume on restart the last batch will be executed"), and
+    re-runs an uncommitted batch from it, so the commits are listed from ``previous``'s version (recorded:
+    a cleaned log fails "expecting process data from version 3" for offsets 3 then 4).
 
     Raises:
         ValueError: ``line`` has no Delta release (4.3).
@@ -138,38 +144,26 @@ def predict(
         raise ValueError(f"no Delta Lake release for Spark {line}")
     if table.table_id is not None and table.table_id != offset.reservoir_id:
         return DeltaSourceRestart(different_table(offset, table), code="table-replaced")
-    # The offset names the next version to read (index -1: none of its files read yet) or the
-    # version being read (index >= 0): either way the changes are listed from reservoirVersion.
-    start = offset.reservoir_version
+    # An offset names the next version to read (index -1: none of its files read yet) or the version
+    # being read (index >= 0): either way the changes are listed from its reservoirVersion.
+    start = (previous or offset).reservoir_version
     if start > table.latest_version:
         return DeltaSourceRestart(None, None)
     skipped: tuple[int, ...] = ()
     if table.earliest_version > start:
         if _fail_on_data_loss(opts):
             return DeltaSourceRestart(
-                missing_versions(release, start, table.earliest_version), code="versions-gone"
+                missing_versions(release, start, table.earliest_version),
+                code="versions-gone",
+                from_version=start,
             )
         skipped = tuple(range(start, table.earliest_version))
-    schema_before = _schema_at(table, start)
     for commit in table.commits:
         if commit.version < start:
             continue
-        if commit.schema is not None and schema_before is not None and commit.schema != schema_before:
-            return DeltaSourceRestart(schema_changed(commit.version), code="schema-changed")
         error = _hygiene(commit, opts)
         if error is not None:
             return DeltaSourceRestart(error, code="data-changed")
         if commit.removes and _on(opts, "skipChangeCommits"):
             skipped += (commit.version,)
     return DeltaSourceRestart(None, (max(start, table.earliest_version), table.latest_version), skipped)
-
-
-def _schema_at(table: DeltaTable, version: int) -> str | None:
-    """The schema in force just before ``version`` (None when the log no longer shows it)."""
-    schema = None
-    for commit in table.commits:
-        if commit.version >= version:
-            break
-        if commit.schema is not None:
-            schema = commit.schema
-    return schema
