@@ -105,6 +105,8 @@ def reads_notes(
     end: Sequence[SourceOffset] | None,
 ) -> list[str]:
     """What each Delta source reads on restart, as the table's log says."""
+    if ctx.options.delta and delta_release(ctx.target.line) is None and delta_sources(start or end):
+        return [f"Delta sources not judged on Spark {ctx.target.line}: no Delta Lake release exists for it"]
     out = []
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:
