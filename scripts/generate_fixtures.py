@@ -26,6 +26,10 @@ Stages:
    false on its line; written to ``fixtures/kafka/spark-<v>/``. On 4.1+ it also writes checkpoints in
    real-time mode (``scripts/kafka_realtime_fixtures.py``, ``fixtures/kafka-realtime/spark-<v>/``;
    ``--scenario kafka-realtime`` for those alone), restarted in every mode on every newer line.
+   false on its line; written to ``fixtures/kafka/spark-<v>/``.
+5. ``delta``: Delta-source and Delta-sink bases written by real Spark + delta-spark, the damage done
+   to the tables or the checkpoint (``scripts/delta_fixtures.py``), each restarted on its line;
+   written to ``fixtures/delta/spark-<v>/``. Lines without a Delta release (4.3.0) are skipped.
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,
@@ -2182,7 +2186,9 @@ def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> N
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--stage", choices=("base", "damage", "oracle", "kafka", "all"), default="all")
+    parser.add_argument(
+        "--stage", choices=("base", "damage", "oracle", "kafka", "delta", "all"), default="all"
+    )
     parser.add_argument(
         "--spark",
         action="append",
@@ -2210,6 +2216,10 @@ def main(argv: list[str]) -> int:
             import kafka_fixtures  # needs confluent-kafka and Maven: only this stage
 
             kafka_fixtures.stage_kafka(versions, args.scenario)
+        elif stage == "delta":
+            import delta_fixtures  # needs Maven for delta-spark: only this stage
+
+            delta_fixtures.stage_delta(versions, args.scenario)
         else:
             stage_oracle(versions, args.scenario, args.force)
         timings[stage] = round(time.monotonic() - t0, 1)

@@ -1,19 +1,21 @@
 #!/usr/bin/env python3
-"""Resolve (once) the JVM jars the Kafka work needs, with Maven, from the poms under ``maven/``.
+"""Resolve (once) the JVM jars the Kafka and Delta work needs, with Maven, from the poms under ``maven/``.
 
-Stdlib only; needs ``mvn`` and a JDK on PATH. Two kinds of jar set:
+Stdlib only; needs ``mvn`` and a JDK on PATH. Three kinds of jar set:
 
 - ``spark-kafka <pyspark version>``: Spark's Kafka connector ``spark-sql-kafka-0-10_<scala>`` for
   that PySpark line, with its dependencies (``maven/spark-sql-kafka/pom.xml``). Handed to Spark
   with ``spark.jars``, never with Spark's own ``--packages`` resolver.
 - ``kafka-broker <kafka version>``: ``org.apache.kafka:kafka_2.13`` with its dependencies
   (``maven/kafka-broker/pom.xml``), the classpath of ``scripts/kafka_broker.py``.
+- ``delta <pyspark version>``: Delta Lake's ``io.delta:delta-spark`` release for that line with its
+  dependencies (``maven/delta-spark/pom.xml``), handed to Spark with ``spark.jars`` as well.
 
 Layout: ``<repo>/.jars/<kind>-<version>/`` (the parent moves with ``CHECKPOINT_DOCTOR_JARS``).
 A marker ``.installed`` naming the resolved coordinates is written after a successful copy;
 while it matches, nothing is done, so calling this again is fast and needs no network.
 
-CLI: ``python scripts/jars.py spark-kafka 3.5.9`` prints the folder of the jars.
+CLI: ``python scripts/jars.py spark-kafka 3.5.9`` (or ``delta 4.1.4``) prints the folder of the jars.
 """
 
 from __future__ import annotations
@@ -48,6 +50,22 @@ CONNECTOR_FOR = {
 
 CONNECTOR_NOTE = {
     "4.3.0": "Spark 4.3.0's own connector is not published on Maven Central; 4.2.0's is used",
+}
+
+#: Delta release per PySpark line: (artifact, version). Delta names the artifact by Scala only up to
+#: 4.0.x (delta-spark_2.12 for Spark 3.5, delta-spark_2.13 for Spark 4.0) and by Spark line since 4.1
+#: (delta-spark_4.1_2.13 ...); 3.3.3 is the last release for Spark 3.5, 4.0.1 the last built for
+#: Spark 4.0 alone, 4.4.0 the newest for 4.1 and 4.2. Maven Central holds no delta-spark_4.3_* artifact
+#: (checked with mvn dependency:get), so Spark 4.3.0 has no Delta here (DELTA_NOTE).
+DELTA_FOR = {
+    "3.5.9": ("delta-spark_2.12", "3.3.3"),
+    "4.0.5": ("delta-spark_2.13", "4.0.1"),
+    "4.1.4": ("delta-spark_4.1_2.13", "4.4.0"),
+    "4.2.1": ("delta-spark_4.2_2.13", "4.4.0"),
+}
+
+DELTA_NOTE = {
+    "4.3.0": "no Delta Lake release for Spark 4.3 is published on Maven Central (no delta-spark_4.3_2.13)",
 }
 
 
@@ -103,6 +121,26 @@ def ensure_kafka_broker(kafka_version: str = KAFKA_VERSION) -> pathlib.Path:
     return _resolve(REPO / "maven" / "kafka-broker", jars_root() / f"kafka-broker-{kafka_version}", props)
 
 
+def delta_release(pyspark_version: str) -> tuple[str, str] | None:
+    """(artifact, version) of the delta-spark release for a PySpark version, or None when none exists."""
+    major_minor = ".".join(pyspark_version.split(".")[:2])
+    for known, pair in DELTA_FOR.items():
+        if known == pyspark_version or known.startswith(major_minor + "."):
+            return pair
+    return None
+
+
+def ensure_delta(pyspark_version: str) -> pathlib.Path:
+    """Return the folder with the delta-spark jars for one PySpark version."""
+    release = delta_release(pyspark_version)
+    if release is None:
+        note = DELTA_NOTE.get(pyspark_version, "no delta-spark release is known for it; add it to DELTA_FOR")
+        raise ValueError(f"no Delta Lake for PySpark {pyspark_version}: {note}")
+    artifact, version = release
+    props = {"delta.artifact": artifact, "delta.version": version}
+    return _resolve(REPO / "maven" / "delta-spark", jars_root() / f"delta-{pyspark_version}", props)
+
+
 def _artifact(jar: pathlib.Path) -> str:
     """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``: the name before its first dotted version
     (``spark-sql-kafka-0-10_2.13-4.2.0`` keeps its ``0-10_2.13``; ``zstd-jni-1.5.7-7`` is ``zstd-jni``)."""
@@ -110,13 +148,15 @@ def _artifact(jar: pathlib.Path) -> str:
     return match.group(1) if match else jar.stem
 
 
-def spark_jars(pyspark_version: str, pyspark_jars_dir: pathlib.Path | None = None) -> list[pathlib.Path]:
-    """The connector jars to hand to Spark with ``spark.jars``, sorted.
+def spark_jars(
+    pyspark_version: str, pyspark_jars_dir: pathlib.Path | None = None, kind: str = "spark-kafka"
+) -> list[pathlib.Path]:
+    """The connector jars (``kind`` spark-kafka or delta) to hand to Spark with ``spark.jars``, sorted.
 
     Jars whose artifact PySpark already ships in its ``jars/`` folder (Scala, Hadoop, lz4, snappy,
     slf4j ...) are left out, so the classpath has one copy of each and Spark's wins.
     """
-    folder = ensure_spark_kafka(pyspark_version)
+    folder = ensure_delta(pyspark_version) if kind == "delta" else ensure_spark_kafka(pyspark_version)
     shipped = set()
     if pyspark_jars_dir is not None and pyspark_jars_dir.is_dir():
         shipped = {_artifact(j) for j in pyspark_jars_dir.glob("*.jar")}
@@ -124,8 +164,8 @@ def spark_jars(pyspark_version: str, pyspark_jars_dir: pathlib.Path | None = Non
 
 
 def main(argv: list[str]) -> int:
-    usage = "usage: scripts/jars.py spark-kafka PYSPARK_VERSION... | kafka-broker [KAFKA_VERSION]"
-    if not argv or argv[0] not in ("spark-kafka", "kafka-broker"):
+    usage = "usage: scripts/jars.py spark-kafka|delta PYSPARK_VERSION... | kafka-broker [KAFKA_VERSION]"
+    if not argv or argv[0] not in ("spark-kafka", "delta", "kafka-broker"):
         print(usage, file=sys.stderr)
         return 2
     if argv[0] == "kafka-broker":
@@ -134,8 +174,12 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(usage, file=sys.stderr)
         return 2
+    ensure = ensure_delta if argv[0] == "delta" else ensure_spark_kafka
     for version in argv[1:]:
-        print(f"{version} {ensure_spark_kafka(version)}")
+        if argv[0] == "delta" and delta_release(version) is None:
+            print(f"{version} none: {DELTA_NOTE.get(version, 'no delta-spark release known')}")
+            continue
+        print(f"{version} {ensure(version)}")
     return 0
 
 

@@ -7,7 +7,7 @@ Runs INSIDE a pyspark venv (see ``scripts/spark_envs.py``); stdlib + pyspark onl
 
 JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
 
-    {"id": "any string", "op": "run" | "restart",
+    {"id": "any string", "op": "run" | "restart" | "world",
      "query": "<name in QUERIES>", "query_args": {},
      "checkpoint": "/abs/path", "sink": "/abs/path or null", "input": "/abs/path or null",
      "mode": "micro-batch" | "async" | "continuous" | "real-time", "async_interval_ms": 1000,
@@ -22,6 +22,15 @@ JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
   AvailableNow stop by themselves) or at ``timeout_s``.
 * ``restart``: start on an existing checkpoint and stop after the FIRST batch's progress, when
   the query fails, or at ``timeout_s``.
+* ``world``: start no query; run ``steps`` in order, each ``{"sql": "..."}`` (Spark SQL in this
+  session, e.g. Delta DML on ``delta.`/path```), ``{"copy": [from, to]}`` (a directory tree, the
+  target replaced) or ``{"remove": [glob, ...]}``: the damage done to the world outside a checkpoint.
+
+Any job may name ``describe_tables`` (Delta table paths): after it, ``tables`` in its result holds
+per path ``{"exists", "version", "rows", "rows_per_batch"}`` (rows per ``value div 5``: the
+rate-micro-batch batch that wrote them), so what a sink silently skipped or wrote twice is recorded.
+Session-wide static confs (Delta's ``spark.sql.extensions`` and catalog) come from the JSON object
+in ``CHECKPOINT_DOCTOR_SPARK_SESSION_CONFS``.
 
 RESULTS.json is a JSON list with one result per job, same order, rewritten after every job::
 
@@ -59,6 +68,8 @@ from pyspark.sql.streaming import DataStreamWriter
 MESSAGE_LIMIT = 2000
 #: Comma-separated jars for ``spark.jars`` (the Kafka connector from scripts/jars.py).
 SPARK_JARS_ENV = "CHECKPOINT_DOCTOR_SPARK_JARS"
+#: A JSON object of static session confs (set before the session starts), e.g. Delta's extension.
+SESSION_CONFS_ENV = "CHECKPOINT_DOCTOR_SPARK_SESSION_CONFS"
 POLL_S = 0.05
 
 HDFS_PROVIDER = "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider"
@@ -177,6 +188,36 @@ def q_kafka_to_kafka(spark, job):
 @query("kafka_count", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
 def q_kafka_count(spark, job):
     return _noop(kafka_source(spark, job).groupBy("partition").count(), "update")
+
+
+def delta_source(spark: SparkSession, job: dict) -> DataFrame:
+    """Delta Lake's streaming source over the table at ``input`` (jars from scripts/jars.py).
+
+    ``query_args.source_options`` are the DeltaSource options of a restart (ignoreDeletes,
+    skipChangeCommits, failOnDataLoss ...): reader options, not part of the checkpoint.
+    """
+    reader = spark.readStream.format("delta")
+    for key, value in (_args(job).get("source_options") or {}).items():
+        reader = reader.option(key, str(value))
+    return reader.load(job["input"])
+
+
+@query("delta_stateless")
+def q_delta_stateless(spark, job):
+    return _noop(delta_source(spark, job).select("id", "key", "text"))
+
+
+@query("delta_count", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
+def q_delta_count(spark, job):
+    return _noop(delta_source(spark, job).groupBy("key").count(), "update")
+
+
+@query("rate_to_delta")
+def q_rate_to_delta(spark, job):
+    """rate-micro-batch -> Delta sink at ``sink``: batch b appends values [5b, 5b+5) under txn
+    (appId = query id, version = b), which DeltaSink checks to skip a batch it already holds."""
+    df = rate_micro_batch(spark, job).select(F.col("value"), (F.col("value") % 3).alias("key"))
+    return df.writeStream.format("delta").option("path", job["sink"]).outputMode("append")
 
 
 @query("stateless_two_sources")
@@ -487,7 +528,78 @@ DEFAULT_TRIGGER = {
 }
 
 
+def _world_step(spark: SparkSession, step: dict) -> None:
+    import glob
+    import shutil
+
+    if "sql" in step:
+        spark.sql(step["sql"]).collect()
+    elif "copy" in step:
+        src, dst = step["copy"]
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        shutil.copytree(src, dst)
+    elif "remove" in step:
+        for pattern in step["remove"]:
+            for path in sorted(glob.glob(pattern)):
+                if os.path.isdir(path):
+                    shutil.rmtree(path)
+                else:
+                    os.remove(path)
+    else:
+        raise ValueError(f"unknown world step {step!r}")
+
+
+def describe_table(spark: SparkSession, path: str) -> dict:
+    """Latest version, rows and rows per rate batch (``value div 5``) of a Delta table at ``path``."""
+    if not os.path.isdir(os.path.join(path, "_delta_log")):
+        return {"exists": False}
+    quoted = path.replace("`", "``")
+    version = spark.sql(f"DESCRIBE HISTORY delta.`{quoted}` LIMIT 1").collect()[0]["version"]
+    df = spark.read.format("delta").load(path)
+    out: dict[str, Any] = {"exists": True, "version": int(version), "rows": df.count()}
+    if "value" in df.columns:
+        per = df.groupBy((F.col("value") / 5).cast("long").alias("b")).count().collect()
+        out["rows_per_batch"] = {str(r["b"]): r["count"] for r in sorted(per, key=lambda r: r["b"])}
+    return out
+
+
 def run_job(spark: SparkSession, job: dict) -> dict:
+    if job.get("op") == "world":
+        return run_world(spark, job)
+    result = _run_query_job(spark, job)
+    if job.get("describe_tables"):
+        result["tables"] = _describe_all(spark, job)
+    return result
+
+
+def _describe_all(spark: SparkSession, job: dict) -> dict:
+    tables = {}
+    for path in job["describe_tables"]:
+        try:
+            tables[_scrub(path, job)] = describe_table(spark, path)
+        except Exception as exc:  # noqa: BLE001 - describing must never fail the job
+            tables[_scrub(path, job)] = {"error": describe_error(exc, "describe", job)}
+    return tables
+
+
+def run_world(spark: SparkSession, job: dict) -> dict:
+    t0 = time.monotonic()
+    result: dict[str, Any] = {"id": job.get("id"), "spark_version": spark.version, "error": None}
+    try:
+        for step in job.get("steps") or []:
+            _world_step(spark, step)
+    except Exception as exc:  # noqa: BLE001 - a failed step is a result
+        result["error"] = describe_error(exc, "world", job)
+    if job.get("describe_tables"):
+        result["tables"] = _describe_all(spark, job)
+    result["started"] = False
+    result["batches"] = []
+    result["elapsed_s"] = round(time.monotonic() - t0, 2)
+    return result
+
+
+def _run_query_job(spark: SparkSession, job: dict) -> dict:
     t0 = time.monotonic()
     mode = job.get("mode") or "micro-batch"
     trigger = job.get("trigger") or DEFAULT_TRIGGER[mode]
@@ -702,6 +814,8 @@ def build_session(log_path: str | None = None) -> SparkSession:
     if os.environ.get(SPARK_JARS_ENV):
         # Connector jars resolved by scripts/jars.py (never Spark's own --packages resolver).
         builder = builder.config("spark.jars", os.environ[SPARK_JARS_ENV])
+    for key, value in json.loads(os.environ.get(SESSION_CONFS_ENV) or "{}").items():
+        builder = builder.config(key, str(value))
     if log_path:
         _JVM_LOG = os.path.abspath(log_path)
         config = _JVM_LOG + ".log4j2.properties"

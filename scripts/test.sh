@@ -7,6 +7,7 @@
 # - .jars/kafka-broker-*/     a Kafka broker's jars, resolved by Maven from maven/kafka-broker/pom.xml
 #                             (tests/kafka/ starts one broker per run; needs Java 17 and mvn)
 # - .jars/spark-kafka-*/      Spark's Kafka connector for 3.5.9 and 4.3.0 (maven/spark-sql-kafka/pom.xml)
+# - .jars/delta-3.5.9/        delta-spark 3.3.3 for the live Delta restart (maven/delta-spark/pom.xml)
 # Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,7 @@ fi
 .venv/bin/python scripts/spark_envs.py 3.5.9 4.3.0
 .venv/bin/python scripts/jars.py kafka-broker
 .venv/bin/python scripts/jars.py spark-kafka 3.5.9 4.3.0
+.venv/bin/python scripts/jars.py delta 3.5.9
 
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

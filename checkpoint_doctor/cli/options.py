@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
     from checkpoint_doctor.loading import OwnWrites, VerdictInput
     from checkpoint_doctor.model import KafkaLive
+    from checkpoint_doctor.model_delta import DeltaTable
     from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -112,6 +113,14 @@ def diagnosis_options(func: F) -> F:
                 help="Output path of a file sink, to check its _spark_metadata log.",
             ),
             *kafka_options(),
+            click.option(
+                "--delta-table",
+                metavar="PATH",
+                multiple=True,
+                help="A Delta table the query reads or writes, repeatable: a source is paired by its "
+                "table id, a sink by txn appId = query id (needs checkpoint-doctor[delta] once the log "
+                "was cleaned up to a checkpoint).",
+            ),
             live_window_option(),
             click.option(
                 "--checkpoint-format-version",
@@ -165,11 +174,29 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> Kaf
     return read_positions(bootstrap, offsets, settings)
 
 
+def delta_tables_for(snapshot: Any, kw: dict[str, Any], storage_option: Sequence[str]) -> Any:
+    """Return the Delta tables named with ``--delta-table``, read from their logs (None without any).
+
+    Raises:
+        UsageError: a path is not a Delta table.
+        MissingDependencyError: a table's state is in a checkpoint only and deltalake is missing.
+    """
+    paths = kw.get("delta_table") or ()
+    if not paths:
+        return None
+    from checkpoint_doctor.reading.delta import read_table
+
+    options = parse_storage_options(storage_option)
+    ids = (snapshot.query_id,) if snapshot.query_id else ()
+    return tuple(read_table(p, options, ids) for p in dict.fromkeys(paths))
+
+
 def matrix_options_from(
     kw: dict[str, Any],
     sink_note: str | None = None,
     own_writes: OwnWrites = frozenset(),
     kafka: KafkaLive | None = None,
+    delta: tuple[DeltaTable, ...] | None = None,
 ) -> MatrixOptions:
     """Return the restart matrix options of the command's options (``own_writes``: the files
     checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`)."""
@@ -186,6 +213,7 @@ def matrix_options_from(
         sink_note=sink_note,
         own_writes=own_writes,
         kafka=kafka,
+        delta=delta,
     )
 
 

@@ -9,6 +9,7 @@ import click
 
 from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
+    delta_tables_for,
     diagnosis_options,
     format_option,
     kafka_positions_for,
@@ -68,7 +69,8 @@ def diagnose_command(
 
     loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
     kafka = kafka_positions_for(loaded.snapshot, kw)
-    options = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka)
+    delta = delta_tables_for(loaded.snapshot, kw, storage_option)
+    options = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta)
     result = diagnose_matrix(loaded.snapshot, options)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":

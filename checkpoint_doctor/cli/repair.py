@@ -11,6 +11,7 @@ import click
 from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms, shown
 from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
+    delta_tables_for,
     diagnosis_options,
     format_option,
     kafka_positions_for,
@@ -160,7 +161,8 @@ def plan_command(
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
-    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka)
+    delta = delta_tables_for(loaded.snapshot, kw, storage_option)
+    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,

@@ -14,8 +14,10 @@ from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.restart import predict_restart
 from checkpoint_doctor.diagnosis.sinks import checks as checks_sink
+from checkpoint_doctor.diagnosis.sinks import checks_delta as checks_delta_sink
 from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
 from checkpoint_doctor.diagnosis.sources import checks as checks_sources
+from checkpoint_doctor.diagnosis.sources import checks_delta as checks_delta_sources
 from checkpoint_doctor.diagnosis.sources import checks_files as checks_source_files
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
@@ -40,11 +42,13 @@ ALL_CHECKS = (
     checks_sources.check_source_identity,
     checks_source_files.check_source_files,
     checks_kafka.check_kafka_positions,
+    checks_delta_sources.check_delta_sources,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
     checks_state.check_restorable_batch,
     checks_statefulness.check_state_suspected,
     checks_sink.check_sink,
+    checks_delta_sink.check_delta_sink,
     checks_writers.check_debris,
     checks_writers.check_target,
 )
@@ -113,6 +117,9 @@ def diagnose(
     retention = checks_kafka.retention_note(snapshot, opts.kafka, opts.now_ms)
     if retention is not None:
         assumptions.append(retention)
+    delta = checks_delta_sources.assumption(newest_sources(snapshot), opts.delta, snapshot.query_id)
+    if delta is not None:
+        assumptions.append(delta)
     partly = sink_not_checked(snapshot)
     if partly is not None:
         assumptions.append(partly)

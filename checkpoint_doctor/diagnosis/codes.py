@@ -65,6 +65,9 @@ class Code(TextEnum):
     SOURCE_FILE_UNREADABLE = "CD205"
     SOURCE_FILE_DAMAGED_UNREAD = "CD206"
     KAFKA_POSITIONS_GONE = "CD207"
+    DELTA_SOURCE_TABLE_REPLACED = "CD208"
+    DELTA_SOURCE_VERSIONS_GONE = "CD209"
+    DELTA_SOURCE_CHANGE_REFUSED = "CD210"
     STATE_MISSING = "CD301"
     STATE_VERSION_NOT_RESTORABLE = "CD302"
     ROCKSDB_SST_MISSING = "CD303"
@@ -82,6 +85,8 @@ class Code(TextEnum):
     SINK_LOG_FILE_MISSING = "CD404"
     SINK_LOG_FILE_UNREADABLE = "CD405"
     SINK_LOG_MISSING = "CD406"
+    DELTA_SINK_SKIPS_BATCHES = "CD407"
+    DELTA_SINK_WRITES_AGAIN = "CD408"
     LIVE_WRITER = "CD501"
     FRESH_TEMP_FILE = "CD502"
     INTERLEAVED_RUNS = "CD503"
@@ -531,6 +536,50 @@ _ALL = (
         "UnknownTopicOrPartitionException",
     ),
     _c(
+        Code.DELTA_SOURCE_TABLE_REPLACED,
+        "delta-source-table-replaced",
+        ERROR,
+        "The Delta table a Delta source reads now has another id than the checkpoint's",
+        "DeltaSource checks the checkpoint's reservoirId against the table's id when it plans the first "
+        "batch and fails with DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE.",
+        "The table was deleted and written anew at the same path, or the query now reads another table.",
+        "Point the query back at the old table, or start a new checkpoint for the new table (with "
+        "startingVersion set deliberately).",
+        "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE",
+    ),
+    _c(
+        Code.DELTA_SOURCE_VERSIONS_GONE,
+        "delta-source-versions-gone",
+        ERROR,
+        "The Delta log no longer holds the version a Delta source resumes from",
+        "DeltaSource lists the commits from the checkpoint's version (DeltaLog.getChangeLogFiles); a first "
+        "commit above it fails the first batch with DELTA_MISSING_FILES_UNEXPECTED_VERSION while "
+        "failOnDataLoss is true (the default). Delta 3.3 and 4.0 say 'The stream from your Delta table was "
+        "expecting process data from version X, but the earliest available version in the _delta_log "
+        "directory is Y'; Delta 4.4 says 'Delta stream cannot resume from version X; transaction log starts "
+        "at Y'. With failOnDataLoss=false the source skips the missing versions.",
+        "Log cleanup (delta.logRetentionDuration, 30 days by default) removed commits the stopped query had "
+        "not read.",
+        "Restart with failOnDataLoss=false (the finding names the versions skipped), or start a new "
+        "checkpoint with startingVersion set to the earliest version in the log.",
+        "DELTA_MISSING_FILES_UNEXPECTED_VERSION",
+        "earliest available version in the _delta_log",
+        "transaction log starts at",
+    ),
+    _c(
+        Code.DELTA_SOURCE_CHANGE_REFUSED,
+        "delta-source-change-refused",
+        ERROR,
+        "A Delta source's table has a commit the source refuses (deleted or updated rows)",
+        "DeltaSource checks each commit it reads: removed files without added ones are deletes "
+        "(DELTA_SOURCE_IGNORE_DELETE unless ignoreDeletes), removed with added ones are updates "
+        "(DELTA_SOURCE_TABLE_IGNORE_CHANGES unless skipChangeCommits). An added column is read on.",
+        "DELETE, UPDATE or MERGE ran on the table while the query was stopped.",
+        "Restart with skipChangeCommits=true (the changed rows are not read), or start a new checkpoint.",
+        "DELTA_SOURCE_IGNORE_DELETE",
+        "DELTA_SOURCE_TABLE_IGNORE_CHANGES",
+    ),
+    _c(
         Code.STATE_MISSING,
         "state-missing",
         ERROR,
@@ -746,6 +795,31 @@ _ALL = (
         "cannot skip re-run batches.",
         "Wrong --sink-path, or the log was deleted.",
         "Check the path.",
+    ),
+    _c(
+        Code.DELTA_SINK_SKIPS_BATCHES,
+        "delta-sink-skips-batches",
+        WARNING,
+        "The restart runs batch ids the Delta sink table already holds: they are skipped silently",
+        "DeltaSink commits every batch with a txn action (appId = query id, version = batch id) and skips "
+        "a batch whose id is at or below the table's txn version for the query, logging only 'Skipping "
+        "already complete epoch'. A checkpoint rolled back below that version re-plans batches whose rows "
+        "are never written, whatever the source reads for them now.",
+        "The checkpoint was rolled back, restored from an older copy, or its newest batches were removed.",
+        "Roll back no further than the table's txn version, or accept that the re-planned batches are not "
+        "written (the finding names them).",
+        "Skipping already complete epoch",
+    ),
+    _c(
+        Code.DELTA_SINK_WRITES_AGAIN,
+        "delta-sink-writes-again",
+        WARNING,
+        "A Delta table was written by another query id: this query writes every batch to it again",
+        "DeltaSink deduplicates by the txn appId, which is the query id: a new checkpoint (new id) on a "
+        "table an old one wrote has no txn there, so batch 0 onwards are appended again.",
+        "The checkpoint was lost or replaced while the sink table kept its rows.",
+        "Start the new query from where the old one stopped (startingVersion / startingOffsets), or remove "
+        "the rows the old query wrote.",
     ),
     _c(
         Code.LIVE_WRITER,

@@ -40,6 +40,7 @@ from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.severity import effective_severity
 from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
+from checkpoint_doctor.diagnosis.sources import checks_delta
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.state.checks_statefulness import (
@@ -500,6 +501,9 @@ def _assumptions(
     retention = checks_kafka.retention_note(snapshot, base.kafka, base.now_ms)
     if retention is not None:
         out.append(retention)
+    delta = checks_delta.assumption(newest_sources(snapshot), base.delta, snapshot.query_id)
+    if delta is not None:
+        out.append(delta)
     partly = sink_not_checked(snapshot)
     if partly is not None:
         out.append(partly)

@@ -9,6 +9,7 @@ from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import KafkaLive, SourceOffset
+from checkpoint_doctor.model_delta import DeltaTable
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
@@ -172,6 +173,8 @@ class DiagnoseOptions:
     own_writes: frozenset[tuple[str, int | str]] = frozenset()
     #: The Kafka topics' positions read from a broker at the I/O edge (None: not checked).
     kafka: KafkaLive | None = None
+    #: The Delta tables named with --delta-table, read at the I/O edge (None: not checked).
+    delta: tuple[DeltaTable, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DiagnoseOptions
 from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.model import KafkaLive
+from checkpoint_doctor.model_delta import DeltaTable
 
 
 def matrix_options(
@@ -23,6 +24,7 @@ def matrix_options(
     sink_note: str | None = None,
     own_writes: frozenset[tuple[str, int | str]] = frozenset(),
     kafka: KafkaLive | None = None,
+    delta: tuple[DeltaTable, ...] | None = None,
 ) -> MatrixOptions:
     """Return the options of a restart matrix: ``spark`` names lines or versions (``4.3``,
     ``4.3.0``: each its line, once), ``modes`` the restart modes (both empty: every plausible
@@ -44,6 +46,7 @@ def matrix_options(
             now_ms=now_ms,
             own_writes=own_writes,
             kafka=kafka,
+            delta=delta,
         ),
         sink_note=sink_note,
     )

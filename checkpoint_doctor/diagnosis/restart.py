@@ -17,6 +17,7 @@ from checkpoint_doctor.diagnosis import real_time
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
+from checkpoint_doctor.diagnosis.sources import checks_delta
 from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.versions import SparkError
@@ -295,6 +296,17 @@ def _kafka_rerun_npe(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _delta_step(run: _Run) -> RestartPrediction | None:
+    """The next batch's Delta sources against their tables' logs (DeltaSource.latestOffset/getBatch
+    from the start offset: table id, then the commits listed from its version)."""
+    where = (run.ctx, run.next_batch_id, run.rerun, run.start_offsets, run.end_offsets)
+    failed = checks_delta.restart_error(*where)
+    if failed is not None:
+        return run.done(failed[0], failed[1])
+    run.notes.extend(checks_delta.reads_notes(*where))
+    return None
+
+
 def _kafka_rerun_note(run: _Run) -> None:
     """A re-run batch reads the range its offsets file fixed; the live check models a new batch only."""
     if run.ctx.options.kafka is not None and checks_kafka.kafka_sources(run.end_offsets):
@@ -546,4 +558,6 @@ def _batch_step(run: _Run) -> RestartPrediction | None:
         _kafka_rerun_note(run)
     if failed is None and run.rerun:
         failed = _file_source_range_step(run)
+    if failed is None:
+        failed = _delta_step(run)
     return failed if failed is not None else _state_step(run)

@@ -73,6 +73,7 @@ class Hints:
     live_window: float | None = None
     kafka_bootstrap: str | None = None
     kafka_options: tuple[str, ...] = ()
+    delta_tables: tuple[str, ...] = ()
 
     @classmethod
     def from_options(cls, kw: Mapping[str, Any], storage_option: Sequence[str] = ()) -> Hints:
@@ -89,6 +90,7 @@ class Hints:
             live_window=None if live is None or float(live) == DEFAULT_LIVE_WINDOW else float(live),
             kafka_bootstrap=kw.get("kafka_bootstrap_servers"),
             kafka_options=public_kafka_options(kw.get("kafka_option") or ()),
+            delta_tables=tuple(kw.get("delta_table") or ()),
         )
 
     def storage_flags(self) -> list[str]:
@@ -118,6 +120,8 @@ class Hints:
             words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
             for pair in self.kafka_options:
                 words += ["--kafka-option", pair]
+        for table in self.delta_tables:
+            words += ["--delta-table", table]
         return words
 
     def diagnose(self, checkpoint: str, spark: str | None = None, mode: str | None = None) -> str:

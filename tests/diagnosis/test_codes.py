@@ -56,6 +56,9 @@ KNOWN_CODES = frozenset(
         "CD205",
         "CD206",
         "CD207",
+        "CD208",
+        "CD209",
+        "CD210",
         "CD301",
         "CD302",
         "CD303",
@@ -73,6 +76,8 @@ KNOWN_CODES = frozenset(
         "CD404",
         "CD405",
         "CD406",
+        "CD407",
+        "CD408",
         "CD501",
         "CD502",
         "CD503",
@@ -148,6 +153,13 @@ def test_scenario_codes(scenario, args, expected, tmp_path):
 #: diagnoses every recorded Kafka restart with them).
 TRIGGERED_ELSEWHERE = {
     "CD207",
+    # CD208-CD210, CD407 and CD408 need the Delta tables, kept beside each Delta fixture
+    # (tests/delta/test_recorded_restarts.py)
+    "CD208",
+    "CD209",
+    "CD210",
+    "CD407",
+    "CD408",
     # real-time restarts on 4.3 of checkpoints 4.1/4.2 wrote: fixtures/kafka-realtime/, proven by
     # tests/kafka/test_realtime_restarts.py
     "CD620",

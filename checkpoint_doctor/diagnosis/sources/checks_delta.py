@@ -1,0 +1,184 @@
+"""The checkpoint's Delta sources against the Delta tables named with ``--delta-table`` (CD208-CD210). Pure.
+
+The tables come from the I/O edge (``checkpoint_doctor.reading.delta``) through
+``DiagnoseOptions.delta``; without them nothing is judged and the matrix says how to check. A source
+is paired with the table whose id is its ``reservoirId``; a source no table pairs with, beside a
+named table that pairs with nothing else (no source id, no sink txn of this query), is judged
+against that table: it is the path the query reads, replaced by a table with another id. What a
+restart does is :func:`checkpoint_doctor.diagnosis.sources.delta.predict`, proven by the restarts
+real Spark recorded in ``fixtures/delta/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, delta_release, predict
+from checkpoint_doctor.diagnosis.spark_line import SparkError
+from checkpoint_doctor.model import DeltaOffset, SourceOffset
+from checkpoint_doctor.model_delta import DeltaTable
+
+#: The flag that names a Delta table, quoted wherever tables were not checked.
+FLAG = "--delta-table PATH"
+
+_CODES = {
+    "table-replaced": Code.DELTA_SOURCE_TABLE_REPLACED,
+    "versions-gone": Code.DELTA_SOURCE_VERSIONS_GONE,
+    "data-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
+}
+
+
+def delta_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, DeltaOffset]]:
+    """Return ``(source index, offset)`` of each Delta source of an offsets line."""
+    return [(s.index, s.decoded) for s in sources or () if isinstance(s.decoded, DeltaOffset)]
+
+
+def pair(
+    sources: Sequence[tuple[int, DeltaOffset]], tables: Sequence[DeltaTable], query_id: str | None
+) -> list[tuple[int, DeltaOffset, DeltaTable | None]]:
+    """Pair each Delta source with its table: by id, else with the one named table nothing pairs."""
+    ids = {off.reservoir_id for _, off in sources}
+    by_id = {t.table_id: t for t in tables if t.table_id is not None}
+    spare = [
+        t for t in tables if t.table_id not in ids and (query_id is None or t.txn_version(query_id) is None)
+    ]
+    unpaired = [n for n, off in sources if off.reservoir_id not in by_id]
+    out = []
+    for n, off in sources:
+        table = by_id.get(off.reservoir_id)
+        if table is None and len(unpaired) == 1 and len(spare) == 1:
+            table = spare[0]
+        out.append((n, off, table))
+    return out
+
+
+def restarts(
+    ctx: Context,
+    next_batch_id: int | None,
+    rerun: bool,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
+) -> list[tuple[int, DeltaOffset, DeltaTable, DeltaSourceRestart]]:
+    """Each paired Delta source's restart. A re-run batch reads (start, end]; a new batch after the
+    newest offsets ``start`` first replays (offsets of the batch before, ``start``] (V1 sources)."""
+    tables = ctx.options.delta
+    if not tables or delta_release(ctx.target.line) is None:
+        return []
+    if rerun:
+        current, before = end, start
+    else:
+        current = start
+        entry = ctx.offsets(next_batch_id - 2) if next_batch_id is not None and next_batch_id >= 2 else None
+        before = entry.record.sources if entry is not None and entry.record is not None else None
+    previous = dict(delta_sources(before))
+    pairs = pair(delta_sources(current), tables, ctx.snapshot.query_id)
+    return [
+        (n, off, t, predict(off, t, ctx.target.line, None, previous.get(n)))
+        for n, off, t in pairs
+        if t is not None
+    ]
+
+
+def restart_error(
+    ctx: Context,
+    next_batch_id: int | None,
+    rerun: bool,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
+) -> tuple[SparkError, Code] | None:
+    """The error of the first Delta source that refuses the restart (Delta's default options: source
+    options are not in the checkpoint), with its code, or None."""
+    for _, _, _, restart in restarts(ctx, next_batch_id, rerun, start, end):
+        if restart.error is not None and restart.code is not None:
+            return restart.error, _CODES[restart.code]
+    return None
+
+
+def reads_notes(
+    ctx: Context,
+    next_batch_id: int | None,
+    rerun: bool,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
+) -> list[str]:
+    """What each Delta source reads on restart, as the table's log says."""
+    if ctx.options.delta and delta_release(ctx.target.line) is None and delta_sources(start or end):
+        return [f"Delta sources not judged on Spark {ctx.target.line}: no Delta Lake release exists for it"]
+    out = []
+    for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
+        if restart.error is None and restart.versions is not None:
+            first, last = restart.versions
+            out.append(f"Delta source {n} reads versions {first}..{last} of {table.url}")
+        elif restart.error is None:
+            out.append(
+                f"Delta source {n} has read every version of {table.url} (latest {table.latest_version})"
+            )
+    return out
+
+
+def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD208-CD210: a Delta source's table was replaced, its log cleaned past the checkpoint's
+    version, or it changed in a way the source refuses (deleted or updated rows)."""
+    p = prediction
+    for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
+        if restart.error is None or restart.code is None:
+            continue
+        if restart.code == "table-replaced":
+            text = (
+                f"Delta source {n} read table {off.reservoir_id}, but {table.url} is table {table.table_id} "
+                "(replaced, or deleted and written anew): the restart fails with "
+                "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE."
+            )
+        elif restart.code == "versions-gone":
+            version = restart.from_version
+            text = (
+                f"Delta source {n} resumes reading {table.url} at version {version} (the newest offsets are at "
+                f"{off.reservoir_version}), but its log starts at version {table.earliest_version} (log cleanup): "
+                f"the restart fails with DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it "
+                f"skips versions {version}..{table.earliest_version - 1}."
+            )
+        else:
+            text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
+        yield Finding(
+            _CODES[restart.code],
+            text,
+            paths=(prediction.start_from,) if prediction.start_from else (),
+            batch_ids=(prediction.next_batch_id,) if prediction.next_batch_id is not None else (),
+            details=(
+                ("source", n),
+                ("table", table.url),
+                ("table_id", table.table_id),
+                ("checkpoint_table_id", off.reservoir_id),
+                ("earliest_version", table.earliest_version),
+            ),
+        )
+
+
+def assumption(
+    ctx_sources: Sequence[SourceOffset] | None, tables: Sequence[DeltaTable] | None, query_id: str | None
+) -> str | None:
+    """What the matrix says about Delta tables: which were paired, or not checked and how."""
+    found = delta_sources(ctx_sources)
+    if tables is None:
+        if not found:
+            return None
+        names = ", ".join(f"source {n} (table {off.reservoir_id})" for n, off in found)
+        return f"Delta tables not checked ({names}): pass {FLAG} (repeatable) to compare the checkpoint with each table's log"
+    words = []
+    for n, off, table in pair(found, tables, query_id):
+        if table is None:
+            words.append(f"Delta source {n} (table {off.reservoir_id}) paired with no --delta-table")
+        elif table.table_id == off.reservoir_id:
+            words.append(f"Delta source {n} paired with {table.url} by table id")
+        else:
+            words.append(
+                f"Delta source {n} paired with {table.url}, the only table nothing else pairs (ids differ)"
+            )
+    for table in tables:
+        version = table.txn_version(query_id) if query_id else None
+        if version is not None:
+            words.append(f"Delta sink paired with {table.url} by txn appId = query id (version {version})")
+    return "; ".join(words) if words else "Delta tables named but none pairs with this checkpoint"

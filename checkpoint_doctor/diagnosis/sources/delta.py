@@ -1,0 +1,169 @@
+"""What a Delta source does on restart, from the checkpoint's ``DeltaSourceOffset`` and the table's log.
+
+Pure: takes the offset (``reservoirId``, ``reservoirVersion``, ``index``), the table as
+``reading/delta.py`` read it (:class:`~checkpoint_doctor.model_delta.DeltaTable`) and the source's
+options, and returns the restart in the words of the Delta release the line runs (delta-spark
+``sources/DeltaSource.scala``). The order is Delta's: the table id is checked when the offset is
+read back (``DeltaSourceOffset`` -> ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``), then the
+commits from the offset's version are listed (``DeltaLog.getChangeLogFiles``: a first commit above
+that version is ``DELTA_MISSING_FILES_UNEXPECTED_VERSION`` while ``failOnDataLoss`` is true, its
+default), then each commit read is checked (``DeltaSource.validateCommitAndDecideSkipping``: removes
+without adds are deletes, ``DELTA_SOURCE_IGNORE_DELETE`` unless ``ignoreDeletes``; removes with adds
+are changes, ``DELTA_SOURCE_TABLE_IGNORE_CHANGES`` unless ``skipChangeCommits``). An added column is
+not refused: the restarted query reads with the table's newest schema, which only widened (recorded:
+``delta-source-stateless-schema-changed`` runs on every line); a narrowing change (a column dropped
+or renamed, which needs column mapping) is not modelled. Proven by the restarts recorded in
+``fixtures/delta/`` (tests/delta/test_recorded_restarts.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from checkpoint_doctor.diagnosis.spark_line import SparkError
+from checkpoint_doctor.model import DeltaOffset
+from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+
+#: The delta-spark release this project pairs with each Spark line (scripts/jars.py DELTA_FOR); a
+#: line without one has no Delta (no delta-spark_4.3 artifact is published).
+DELTA_FOR_LINE = {"3.5": "3.3.3", "4.0": "4.0.1", "4.1": "4.4.0", "4.2": "4.4.0"}
+
+
+def delta_release(line: str) -> str | None:
+    """Return the delta-spark release of a Spark line (``4.1``), or None when none exists."""
+    return DELTA_FOR_LINE.get(line)
+
+
+def _new_wording(release: str) -> bool:
+    """Delta 4.4 rewrote DELTA_MISSING_FILES_UNEXPECTED_VERSION into one sentence."""
+    major, minor = (int(p) for p in release.split(".")[:2])
+    return (major, minor) >= (4, 4)
+
+
+def _on(options: Mapping[str, str], key: str) -> bool:
+    # DeltaOptions reads its keys case-insensitively (CaseInsensitiveMap).
+    return any(k.lower() == key.lower() and str(v).lower() == "true" for k, v in options.items())
+
+
+def _fail_on_data_loss(options: Mapping[str, str]) -> bool:
+    return not any(k.lower() == "failondataloss" and str(v).lower() == "false" for k, v in options.items())
+
+
+@dataclass(frozen=True)
+class DeltaSourceRestart:
+    """A Delta source's restart: refused with ``error``, or reading ``versions`` (first, last) on.
+
+    ``skipped_versions`` are versions a restart passes over: commits log cleanup removed (with
+    ``failOnDataLoss=false``) or commits ``skipChangeCommits`` skips.
+    """
+
+    error: SparkError | None
+    versions: tuple[int, int] | None = None
+    skipped_versions: tuple[int, ...] = ()
+    code: str | None = None
+    #: The version the restart lists the table's commits from.
+    from_version: int | None = None
+
+
+def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
+    cls = "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE"
+    text = (
+        f"[{cls}] The streaming query was reading from an unexpected Delta table (id = '{table.table_id}'). "
+        f"It used to read from another Delta table (id = '{offset.reservoir_id}') according to checkpoint."
+    )
+    return SparkError(text, cls, "batch", cls, headline=f"{cls}: the table id is {table.table_id}")
+
+
+def missing_versions(release: str, start: int, earliest: int) -> SparkError:
+    cls = "DELTA_MISSING_FILES_UNEXPECTED_VERSION"
+    if _new_wording(release):
+        text = f"Delta stream cannot resume from version {start}; transaction log starts at {earliest}."
+        search = f"cannot resume from version {start}; transaction log starts at {earliest}"
+    else:
+        # The error class's message lines are joined with newlines (ErrorClassesJsonReader).
+        text = (
+            f"The stream from your Delta table was expecting process data from version {start},\n"
+            f"but the earliest available version in the _delta_log directory is {earliest}."
+        )
+        search = f"expecting process data from version {start}"
+    headline = f"{cls}: version {start} is gone, the log starts at {earliest}"
+    return SparkError(f"[{cls}] {text}", search, "batch", cls, headline=headline)
+
+
+def deleted(version: int) -> SparkError:
+    cls = "DELTA_SOURCE_IGNORE_DELETE"
+    text = f"Detected deleted data (for example ...) from streaming source at version {version}."
+    search = f"from streaming source at version {version}"
+    return SparkError(
+        f"[{cls}] {text}", search, "batch", cls, headline=f"{cls}: deleted data at version {version}"
+    )
+
+
+def changed(version: int) -> SparkError:
+    cls = "DELTA_SOURCE_TABLE_IGNORE_CHANGES"
+    text = f"Detected a data update (for example ...) in the source table at version {version}."
+    search = f"in the source table at version {version}"
+    return SparkError(
+        f"[{cls}] {text}", search, "batch", cls, headline=f"{cls}: data update at version {version}"
+    )
+
+
+def _hygiene(commit: DeltaCommit, options: Mapping[str, str]) -> SparkError | None:
+    """DeltaSource.validateCommitAndDecideSkipping for one commit the restart reads."""
+    if commit.removes == 0 or _on(options, "skipChangeCommits"):
+        return None
+    if commit.adds > 0:
+        return None if _on(options, "ignoreChanges") else changed(commit.version)
+    if _on(options, "ignoreDeletes") or _on(options, "ignoreChanges"):
+        return None
+    return deleted(commit.version)
+
+
+def predict(
+    offset: DeltaOffset,
+    table: DeltaTable,
+    line: str,
+    options: Mapping[str, str] | None = None,
+    previous: DeltaOffset | None = None,
+) -> DeltaSourceRestart:
+    """Return what the Delta source of ``offset`` (the newest offsets) does when the query restarts.
+
+    ``previous`` is the source's offset one batch earlier: on restart Spark calls ``getBatch(previous,
+    offset)`` of every V1 source again before it plans a new batch (MicroBatchExecution
+    .populateStartOffsets, "certain sources assume on restart the last batch will be executed"), and
+    re-runs an uncommitted batch from it, so the commits are listed from ``previous``'s version (recorded:
+    a cleaned log fails "expecting process data from version 3" for offsets 3 then 4).
+
+    Raises:
+        ValueError: ``line`` has no Delta release (4.3).
+    """
+    opts = dict(options or {})
+    release = delta_release(line)
+    if release is None:
+        raise ValueError(f"no Delta Lake release for Spark {line}")
+    if table.table_id is not None and table.table_id != offset.reservoir_id:
+        return DeltaSourceRestart(different_table(offset, table), code="table-replaced")
+    # An offset names the next version to read (index -1: none of its files read yet) or the version
+    # being read (index >= 0): either way the changes are listed from its reservoirVersion.
+    start = (previous or offset).reservoir_version
+    if start > table.latest_version:
+        return DeltaSourceRestart(None, None)
+    skipped: tuple[int, ...] = ()
+    if table.earliest_version > start:
+        if _fail_on_data_loss(opts):
+            return DeltaSourceRestart(
+                missing_versions(release, start, table.earliest_version),
+                code="versions-gone",
+                from_version=start,
+            )
+        skipped = tuple(range(start, table.earliest_version))
+    for commit in table.commits:
+        if commit.version < start:
+            continue
+        error = _hygiene(commit, opts)
+        if error is not None:
+            return DeltaSourceRestart(error, code="data-changed")
+        if commit.removes and _on(opts, "skipChangeCommits"):
+            skipped += (commit.version,)
+    return DeltaSourceRestart(None, (max(start, table.earliest_version), table.latest_version), skipped)

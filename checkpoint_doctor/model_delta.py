@@ -1,0 +1,79 @@
+"""Immutable values for what a Delta table's ``_delta_log`` says, as the Delta checks take them.
+
+Kept beside ``model.py`` (same rules: standard library only, no I/O, ``to_dict()`` JSON-safe) so the
+pure Delta judgements (``diagnosis/sources/delta.py``, ``diagnosis/sinks/delta.py``) take plain data
+that ``reading/delta.py`` builds from the log, locally or on an object store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class DeltaCommit:
+    """One commit file ``_delta_log/<version>.json`` (Delta PROTOCOL.md, Actions).
+
+    ``adds``/``removes`` count the ``add``/``remove`` actions with ``dataChange`` true (what
+    DeltaSource reads or refuses); ``schema`` is the ``metaData.schemaString`` when the commit
+    carries a ``metaData`` action, ``table_id`` its ``metaData.id``; ``txns`` the ``txn`` actions
+    (appId, version) it writes.
+    """
+
+    version: int
+    operation: str | None
+    adds: int
+    removes: int
+    schema: str | None = None
+    table_id: str | None = None
+    txns: tuple[tuple[str, int], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "version": self.version,
+            "operation": self.operation,
+            "adds": self.adds,
+            "removes": self.removes,
+            "schema_changed": self.schema is not None,
+            "table_id": self.table_id,
+            "txns": [list(t) for t in self.txns],
+        }
+
+
+@dataclass(frozen=True)
+class DeltaTable:
+    """A Delta table as its log stands now.
+
+    ``earliest_version`` is the lowest version whose commit file is still in the log with every
+    later one (log cleanup, ``delta.logRetentionDuration``, removes the older ones; a stream must
+    read each version from its commit file). ``checkpoint_version`` is the newest checkpoint.
+    ``txns`` maps each transaction appId (a streaming query id for the Delta sink) to the latest
+    version it committed ("the latest version seen for a given appId wins", PROTOCOL.md).
+    """
+
+    url: str
+    table_id: str | None
+    latest_version: int
+    earliest_version: int
+    checkpoint_version: int | None
+    schema: str | None
+    txns: tuple[tuple[str, int], ...]
+    commits: tuple[DeltaCommit, ...]
+
+    def txn_version(self, app_id: str) -> int | None:
+        """Return the latest batch id the Delta sink of query ``app_id`` committed, or None."""
+        return dict(self.txns).get(app_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "url": self.url,
+            "table_id": self.table_id,
+            "latest_version": self.latest_version,
+            "earliest_version": self.earliest_version,
+            "checkpoint_version": self.checkpoint_version,
+            "txns": dict(self.txns),
+            "commits": [c.to_dict() for c in self.commits],
+        }

@@ -1,0 +1,213 @@
+"""A Delta table's log as plain data, without a JVM: the I/O edge of the Delta checks.
+
+The log is read the way Delta's PROTOCOL.md lays it out, through the project's storage layer (so a
+table on S3 is read like a local one): ``_delta_log/<version>.json`` commits, ``_last_checkpoint``
+and ``<version>.checkpoint[...].parquet`` checkpoints. Each commit file still present is parsed
+(``commitInfo``, ``metaData``, ``add``/``remove`` with ``dataChange``, ``txn``), which is all the
+Delta source and sink decide by, and most tables are read without any extra package. When log
+cleanup (``MetadataCleanup``) has removed the commits before the newest checkpoint, the table id,
+the schema and the transaction versions live in that checkpoint's Parquet only: those are asked of
+delta-rs (``deltalake``, the ``delta`` extra), which reads the snapshot checkpoint + later commits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from checkpoint_doctor.errors import MissingDependencyError, StorageError, UsageError
+from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+from checkpoint_doctor.reading.storage import open_storage
+
+LOG_DIR = "_delta_log"
+_COMMIT = re.compile(r"^(\d{20})\.json$")
+# <v>.checkpoint.parquet, multi-part <v>.checkpoint.<i>.<n>.parquet, V2 <v>.checkpoint.<uuid>.(json|parquet)
+_CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^/]+)?\.(parquet|json)$")
+#: A commit file larger than this is not read (a table's commits are KBs; a log is not a data file).
+MAX_COMMIT_BYTES = 64 * 1024 * 1024
+
+
+def is_delta_table(names: Iterable[str]) -> bool:
+    """Return whether a ``_delta_log`` listing (file names) holds a commit or a checkpoint."""
+    return any(_COMMIT.match(n) or _CHECKPOINT.match(n) for n in names)
+
+
+def parse_commit(version: int, data: bytes) -> DeltaCommit:
+    """Parse one commit file: newline-delimited JSON actions (PROTOCOL.md, Delta Log Entries).
+
+    Raises:
+        ValueError: a line is not a JSON object.
+    """
+    operation = schema = table_id = None
+    adds = removes = 0
+    txns: list[tuple[str, int]] = []
+    for line in data.decode("utf-8").splitlines():
+        if not line.strip():
+            continue
+        action = json.loads(line)
+        if not isinstance(action, dict):
+            raise ValueError(f"action is not a JSON object: {line[:80]!r}")
+        if "commitInfo" in action:
+            operation = (action["commitInfo"] or {}).get("operation")
+        if "metaData" in action:
+            meta = action["metaData"] or {}
+            schema = meta.get("schemaString")
+            table_id = meta.get("id")
+        for kind in ("add", "remove"):
+            body = action.get(kind)
+            # dataChange false (OPTIMIZE, compaction) moves files without changing data: the source skips it.
+            if isinstance(body, dict) and body.get("dataChange", True):
+                if kind == "add":
+                    adds += 1
+                else:
+                    removes += 1
+        if isinstance(action.get("txn"), dict):
+            txns.append((str(action["txn"]["appId"]), int(action["txn"]["version"])))
+    return DeltaCommit(version, operation, adds, removes, schema, table_id, tuple(txns))
+
+
+def chain(commit_versions: Iterable[int], checkpoint_versions: Iterable[int]) -> tuple[int, int, int | None]:
+    """Return ``(latest, earliest, checkpoint)``: the newest version, the lowest version from which
+    every commit file up to the newest is present, and the newest checkpoint at or below the newest.
+
+    Raises:
+        ValueError: neither a commit nor a checkpoint.
+    """
+    commits = set(commit_versions)
+    checkpoints = set(checkpoint_versions)
+    if not commits and not checkpoints:
+        raise ValueError("no commit and no checkpoint in _delta_log")
+    latest = max(commits | checkpoints)
+    # A checkpoint newer than every commit file is the whole state: no commit is left to read.
+    earliest = latest if latest in commits else latest + 1
+    while earliest - 1 in commits:
+        earliest -= 1
+    cps = [v for v in checkpoints if v <= latest]
+    return latest, earliest, max(cps) if cps else None
+
+
+def _replay(commits: list[DeltaCommit]) -> tuple[str | None, str | None, dict[str, int]]:
+    table_id = schema = None
+    txns: dict[str, int] = {}
+    for c in commits:
+        if c.table_id is not None:
+            table_id = c.table_id
+        if c.schema is not None:
+            schema = c.schema
+        for app, version in c.txns:
+            txns[app] = version  # "the latest version seen for a given appId wins" (PROTOCOL.md)
+    return table_id, schema, txns
+
+
+def _deltalake() -> Any:
+    try:
+        import deltalake
+    except ImportError:
+        raise MissingDependencyError("reading a Delta checkpoint", "delta", "deltalake") from None
+    return deltalake
+
+
+def _delta_rs_options(storage_options: Mapping[str, Any]) -> dict[str, str]:
+    """s3fs's options (``key``, ``secret``, ``client_kwargs.endpoint_url``) in delta-rs's names."""
+    out: dict[str, str] = {}
+    kwargs = storage_options.get("client_kwargs") or {}
+    endpoint = storage_options.get("endpoint_url") or kwargs.get("endpoint_url")
+    if endpoint:
+        out["AWS_ENDPOINT_URL"] = str(endpoint)
+        if str(endpoint).startswith("http://"):
+            out["AWS_ALLOW_HTTP"] = "true"
+    for ours, theirs in (
+        ("key", "AWS_ACCESS_KEY_ID"),
+        ("secret", "AWS_SECRET_ACCESS_KEY"),
+        ("token", "AWS_SESSION_TOKEN"),
+    ):
+        if storage_options.get(ours):
+            out[theirs] = str(storage_options[ours])
+    region = kwargs.get("region_name") or storage_options.get("region_name")
+    if region:
+        out["AWS_REGION"] = str(region)
+    return out
+
+
+def _snapshot(
+    url: str, storage_options: Mapping[str, Any], app_ids: Iterable[str]
+) -> tuple[str, str, dict[str, int]]:
+    """Table id, schema and txn versions of the latest snapshot, read by delta-rs."""
+    dl = _deltalake()
+    uri = "s3://" + url[len("s3a://") :] if url.startswith("s3a://") else url
+    try:
+        table = dl.DeltaTable(uri, storage_options=_delta_rs_options(storage_options) or None)
+        meta = table.metadata()
+        txns = {}
+        for app in app_ids:
+            version = table.transaction_version(app)
+            if version is not None:
+                txns[app] = int(version)
+        return str(meta.id), table.schema().to_json(), txns
+    except Exception as exc:  # noqa: BLE001 - delta-rs raises its own and OSError kinds
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise StorageError(
+            url,
+            "read the Delta checkpoint of",
+            f"delta-rs: {reason}",
+            hint="check the table with Spark or delta-rs",
+        ) from None
+
+
+def read_table(
+    url: str, storage_options: Mapping[str, Any] | None = None, app_ids: Iterable[str] = ()
+) -> DeltaTable:
+    """Return what a Delta table's log says now (``app_ids``: query ids whose txn version to find
+    when it lives in a checkpoint only).
+
+    Raises:
+        UsageError: ``url`` is not a Delta table (no commit or checkpoint in ``_delta_log``).
+        MissingDependencyError: the commits before the newest checkpoint are gone and deltalake is
+            not installed.
+        StorageError: the log cannot be listed or read.
+    """
+    options = dict(storage_options or {})
+    log = open_storage(url, options).child(LOG_DIR)
+    names = [f.path for f in log.list_tree(missing_ok=True).files if "/" not in f.path]
+    commit_versions = {int(m.group(1)): n for n in names if (m := _COMMIT.match(n))}
+    checkpoint_versions = {int(m.group(1)) for n in names if (m := _CHECKPOINT.match(n))}
+    try:
+        latest, earliest, checkpoint = chain(commit_versions, checkpoint_versions)
+    except ValueError:
+        raise UsageError(
+            f"{url} is not a Delta table: {log.url} holds no commit or checkpoint",
+            hint="name the table's root directory (the one holding _delta_log) with --delta-table",
+        ) from None
+    wanted = {v: commit_versions[v] for v in range(earliest, latest + 1)}
+    data = log.read_many(wanted.values(), max_bytes=MAX_COMMIT_BYTES)
+    commits = []
+    for version, name in sorted(wanted.items()):
+        got = data[name]
+        if isinstance(got, StorageError):
+            raise got
+        try:
+            commits.append(parse_commit(version, got))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"{log.url_of(name)} is not a Delta commit: {exc}",
+                hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
+            ) from None
+    table_id, schema, txns = _replay(commits)
+    if earliest > 0:
+        # The state before ``earliest`` is in the checkpoint only (the commits were cleaned up).
+        snap_id, snap_schema, snap_txns = _snapshot(url, options, set(app_ids) - set(txns))
+        table_id = table_id or snap_id
+        schema = schema or snap_schema
+        txns = {**snap_txns, **txns}
+    return DeltaTable(
+        url=url,
+        table_id=table_id,
+        latest_version=latest,
+        earliest_version=earliest,
+        checkpoint_version=checkpoint,
+        schema=schema,
+        txns=tuple(sorted(txns.items())),
+        commits=tuple(commits),
+    )
