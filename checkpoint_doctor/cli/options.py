@@ -12,6 +12,7 @@ from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -124,6 +125,27 @@ def diagnosis_options(func: F) -> F:
                 type=click.IntRange(1, 2),
                 help="spark.sql.streaming.stateStore.checkpointFormatVersion of the restart (4.0/4.1 only).",
             ),
+            click.option(
+                "--job",
+                metavar="MODULE:FUNCTION|PATH.py:FUNCTION",
+                help="The query that will restart: a function that takes a SparkSession and returns its "
+                "DataStreamWriter, not started. Spark analyses it (nothing is run or read) and the "
+                "restart is judged with its sources, stateful operators, confs and trigger.",
+            ),
+            click.option(
+                "--job-python",
+                metavar="PYTHON",
+                help="Interpreter whose pyspark describes --job (default: this one); its Spark line is "
+                "the default --spark.",
+            ),
+            click.option(
+                "--job-timeout",
+                type=click.FloatRange(min=1),
+                default=180.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Give up describing --job after this long.",
+            ),
         ]
     ):
         func = opt(func)
@@ -163,12 +185,39 @@ def matrix_options_from(
 
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 
+    job = job_facts_for(kw)
+    lines, modes, base = tuple(kw["spark_version"]), tuple(kw["mode"]), diagnose_options_from(kw)
+    if job is not None:
+        from checkpoint_doctor.diagnosis.versions import line_of
+
+        # The job says what restarts: its line (unless --spark), its mode (unless --mode), its
+        # sources and its stateful operators (--sources/--stateful are then not needed).
+        lines = lines or (line_of(job.spark_version),)
+        modes = modes or (job.mode,)
+        base = replace(base, sources=len(job.sources), stateful=job.stateful, job=job)
     return MatrixOptions(
-        lines=tuple(kw["spark_version"]),
-        modes=tuple(kw["mode"]),
-        base=replace(diagnose_options_from(kw), own_writes=own_writes, kafka=kafka),
+        lines=lines,
+        modes=modes,
+        base=replace(base, own_writes=own_writes, kafka=kafka),
         sink_note=sink_note,
     )
+
+
+def job_facts_for(kw: dict[str, Any]) -> Any:
+    """Return what ``--job`` runs, as ``--job-python``'s Spark describes it (None without ``--job``;
+    asked once per command: the answer is kept in ``kw``)."""
+    spec = kw.get("job")
+    if not spec:
+        if kw.get("job_python"):
+            raise UsageError("--job-python needs --job", hint="name the job too: --job MODULE:FUNCTION")
+        return None
+    if kw.get("job_facts") is None:
+        from checkpoint_doctor.execution.catch_up.job import parse_job_spec
+        from checkpoint_doctor.execution.job_facts import describe_jobs
+
+        parse_job_spec(spec)
+        kw["job_facts"] = describe_jobs([spec], python=kw.get("job_python"), timeout_s=kw["job_timeout"])[0]
+    return kw["job_facts"]
 
 
 def own_writes_for(checkpoint_url: str, storage_option: Sequence[str]) -> frozenset[Any]:

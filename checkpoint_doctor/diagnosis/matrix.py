@@ -32,6 +32,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
@@ -146,6 +147,8 @@ class MatrixDiagnosis:
     #: Statefulness unknown: per line, what a restart in the detected mode does if the query has
     #: stateful operators (CD310's cells, or asked once per line where nothing suggests state).
     if_stateful: tuple[tuple[str, str], ...] = ()
+    #: The restarted query as a Spark line described it (``--job``), or None.
+    job: JobFacts | None = None
 
     @property
     def counted_cells(self) -> tuple[CellDiagnosis, ...]:
@@ -224,6 +227,7 @@ class MatrixDiagnosis:
             "findings": at_root([f.to_dict() for f in self.findings], self.checkpoint),
             "counts": counts,
             "assumptions": list(self.assumptions),
+            "job": self.job.to_dict() if self.job is not None else None,
             "exit_code": self.exit_code,
         }
 
@@ -455,6 +459,8 @@ def _assumptions(
 ) -> list[str]:
     base = opts.base
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
+    if base.job is not None:
+        out.append(base.job.summary)
     writer = facts.writer
     if writer.evidence:
         out.append(f"written by Spark {writer.label}: {'; '.join(writer.evidence)}")
@@ -518,6 +524,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         named_modes=opts.modes,
         proven=proven,
         if_stateful=if_stateful,
+        job=opts.base.job,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
@@ -172,6 +173,8 @@ class DiagnoseOptions:
     own_writes: frozenset[tuple[str, int | str]] = frozenset()
     #: The Kafka topics' positions read from a broker at the I/O edge (None: not checked).
     kafka: KafkaLive | None = None
+    #: What the restarted query is, as a Spark line described it (``--job``; None: not known).
+    job: JobFacts | None = None
 
 
 @dataclass(frozen=True)

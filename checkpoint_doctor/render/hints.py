@@ -73,6 +73,8 @@ class Hints:
     live_window: float | None = None
     kafka_bootstrap: str | None = None
     kafka_options: tuple[str, ...] = ()
+    job: str | None = None
+    job_python: str | None = None
 
     @classmethod
     def from_options(cls, kw: Mapping[str, Any], storage_option: Sequence[str] = ()) -> Hints:
@@ -89,6 +91,8 @@ class Hints:
             live_window=None if live is None or float(live) == DEFAULT_LIVE_WINDOW else float(live),
             kafka_bootstrap=kw.get("kafka_bootstrap_servers"),
             kafka_options=public_kafka_options(kw.get("kafka_option") or ()),
+            job=kw.get("job"),
+            job_python=kw.get("job_python"),
         )
 
     def storage_flags(self) -> list[str]:
@@ -118,6 +122,10 @@ class Hints:
             words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
             for pair in self.kafka_options:
                 words += ["--kafka-option", pair]
+        if self.job:
+            words += ["--job", self.job]
+            if self.job_python:
+                words += ["--job-python", self.job_python]
         return words
 
     def diagnose(self, checkpoint: str, spark: str | None = None, mode: str | None = None) -> str:

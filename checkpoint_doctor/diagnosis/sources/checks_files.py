@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.sources.files import SourceFileProblem
 
 
