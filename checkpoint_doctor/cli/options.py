@@ -12,7 +12,7 @@ from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.versions import LINES
-from checkpoint_doctor.errors import UsageError
+from checkpoint_doctor.errors import MissingDependencyError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -178,14 +178,17 @@ def matrix_options_from(
     sink_note: str | None = None,
     own_writes: frozenset[Any] = frozenset(),
     kafka: Any = None,
+    *,
+    optional_job: bool = False,
 ) -> Any:
     """Return the restart matrix options: the named lines and modes, and the rest of the options
-    (``own_writes``: the files checkpoint-doctor's own applies wrote, see :func:`own_writes_for`)."""
+    (``own_writes``: the files checkpoint-doctor's own applies wrote, see :func:`own_writes_for`;
+    ``optional_job``: without pyspark here, ``--job`` is not analysed and the output says so)."""
     from dataclasses import replace
 
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 
-    job = job_facts_for(kw)
+    job = job_facts_for(kw, required=not optional_job)
     lines, modes, base = tuple(kw["spark_version"]), tuple(kw["mode"]), diagnose_options_from(kw)
     if job is not None:
         from checkpoint_doctor.diagnosis.versions import line_of
@@ -200,12 +203,15 @@ def matrix_options_from(
         modes=modes,
         base=replace(base, own_writes=own_writes, kafka=kafka),
         sink_note=sink_note,
+        job_note=kw.get("job_note"),
     )
 
 
-def job_facts_for(kw: dict[str, Any]) -> Any:
+def job_facts_for(kw: dict[str, Any], *, required: bool = True) -> Any:
     """Return what ``--job`` runs, as ``--job-python``'s Spark describes it (None without ``--job``;
-    asked once per command: the answer is kept in ``kw``)."""
+    asked once per command: the answer is kept in ``kw``). Not ``required`` (``plan``, whose
+    ``--job`` is also the job a catch-up step runs, maybe on another machine): without pyspark
+    here and without ``--job-python`` the job is not analysed and ``kw["job_note"]`` says so."""
     spec = kw.get("job")
     if not spec:
         if kw.get("job_python"):
@@ -216,7 +222,18 @@ def job_facts_for(kw: dict[str, Any]) -> Any:
         from checkpoint_doctor.execution.job_facts import describe_jobs
 
         parse_job_spec(spec)
-        kw["job_facts"] = describe_jobs([spec], python=kw.get("job_python"), timeout_s=kw["job_timeout"])[0]
+        try:
+            kw["job_facts"] = describe_jobs([spec], python=kw.get("job_python"), timeout_s=kw["job_timeout"])[
+                0
+            ]
+        except MissingDependencyError:
+            if required or kw.get("job_python"):
+                raise
+            kw["job_note"] = (
+                f"--job {spec} not analysed (no pyspark here): the restart is judged without it; "
+                "pass --job-python with the python of the job's Spark line to judge it"
+            )
+            return None
     return kw["job_facts"]
 
 

@@ -156,7 +156,9 @@ def plan_command(
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
-    mopts = matrix_options_from(kw, note, own_writes_for(snapshot.root, storage_option), kafka)
+    mopts = matrix_options_from(
+        kw, note, own_writes_for(snapshot.root, storage_option), kafka, optional_job=True
+    )
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,

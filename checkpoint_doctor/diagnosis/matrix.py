@@ -80,6 +80,8 @@ class MatrixOptions:
     base: DiagnoseOptions = field(default_factory=DiagnoseOptions)
     #: What the caller found out about the query's file sink (it looked next to the checkpoint).
     sink_note: str | None = None
+    #: Why ``--job`` was not analysed (plan without pyspark), or None.
+    job_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,15 @@ class MatrixDiagnosis:
     if_stateful: tuple[tuple[str, str], ...] = ()
     #: The restarted query as a Spark line described it (``--job``), or None.
     job: JobFacts | None = None
+    #: Why ``--job`` was not analysed (plan without pyspark), or None.
+    job_note: str | None = None
+
+    @property
+    def job_assumptions(self) -> tuple[str, ...]:
+        """Return what the output says about ``--job``: the query as Spark described it, or why not."""
+        if self.job is not None:
+            return (self.job.summary,)
+        return (self.job_note,) if self.job_note is not None else ()
 
     @property
     def counted_cells(self) -> tuple[CellDiagnosis, ...]:
@@ -461,6 +472,8 @@ def _assumptions(
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
     if base.job is not None:
         out.append(base.job.summary)
+    if opts.job_note is not None:
+        out.append(opts.job_note)
     writer = facts.writer
     if writer.evidence:
         out.append(f"written by Spark {writer.label}: {'; '.join(writer.evidence)}")
@@ -525,6 +538,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         proven=proven,
         if_stateful=if_stateful,
         job=opts.base.job,
+        job_note=opts.job_note,
     )
 
 

@@ -113,7 +113,8 @@ def check_job(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
                 f"The job's stateful operators {_ops(new)} are not the ones the checkpoint's operator "
                 f"metadata records {_ops(stored)}: Spark {ctx.target.line} refuses the restart.",
                 paths=tuple(f"state/{i}/_metadata/metadata" for i, _ in stored),
-                details=(("in_checkpoint", [list(o) for o in stored]), ("in_job", [list(o) for o in new])),
+                # Findings are hashed (deduplicated): tuples, which JSON writes as lists.
+                details=(("in_checkpoint", stored), ("in_job", new)),
             )
     if restart:
         for change in schema_changes(ctx.snapshot, job):
