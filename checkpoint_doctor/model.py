@@ -580,11 +580,14 @@ class OperatorStateMetadata:
 
 @dataclass(frozen=True)
 class StateSchemaHeader:
-    """The header of ``state/<op>/0/[<store>/]_metadata/schema``: format version and field names."""
+    """The header of ``state/<op>/0/[<store>/]_metadata/schema``: format version and field names,
+    and (v1/v2) the key and value StructType JSON a restart's schema check compares with."""
 
     version: int
     key_fields: tuple[str, ...]
     value_fields: tuple[str, ...]
+    key_schema: str | None = None
+    value_schema: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""

@@ -255,3 +255,162 @@ def map_partitions(
     sc = spark.sparkContext
     slices = max(1, min(len(items), sc.defaultParallelism * per_core))
     return list(sc.parallelize(list(items), slices).mapPartitions(work).collect())
+
+
+# ------------------------------------------------------------------------------------------ job facts
+
+
+def describe_writer(spark: Any, writer: Any) -> dict[str, Any]:
+    """Return what a not-started ``DataStreamWriter`` would run, as Spark itself sees it, without
+    starting it: nothing is read from its sources and nothing is written anywhere.
+
+    * ``sources``: the streaming relations of the DataFrame's analysed plan, in the order
+      ``MicroBatchExecution.logicalPlan`` numbers them (a pre-order walk, left child first: that
+      order is the index of each source in the offsets log and in ``sources/<n>``);
+    * ``operators``: the stateful operators, numbered in the same order as
+      ``IncrementalExecution``'s ``state`` rule assigns operator ids (``plan transform``, top
+      down), each with the key and value schema its state store keeps (a streaming aggregation:
+      its grouping attributes and its aggregate buffer, ``StreamingAggregationStateManagerImplV2``);
+    * ``sink``: the writer's own fields (format, output mode, trigger, ``path`` option);
+    * ``confs``: the session's ``spark.sql.*`` confs that are set (``SET``), the ones a restart
+      compares with the confs the checkpoint pins (``OffsetSeqMetadata.setSessionConf``).
+    """
+    jwrite = writer._jwrite
+    fields = _declared_fields(jwrite)
+    options = _java_map(spark, fields.get("extraOptions"))
+    sources: list[dict[str, Any]] = []
+    operators: list[dict[str, Any]] = []
+    _walk_plan(spark, writer._df._jdf.queryExecution().analyzed(), sources, operators)
+    confs = {
+        str(r[0]): str(r[1])
+        for r in spark.sql("SET").collect()
+        if str(r[0]).startswith("spark.sql.") and str(r[0]) != "spark.sql.warehouse.dir"
+    }
+    return {
+        "spark_version": str(spark.version),
+        "sources": sources,
+        "operators": operators,
+        "confs": confs,
+        "sink": {
+            "format": _scala_option_text(fields.get("source")),
+            "output_mode": _scala_option_text(fields.get("outputMode")),
+            "trigger": _scala_option_text(fields.get("trigger")),
+            "path": options.get("path"),
+            "options": options,
+        },
+    }
+
+
+def _declared_fields(obj: Any) -> dict[str, Any]:
+    """The JVM object's private fields by name (``DataStreamWriter`` keeps its settings in vars
+    with no getters: ``source``, ``outputMode``, ``trigger``, ``extraOptions``)."""
+    out: dict[str, Any] = {}
+    for field in obj.getClass().getDeclaredFields():
+        name = str(field.getName()).rpartition("$")[2]
+        with contextlib.suppress(Exception):  # a field the JVM will not open is not one we need
+            field.setAccessible(True)
+            out[name] = field.get(obj)
+    return out
+
+
+def _scala_option_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value.toString()) if hasattr(value, "toString") else str(value)
+    if text == "None":
+        return None
+    return text[5:-1] if text.startswith("Some(") and text.endswith(")") else text
+
+
+def _java_map(spark: Any, value: Any) -> dict[str, str]:
+    """A Scala ``Map`` or a ``CaseInsensitiveMap`` as a dict (keys as the job wrote them)."""
+    if value is None:
+        return {}
+    for keeper in ("originalMap", "asCaseSensitiveMap"):  # what the job wrote, not lower-cased
+        with contextlib.suppress(Exception):
+            value = getattr(value, keeper)()
+            break
+    try:
+        converted = spark._jvm.scala.collection.JavaConverters.mapAsJavaMapConverter(value).asJava()
+    except Exception:  # noqa: BLE001 - already a java.util.Map (CaseInsensitiveStringMap)
+        converted = value
+    try:
+        return {str(k): str(converted.get(k)) for k in converted.keySet()}
+    except Exception:  # noqa: BLE001 - an unknown map type: no options rather than a failure
+        return {}
+
+
+def _seq(value: Any) -> list[Any]:
+    return [value.apply(i) for i in range(value.size())]
+
+
+def _struct(attributes: list[Any]) -> dict[str, Any]:
+    """The StructType JSON of attributes (``DataTypeUtils.fromAttributes``), as the schema files keep it."""
+    return {
+        "type": "struct",
+        "fields": [
+            {
+                "name": _expression_name(a),
+                "type": json.loads(str(a.dataType().json())),
+                "nullable": bool(a.nullable()),
+                "metadata": {},
+            }
+            for a in attributes
+        ],
+    }
+
+
+def _expression_name(expression: Any) -> str:
+    try:
+        return str(expression.name())
+    except Exception:  # noqa: BLE001 - a grouping expression that is not a named one
+        return str(expression.toString())
+
+
+def _aggregate_buffers(expression: Any, seen: dict[str, Any]) -> None:
+    if str(expression.getClass().getSimpleName()) == "AggregateExpression":
+        key = str(expression.canonicalized().toString())
+        if key not in seen:
+            seen[key] = _seq(expression.aggregateFunction().aggBufferAttributes())
+        return
+    for child in _seq(expression.children()):
+        _aggregate_buffers(child, seen)
+
+
+def _walk_plan(spark: Any, plan: Any, sources: list[dict[str, Any]], operators: list[dict[str, Any]]) -> None:
+    kind = str(plan.getClass().getSimpleName())
+    children = _seq(plan.children())
+    streaming = any(bool(c.isStreaming()) for c in children)
+    if kind == "StreamingRelationV2":
+        sources.append({"name": str(plan.sourceName()), "options": _java_map(spark, plan.extraOptions())})
+    elif kind == "StreamingRelation":
+        sources.append(
+            {"name": str(plan.sourceName()), "options": _java_map(spark, plan.dataSource().options())}
+        )
+    elif kind == "Aggregate" and streaming:
+        buffers: dict[str, Any] = {}
+        for expr in _seq(plan.aggregateExpressions()):
+            _aggregate_buffers(expr, buffers)
+        keys = list(_seq(plan.groupingExpressions()))
+        operators.append(
+            {
+                "kind": "aggregate",
+                "key_schema": _struct(keys),
+                "value_schema": _struct([a for attrs in buffers.values() for a in attrs]),
+            }
+        )
+    elif kind in ("Deduplicate", "DeduplicateWithinWatermark") and streaming:
+        dedup = "dedup" if kind == "Deduplicate" else "dedupWithinWatermark"
+        operators.append({"kind": dedup, "key_schema": _struct(_seq(plan.keys())), "value_schema": None})
+    elif kind == "Join" and all(bool(c.isStreaming()) for c in children):
+        operators.append({"kind": "join", "key_schema": None, "value_schema": None})
+    elif streaming and kind in (
+        "FlatMapGroupsWithState",
+        "TransformWithState",
+        "FlatMapGroupsInPandasWithState",
+        "GlobalLimit",
+        "Limit",
+    ):
+        operators.append({"kind": kind, "key_schema": None, "value_schema": None})
+    for child in children:
+        _walk_plan(spark, child, sources, operators)

@@ -1104,6 +1104,43 @@ SCENARIOS.append(
     }
 )
 
+# The changed query: a healthy base restarted on its own line by a job module of fixtures/jobs/
+# with one change from Spark's "Recovery Semantics after Changes in a Streaming Query" (allowed,
+# not allowed, depends). `diagnose --job` predicts each from the job's facts (JOB_CHANGES).
+JOBS_FILE = "fixtures/jobs/changes.py"
+JOB_CHANGES: dict[str, tuple[str, str, str]] = {
+    # name: (base, job function, what changed)
+    "job-unchanged": ("stateless", "stateless", "the same query as a job module (no change)"),
+    "job-filter-added": ("stateless", "stateless_filter", "a filter added (allowed)"),
+    "job-source-added": ("stateless", "stateless_two_sources", "a second source unioned in (not allowed)"),
+    "job-aggregation-added": ("stateless", "stateless_add_count", "a stateful aggregation added"),
+    "job-shuffle-partitions": (
+        "stateless",
+        "stateless_partitions",
+        "the job sets spark.sql.shuffle.partitions=4 (the checkpoint pins 2)",
+    ),
+    "job-window-unchanged": ("window_agg", "window_agg", "the same query as a job module (no change)"),
+    "job-grouping-key-added": ("window_agg", "window_agg_key_added", "a grouping key added (not allowed)"),
+    "job-aggregate-changed": ("window_agg", "window_agg_avg", "count() replaced by avg(value)"),
+    "job-state-provider-changed": (
+        "window_agg",
+        "window_agg_rocksdb",
+        "the job sets the RocksDB state store provider (the checkpoint pins HDFS)",
+    ),
+    "job-aggregation-removed": ("window_agg", "window_agg_removed", "the aggregation removed"),
+}
+SCENARIOS += [
+    {
+        "name": name,
+        "base": base,
+        "description": f"Healthy {base} checkpoint restarted by {JOBS_FILE}:{function}: {what}.",
+        "damage": [],
+        "restart_query": f"job:{JOBS_FILE}:{function}",
+        "restarts": [{"spark": "own"}],
+    }
+    for name, (base, function, what) in JOB_CHANGES.items()
+]
+
 # ------------------------------------------------------------------------------------------
 # EXPECT: the diagnosis codes each scenario must produce, reviewed by hand against what Spark
 # did on the recorded restarts. "codes" is for `diagnose` with the scenario's own Spark line,
@@ -1229,6 +1266,8 @@ EXPECT: dict[str, dict[str, Any]] = {
     "fresh-temp-only": {"codes": {"3.5+": ["CD506"], "4.1+": ["CD507"]}},
     "fresh-empty-commits-dir": {"codes": []},
     "source-count-mismatch": {"codes": [], "more": [{"args": {"sources": 2}, "codes": ["CD201"]}]},
+    # Without --job each is its healthy base (tests/diagnosis/test_job_changes.py judges the job).
+    **{name: {"codes": []} for name in JOB_CHANGES},
     "continuous-commit-without-offsets": {"codes": ["CD701"]},
     "continuous-uncommitted-epoch": {"codes": ["CD702"]},
     "continuous-as-micro-batch": {
@@ -2165,6 +2204,33 @@ def _oracle_chunk(version: str, items: list, label: str, timeout_s: int) -> None
     shutil.rmtree(oracle_root, ignore_errors=True)
 
 
+def stage_jobs(versions: list[str]) -> None:
+    """Record what each line's Spark says the JOB_CHANGES jobs would run (``diagnose --job``'s
+    runner, checkpoint_doctor.execution.job_probe, one process per line) in
+    fixtures/jobs/facts-<version>.json: the fast tests replay them against the recorded restarts."""
+    specs = sorted({f"{JOBS_FILE}:{function}" for _, function, _ in JOB_CHANGES.values()})
+    for version in versions:
+        if version not in VERSIONS:
+            continue
+        python = spark_envs.ensure_spark_python(version)
+        cmd = [str(python), "-m", "checkpoint_doctor.execution.job_probe", *specs]
+        lock = os.environ.get(SPARK_LOCK_ENV)
+        if lock:
+            cmd = ["flock", lock, *cmd]
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        t0 = time.monotonic()
+        done = subprocess.run(cmd, cwd=str(REPO), env=env, capture_output=True, text=True, check=False)
+        lines = [ln for ln in done.stdout.splitlines() if ln.startswith("[")]
+        if done.returncode != 0 or not lines:
+            raise RuntimeError(f"job probe {version} exited {done.returncode}: {done.stderr[-2000:]}")
+        entries = json.loads(lines[-1])
+        bad = [e for e in entries if "error" in e]
+        if bad:
+            raise RuntimeError(f"job probe {version}: {bad}")
+        write_json(FIXTURES / "jobs" / f"facts-{version}.json", entries)
+        log(f"   job facts {version}: {len(entries)} jobs in {time.monotonic() - t0:.1f} s")
+
+
 def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> None:
     """Restart what has no result for the current bytes; then once more, with a doubled
     timeout, whatever timed out (a loaded machine slows a restart down; it is not an outcome)."""
@@ -2187,7 +2253,7 @@ def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> N
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--stage", choices=("base", "damage", "oracle", "kafka", "delta", "all"), default="all"
+        "--stage", choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "all"), default="all"
     )
     parser.add_argument(
         "--spark",
@@ -2212,6 +2278,8 @@ def main(argv: list[str]) -> int:
             stage_base(versions, args.scenario)
         elif stage == "damage":
             stage_damage(versions, args.scenario)
+        elif stage == "jobs":
+            stage_jobs(versions)
         elif stage == "kafka":
             import kafka_fixtures  # needs confluent-kafka and Maven: only this stage
 

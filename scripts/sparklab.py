@@ -343,6 +343,25 @@ def q_async(spark, job):
     return q_stateless(spark, job)
 
 
+#: ``"query": "job:fixtures/jobs/changes.py:window_agg_avg"``: a job module's function (path
+#: relative to the repository) that takes a SparkSession and returns its DataStreamWriter.
+JOB_PREFIX = "job:"
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _job_function(spec: str) -> Callable[[SparkSession], DataStreamWriter]:
+    import importlib.util
+
+    path, _, function = spec.rpartition(":")
+    full = os.path.join(REPO, path)
+    module_spec = importlib.util.spec_from_file_location("sparklab_job_" + re.sub(r"\W", "_", path), full)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"cannot import job file {full}")
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return getattr(module, function)
+
+
 # --------------------------------------------------------------------------------------------
 # error text
 # --------------------------------------------------------------------------------------------
@@ -621,16 +640,23 @@ def _run_query_job(spark: SparkSession, job: dict) -> dict:
             # program between jobs of this one JVM: scripts/kafka_world.py.
             subprocess.run(job["before_argv"], check=True, stdout=sys.stderr, timeout=120)
         name = job["query"]
-        if name not in QUERIES:
+        if name.startswith(JOB_PREFIX):
+            # An operator's job module (fixtures/jobs/): it sets its own confs, so it gets its own
+            # session (SparkSession.newSession: same SparkContext, its own SQLConf) and leaks none.
+            build, spark = _job_function(name[len(JOB_PREFIX) :]), spark.newSession()
+            confs = {}
+        elif name not in QUERIES:
             raise KeyError(f"unknown query {name!r}; known: {sorted(QUERIES)}")
-        confs = dict(QUERY_CONFS[name])
+        else:
+            build = QUERIES[name]
+            confs = dict(QUERY_CONFS[name])
         confs.update({k: str(v) for k, v in (job.get("confs") or {}).items()})
         result["confs"] = confs
         for key, value in confs.items():
             saved[key] = _conf_get(spark, key)
             spark.conf.set(key, value)
         try:
-            writer = QUERIES[name](spark, job)
+            writer = build(spark) if name.startswith(JOB_PREFIX) else build(spark, job)
             writer = writer.option("checkpointLocation", job["checkpoint"])
             if mode == "async":
                 writer = writer.option("asyncProgressTrackingEnabled", "true").option(

@@ -8,11 +8,22 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts, job_facts_from_dict
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 TWO_SOURCE_QUERIES = {"stateless_two_sources": 2, "stream_join": 2}
+#: A restart by a job module of fixtures/jobs/ (scripts/sparklab.py): ``job:PATH:FUNCTION``.
+JOB_PREFIX = "job:"
+
+
+def job_facts_for(spec: str, version: str) -> JobFacts:
+    """Return what Spark ``version`` said the job ``PATH:FUNCTION`` runs, as recorded by
+    ``scripts/generate_fixtures.py --stage jobs`` (fixtures/jobs/facts-<version>.json)."""
+    entries = json.loads((FIXTURES / "jobs" / f"facts-{version}.json").read_text())
+    entry = next(e for e in entries if e["job"] == spec)
+    return job_facts_from_dict(spec, entry["facts"], entry["facts"]["elapsed_s"])
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,12 @@ def options_for_restart(scenario: Scenario, restart: dict) -> DiagnoseOptions:
     """Return the diagnose options that describe one recorded restart."""
     query = restart.get("query") or scenario.data["query"]["name"]
     sources = TWO_SOURCE_QUERIES.get(query, scenario.data["query"].get("sources", 1))
+    stateful = bool(scenario.data["query"].get("stateful"))
+    job = None
+    if query.startswith(JOB_PREFIX):
+        # The changed query: what the restarting line's Spark said the job runs (diagnose --job).
+        job = job_facts_for(query[len(JOB_PREFIX) :], restart["spark"])
+        sources, stateful = len(job.sources), job.stateful
     # The session confs the restart ran with: the query's own (sparklab QUERY_CONFS, e.g. the
     # checkpoint format of rocksdb_v2) plus the restart's, as recorded with the result.
     confs = dict((restart.get("result") or {}).get("confs") or {})
@@ -112,7 +129,8 @@ def options_for_restart(scenario: Scenario, restart: dict) -> DiagnoseOptions:
         spark=".".join(restart["spark"].split(".")[:2]),
         mode=restart["mode"],
         sources=sources,
-        stateful=bool(scenario.data["query"].get("stateful")),
+        stateful=stateful,
         live_window_s=0,
         confs=tuple(sorted(confs.items())),
+        job=job,
     )

@@ -11,6 +11,7 @@ from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.versions import LINES
+from checkpoint_doctor.errors import MissingDependencyError, UsageError
 from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
@@ -127,6 +128,27 @@ def diagnosis_options(func: F) -> F:
                 type=click.IntRange(1, 2),
                 help="spark.sql.streaming.stateStore.checkpointFormatVersion of the restart (4.0/4.1 only).",
             ),
+            click.option(
+                "--job",
+                metavar="MODULE:FUNCTION|PATH.py:FUNCTION",
+                help="The query that will restart: a function that takes a SparkSession and returns its "
+                "DataStreamWriter, not started. Spark analyses it (nothing is run or read) and the "
+                "restart is judged with its sources, stateful operators, confs and trigger.",
+            ),
+            click.option(
+                "--job-python",
+                metavar="PYTHON",
+                help="Interpreter whose pyspark describes --job (default: this one); its Spark line is "
+                "the default --spark.",
+            ),
+            click.option(
+                "--job-timeout",
+                type=click.FloatRange(min=1),
+                default=180.0,
+                show_default=True,
+                metavar="SECONDS",
+                help="Give up describing --job after this long.",
+            ),
         ]
     ):
         func = opt(func)
@@ -197,9 +219,67 @@ def matrix_options_from(
     own_writes: OwnWrites = frozenset(),
     kafka: KafkaLive | None = None,
     delta: tuple[DeltaTable, ...] | None = None,
+    *,
+    optional_job: bool = False,
 ) -> MatrixOptions:
     """Return the restart matrix options of the command's options (``own_writes``: the files
-    checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`)."""
+    checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`;
+    ``optional_job``: without pyspark here, ``--job`` is not analysed and the output says so)."""
+    from dataclasses import replace
+
+    job = job_facts_for(kw, required=not optional_job)
+    options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta)
+    if job is not None:
+        from checkpoint_doctor.diagnosis.versions import line_of
+
+        # The job says what restarts: its line (unless --spark), its mode (unless --mode), its
+        # sources and its stateful operators (--sources/--stateful are then not needed).
+        options = replace(
+            options,
+            lines=options.lines or (line_of(job.spark_version),),
+            modes=options.modes or (job.mode,),
+            base=replace(options.base, sources=len(job.sources), stateful=job.stateful, job=job),
+        )
+    return replace(options, job_note=kw.get("job_note"))
+
+
+def job_facts_for(kw: dict[str, Any], *, required: bool = True) -> Any:
+    """Return what ``--job`` runs, as ``--job-python``'s Spark describes it (None without ``--job``;
+    asked once per command: the answer is kept in ``kw``). Not ``required`` (``plan``, whose
+    ``--job`` is also the job a catch-up step runs, maybe on another machine): without pyspark
+    here and without ``--job-python`` the job is not analysed and ``kw["job_note"]`` says so."""
+    spec = kw.get("job")
+    if not spec:
+        if kw.get("job_python"):
+            raise UsageError("--job-python needs --job", hint="name the job too: --job MODULE:FUNCTION")
+        return None
+    if kw.get("job_facts") is None:
+        from checkpoint_doctor.execution.catch_up.job import parse_job_spec
+        from checkpoint_doctor.execution.job_facts import describe_jobs
+
+        parse_job_spec(spec)
+        try:
+            kw["job_facts"] = describe_jobs([spec], python=kw.get("job_python"), timeout_s=kw["job_timeout"])[
+                0
+            ]
+        except MissingDependencyError:
+            if required or kw.get("job_python"):
+                raise
+            kw["job_note"] = (
+                f"--job {spec} not analysed (no pyspark here): the restart is judged without it; "
+                "pass --job-python with the python of the job's Spark line to judge it"
+            )
+            return None
+    return kw["job_facts"]
+
+
+def _matrix_options_of(
+    kw: dict[str, Any],
+    sink_note: str | None,
+    own_writes: OwnWrites,
+    kafka: KafkaLive | None,
+    delta: tuple[DeltaTable, ...] | None,
+) -> MatrixOptions:
     from checkpoint_doctor.diagnosis.options import matrix_options
 
     return matrix_options(

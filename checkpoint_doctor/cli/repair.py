@@ -105,9 +105,6 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="Query id for recreate-metadata (the old id, from driver logs); written as Spark reads it.",
 )
 @click.option(
-    "--job", metavar="MODULE:FUNCTION", help="The streaming job, recorded in a catch-up step's command."
-)
-@click.option(
     "--state-store",
     "state_store",
     multiple=True,
@@ -132,7 +129,6 @@ def plan_command(
     accept_data_loss: bool,
     sink_kind: str | None,
     query_id: str | None,
-    job: str | None,
     state_store: Sequence[str],
     deep: bool,
     force_sink: bool,
@@ -162,13 +158,14 @@ def plan_command(
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
     delta = delta_tables_for(loaded.snapshot, kw, storage_option)
-    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta)
+    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta, optional_job=True)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,
         accept_data_loss=accept_data_loss,
         query_id=query_id,
-        job=job,
+        # The same --job the restart is judged with (diagnosis_options), recorded in a catch-up step.
+        job=kw["job"],
         sink_kind=sink_kind,
         state_stores=_state_stores(state_store),
         depth="deep" if deep else "default",
@@ -182,7 +179,7 @@ def plan_command(
         write_destination(dest, plan.to_json())
     data = plan.to_dict()
     hints = Hints.from_options(kw, storage_option)
-    flags = _plan_flags(strategy, sink_kind, query_id, job, state_store, deep)
+    flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     follow = PlanFollowUp(
         output=output,
         written=dest is not None and bool(plan.steps),
@@ -211,7 +208,6 @@ def _plan_flags(
     strategy: str | None,
     sink_kind: str | None,
     query_id: str | None,
-    job: str | None,
     state_store: Sequence[str],
     deep: bool,
 ) -> list[str]:
@@ -221,7 +217,6 @@ def _plan_flags(
         ("--strategy", strategy),
         ("--sink", sink_kind),
         ("--query-id", query_id),
-        ("--job", job),
     ):
         if value:
             words += [flag, value]

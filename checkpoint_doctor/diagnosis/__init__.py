@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import fields
 
 from checkpoint_doctor.diagnosis import checks_logs, checks_writers
+from checkpoint_doctor.diagnosis.changes import compare as checks_job
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
@@ -47,6 +48,7 @@ ALL_CHECKS = (
     checks_state.check_state_restorable,
     checks_state.check_restorable_batch,
     checks_statefulness.check_state_suspected,
+    checks_job.check_job,
     checks_sink.check_sink,
     checks_delta_sink.check_delta_sink,
     checks_writers.check_debris,
@@ -102,7 +104,7 @@ def diagnose(
         else:
             findings.extend(check(ctx, prediction))
     unique = list(dict.fromkeys(findings))
-    assumptions = []
+    assumptions = [opts.job.summary] if opts.job is not None else []
     if opts.mode is None:
         assumptions.append(f"restart mode {ctx.mode}: detected from the logs ({ctx.detected.evidence})")
     if opts.stateful is None and ctx.stateful is None:

@@ -48,6 +48,7 @@ class Code(TextEnum):
     UNFINISHED_REPARTITION = "CD012"
     PINNED_CONF_INVALID = "CD013"
     METADATA_ID_INVALID = "CD014"
+    PINNED_CONF_OVERRIDDEN = "CD015"
     ASYNC_TAIL_SYNC_RESTART = "CD101"
     ASYNC_PROGRESS_LOG = "CD102"
     OFFSETS_PREDECESSOR_MISSING = "CD103"
@@ -79,6 +80,8 @@ class Code(TextEnum):
     ROCKSDB_SNAPSHOT_SKIPPED = "CD309"
     STATE_MAY_BE_GONE = "CD310"
     STATE_FILE_UNREADABLE = "CD311"
+    STATE_SCHEMA_INCOMPATIBLE = "CD312"
+    STATE_OPERATORS_CHANGED = "CD313"
     SINK_HOLDS_UNCOMMITTED_BATCH = "CD401"
     SINK_AHEAD_OF_OFFSETS = "CD402"
     SINK_BEHIND_COMMITS = "CD403"
@@ -310,6 +313,21 @@ _ALL = (
         "Restore the file, or rebuild its metadata line from the offsets file below it.",
         "should be int, but was",
         "INVALID_CONF_VALUE.TYPE_MISMATCH",
+    ),
+    _c(
+        Code.PINNED_CONF_OVERRIDDEN,
+        "pinned-conf-overridden",
+        INFO,
+        "The job sets a conf the checkpoint pins: Spark uses the checkpoint's value",
+        "On restart Spark restores the confs the newest offsets file pins (spark.sql.shuffle.partitions, "
+        "the state store provider, the state format versions: OffsetSeqMetadata.relevantSQLConfs) over "
+        "the session's and logs 'Updating the value of conf ... in current session from ... to ...'. The "
+        "query starts; the job's setting has no effect on this checkpoint.",
+        "The job was changed to set another value (more shuffle partitions, RocksDB instead of HDFS "
+        "state) for a query that keeps its checkpoint.",
+        "Keep the pinned value, or start the changed query on a new checkpoint (for the shuffle "
+        "partitions of a stateful query: Spark 4.3's offline state repartitioning).",
+        "Updating the value of conf",
     ),
     _c(
         Code.METADATA_ID_INVALID,
@@ -715,6 +733,41 @@ _ALL = (
         "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
         "CANNOT_READ_DELTA_FILE_NOT_EXISTS",
         "Error reading delta file",
+    ),
+    _c(
+        Code.STATE_SCHEMA_INCOMPATIBLE,
+        "state-schema-incompatible",
+        ERROR,
+        "A stateful operator's key or value schema is not the one its state was written with",
+        "Before a stateful operator loads its state Spark compares the query's key and value schema with "
+        "the schema file the checkpoint holds (StateSchemaCompatibilityChecker: the number, order and "
+        "types of the fields; names may differ). 3.5 fails the first batch's tasks with "
+        "StateSchemaNotCompatible ('Provided schema doesn't match to the schema for existing state!'); "
+        "4.x fails planning the first batch with STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE or "
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE.",
+        "The query changed its grouping keys, its aggregate functions or the types they read: Spark's "
+        "guide lists these changes as not allowed on the same checkpoint.",
+        "Keep the old grouping keys and aggregates, or run the changed query on a new checkpoint "
+        "(and backfill); setting spark.sql.streaming.stateStore.stateSchemaCheck=false reads the old "
+        "state with the new schema, which can return wrong results.",
+        "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+        "StateSchemaNotCompatible",
+    ),
+    _c(
+        Code.STATE_OPERATORS_CHANGED,
+        "state-operators-changed",
+        ERROR,
+        "The query's stateful operators are not the ones the checkpoint's operator metadata records",
+        "Spark 4.0 and newer write state/<op>/_metadata/metadata (the operator's id and name) and on "
+        "restart compare the query's stateful operators with it: an operator added, removed or "
+        "replaced fails planning the first batch with "
+        "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA. 3.5 writes no such metadata; a "
+        "removed operator's state is then left unused and the query starts.",
+        "The query gained, lost or replaced an aggregation, deduplication, join or (flat)mapGroupsWithState.",
+        "Keep the stateful operators of the query that wrote the checkpoint, or run the changed query on "
+        "a new checkpoint.",
+        "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
     ),
     _c(
         Code.STATE_FILE_UNREADABLE,

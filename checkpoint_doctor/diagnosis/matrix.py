@@ -34,6 +34,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
@@ -82,6 +83,8 @@ class MatrixOptions:
     base: DiagnoseOptions = field(default_factory=DiagnoseOptions)
     #: What the caller found out about the query's file sink (it looked next to the checkpoint).
     sink_note: str | None = None
+    #: Why ``--job`` was not analysed (plan without pyspark), or None.
+    job_note: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +152,17 @@ class MatrixDiagnosis:
     #: Statefulness unknown: per line, what a restart in the detected mode does if the query has
     #: stateful operators (CD310's cells, or asked once per line where nothing suggests state).
     if_stateful: tuple[tuple[str, str], ...] = ()
+    #: The restarted query as a Spark line described it (``--job``), or None.
+    job: JobFacts | None = None
+    #: Why ``--job`` was not analysed (plan without pyspark), or None.
+    job_note: str | None = None
+
+    @property
+    def job_assumptions(self) -> tuple[str, ...]:
+        """Return what the output says about ``--job``: the query as Spark described it, or why not."""
+        if self.job is not None:
+            return (self.job.summary,)
+        return (self.job_note,) if self.job_note is not None else ()
 
     @property
     def counted_cells(self) -> tuple[CellDiagnosis, ...]:
@@ -227,6 +241,7 @@ class MatrixDiagnosis:
             "findings": at_root([f.to_dict() for f in self.findings], self.checkpoint),
             "counts": counts,
             "assumptions": list(self.assumptions),
+            "job": self.job.to_dict() if self.job is not None else None,
             "exit_code": self.exit_code,
         }
 
@@ -476,6 +491,10 @@ def _assumptions(
 ) -> list[str]:
     base = opts.base
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
+    if base.job is not None:
+        out.append(base.job.summary)
+    if opts.job_note is not None:
+        out.append(opts.job_note)
     writer = facts.writer
     if writer.evidence:
         out.append(f"written by Spark {writer.label}: {'; '.join(writer.evidence)}")
@@ -545,6 +564,8 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         named_modes=opts.modes,
         proven=proven,
         if_stateful=if_stateful,
+        job=opts.base.job,
+        job_note=opts.job_note,
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
@@ -175,6 +176,8 @@ class DiagnoseOptions:
     kafka: KafkaLive | None = None
     #: The Delta tables named with --delta-table, read at the I/O edge (None: not checked).
     delta: tuple[DeltaTable, ...] | None = None
+    #: What the restarted query is, as a Spark line described it (``--job``; None: not known).
+    job: JobFacts | None = None
 
 
 @dataclass(frozen=True)

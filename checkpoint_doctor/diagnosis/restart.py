@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from checkpoint_doctor.diagnosis import real_time
+from checkpoint_doctor.diagnosis.changes import compare as changes
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
@@ -119,10 +120,29 @@ def _writes_step(run: _Run) -> RestartPrediction | None:
     return None
 
 
+def _job_step(run: _Run, *, schemas: bool) -> RestartPrediction | None:
+    """The changed query (``--job``) on a restart (batch > 0): 4.0+ IncrementalExecution checks the
+    operators against their metadata first, stateless queries included [exp: job-aggregation-removed
+    on 4.0.5]; with ``schemas``, the schema check that runs before any state version is loaded
+    (3.5: StateStore.get in each task; 4.x: while planning the batch) [exp: job-grouping-key-added,
+    job-aggregate-changed]."""
+    ctx, job, b = run.ctx, run.ctx.options.job, run.next_batch_id
+    if job is None or b is None or b == 0:
+        return None
+    if schemas:
+        error = changes.schema_error(ctx, job)
+        return run.done(error, Code.STATE_SCHEMA_INCOMPATIBLE) if error is not None else None
+    error = changes.operators_error(ctx, job)
+    return run.done(error, Code.STATE_OPERATORS_CHANGED) if error is not None else None
+
+
 def _state_step(run: _Run) -> RestartPrediction | None:
     """Batch B loads state version B in every operator, partition and store."""
     ctx = run.ctx
     b = run.next_batch_id
+    failed = _job_step(run, schemas=False)
+    if failed is not None:
+        return failed
     if b is None or ctx.stateful is not True:
         return None
     if ctx.is_async:
@@ -133,6 +153,9 @@ def _state_step(run: _Run) -> RestartPrediction | None:
         if b == 0:
             return None
         return run.done(ctx.target.state_missing_dir(ctx.pinned_provider), Code.STATE_MISSING)
+    failed = _job_step(run, schemas=True)
+    if failed is not None:
+        return failed
     expected = ctx.pinned_partitions
     for op in state.operators:
         if expected is not None and b > 0:
@@ -457,6 +480,9 @@ def _resume(run: _Run) -> RestartPrediction:
     if partitions is not None and java_parse_int(partitions) is None:
         # OffsetSeqMetadata.setSessionConf sets the pinned confs before the commit log is read.
         return run.done(ctx.target.shuffle_partitions_not_int(partitions), Code.PINNED_CONF_INVALID)
+    if ctx.options.job is not None:
+        for key, value, pinned in changes.conf_overrides(ctx, ctx.options.job):
+            run.warnings.append(ctx.target.conf_overridden(key, value, pinned))
     conflict = False
     if ctx.committed is None:
         run.notes.append(f"no commit log present: Spark re-runs batch {latest}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.changes.texts import ChangeTexts
 from checkpoint_doctor.diagnosis.sources.texts import SourceTexts
 from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
 from checkpoint_doctor.diagnosis.state.texts import StateTexts
@@ -22,7 +23,7 @@ __all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "at_root", "qualify_r
 
 
 @dataclass(frozen=True)
-class SparkTarget(StateTexts, SourceTexts):
+class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
     """A Spark release line and its restart rules (state store and source texts in the mixins)."""
 
     @property

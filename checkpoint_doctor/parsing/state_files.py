@@ -135,6 +135,8 @@ def parse_schema_header(data: bytes, *, path: str) -> StateSchemaHeader:
         version=version,
         key_fields=_field_names(key, path=path),
         value_fields=_field_names(value, path=path),
+        key_schema=key,
+        value_schema=value,
     )
 
 

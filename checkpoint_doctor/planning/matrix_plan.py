@@ -74,5 +74,5 @@ def plan_for_matrix(
         plan,
         expected=expected,
         warnings=tuple(dict.fromkeys(warnings)),
-        assumptions=(assumed,) if assumed is not None else (),
+        assumptions=(*matrix.job_assumptions, *((assumed,) if assumed is not None else ())),
     )

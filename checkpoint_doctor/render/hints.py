@@ -74,6 +74,8 @@ class Hints:
     kafka_bootstrap: str | None = None
     kafka_options: tuple[str, ...] = ()
     delta_tables: tuple[str, ...] = ()
+    job: str | None = None
+    job_python: str | None = None
 
     @classmethod
     def from_options(cls, kw: Mapping[str, Any], storage_option: Sequence[str] = ()) -> Hints:
@@ -91,6 +93,8 @@ class Hints:
             kafka_bootstrap=kw.get("kafka_bootstrap_servers"),
             kafka_options=public_kafka_options(kw.get("kafka_option") or ()),
             delta_tables=tuple(kw.get("delta_table") or ()),
+            job=kw.get("job"),
+            job_python=kw.get("job_python"),
         )
 
     def storage_flags(self) -> list[str]:
@@ -122,6 +126,10 @@ class Hints:
                 words += ["--kafka-option", pair]
         for table in self.delta_tables:
             words += ["--delta-table", table]
+        if self.job:
+            words += ["--job", self.job]
+            if self.job_python:
+                words += ["--job-python", self.job_python]
         return words
 
     def diagnose(self, checkpoint: str, spark: str | None = None, mode: str | None = None) -> str:

@@ -39,6 +39,7 @@ KNOWN_CODES = frozenset(
         "CD012",
         "CD013",
         "CD014",
+        "CD015",
         "CD101",
         "CD102",
         "CD103",
@@ -70,6 +71,8 @@ KNOWN_CODES = frozenset(
         "CD309",
         "CD310",
         "CD311",
+        "CD312",
+        "CD313",
         "CD401",
         "CD402",
         "CD403",
@@ -153,6 +156,11 @@ def test_scenario_codes(scenario, args, expected, tmp_path):
 #: diagnoses every recorded Kafka restart with them).
 TRIGGERED_ELSEWHERE = {
     "CD207",
+    # CD015, CD312 and CD313 need the changed job's facts, recorded per line in fixtures/jobs/
+    # (tests/diagnosis/test_job_changes.py)
+    "CD015",
+    "CD312",
+    "CD313",
     # CD208-CD210, CD407 and CD408 need the Delta tables, kept beside each Delta fixture
     # (tests/delta/test_recorded_restarts.py)
     "CD208",

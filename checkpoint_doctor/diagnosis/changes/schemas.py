@@ -1,0 +1,114 @@
+"""State schemas: the key and value StructType a job's stateful operator keeps, against the schema
+file its operator wrote (``state/<op>/0/_metadata/schema``). Pure.
+
+Spark's check (``StateSchemaCompatibilityChecker``: ``DataType.equalsIgnoreNameAndCompatibleNullability``)
+ignores field names and metadata; what must match is the number, order and type of the fields,
+nested ones included. Nullability is left out here (Spark allows a nullable new field over a
+non-nullable stored one; the jobs whose schemas differ only there are not judged).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
+from checkpoint_doctor.model import StateSchemaHeader
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+
+def _shape(data_type: Any) -> Any:
+    """A data type without names, nullability or metadata (what the check compares)."""
+    if isinstance(data_type, dict):
+        kind = data_type.get("type")
+        if kind == "struct":
+            return ("struct", tuple(_shape(f.get("type")) for f in data_type.get("fields") or []))
+        if kind == "array":
+            return ("array", _shape(data_type.get("elementType")))
+        if kind == "map":
+            return ("map", _shape(data_type.get("keyType")), _shape(data_type.get("valueType")))
+        if kind == "udt":
+            return ("udt", data_type.get("class"))
+        return (str(kind),)
+    return data_type
+
+
+def _parse(schema: str) -> Any:
+    try:
+        return json.loads(schema)
+    except ValueError:
+        return None
+
+
+def compatible(stored: str, new: str) -> bool:
+    """Return whether a new schema passes Spark's check against the stored one."""
+    a, b = _parse(stored), _parse(new)
+    if a is None or b is None:
+        return True  # not judged: an unreadable schema is reported by the state checks
+    return bool(_shape(a) == _shape(b))
+
+
+def ddl(schema: str) -> str:
+    """Return a StructType JSON as Spark's short form: ``struct<window:struct<start:timestamp,...>>``."""
+    parsed = _parse(schema)
+    return _ddl(parsed) if parsed is not None else schema
+
+
+def _ddl(data_type: Any) -> str:
+    if isinstance(data_type, str):
+        return data_type
+    if not isinstance(data_type, dict):
+        return str(data_type)
+    kind = data_type.get("type")
+    if kind == "struct":
+        inner = ",".join(f"{f.get('name')}:{_ddl(f.get('type'))}" for f in data_type.get("fields") or [])
+        return f"struct<{inner}>"
+    if kind == "array":
+        return f"array<{_ddl(data_type.get('elementType'))}>"
+    if kind == "map":
+        return f"map<{_ddl(data_type.get('keyType'))},{_ddl(data_type.get('valueType'))}>"
+    return str(kind)
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """A stateful operator whose key (``part`` "key") or value schema is not the stored one."""
+
+    operator_id: int
+    part: str
+    stored: str
+    new: str
+    schema_file: str
+
+    @property
+    def text(self) -> str:
+        """Return the change in an operator's words."""
+        return (
+            f"operator {self.operator_id}: the job's state {self.part} schema {ddl(self.new)} is not "
+            f"the stored {ddl(self.stored)} ({self.schema_file})"
+        )
+
+
+def schema_changes(snapshot: CheckpointSnapshot, job: JobFacts) -> tuple[SchemaChange, ...]:
+    """Return the job's operators whose key or value schema fails the check, key first per operator
+    (Spark checks the key schema first)."""
+    stored: dict[int, tuple[str, StateSchemaHeader]] = {}
+    for op in snapshot.state.operators:
+        for store in op.stores:
+            rec = store.schema
+            if rec is not None and rec.record is not None and rec.record.key_schema is not None:
+                stored.setdefault(op.operator_id, (rec.file.path, rec.record))
+    out = []
+    for operator in job.operators:
+        found = stored.get(operator.operator_id)
+        if found is None:
+            continue
+        path, header = found
+        for part, new, old in (
+            ("key", operator.key_schema, header.key_schema),
+            ("value", operator.value_schema, header.value_schema),
+        ):
+            if new is not None and old is not None and not compatible(old, new):
+                out.append(SchemaChange(operator.operator_id, part, old, new, path))
+    return tuple(out)

@@ -1,0 +1,130 @@
+"""What each Spark line prints when the restarted query is not the one that wrote the checkpoint.
+Pure.
+
+Texts are verbatim from the ``job-*`` restarts recorded on every line (fixtures/spark-*/job-*):
+3.5's ``StateSchemaNotCompatible`` fails the first batch's tasks (``StateStore.get`` runs
+``StateSchemaCompatibilityChecker`` before it loads a version); 4.x validates the schemas on the
+driver while planning the first batch (``STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE`` /
+``STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE``), and checks the operators against the operator
+metadata the checkpoint holds (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
+
+_SCHEMA_CHECK_OFF = (
+    "If you want to force running the query without schema validation, please set "
+    "spark.sql.streaming.stateStore.stateSchemaCheck to false."
+)
+
+
+def struct_text(schema: str | None) -> str:
+    """Return a StructType JSON as Scala prints it: ``StructType(StructField(count,LongType,false))``."""
+    if schema is None:
+        return "StructType()"
+    try:
+        return _type_text(json.loads(schema))
+    except ValueError:
+        return schema
+
+
+def _type_text(data_type: Any) -> str:
+    if isinstance(data_type, str):
+        if data_type.startswith("decimal"):
+            return "DecimalType" + data_type[len("decimal") :]
+        special = {"timestamp_ntz": "TimestampNTZType", "void": "NullType"}
+        return special.get(data_type, data_type[:1].upper() + data_type[1:] + "Type")
+    if not isinstance(data_type, dict):
+        return str(data_type)
+    kind = data_type.get("type")
+    if kind == "struct":
+        fields = ",".join(
+            f"StructField({f.get('name')},{_type_text(f.get('type'))},{str(bool(f.get('nullable'))).lower()})"
+            for f in data_type.get("fields") or []
+        )
+        return f"StructType({fields})"
+    if kind == "array":
+        return f"ArrayType({_type_text(data_type.get('elementType'))},{str(bool(data_type.get('containsNull'))).lower()})"
+    if kind == "map":
+        return f"MapType({_type_text(data_type.get('keyType'))},{_type_text(data_type.get('valueType'))},{str(bool(data_type.get('valueContainsNull'))).lower()})"
+    return str(kind)
+
+
+class ChangeTexts(SparkLine):
+    """The changed query's failures, per line."""
+
+    def state_schema_incompatible(
+        self, part: str, stored: str, new: str, stored_other: str | None, new_other: str | None
+    ) -> SparkError:
+        """The job's state ``part`` ("key" or "value") schema fails the check against the stored one
+        (``stored_other``/``new_other``: the other part, which 3.5 prints too)."""
+        if self.error_classes:
+            error_class = f"STATE_STORE_{part.upper()}_SCHEMA_NOT_COMPATIBLE"
+            text = (
+                f"[{error_class}] Provided {part} schema does not match existing state {part} schema.\n"
+                "Please check number and type of fields.\n"
+                f"Existing {part}_schema={struct_text(stored)} and new {part}_schema={struct_text(new)}.\n"
+                f"{_SCHEMA_CHECK_OFF}\n"
+                "However, please note that running the query with incompatible schema could cause "
+                "non-deterministic behavior."
+            )
+            return SparkError(text + self.sqlstate("XXKST"), f"[{error_class}]", "batch", error_class)
+        keys = (new, stored) if part == "key" else (new_other, stored_other)
+        values = (new_other, stored_other) if part == "key" else (new, stored)
+        text = (
+            "org.apache.spark.sql.execution.streaming.state.StateSchemaNotCompatible: Provided schema doesn't "
+            "match to the schema for existing state! Please note that Spark allow difference of field name: "
+            "check count of fields and data type of each field.\n"
+            f"- Provided key schema: {struct_text(keys[0])}\n- Existing key schema: {struct_text(keys[1])}\n"
+            f"- Provided value schema: {struct_text(values[0])}\n- Existing value schema: {struct_text(values[1])}\n"
+            "If you want to force running query without schema validation, please set "
+            "spark.sql.streaming.stateStore.stateSchemaCheck to false."
+        )
+        return SparkError(
+            text,
+            "Provided schema doesn't match to the schema for existing state!",
+            "task",
+            headline="StateSchemaNotCompatible: Provided schema doesn't match to the schema for existing state",
+        )
+
+    @property
+    def checks_operator_metadata(self) -> bool:
+        """4.0+ compare the query's stateful operators with ``state/<op>/_metadata`` on restart."""
+        return self.error_classes
+
+    def operators_not_match(
+        self, in_metadata: Sequence[tuple[int, str]], in_query: Sequence[tuple[int, str]]
+    ) -> SparkError:
+        """``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA`` (4.0+)."""
+        error_class = "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA"
+
+        def listed(ops: Sequence[tuple[int, str]]) -> str:
+            return ", ".join(f"(OperatorId: {i} -> OperatorName: {n})" for i, n in ops)
+
+        text = (
+            f"[{error_class}] Streaming stateful operator name does not match with the operator in state "
+            "metadata. This likely to happen when user adds/removes/changes stateful operator of existing "
+            "streaming query.\n"
+            f"Stateful operators in the metadata: [{listed(in_metadata)}]; Stateful operators in current "
+            f"batch: [{listed(in_query)}]."
+        )
+        return SparkError(text + self.sqlstate("42K03"), f"[{error_class}]", "batch", error_class)
+
+    def pinned_session_key(self, key: str) -> str:
+        """Return the session conf a pinned conf is restored into: 4.1+ restore the pinned
+        ``spark.sql.shuffle.partitions`` into ``spark.sql.streaming.internal.stateStore.partitions``
+        (which falls back to the shuffle partitions), so only the state keeps the pinned number
+        [exp: job-shuffle-partitions on 4.1.4, 4.2.1, 4.3.0]."""
+        if key == "spark.sql.shuffle.partitions" and self._at_least("4.1"):
+            return "spark.sql.streaming.internal.stateStore.partitions"
+        return key
+
+    def conf_overridden(self, key: str, session: str, pinned: str) -> str:
+        """``OffsetSeqMetadata.setSessionConf``'s WARN when the session differs from a pinned conf."""
+        restored = self.pinned_session_key(key)
+        return f"Updating the value of conf '{restored}' in current session from '{session}' to '{pinned}'."
