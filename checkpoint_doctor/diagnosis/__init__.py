@@ -13,15 +13,14 @@ from checkpoint_doctor.diagnosis.changes import compare as checks_job
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.restart import predict_restart
 from checkpoint_doctor.diagnosis.sinks import checks as checks_sink
 from checkpoint_doctor.diagnosis.sinks import checks_delta as checks_delta_sink
-from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
 from checkpoint_doctor.diagnosis.sources import checks as checks_sources
 from checkpoint_doctor.diagnosis.sources import checks_delta as checks_delta_sources
 from checkpoint_doctor.diagnosis.sources import checks_files as checks_source_files
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.state import checks as checks_state
 from checkpoint_doctor.diagnosis.state import checks_statefulness
 from checkpoint_doctor.diagnosis.versions import target
@@ -113,18 +112,7 @@ def diagnose(
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:
         assumptions.append(f"target Spark {ctx.target.line} (the newest supported; pass --spark)")
-    kafka = checks_kafka.assumption(newest_sources(snapshot), opts.kafka)
-    if kafka is not None:
-        assumptions.append(kafka)
-    retention = checks_kafka.retention_note(snapshot, opts.kafka, opts.now_ms)
-    if retention is not None:
-        assumptions.append(retention)
-    delta = checks_delta_sources.assumption(newest_sources(snapshot), opts.delta, snapshot.query_id)
-    if delta is not None:
-        assumptions.append(delta)
-    partly = sink_not_checked(snapshot)
-    if partly is not None:
-        assumptions.append(partly)
+    assumptions.extend(outside_notes(snapshot, opts))
     return Diagnosis(
         checkpoint=snapshot.root,
         spark=ctx.target.line,

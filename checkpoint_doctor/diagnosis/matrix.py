@@ -39,11 +39,8 @@ from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severi
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.severity import effective_severity
-from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
-from checkpoint_doctor.diagnosis.sources import checks_delta
-from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.state.checks_statefulness import (
     per_line,
     stateful_assumption,
@@ -514,18 +511,7 @@ def _assumptions(
         out.append(
             "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
         )
-    kafka = checks_kafka.assumption(newest_sources(snapshot), base.kafka)
-    if kafka is not None:
-        out.append(kafka)
-    retention = checks_kafka.retention_note(snapshot, base.kafka, base.now_ms)
-    if retention is not None:
-        out.append(retention)
-    delta = checks_delta.assumption(newest_sources(snapshot), base.delta, snapshot.query_id)
-    if delta is not None:
-        out.append(delta)
-    partly = sink_not_checked(snapshot)
-    if partly is not None:
-        out.append(partly)
+    out.extend(outside_notes(snapshot, base))
     return out
 
 
