@@ -25,7 +25,7 @@ from checkpoint_doctor.reading.pipeline import load_checkpoint
 DELTA_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "delta"
 #: The lines whose Delta restarts are recorded. Delta exists for 3.5.9, 4.0.5, 4.1.4 and 4.2.1 (none for
 #: 4.3.0); a line not listed here has not been generated yet (scripts/generate_fixtures.py --stage delta).
-LINES_WITH_DELTA = ("3.5.9", "4.1.4")
+LINES_WITH_DELTA = ("3.5.9", "4.0.5", "4.1.4", "4.2.1")
 
 
 def _cases(kind: str) -> list[tuple[Path, int]]:
