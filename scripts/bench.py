@@ -836,7 +836,7 @@ def run_audit_s3(args: argparse.Namespace) -> list[Row]:
                 result = audit([f"s3://{bucket}/{prefix}"], run_options, options=dopts, jobs=jobs)
                 elapsed = time.perf_counter() - start
                 kinds = command("counts")
-                assert result.summary["kinds"]["checkpoint"] == n, result.summary
+                assert result.summary.kinds["checkpoint"] == n, result.summary
                 assert result.exit_code == 0, result.summary
                 label = f"S3 audit, {n} checkpoints, +{latency} ms/request, --jobs {jobs}"
                 if pool is not None:
@@ -1008,7 +1008,7 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
             [lambda: scandir_walk(path), lambda: audit([path], options=dopts)], args.repeat
         )
         assert n_walk == files, (n_walk, files)
-        assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
+        assert result.summary.kinds["checkpoint"] == checkpoints, result.summary
         rows.append(
             (
                 f"local walk of {files} files: os.scandir + stat (baseline)",
