@@ -78,7 +78,7 @@ def diagnose_command(
     else:
         with layout(terminal_width()):
             if len(result.cells) == 1:
-                emit(render_diagnosis(result.cells[0].diagnosis.to_dict(), hints))
+                emit(render_diagnosis(result.cells[0].diagnosis, hints))
             else:
                 emit(render_matrix(result, hints=hints))
     if result.exit_code:
@@ -100,11 +100,11 @@ def explain_command(code: str, output_format: str) -> None:
     info = lookup(code)
     if info is None:
         raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")
-    data = asdict(info)
-    data["search"] = list(info.search)
-    data["severity_rule"] = rule_text(info.code)
     if output_format == "json":
+        data = asdict(info)
+        data["search"] = list(info.search)
+        data["severity_rule"] = rule_text(info.code)
         emit(json_document("explain", data))
         return
     with layout(terminal_width()):
-        emit(render_explain(data))
+        emit(render_explain(info, rule_text(info.code)))

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.discovery import TargetKind
-from checkpoint_doctor.render.documents import iso_utc, schema_version
+from checkpoint_doctor.render.documents import JsonObject, iso_utc, schema_version
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import CellDiagnosis, MatrixDiagnosis
@@ -149,7 +149,7 @@ class Restart:
         """Whether it starts only if the query is stateless (CD310)."""
         return self.starts and (self.if_stateful or "").startswith("FAILS")
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "outcome": self.outcome,
             "summary": self.summary,
@@ -184,7 +184,7 @@ class FileSink:
     def checked(self) -> bool:
         return self.url is not None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         if self.checked:
             return {"checked": True, "url": self.url, "evidence": self.evidence}
         return {"checked": False, "url": None, "note": self.note}
@@ -206,7 +206,7 @@ class LatestBatches:
             None if self.offsets is None else self.offsets - (self.commit if self.commit is not None else -1)
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "offsets": self.offsets,
             "commit": self.commit,
@@ -230,7 +230,7 @@ class KafkaPart:
     def checked(self) -> bool:
         return self.bootstrap is not None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "checked": self.checked,
             "bootstrap": self.bootstrap,
@@ -250,7 +250,7 @@ class SinkLogPart:
     compact_interval: int | None = None
     missing_for_readers: tuple[str, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "latest": self.latest,
             "entries": self.entries,
@@ -287,9 +287,9 @@ class Record:
         """The record's findings (none for an unreadable directory)."""
         return ()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """Return the record as ``audit-record.json`` has it."""
-        data: dict[str, Any] = {"schema_version": schema_version("audit-record")}
+        data: JsonObject = {"schema_version": schema_version("audit-record")}
         if self.stamp is not None:
             data["tool_version"] = self.stamp.tool_version
             data["generated_at"] = self.stamp.generated_at
@@ -308,7 +308,7 @@ class Record:
         data.update(self._body())
         return data
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self) -> JsonObject:
         return {}
 
 
@@ -351,7 +351,7 @@ class CheckpointRecord(Record):
             what.startswith("FAILS") for _, what in self.diagnosis.if_stateful
         )
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self) -> JsonObject:
         data = self.diagnosis.to_dict()
         keys = ("spark", "mode", "role", "counted", "label", "outcome", "summary", "if_stateful")
         body = {
@@ -391,7 +391,7 @@ class SinkRecord(Record):
     def findings(self) -> tuple[Finding, ...]:
         return self.sink_findings
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self) -> JsonObject:
         return {
             "files": self.files,
             "reads": self.reads,
@@ -431,7 +431,7 @@ class UnreadableRecord(Record):
             error=RecordError(error_type, message),
         )
 
-    def _body(self) -> dict[str, Any]:
+    def _body(self) -> JsonObject:
         return {"error": self.error.to_json()}
 
 
@@ -471,7 +471,7 @@ class CodeCount:
     title: str | None
     count: int
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "code": self.code,
             "slug": self.slug,
@@ -499,7 +499,7 @@ class AuditSummary:
     exit_code: int
     interrupted: bool = False
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         return {
             "total": self.total,
             "kinds": {k: self.kinds.get(k, 0) for k in RECORD_KINDS},
@@ -515,7 +515,7 @@ class AuditSummary:
         }
 
 
-def records_json(records: Iterable[Record]) -> list[dict[str, Any]]:
+def records_json(records: Iterable[Record]) -> list[JsonObject]:
     """Return records as JSON-safe data (the writer's)."""
     return [r.to_json() for r in records]
 

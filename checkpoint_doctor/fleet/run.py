@@ -63,6 +63,7 @@ from checkpoint_doctor.model import Listing
 from checkpoint_doctor.reading.pipeline import SinkArg, attach_sink, read_sink, snapshot_from_listing
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
+from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints, storage_pairs
 
 #: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
@@ -112,7 +113,7 @@ class AuditResult:
         """Return the bitwise OR of the records' exit codes."""
         return self.summary.exit_code
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> JsonObject:
         """Return the ``result`` of ``audit --format json``."""
         return {
             "roots": list(self.roots),

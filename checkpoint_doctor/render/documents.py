@@ -12,9 +12,13 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 from checkpoint_doctor import __version__
+
+#: A JSON object as a writer dumps it: what ``to_json``/``to_dict`` return and the envelope holds.
+#: Values travel typed up to the writer; a dict of this type is made only to be written.
+JsonObject: TypeAlias = dict[str, Any]
 
 #: The schema version of each document. ``diagnose`` 2 was the restart matrix; 3 (and 2 for the
 #: others) adds the envelope's ``tool_version``/``generated_at``/``exit_code`` and one timeline shape.
@@ -60,10 +64,10 @@ def envelope(
     generated_at_ms: int,
     exit_code: int,
     result: Any = None,
-    error: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    error: JsonObject | None = None,
+) -> JsonObject:
     """Return the document a command prints: the envelope around its result or its error."""
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "schema_version": schema_version("error" if error is not None else command),
         "command": command,
         "tool_version": __version__,
