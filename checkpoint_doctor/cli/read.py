@@ -38,14 +38,14 @@ def inspect_command(
     storage_option: Sequence[str],
 ) -> None:
     """Show everything in a checkpoint: logs, latest batch, confs, state, debris, timeline."""
-    from checkpoint_doctor.diagnosis.inspection import inspect_report
+    from checkpoint_doctor.diagnosis.inspection import InspectReport
     from checkpoint_doctor.render.inspect import render_inspect
     from checkpoint_doctor.render.layout import json_document, layout
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-    report = inspect_report(snapshot)
+    report = InspectReport.of(snapshot)
     if output_format == "json":
-        emit(json_document("inspect", report))
+        emit(json_document("inspect", report.to_json()))
         return
     with layout(terminal_width()):
         emit(render_inspect(report))

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any
 
 from checkpoint_doctor import __version__
+from checkpoint_doctor.model import JsonObject
 
-#: A JSON object as a writer dumps it: what ``to_json``/``to_dict`` return and the envelope holds.
-#: Values travel typed up to the writer; a dict of this type is made only to be written.
-JsonObject: TypeAlias = dict[str, Any]
+__all__ = ["JsonObject", "dumps", "envelope", "iso_utc", "schema_path", "schema_version"]
 
 #: The schema version of each document. ``diagnose`` 2 was the restart matrix; 3 (and 2 for the
 #: others) adds the envelope's ``tool_version``/``generated_at``/``exit_code`` and one timeline shape.
