@@ -11,10 +11,12 @@ HTML, metrics) through typed fields. Pure.
 JSON is made only where it is written: :meth:`Record.to_json` returns the object of
 ``schemas/audit-record.json``, key for key and in the order the schema's documents always had.
 
-Adding a field to a kind of record: declare it on that class (with a default, so every builder
-goes on working), set it where the record is built (``fleet/run.py``: ``_audit_checkpoint``,
-``_audit_sink``) and write it in that class's ``_body`` at the place its key belongs; the schema
-(``schemas/audit-record.json``) describes it.
+Adding a field to a kind of record (one place per kind): declare it on that class with a default
+(``delta: DeltaPart | None = None``), pass it where the record is built
+(:func:`~checkpoint_doctor.fleet.report.checkpoint_record` / ``sink_record``, called by
+``fleet/run.py``'s ``_audit_checkpoint`` / ``_audit_sink``), write it in that class's ``_body`` at
+the place its key belongs (an optional key only when it is set, as ``kafka``), and describe it in
+``schemas/audit-record.json``. Renderers read ``record.delta`` on a ``CheckpointRecord``.
 """
 
 from __future__ import annotations
