@@ -379,6 +379,10 @@ def next_step(record: Record, hints: Hints) -> str | None:
         return None if record.kind == TargetKind.SINK else hints.inspect(url)
     sink = record.file_sink.url
     local = Hints(**{**hints.__dict__, "sink_path": sink}) if sink else hints
+    if record.kafka is None and local.kafka_bootstrap:
+        # The broker flags shape only a Kafka source's verdict: a checkpoint that reads no topic
+        # gets a command without them (the same answer, and no broker to reach).
+        local = Hints(**{**local.__dict__, "kafka_bootstrap": None, "kafka_options": ()})
     if record.verdict == ERROR or record.failing_cells:
         return local.plan(url)
     return local.diagnose(url)

@@ -96,3 +96,25 @@ def test_the_rules_a_renderer_needs_are_the_models(paired) -> None:
     assert paired.summary.some_restart_fails == sum(
         1 for r in paired.records if isinstance(r, CheckpointRecord) and r.failing_cells
     )
+
+
+def test_the_next_step_names_the_broker_only_for_a_checkpoint_that_reads_kafka() -> None:
+    from checkpoint_doctor.fleet.kafka import NOT_CHECKED
+    from checkpoint_doctor.fleet.records import KafkaPart
+
+    result = audit(
+        [str(FIXTURES / "spark-4.3.0" / "async-tail" / "checkpoint")],
+        options=DiagnoseOptions(live_window_s=0),
+    )
+    (plain,) = result.records
+    assert isinstance(plain, CheckpointRecord) and plain.kafka is None
+    plain = dataclasses.replace(plain, url="/data/q1")
+    reads_kafka = dataclasses.replace(
+        plain, url="/data/q2", kafka=KafkaPart(topics=("events",), note=NOT_CHECKED)
+    )
+    hints = Hints(kafka_bootstrap="127.0.0.1:9092", kafka_options=("security.protocol=PLAINTEXT",))
+    assert next_step(plain, hints) == "checkpoint-doctor plan /data/q1"
+    assert next_step(reads_kafka, hints) == (
+        "checkpoint-doctor plan /data/q2 --kafka-bootstrap-servers 127.0.0.1:9092"
+        " --kafka-option security.protocol=PLAINTEXT"
+    )
