@@ -40,6 +40,9 @@ STRATEGY_CHOICES = (
     "quarantine",
     "rewrite",
     "kafka-positions",
+    "delta-versions",
+    "delta-table",
+    "delta-change-commits",
     "recreate-metadata",
     "rollback",
     "reset-state",
@@ -289,6 +292,7 @@ def apply_command(
     backup = open_storage(backup_dir, options) if backup_dir else None
 
     kafka = _kafka_again(plan, kafka_option)
+    delta = _delta_again(plan, options)
     # The undo and history hints carry how the storage was reached (the plan's options and the
     # flags), no secret.
     hints = Hints(storage_options=storage_pairs(options))
@@ -312,6 +316,7 @@ def apply_command(
             dry_run=dry_run,
             confirm=None if dry_run else confirm,
             kafka=kafka,
+            delta=delta,
         )
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
@@ -345,6 +350,18 @@ def _kafka_again(plan: Any, pairs: Sequence[str]) -> Any:
         return reader.read([wanted], heads=False)
     finally:
         reader.close()
+
+
+def _delta_again(plan: Any, options: dict[str, Any]) -> Any:
+    """Return the Delta tables a plan relies on, read again from their logs (None: it relies on none)."""
+    from checkpoint_doctor.planning.preconditions import DeltaTablePre
+
+    urls = list(dict.fromkeys(p.url for p in plan.preconditions if isinstance(p, DeltaTablePre)))
+    if not urls:
+        return None
+    from checkpoint_doctor.reading.delta import read_table
+
+    return tuple(read_table(url, options) for url in urls)
 
 
 def _need_terminal(what: str) -> None:

@@ -16,6 +16,9 @@ from checkpoint_doctor.planning.strategies import (
     commit_ahead,
     continuous_commit,
     damaged_snapshot,
+    delta_change_commits,
+    delta_table,
+    delta_versions,
     kafka_positions,
     orphan_files,
     rate_start_time,
@@ -49,6 +52,9 @@ ALL: tuple[Strategy, ...] = (
     rewrite_source_file.STRATEGY,
     rate_start_time.STRATEGY,
     kafka_positions.STRATEGY,
+    delta_versions.STRATEGY,
+    delta_table.STRATEGY,
+    delta_change_commits.STRATEGY,
     recreate_metadata.STRATEGY,
     rollback.STRATEGY,
     reset_state.STRATEGY,
@@ -93,4 +99,5 @@ MANUAL: dict[str, str] = {
         "from their earliest offset), or start a new checkpoint with startingOffsets set deliberately"
     ),
     Code.OFFSETS_METADATA_LINE_EMPTY: "restart in the mode that wrote the log (continuous processing writes blank metadata lines)",
+    Code.DELTA_SOURCE_CHANGE_REFUSED: delta_change_commits.MANUAL,
 }
