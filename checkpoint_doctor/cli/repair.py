@@ -43,6 +43,7 @@ STRATEGY_CHOICES = (
     "delta-versions",
     "delta-table",
     "delta-change-commits",
+    "delta-sink-txn",
     "recreate-metadata",
     "rollback",
     "reset-state",

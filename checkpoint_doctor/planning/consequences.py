@@ -19,6 +19,9 @@ from checkpoint_doctor.planning.request import AT_LEAST_ONCE
 from checkpoint_doctor.planning.steps import Area, CopyStep, Step
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
+#: How an option's inherent cost that writes rows twice, skipping none, begins (see :func:`consequences`).
+DUPLICATES = "DUPLICATES: "
+
 
 @dataclass(frozen=True)
 class SinkFacts:
@@ -207,7 +210,9 @@ def consequences(
     if duplicates:
         parts.append(f"DUPLICATES: {duplicates}")
     lost = [x for x in (*losses, loss) if x]
-    parts += [f"DATA LOSS: {x}" for x in lost]
+    # An option's inherent cost that writes rows twice (and skips nothing) needs consent as a loss does,
+    # but is named for what it is.
+    parts += [x if x.startswith(DUPLICATES) else f"DATA LOSS: {x}" for x in lost]
     return {
         "restart": pred.summary,
         "starts": pred.starts,
@@ -215,8 +220,10 @@ def consequences(
         "reads_from": start,
         "reads_to": pred.end_from or ("new end offsets" if b is not None else None),
         "reread_batches": [reread.start, reread.stop - 1] if reread.stop > reread.start else None,
-        "duplicates": reread.stop > reread.start or bool(duplicates),
-        "data_loss": bool(lost),
+        "duplicates": reread.stop > reread.start
+        or bool(duplicates)
+        or any(x.startswith(DUPLICATES) for x in lost),
+        "data_loss": any(not x.startswith(DUPLICATES) for x in lost),
         "loss": lost,
         "summary": "; ".join(parts) + "." if parts else pred.summary,
     }

@@ -25,7 +25,7 @@ from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
 from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
 from checkpoint_doctor.planning.search import Search, Trial
 from checkpoint_doctor.planning.steps import Area
-from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, for_code
+from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, WARNING_REPAIRS, for_code
 from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -52,7 +52,7 @@ def _proposals(
     for diagnosis in diagnoses.values():
         ctx = PlanContext(snapshot, diagnosis, opts, shared)
         for finding in diagnosis.findings:
-            if finding.severity != ERROR:
+            if finding.severity != ERROR and finding.code not in WARNING_REPAIRS:
                 continue
             _, options = groups.setdefault((finding.code, finding.paths, finding.batch_ids), (finding, []))
             known = {o.key for o in options}
@@ -175,7 +175,8 @@ def _unresolved(
     # the plan says why nothing repairs it rather than ending at "Strategy none".
     for cell, diagnosis in after.items():
         for f in diagnosis.findings:
-            if f.severity != ERROR:
+            # A warning with a repair is left unresolved only when its repair waits for consent.
+            if f.severity != ERROR and (f.code not in WARNING_REPAIRS or needs_consent is None):
                 continue
             entry = out.setdefault(
                 f.code,

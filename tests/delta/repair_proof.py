@@ -8,7 +8,7 @@ Its checkpoint and tables are copied; the tables are read through the tool's own
 with consent only where it asks for it, applied to the copy (the tables read again, as ``apply``
 does), and a copy of the result restarted by real Spark with the scenario's query and source
 options; where the plan changes no byte and names a source option instead (CD210), the restart
-runs with that option. Judged: Spark starts the next batch (2) from the position the plan wrote,
+runs with that option. Judged: Spark starts the planned batch from the position the plan wrote,
 reads exactly the rows the table's log says it reads from there (``numInputRows``), and undo
 restores the bytes.
 
@@ -53,15 +53,16 @@ LINES = sorted(p.name.removeprefix("spark-") for p in DELTA_FIXTURES.glob("spark
 
 @dataclass(frozen=True)
 class Case:
-    """One refused Delta restart of a fixture."""
+    """One refused Delta restart of a fixture, or (``damage``) a fixture damaged on the copy."""
 
     path: Path
     data: dict[str, Any]
     index: int
+    damage: str | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.data['name']}#{self.index}"
+        return f"{self.data['name']}#{self.damage or self.index}"
 
     @property
     def restart(self) -> dict[str, Any]:
@@ -83,11 +84,43 @@ def refused(version: str) -> list[Case]:
     return out
 
 
+#: A rollback against a Delta sink: ``delta-sink`` (batches 0..2 written, txn version 2) with its
+#: newest offsets file torn (an unreadable ``offsets/2``, as a crash mid-write leaves it, its checksum
+#: gone with it). The plan rolls back to batch 1 and Spark re-plans batch 2, which the sink skips.
+ROLLBACK = "offsets-2-torn"
+
+
+def rollback_case(version: str) -> Case:
+    """The rollback case of a line, built on its ``delta-sink`` fixture."""
+    path = DELTA_FIXTURES / f"spark-{version}" / "delta-sink"
+    return Case(path, json.loads((path / "scenario.json").read_text(encoding="utf-8")), 0, ROLLBACK)
+
+
+#: The restart that starts but loses batches silently: a checkpoint rolled back below its Delta sink's
+#: txn version (CD407, the sink skips the re-planned batch ids it holds).
+SKIPPING = "delta-sink-rolled-back"
+
+
+def skipping_case(version: str) -> Case:
+    """The rolled-back sink case of a line (its fixture's one restart, which Spark ran and the sink skipped)."""
+    path = DELTA_FIXTURES / f"spark-{version}" / SKIPPING
+    return Case(path, json.loads((path / "scenario.json").read_text(encoding="utf-8")), 0)
+
+
+def cases(version: str) -> list[Case]:
+    """Every case of a line: its refused restarts, the rollback against its Delta sink, and the
+    checkpoint rolled back below its Delta sink."""
+    return [*refused(version), rollback_case(version), skipping_case(version)]
+
+
 def copy_case(case: Case, work: Path) -> Path:
-    """Copy the case's checkpoint and tables into ``work``; return ``work``."""
+    """Copy the case's checkpoint and tables into ``work`` (damaged as the case says); return ``work``."""
     for part in PARTS:
         if (case.path / part).is_dir():
             shutil.copytree(case.path / part, work / part)
+    if case.damage == ROLLBACK:
+        (work / "checkpoint" / "offsets" / "2").write_text("v1\n{torn", encoding="utf-8")
+        (work / "checkpoint" / "offsets" / ".2.crc").unlink()
     return work
 
 
@@ -190,7 +223,7 @@ def prepare(case: Case, work: Path) -> Prepared:
         if result.after is None or not result.after.prediction.starts:
             out.problems.append("the diagnosis after apply does not start")
     spark_root = work.parent / f"{work.name}-spark"
-    copy_case(Case(root, case.data, case.index), spark_root)
+    copy_case(Case(root, case.data, case.index), spark_root)  # the repaired copy, as it is
     source = next((t for t in tables_of(spark_root) if t.url.endswith("/source")), None)
     if source is not None:
         out.expected = expected_read(spark_root / "checkpoint", source, out.source_options)
@@ -207,8 +240,24 @@ def read_problems(prepared: Prepared, result: dict[str, Any]) -> list[str]:
         return ["no batch ran"]
     batch = batches[0]
     problems = []
-    if batch["batchId"] != 2:
-        problems.append(f"the first batch is {batch['batchId']}, not the new batch 2")
+    wanted = prepared.plan.expected["next_batch_id"]
+    if batch["batchId"] != wanted:
+        problems.append(f"the first batch is {batch['batchId']}, not the planned batch {wanted}")
+    sink = (result.get("tables") or {}).get("<sink>") or {}
+    if prepared.case.data["name"] == SKIPPING:
+        # batch 3 written, nothing skipped: the table one version on, with the batch's rows added
+        before = prepared.case.data["tables"]["sink"]
+        grown = (sink.get("version"), sink.get("rows"))
+        if (
+            grown != (before["version"] + 1, before["rows"] + batch["numInputRows"])
+            or not batch["numInputRows"]
+        ):
+            problems.append(f"the sink table did not take batch {wanted}: {before} -> {sink}")
+    if prepared.case.damage == ROLLBACK:
+        # the sink skipped the re-planned batch 2 (txn version 2): the table is as it was
+        before = prepared.case.data["tables"]["sink"]
+        if (sink.get("version"), sink.get("rows_per_batch")) != (before["version"], before["rows_per_batch"]):
+            problems.append(f"the sink table changed: {before} -> {sink}")
     if prepared.expected is None:
         return problems
     off, rows = prepared.expected
@@ -252,6 +301,7 @@ def judge(prepared: Prepared, result: dict[str, Any] | None) -> dict[str, Any]:
         "first_batch": batch.get("batchId"),
         "start_offset": (batch.get("sources") or [{}])[0].get("startOffset"),
         "num_input_rows": batch.get("numInputRows"),
+        "sink_table": ((result.get("tables") or {}).get("<sink>") or {}).get("version"),
         "expected_rows": prepared.expected[1] if prepared.expected else None,
         "problems": prepared.problems + (read_problems(prepared, result) if result.get("started") else []),
         "undo_restored": undone,

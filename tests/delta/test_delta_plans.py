@@ -34,6 +34,7 @@ from tests.delta.repair_proof import (
     options,
     plan_case,
     refused,
+    skipping_case,
     tables_of,
 )
 from tests.repair_proof import tree_bytes
@@ -256,3 +257,79 @@ def test_a_re_run_with_the_same_end_offsets_loses_nothing_at_a_delta_sink(tmp_pa
     )
     plan = plan_repair(snapshot, diagnose(snapshot, opts), PlanOptions(diagnose=opts))
     assert plan.steps and plan.expected["consequences"]["loss"] == []
+
+
+def test_apply_as_printed_refuses_with_32_when_log_cleanup_moved_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The CLI reads the table again at apply: one more commit and log cleanup past version 6 since the
+    plan (what a retention run while the plan waited does) change the versions it skips: exit 32."""
+    from tests.scenarios import run_cli
+
+    case = _case("4.2.1", "delta-source-stateless-log-cleaned#0")
+    root = copy_case(case, tmp_path / "w")
+    monkeypatch.chdir(root)
+    code, out, _ = run_cli(
+        capsys,
+        "plan",
+        "checkpoint",
+        "--spark",
+        "4.2",
+        "--delta-table",
+        "source",
+        "--accept-data-loss",
+        "-o",
+        "p.json",
+    )
+    assert code == 0, out
+    before = tree_bytes(root / "checkpoint")
+    log = root / "source" / "_delta_log"
+    (log / f"{7:020d}.json").write_bytes((log / f"{6:020d}.json").read_bytes())
+    for name in (f"{6:020d}.json", f".{6:020d}.json.crc", f"{6:020d}.crc", f".{6:020d}.crc.crc"):
+        (log / name).unlink()
+    code, out, err = run_cli(capsys, "apply", "p.json", "--yes")
+    assert code == 32 and out == "", out
+    assert (
+        "the Delta table source's log starts at version 7 now, the plan was made when it started at 6" in err
+    )
+    assert tree_bytes(root / "checkpoint") == before
+
+
+@pytest.mark.parametrize("version", LINES)
+def test_a_checkpoint_rolled_back_below_its_delta_sink_is_caught_up_with_consent(
+    version: str, tmp_path: Path
+) -> None:
+    """delta-sink-rolled-back: Spark re-plans batches 1..2 and the sink skips them (CD407, a warning).
+    The plan records them as done without data, with consent: batch 3 writes again what 1..2 wrote."""
+    case = skipping_case(version)
+    root = copy_case(case, tmp_path / "w")
+    plan, consent, (sink,) = plan_case(case, root)
+    assert consent and plan.strategy == "delta-sink-txn" and not plan.unresolved
+    assert plan.expected["starts"] and plan.expected["next_batch_id"] == 3 and plan.expected["codes"] == []
+    assert [(s.kind, s.path, getattr(s, "source", None)) for s in plan.steps] == [
+        ("copy", "offsets/1", "offsets/0"),
+        ("copy", "offsets/2", "offsets/0"),
+        ("copy", "commits/1", "commits/0"),
+        ("copy", "commits/2", "commits/0"),
+    ]
+    consequences = plan.expected["consequences"]
+    assert consequences["loss"] == [
+        f"DUPLICATES: Delta sink ({sink.url}): nothing is skipped, but batch 3 reads from the end of batch 0 and "
+        "writes again what batch(es) 1..2 wrote (2 file(s), 10 rows)"
+    ]
+    assert consequences["duplicates"] and not consequences["data_loss"]
+    assert "DATA LOSS" not in consequences["summary"]
+    # without consent the plan says what it would write twice and how to consent
+    snapshot = load_checkpoint(str(root / "checkpoint"))
+    opts = options(case, (sink,))
+    plain = plan_repair(snapshot, diagnose(snapshot, opts), PlanOptions(diagnose=opts))
+    (left,) = plain.unresolved
+    assert not plain.steps and left["code"] == "CD407" and left["manual"] == CONSENT_MANUAL
+    # a stateful query cannot pass over batch ids: no state versions for them
+    stateful = replace(opts, stateful=True)
+    plan = plan_repair(
+        snapshot, diagnose(snapshot, stateful), PlanOptions(diagnose=stateful, accept_data_loss=True)
+    )
+    assert "delta-sink-txn" not in str(plan.strategy)  # (its missing state/ is repaired by reset-state)
+    (why,) = [r["reason"] for o in plan.options for r in o["options"] if r["strategy"] == "delta-sink-txn"]
+    assert why.startswith("a stateful query cannot pass over batch ids 1..2")

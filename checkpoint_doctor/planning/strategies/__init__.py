@@ -17,6 +17,7 @@ from checkpoint_doctor.planning.strategies import (
     continuous_commit,
     damaged_snapshot,
     delta_change_commits,
+    delta_sink_txn,
     delta_table,
     delta_versions,
     kafka_positions,
@@ -55,6 +56,7 @@ ALL: tuple[Strategy, ...] = (
     delta_versions.STRATEGY,
     delta_table.STRATEGY,
     delta_change_commits.STRATEGY,
+    delta_sink_txn.STRATEGY,
     recreate_metadata.STRATEGY,
     rollback.STRATEGY,
     reset_state.STRATEGY,
@@ -62,6 +64,11 @@ ALL: tuple[Strategy, ...] = (
     restart_on_writer.STRATEGY,
     restart_in_mode.STRATEGY,
 )
+
+#: Warning findings that get repair options too: the restart starts, but data is lost without a word
+#: from Spark (a Delta sink skipping re-planned batch ids it holds, CD407). A plan offers their repair
+#: with consent, as an error's.
+WARNING_REPAIRS: frozenset[str] = frozenset({Code.DELTA_SINK_SKIPS_BATCHES})
 
 #: The names plans and ``plan --strategy`` use, in rank order.
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in ALL))
