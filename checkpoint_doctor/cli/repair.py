@@ -122,6 +122,13 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="Plan changes to the --sink-path sink even where its log contradicts the checkpoint "
     "(another query's batch ids, mode or times).",
 )
+@click.option(
+    "--delta-version",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="For a Delta source whose table was replaced (CD208, strategy delta-table): read the new table's "
+    "changes from version N on (startingVersion) instead of the table as of its first version.",
+)
 @diagnosis_options
 @format_option
 @storage_options
@@ -149,6 +156,7 @@ def plan_command(
     from checkpoint_doctor.render.layout import json_document, layout
     from checkpoint_doctor.render.plan import PlanFollowUp, render_plan
 
+    delta_version = kw.pop("delta_version", None)
     options = parse_storage_options(storage_option)
     dest = None
     if output:
@@ -175,6 +183,7 @@ def plan_command(
         depth="deep" if deep else "default",
         diagnose=mopts.base,
         force_sink=force_sink,
+        delta_version=delta_version,
     )
     plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
     # A plan without a step is not written: apply would have nothing to do, and the next
@@ -184,6 +193,8 @@ def plan_command(
     data = plan.to_dict()
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
+    if delta_version is not None:
+        flags += ["--delta-version", str(delta_version)]
     follow = PlanFollowUp(
         output=output,
         written=dest is not None and bool(plan.steps),

@@ -59,10 +59,13 @@ class Case:
     data: dict[str, Any]
     index: int
     damage: str | None = None
+    #: ``plan --delta-version``: the version the re-pointed source reads the new table's changes from.
+    delta_version: int | None = None
 
     @property
     def key(self) -> str:
-        return f"{self.data['name']}#{self.damage or self.index}"
+        version = f"@delta-version-{self.delta_version}" if self.delta_version is not None else ""
+        return f"{self.data['name']}#{self.damage or self.index}{version}"
 
     @property
     def restart(self) -> dict[str, Any]:
@@ -107,10 +110,16 @@ def skipping_case(version: str) -> Case:
     return Case(path, json.loads((path / "scenario.json").read_text(encoding="utf-8")), 0)
 
 
+#: A replaced table re-pointed at an operator's version: the recreated table's changes from version 1
+#: (its insert) instead of the table as of version 0.
+CHOSEN = ("delta-source-stateless-recreated", 1)
+
+
 def cases(version: str) -> list[Case]:
-    """Every case of a line: its refused restarts, the rollback against its Delta sink, and the
-    checkpoint rolled back below its Delta sink."""
-    return [*refused(version), rollback_case(version), skipping_case(version)]
+    """Every case of a line: its refused restarts (the recreated table also with ``--delta-version``),
+    the rollback against its Delta sink, and the checkpoint rolled back below its Delta sink."""
+    chosen = [replace(c, delta_version=CHOSEN[1]) for c in refused(version) if c.data["name"] == CHOSEN[0]]
+    return [*refused(version), *chosen, rollback_case(version), skipping_case(version)]
 
 
 def copy_case(case: Case, work: Path) -> Path:
@@ -142,7 +151,7 @@ def plan_case(case: Case, root: Path) -> tuple[RepairPlan, bool, tuple[DeltaTabl
     """Return (the plan for the copy at ``root``, whether it needed consent, the tables read)."""
     tables = tables_of(root)
     snapshot = load_checkpoint(str(root / "checkpoint"))
-    plain = PlanOptions(diagnose=options(case, tables))
+    plain = PlanOptions(diagnose=options(case, tables), delta_version=case.delta_version)
     diagnosis = diagnose(snapshot, plain.diagnose)
     plan = plan_repair(snapshot, diagnosis, plain)
     if plan.executable_steps or not any("--accept-data-loss" in u["manual"] for u in plan.unresolved):

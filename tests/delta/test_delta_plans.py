@@ -333,3 +333,48 @@ def test_a_checkpoint_rolled_back_below_its_delta_sink_is_caught_up_with_consent
     assert "delta-sink-txn" not in str(plan.strategy)  # (its missing state/ is repaired by reset-state)
     (why,) = [r["reason"] for o in plan.options for r in o["options"] if r["strategy"] == "delta-sink-txn"]
     assert why.startswith("a stateful query cannot pass over batch ids 1..2")
+
+
+def _plan_at(case: Case, root: Path, version: int) -> RepairPlan:
+    tables = tables_of(root)
+    snapshot = load_checkpoint(str(root / "checkpoint"))
+    opts = options(case, tables)
+    request = PlanOptions(diagnose=opts, accept_data_loss=True, delta_version=version)
+    return plan_repair(snapshot, diagnose(snapshot, opts), request)
+
+
+def test_delta_version_reads_the_new_tables_changes_from_the_version_asked(tmp_path: Path) -> None:
+    case = _case("4.1.4", "delta-source-stateless-recreated#0")
+    root = copy_case(case, tmp_path / "w")
+    plan = _plan_at(case, root, 1)
+    assert plan.strategy == "delta-table" and plan.expected["starts"]
+    (source,) = tables_of(root)
+    line = json.loads(plan.steps[2].data.split(b"\n")[2])  # type: ignore[attr-defined]
+    assert (line["reservoirId"], line["reservoirVersion"], line["isStartingVersion"]) == (
+        source.table_id,
+        1,
+        False,
+    )
+    (loss,) = plan.expected["consequences"]["loss"]
+    assert "version 0 passed over (0 file(s), 0 rows)" in loss
+    assert "reads the changes of table" in loss and "from version 1 on (version 1: 1 file(s), 3 rows)" in loss
+    # the request records it: apply plans again with it, and the plan document follows the schema
+    again = RepairPlan.from_json(plan.to_json())
+    assert again == plan and plan.request["delta_version"] == 1
+    from checkpoint_doctor.render.layout import json_document
+    from tests.cli.test_schemas import validate
+
+    validate("plan", json.loads(json_document("plan", plan.to_dict()).final(exit_code=0, generated_at_ms=0)))
+
+
+def test_delta_version_outside_the_new_table_or_on_its_replacing_commit_is_refused(tmp_path: Path) -> None:
+    case = _case("4.1.4", "delta-source-stateless-replaced#0")
+    root = copy_case(case, tmp_path / "w")
+    outside = _plan_at(case, root, 3)  # versions 0..4 are the old table's
+    assert not outside.steps
+    (why,) = [r["reason"] for o in outside.options for r in o["options"] if r["strategy"] == "delta-table"]
+    assert why.startswith("--delta-version 3 is not a version of table") and "it begins at version 5" in why
+    # reading version 5 as changes meets the replacing commit's removes: the restart would still fail
+    on_replace = _plan_at(case, root, 5)
+    assert not on_replace.steps and on_replace.expected["starts"] is False
+    assert [u["code"] for u in on_replace.unresolved] == ["CD208"]

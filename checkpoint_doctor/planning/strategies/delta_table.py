@@ -6,7 +6,8 @@ naming the old id (``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``). The plan
 line of offsets N-1 and N (see :mod:`.delta_offsets`) as the new table's id at the replacement's
 first version ``F`` with ``isStartingVersion`` true: the next batch reads the table as of ``F`` (its
 snapshot, what a new query reads first: ``DeltaSource.getFileChanges`` ``getSnapshotAt``) and then
-the changes of every later version. ``F`` is the commit whose ``metaData`` first carries the new id:
+the changes of every later version (``plan --delta-version N``: the changes from version N on, with
+``isStartingVersion`` false, what ``startingVersion`` reads). ``F`` is the commit whose ``metaData`` first carries the new id:
 version 0 of a new log, or the replacing commit, which removes every file of the old table, so the
 snapshot at ``F`` is that commit's own adds. Reading ``F`` as changes instead would fail on that
 commit's removes (``DELTA_SOURCE_TABLE_IGNORE_CHANGES``).
@@ -80,17 +81,40 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
             f"old table {old_id}: whatever it held from version {resume.reservoir_version} on is not read "
             "(its log is gone: not counted)"
         )
-    reads = (
-        f"reads table {table.table_id} as of version {start} ({counted([first_read])})"
-        + (f" and {versions_text([c.version for c in later])} ({counted(later)})" if later else "")
-        + ": rows it holds that the query read from the old table are written again"
-    )
-    line = offset_json(table.table_id, start, snapshot=True)
-    reason = f"Delta source {where.source} reads table {table.table_id} from its first version {start}"
+    chosen = ctx.options.delta_version
+    if chosen is None:
+        reads = (
+            f"reads table {table.table_id} as of version {start} ({counted([first_read])})"
+            + (f" and {versions_text([c.version for c in later])} ({counted(later)})" if later else "")
+            + ": rows it holds that the query read from the old table are written again"
+        )
+        line = offset_json(table.table_id, start, snapshot=True)
+        reason = f"Delta source {where.source} reads table {table.table_id} from its first version {start}"
+    else:
+        # plan --delta-version N: the changes from N on, as startingVersion reads them.
+        if not start <= chosen <= table.latest_version + 1:
+            why = (
+                f"--delta-version {chosen} is not a version of table {table.table_id}: it begins at version "
+                f"{start} and its latest is {table.latest_version}"
+            )
+            return [unavailable(NAME, finding.code, why)]
+        passed = [c for c in table.commits if start <= c.version < chosen]
+        read = [c for c in table.commits if c.version >= chosen]
+        skipped += (
+            f"; table {table.table_id}: {versions_text([c.version for c in passed])} passed over ({counted(passed)})"
+            if passed
+            else ""
+        )
+        reads = f"reads the changes of table {table.table_id} from version {chosen} on" + (
+            f" ({versions_text([c.version for c in read])}: {counted(read)})" if read else " (none yet)"
+        )
+        line = offset_json(table.table_id, chosen, snapshot=False)
+        reason = f"Delta source {where.source} reads table {table.table_id}'s changes from version {chosen} (--delta-version)"
     steps = rewrite_steps(ctx, where, line, reason)
+    at = f"as of version {start}" if chosen is None else f"changes from version {chosen}"
     note = (
         f"Delta source {where.source}: table {old_id} version {resume.reservoir_version} -> table "
-        f"{table.table_id} as of version {start} in offsets/{where.newest - 1} and offsets/{where.newest}"
+        f"{table.table_id} {at} in offsets/{where.newest - 1} and offsets/{where.newest}"
     )
     loss = f"Delta source {where.source} ({table.url}): {skipped}; {reads}"
     return [Option(NAME, steps, (finding.code,), note=note, loss=loss, holds=(hold(table),))]
