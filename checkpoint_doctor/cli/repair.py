@@ -373,7 +373,13 @@ def _delta_again(plan: Any, options: dict[str, Any]) -> Any:
         return None
     from checkpoint_doctor.reading.delta import read_table
 
-    return tuple(read_table(url, options) for url in urls)
+    tables = []
+    for url in urls:
+        try:
+            tables.append(read_table(url, options))
+        except UsageError:
+            continue  # no Delta table there any more: its precondition says so (exit 32)
+    return tuple(tables)
 
 
 def _need_terminal(what: str) -> None:

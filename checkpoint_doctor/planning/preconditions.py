@@ -487,7 +487,7 @@ class DeltaTablePre(Precondition):
         """Return why the table's log (read again now) violates the plan, or None."""
         table = next((t for t in tables or () if t.url == self.url), None)
         if table is None:
-            return f"the plan relies on the Delta table {self.url}, which was not read again"
+            return f"the plan relies on the Delta table {self.url}, which is gone or was not read again"
         if table.table_id != self.table_id:
             return f"the Delta table {self.url} is table {table.table_id} now, the plan was made for {self.table_id}"
         if table.earliest_version != self.earliest:

@@ -185,7 +185,7 @@ def test_apply_refuses_when_the_log_moved_and_applies_and_undoes_otherwise(tmp_p
     store = open_storage(str(root / "checkpoint"))
     tool = open_storage(tool_url(store.url))
     before = tree_bytes(root / "checkpoint")
-    with pytest.raises(PreconditionFailedError, match="was not read again"):
+    with pytest.raises(PreconditionFailedError, match="which is gone or was not read again"):
         apply_plan(plan, store, sink=None, tool=tool, now_ms=None)
     # the table read again after log cleanup moved on past version 6 (what read_table then returns)
     later = (replace(tables[0], earliest_version=7),)
@@ -378,3 +378,30 @@ def test_delta_version_outside_the_new_table_or_on_its_replacing_commit_is_refus
     on_replace = _plan_at(case, root, 5)
     assert not on_replace.steps and on_replace.expected["starts"] is False
     assert [u["code"] for u in on_replace.unresolved] == ["CD208"]
+
+
+def test_apply_as_printed_refuses_with_32_when_the_table_is_gone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.scenarios import run_cli
+
+    case = _case("3.5.9", "delta-source-stateless-replaced#0")
+    root = copy_case(case, tmp_path / "w")
+    monkeypatch.chdir(root)
+    code, out, _ = run_cli(
+        capsys,
+        "plan",
+        "checkpoint",
+        "--spark",
+        "3.5",
+        "--delta-table",
+        "source",
+        "--accept-data-loss",
+        "-o",
+        "p.json",
+    )
+    assert code == 0, out
+    shutil.rmtree(root / "source")
+    code, out, err = run_cli(capsys, "apply", "p.json", "--yes")
+    assert code == 32 and out == "" and err.count("\n") == 1, err
+    assert "the plan relies on the Delta table source, which is gone or was not read again" in err
