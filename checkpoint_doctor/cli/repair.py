@@ -158,6 +158,9 @@ def plan_command(
 
     delta_version = kw.pop("delta_version", None)
     options = parse_storage_options(storage_option)
+    # A plan names its Delta tables as its checkpoint, by their full location: apply reads them again
+    # from wherever it runs (the printed commands carry them so too).
+    kw["delta_table"] = tuple(open_storage(t, options).url for t in kw.get("delta_table") or ())
     dest = None
     if output:
         reading = [open_storage(checkpoint, options)]
