@@ -399,7 +399,9 @@ def apply_question(plan: Any) -> str:
     lost = [str(x) for x in consequences.get("loss") or []]
     if consequences.get("data_loss") or lost:
         what = "; ".join(lost) or "see the plan's options"
-        return f"This plan LOSES DATA ({what}). {question}"
+        # Consent given for rows written twice only (nothing skipped, delta-sink-txn) is named as such.
+        verb = "LOSES DATA" if consequences.get("data_loss") else "WRITES ROWS TWICE"
+        return f"This plan {verb} ({what}). {question}"
     return question
 
 

@@ -18,7 +18,7 @@ from checkpoint_doctor.diagnosis.codes import CODES, ERROR
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.errors import RefusedError
-from checkpoint_doctor.planning.consequences import CATCH_UP, SinkFacts, consequences
+from checkpoint_doctor.planning.consequences import CATCH_UP, DUPLICATES, SinkFacts, consequences
 from checkpoint_doctor.planning.options import Option, PlanContext
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
 from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
@@ -190,8 +190,10 @@ def _unresolved(
             if cell_dict(cell) not in entry["cells"]:
                 entry["cells"].append(cell_dict(cell))
     if needs_consent is not None:
+        twice = all(x.startswith(DUPLICATES) for x in needs_consent.losses)
         for code in list(out):
-            out[code]["reason"] = "its repair can lose data: " + "; ".join(needs_consent.losses)
+            what = "its repair writes rows twice: " if twice else "its repair can lose data: "
+            out[code]["reason"] = what + "; ".join(x.removeprefix(DUPLICATES) for x in needs_consent.losses)
             out[code]["manual"] = CONSENT_MANUAL
     return list(out.values())
 

@@ -322,12 +322,16 @@ def test_a_checkpoint_rolled_back_below_its_delta_sink_is_caught_up_with_consent
     ]
     assert consequences["duplicates"] and not consequences["data_loss"]
     assert "DATA LOSS" not in consequences["summary"]
+    from checkpoint_doctor.cli.repair import apply_question
+
+    assert apply_question(plan).startswith("This plan WRITES ROWS TWICE (DUPLICATES: Delta sink (")
     # without consent the plan says what it would write twice and how to consent
     snapshot = load_checkpoint(str(root / "checkpoint"))
     opts = options(case, (sink,))
     plain = plan_repair(snapshot, diagnose(snapshot, opts), PlanOptions(diagnose=opts))
     (left,) = plain.unresolved
     assert not plain.steps and left["code"] == "CD407" and left["manual"] == CONSENT_MANUAL
+    assert left["reason"].startswith("its repair writes rows twice: Delta sink (")
     # a stateful query cannot pass over batch ids: no state versions for them
     stateful = replace(opts, stateful=True)
     plan = plan_repair(
