@@ -38,6 +38,7 @@ from tests.delta.repair_proof import (
     tables_of,
 )
 from tests.repair_proof import tree_bytes
+from tests.s3.conftest import S3
 
 CASES = [c for line in LINES for c in refused(line)]
 
@@ -412,3 +413,41 @@ def test_apply_as_printed_refuses_with_32_when_the_table_is_gone(
     code, out, err = run_cli(capsys, "apply", "p.json", "--yes")
     assert code == 32 and out == "" and err.count("\n") == 1, err
     assert f"the plan relies on the Delta table {root / 'source'}, which is gone or was not read again" in err
+
+
+@pytest.mark.s3
+def test_the_delta_way_back_on_s3_as_printed(
+    s3: S3, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checkpoint and its cleaned-up source table on S3 (moto): plan with the endpoint, apply as
+    printed (it reads the table again through the plan's storage options, delta-rs for the checkpoint)."""
+    from tests.scenarios import run_cli
+
+    folder = DELTA_FIXTURES / "spark-3.5.9" / "delta-source-stateless-log-cleaned"
+    for part in ("checkpoint", "source"):
+        s3.fs.put(str(folder / part), s3.key(f"q/{part}"), recursive=True)
+    monkeypatch.chdir(tmp_path)
+    endpoint = ["--storage-option", f"endpoint_url={s3.endpoint}"]
+    code, out, _ = run_cli(
+        capsys,
+        "plan",
+        s3.url("q/checkpoint"),
+        "--spark",
+        "3.5",
+        "--live-window",
+        "0",
+        "--delta-table",
+        s3.url("q/source"),
+        "--accept-data-loss",
+        "-o",
+        "plan.json",
+        *endpoint,
+    )
+    assert code == 0 and "versions 4..5 skipped" in out, out
+    apply = out.strip().splitlines()[-1].split("Apply it with: ")[1].split()
+    assert apply[:3] == ["checkpoint-doctor", "apply", "plan.json"]
+    code, out, _ = run_cli(capsys, *apply[1:], "--yes")
+    assert code == 0, out
+    line = s3.fs.cat(s3.key("q/checkpoint/offsets/1")).decode("utf-8").split("\n")[2]
+    assert json.loads(line)["reservoirVersion"] == 6
+    assert "Delta source 0 reads versions 6..6" in out
