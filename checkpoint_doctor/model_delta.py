@@ -28,6 +28,10 @@ class DeltaCommit:
     schema: str | None = None
     table_id: str | None = None
     txns: tuple[tuple[str, int], ...] = ()
+    #: The rows of the ``add`` actions with ``dataChange`` (their ``stats.numRecords``); None when an
+    #: add carries no row count (stats are optional in the protocol). What a repair names as read
+    #: or skipped.
+    rows: int | None = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
@@ -36,6 +40,7 @@ class DeltaCommit:
             "operation": self.operation,
             "adds": self.adds,
             "removes": self.removes,
+            "rows": self.rows,
             "schema_changed": self.schema is not None,
             "table_id": self.table_id,
             "txns": [list(t) for t in self.txns],

@@ -45,6 +45,10 @@ STRATEGY_CHOICES = (
     "quarantine",
     "rewrite",
     "kafka-positions",
+    "delta-versions",
+    "delta-table",
+    "delta-change-commits",
+    "delta-sink-txn",
     "recreate-metadata",
     "rollback",
     "reset-state",
@@ -123,6 +127,13 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="Plan changes to the --sink-path sink even where its log contradicts the checkpoint "
     "(another query's batch ids, mode or times).",
 )
+@click.option(
+    "--delta-version",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="For a Delta source whose table was replaced (CD208, strategy delta-table): read the new table's "
+    "changes from version N on (startingVersion) instead of the table as of its first version.",
+)
 @diagnosis_options
 @format_option
 @storage_options
@@ -150,7 +161,11 @@ def plan_command(
     from checkpoint_doctor.render.layout import json_document, layout
     from checkpoint_doctor.render.plan import PlanFollowUp, render_plan
 
+    delta_version = kw.pop("delta_version", None)
     options = parse_storage_options(storage_option)
+    # A plan names its Delta tables as its checkpoint, by their full location: apply reads them again
+    # from wherever it runs (the printed commands carry them so too).
+    kw["delta_table"] = tuple(open_storage(t, options).url for t in kw.get("delta_table") or ())
     dest = None
     if output:
         reading = [open_storage(checkpoint, options)]
@@ -176,6 +191,7 @@ def plan_command(
         depth="deep" if deep else "default",
         diagnose=mopts.base,
         force_sink=force_sink,
+        delta_version=delta_version,
     )
     plan = plan_for_matrix(snapshot, matrix, request, storage_options=options)
     # A plan without a step is not written: apply would have nothing to do, and the next
@@ -184,6 +200,8 @@ def plan_command(
         write_destination(dest, plan.to_json())
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
+    if delta_version is not None:
+        flags += ["--delta-version", str(delta_version)]
     follow = PlanFollowUp(
         output=output,
         written=dest is not None and bool(plan.steps),
@@ -293,6 +311,7 @@ def apply_command(
     backup = open_storage(backup_dir, options) if backup_dir else None
 
     kafka = _kafka_again(plan, kafka_option)
+    delta = _delta_again(plan, options)
     # The undo and history hints carry how the storage was reached (the plan's options and the
     # flags), no secret.
     hints = Hints(storage_options=storage_pairs(options))
@@ -316,6 +335,7 @@ def apply_command(
             dry_run=dry_run,
             confirm=None if dry_run else confirm,
             kafka=kafka,
+            delta=delta,
         )
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
@@ -354,6 +374,24 @@ def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
         reader.close()
 
 
+def _delta_again(plan: Any, options: dict[str, Any]) -> Any:
+    """Return the Delta tables a plan relies on, read again from their logs (None: it relies on none)."""
+    from checkpoint_doctor.planning.preconditions import DeltaTablePre
+
+    urls = list(dict.fromkeys(p.url for p in plan.preconditions if isinstance(p, DeltaTablePre)))
+    if not urls:
+        return None
+    from checkpoint_doctor.reading.delta import read_table
+
+    tables = []
+    for url in urls:
+        try:
+            tables.append(read_table(url, options))
+        except UsageError:
+            continue  # no Delta table there any more: its precondition says so (exit 32)
+    return tuple(tables)
+
+
 def _need_terminal(what: str) -> None:
     """Refuse to ask on a pipe: a script passes ``--yes``."""
     if not sys.stdin.isatty():
@@ -368,7 +406,9 @@ def apply_question(plan: RepairPlan) -> str:
     lost = [str(x) for x in consequences.get("loss") or []]
     if consequences.get("data_loss") or lost:
         what = "; ".join(lost) or "see the plan's options"
-        return f"This plan LOSES DATA ({what}). {question}"
+        # Consent given for rows written twice only (nothing skipped, delta-sink-txn) is named as such.
+        verb = "LOSES DATA" if consequences.get("data_loss") else "WRITES ROWS TWICE"
+        return f"This plan {verb} ({what}). {question}"
     return question
 
 

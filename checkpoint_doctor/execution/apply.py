@@ -63,6 +63,7 @@ from checkpoint_doctor.execution.journal import (
 from checkpoint_doctor.execution.lock import CheckpointLock
 from checkpoint_doctor.execution.verify import verify_plan, with_unfinished
 from checkpoint_doctor.model import KafkaLive
+from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning import PlanOptions, RepairPlan
 from checkpoint_doctor.planning.steps import Area
 from checkpoint_doctor.reading.pipeline import load_snapshot
@@ -213,10 +214,12 @@ def apply_plan(
     confirm: Callable[[RepairPlan], bool] | None = None,
     diagnose_options: DiagnoseOptions | None = None,
     kafka: KafkaLive | None = None,
+    delta: tuple[DeltaTable, ...] | None = None,
 ) -> ApplyResult:
     """Apply a plan (see module docstring). ``tool`` is the checkpoint's tool directory (lock, history,
     default backups); ``backup`` an explicit backup location (default: a new one in ``tool``);
-    ``kafka`` the positions of the plan's Kafka topics, read again from its broker by the caller.
+    ``kafka`` the positions of the plan's Kafka topics, read again from its broker by the caller;
+    ``delta`` the Delta tables the plan relies on, read again by the caller.
 
     Raises:
         PlanMismatchError / PreconditionFailedError / LockHeldError: refused; nothing was changed.
@@ -246,7 +249,7 @@ def apply_plan(
         snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
         try:
             # The files earlier applies wrote are no sign of a running query.
-            verify_plan(plan, snapshot, now_ms, own_writes(tool), kafka)
+            verify_plan(plan, snapshot, now_ms, own_writes(tool), kafka, delta)
         except (PlanMismatchError, PreconditionFailedError) as exc:
             raise with_unfinished(exc, tool) from exc
         if dry_run or (confirm is not None and not confirm(plan)):
@@ -267,7 +270,7 @@ def apply_plan(
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
     asked = PlanOptions.from_request(plan.request).diagnose
     opts = diagnose_options or replace(
-        asked, spark=plan.spark, mode=plan.mode, now_ms=None, live_window_s=0, kafka=kafka
+        asked, spark=plan.spark, mode=plan.mode, now_ms=None, live_window_s=0, kafka=kafka, delta=delta
     )
     after = diagnose(after_snapshot, opts)
     return ApplyResult(plan.plan_id, False, journal.store.url, journal.url, work.done, manual, after)

@@ -23,8 +23,9 @@ from checkpoint_doctor.execution.journal import (
     list_applies,
 )
 from checkpoint_doctor.model import KafkaLive
+from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
-from checkpoint_doctor.planning.preconditions import Own, check_kafka, check_preconditions
+from checkpoint_doctor.planning.preconditions import Own, check_delta, check_kafka, check_preconditions
 from checkpoint_doctor.planning.steps import Area, Key, Step, follows
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
@@ -66,10 +67,12 @@ def verify_plan(
     now_ms: int | None,
     own: Own = frozenset(),
     kafka: KafkaLive | None = None,
+    delta: tuple[DeltaTable, ...] | None = None,
 ) -> None:
     """Refuse a plan unless it is what the planner makes for this live snapshot, and every
     precondition holds. ``kafka``: the topics' positions read again from the broker the plan's
-    Kafka preconditions name (checked first: a topic that moved on says so, not "the plan differs").
+    Kafka preconditions name (checked first: a topic that moved on says so, not "the plan differs");
+    ``delta``: the Delta tables the plan's Delta preconditions name, read again (checked first too).
 
     Raises:
         PlanMismatchError: the fingerprint differs, or the steps/preconditions are not the planner's.
@@ -90,11 +93,11 @@ def verify_plan(
             "the plan does not fit the live checkpoint, nothing was changed: " + "; ".join(problems),
             hint="re-run 'checkpoint-doctor plan' on the current checkpoint",
         )
-    moved = check_kafka(plan.preconditions, kafka)
+    moved = check_kafka(plan.preconditions, kafka) + check_delta(plan.preconditions, delta)
     if moved:
         raise PreconditionFailedError(moved)
     opts = PlanOptions.from_request(plan.request)
-    calm = replace(opts.diagnose, now_ms=None, kafka=kafka)
+    calm = replace(opts.diagnose, now_ms=None, kafka=kafka, delta=delta)
     again = plan_repair(
         snapshot, diagnose(snapshot, replace(calm, live_window_s=0)), replace(opts, diagnose=calm)
     )

@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.model import Diagnosis
+from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning.request import AT_LEAST_ONCE
 from checkpoint_doctor.planning.steps import Area, CopyStep, Step
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+#: How an option's inherent cost that writes rows twice, skipping none, begins (see :func:`consequences`).
+DUPLICATES = "DUPLICATES: "
 
 
 @dataclass(frozen=True)
@@ -27,19 +31,56 @@ class SinkFacts:
     kind: str | None
     log_latest: int | None
     rolled_back: bool
+    #: The Delta sink table paired by txn appId = the query id (``--delta-table``): its URL, the
+    #: query id and the newest batch id it holds (its txn version).
+    delta_txn: tuple[str, str, int] | None = None
 
     @staticmethod
-    def of(snapshot: CheckpointSnapshot, steps: tuple[Step, ...], told: str | None) -> SinkFacts:
-        """Return what is known of the sink for these steps."""
-        kind = "file" if snapshot.sink is not None else told
+    def of(
+        snapshot: CheckpointSnapshot,
+        steps: tuple[Step, ...],
+        told: str | None,
+        delta: tuple[DeltaTable, ...] | None = None,
+    ) -> SinkFacts:
+        """Return what is known of the sink for these steps (``delta``: the tables named)."""
+        txn = delta_sink_txn(snapshot.query_id, delta)
+        kind = "file" if snapshot.sink is not None else "delta" if txn is not None else told
         latest = snapshot.sink.log.latest_id if snapshot.sink is not None else None
         rolled = any(getattr(s, "area", None) == Area.SINK for s in steps)
-        return SinkFacts(kind, latest, rolled)
+        return SinkFacts(kind, latest, rolled, txn)
 
     @property
     def at_least_once(self) -> bool:
         """Whether the sink writes every batch it gets (duplicates, never a skip)."""
         return self.kind in AT_LEAST_ONCE
+
+
+def delta_sink_txn(
+    query_id: str | None, tables: tuple[DeltaTable, ...] | None
+) -> tuple[str, str, int] | None:
+    """Return ``(url, query id, txn version)`` of the Delta table this query's sink wrote, or None."""
+    for table in tables or ():
+        version = table.txn_version(query_id) if query_id else None
+        if version is not None and query_id is not None:
+            return table.url, query_id, version
+    return None
+
+
+def _delta_skips(sink: SinkFacts, first: int | None) -> str | None:
+    """The batches a Delta sink skips when the restart plans ``first`` and on again (DeltaSink.addBatch
+    skips every batch id at or below its txn version for the query, logging only 'Skipping already
+    complete epoch'), counted; None when it skips none."""
+    if sink.delta_txn is None or first is None:
+        return None
+    url, query_id, version = sink.delta_txn
+    if first > version:
+        return None
+    span = f"{first}..{version}" if version > first else str(first)
+    return (
+        f"batch(es) {span} are planned again with new end offsets: the Delta sink table {url} holds batches "
+        f"up to {version} of query {query_id} (txn) and skips them without an error: {version - first + 1} "
+        "batch(es) not written, whatever the source reads for them now"
+    )
 
 
 def _origin(path: str | None, steps: tuple[Step, ...]) -> str | None:
@@ -110,6 +151,9 @@ def data_loss(
         return None, None
     if sink.log_latest is not None and sink.log_latest >= committed[0]:
         return f"the file sink already holds batch {committed[0]} and skips it when it is planned again", None
+    if sink.delta_txn is not None:
+        # The table says exactly which re-planned batch ids it skips (none: they are written).
+        return _delta_skips(sink, after.prediction.next_batch_id), None
     span = f"{committed[0]}..{committed[-1]}" if len(committed) > 1 else str(committed[0])
     if sink.at_least_once:
         again = f"batch(es) {span} were committed and are planned again: the {sink.kind} sink writes their rows again"
@@ -166,7 +210,9 @@ def consequences(
     if duplicates:
         parts.append(f"DUPLICATES: {duplicates}")
     lost = [x for x in (*losses, loss) if x]
-    parts += [f"DATA LOSS: {x}" for x in lost]
+    # An option's inherent cost that writes rows twice (and skips nothing) needs consent as a loss does,
+    # but is named for what it is.
+    parts += [x if x.startswith(DUPLICATES) else f"DATA LOSS: {x}" for x in lost]
     return {
         "restart": pred.summary,
         "starts": pred.starts,
@@ -174,8 +220,10 @@ def consequences(
         "reads_from": start,
         "reads_to": pred.end_from or ("new end offsets" if b is not None else None),
         "reread_batches": [reread.start, reread.stop - 1] if reread.stop > reread.start else None,
-        "duplicates": reread.stop > reread.start or bool(duplicates),
-        "data_loss": bool(lost),
+        "duplicates": reread.stop > reread.start
+        or bool(duplicates)
+        or any(x.startswith(DUPLICATES) for x in lost),
+        "data_loss": any(not x.startswith(DUPLICATES) for x in lost),
         "loss": lost,
         "summary": "; ".join(parts) + "." if parts else pred.summary,
     }

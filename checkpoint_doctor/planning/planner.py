@@ -18,14 +18,14 @@ from checkpoint_doctor.diagnosis.codes import CODES, ERROR
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.errors import RefusedError
-from checkpoint_doctor.planning.consequences import CATCH_UP, SinkFacts, consequences
+from checkpoint_doctor.planning.consequences import CATCH_UP, DUPLICATES, SinkFacts, consequences
 from checkpoint_doctor.planning.options import Option, PlanContext
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
 from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
 from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
 from checkpoint_doctor.planning.search import Search, Trial
 from checkpoint_doctor.planning.steps import Area
-from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, for_code
+from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, WARNING_REPAIRS, for_code
 from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -52,7 +52,7 @@ def _proposals(
     for diagnosis in diagnoses.values():
         ctx = PlanContext(snapshot, diagnosis, opts, shared)
         for finding in diagnosis.findings:
-            if finding.severity != ERROR:
+            if finding.severity != ERROR and finding.code not in WARNING_REPAIRS:
                 continue
             _, options = groups.setdefault((finding.code, finding.paths, finding.batch_ids), (finding, []))
             known = {o.key for o in options}
@@ -91,7 +91,7 @@ def _judge_alone(
     """Return the consequences of one option on its own."""
     if option.restart is not None:
         after = search.diagnose_cell(snapshot, option.restart)
-        sink = SinkFacts.of(snapshot, (), search.sink_kind)
+        sink = SinkFacts.of(snapshot, (), search.sink_kind, search.dopts.delta)
         return consequences(snapshot, (), after, sink, ())
     if not option.executable:
         return {"restart": None, "starts": None, **CATCH_UP}
@@ -175,7 +175,8 @@ def _unresolved(
     # the plan says why nothing repairs it rather than ending at "Strategy none".
     for cell, diagnosis in after.items():
         for f in diagnosis.findings:
-            if f.severity != ERROR:
+            # A warning with a repair is left unresolved only when its repair waits for consent.
+            if f.severity != ERROR and (f.code not in WARNING_REPAIRS or needs_consent is None):
                 continue
             entry = out.setdefault(
                 f.code,
@@ -189,8 +190,10 @@ def _unresolved(
             if cell_dict(cell) not in entry["cells"]:
                 entry["cells"].append(cell_dict(cell))
     if needs_consent is not None:
+        twice = all(x.startswith(DUPLICATES) for x in needs_consent.losses)
         for code in list(out):
-            out[code]["reason"] = "its repair can lose data: " + "; ".join(needs_consent.losses)
+            what = "its repair writes rows twice: " if twice else "its repair can lose data: "
+            out[code]["reason"] = what + "; ".join(x.removeprefix(DUPLICATES) for x in needs_consent.losses)
             out[code]["manual"] = CONSENT_MANUAL
     return list(out.values())
 

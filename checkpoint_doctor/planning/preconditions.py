@@ -15,6 +15,7 @@ from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES
 from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.model import FileStat, KafkaLive
+from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning.steps import (
     Area,
     CopyStep,
@@ -426,6 +427,95 @@ class KafkaPositionsPre(Precondition):
         return None
 
 
+@dataclass(frozen=True)
+class DeltaTablePre(Precondition):
+    """A Delta table a plan relies on is still the table it was planned from: the same table id and
+    the same earliest version in its log (log cleanup moving on changes which versions a plan skips;
+    a replaced table changes what a re-pointed source reads), and no version the plan saw removed
+    (the latest version is not lower). New commits do not fail it: they are read on. Checked
+    against the table the I/O edge reads again at apply time (:meth:`check_live`)."""
+
+    kind: ClassVar[str] = "delta_table"
+    url: str = ""
+    table_id: str = ""
+    earliest: int = 0
+    latest: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON form."""
+        return {
+            "kind": self.kind,
+            "url": self.url,
+            "table_id": self.table_id,
+            "earliest": self.earliest,
+            "latest": self.latest,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Precondition:
+        """Build it from the table's URL, id and versions."""
+        url, table_id = data.get("url"), data.get("table_id")
+        earliest, latest = _optional_int(data, "earliest"), _optional_int(data, "latest")
+        if (
+            not isinstance(url, str)
+            or not url
+            or not isinstance(table_id, str)
+            or earliest is None
+            or latest is None
+        ):
+            raise PlanFormatError("precondition delta_table needs url, table_id, earliest and latest")
+        return cls(url=url, table_id=table_id, earliest=earliest, latest=latest)
+
+    def describe(self) -> str:
+        """Return the precondition in words."""
+        return (
+            f"the Delta table {self.url} is still table {self.table_id} with its log starting at version "
+            f"{self.earliest} and reaching at least {self.latest}"
+        )
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """The checkpoint holds none of it: :meth:`check_live` judges the table read again."""
+        return None
+
+    def check_live(self, tables: tuple[DeltaTable, ...] | None) -> str | None:
+        """Return why the table's log (read again now) violates the plan, or None."""
+        table = next((t for t in tables or () if t.url == self.url), None)
+        if table is None:
+            return f"the plan relies on the Delta table {self.url}, which is gone or was not read again"
+        if table.table_id != self.table_id:
+            return f"the Delta table {self.url} is table {table.table_id} now, the plan was made for {self.table_id}"
+        if table.earliest_version != self.earliest:
+            return (
+                f"the Delta table {self.url}'s log starts at version {table.earliest_version} now, the plan was "
+                f"made when it started at {self.earliest} (the versions it skips changed)"
+            )
+        if table.latest_version < self.latest:
+            return (
+                f"the Delta table {self.url}'s latest version is {table.latest_version} now, below the "
+                f"{self.latest} the plan was made from"
+            )
+        return None
+
+
+def check_delta(
+    preconditions: tuple[Precondition, ...], tables: tuple[DeltaTable, ...] | None
+) -> tuple[str, ...]:
+    """Return every Delta table precondition that the tables read again violate."""
+    return tuple(
+        problem
+        for pre in preconditions
+        if isinstance(pre, DeltaTablePre)
+        for problem in [pre.check_live(tables)]
+        if problem is not None
+    )
+
+
 def sink_contradiction(snapshot: CheckpointSnapshot) -> str | None:
     """Return why the snapshot's file sink is another query's (its log contradicts the checkpoint),
     or None (no sink, or nothing contradicts)."""
@@ -447,6 +537,7 @@ PRECONDITION_KINDS: dict[str, type[Precondition]] = {
         NoLiveWriterPre,
         SinkPairedPre,
         KafkaPositionsPre,
+        DeltaTablePre,
     )
 }
 

@@ -50,11 +50,17 @@ class PlanOptions:
     depth: str = "default"
     diagnose: DiagnoseOptions = field(default_factory=DiagnoseOptions)
     force_sink: bool = False
+    #: ``plan --delta-version N``: where a Delta source re-pointed to a replacing table starts (its
+    #: changes from version N on) instead of the table as of its first version (strategy delta-table).
+    delta_version: int | None = None
 
     def to_request(self) -> dict[str, Any]:
         """Return the JSON form a plan records (no clock: ``now_ms`` is not part of a plan)."""
         d = self.diagnose
+        # Only when asked: every other plan keeps its id.
+        extra = {} if self.delta_version is None else {"delta_version": self.delta_version}
         return {
+            **extra,
             "strategy": self.strategy,
             "accept_data_loss": self.accept_data_loss,
             "query_id": self.query_id,
@@ -101,6 +107,7 @@ class PlanOptions:
                 guards=tuple(Cell(str(c["spark"]), str(c["mode"])) for c in data.get("guards", ())),
                 depth=str(data.get("depth") or "default"),
                 force_sink=bool(data.get("force_sink", False)),
+                delta_version=_version(data.get("delta_version")),
                 diagnose=DiagnoseOptions(
                     spark=d.get("spark"),
                     mode=d.get("mode"),
@@ -113,3 +120,11 @@ class PlanOptions:
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PlanFormatError(f"malformed plan request: {exc}") from exc
+
+
+def _version(value: Any) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise PlanFormatError(f"malformed plan request: delta_version {value!r} is not a table version")
+    return value

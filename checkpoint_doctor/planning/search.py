@@ -23,10 +23,12 @@ from typing import Any
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.diagnosis.codes import ERROR
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.planning.consequences import SinkFacts, consequences, data_loss
 from checkpoint_doctor.planning.options import Option
 from checkpoint_doctor.planning.request import Cell
 from checkpoint_doctor.planning.steps import Key, Step, follows
+from checkpoint_doctor.planning.strategies import WARNING_REPAIRS
 from checkpoint_doctor.reading.assembly import simulate_changes
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -99,6 +101,11 @@ class Trial:
         return sum(d.prediction.starts for d in self.after)
 
 
+def _blocks(finding: Finding) -> bool:
+    """Whether a finding is one a plan must clear: an error, or a warning with a repair (data lost silently)."""
+    return finding.severity == ERROR or finding.code in WARNING_REPAIRS
+
+
 class Search:
     """Evaluates sets of candidate options (cached), and finds the preferred one."""
 
@@ -123,7 +130,7 @@ class Search:
         self.baseline = sum(d.prediction.starts for d in before)
         #: The error codes of the target cells as they are: a trial that starts as many cells and
         #: clears one of them (a file sink's log ahead of the offsets, CD402) is a repair too.
-        self.errors_before = frozenset(f.code for d in before for f in d.findings if f.severity == ERROR)
+        self.errors_before = frozenset(f.code for d in before for f in d.findings if _blocks(f))
 
     def diagnose_cell(
         self, snapshot: CheckpointSnapshot, cell: Cell, facts: SnapshotFacts | None = None
@@ -142,8 +149,8 @@ class Search:
             after_snapshot = simulate(self.snapshot, steps)
             facts = SnapshotFacts(after_snapshot)  # one derivation for every cell
             after = tuple(self.diagnose_cell(after_snapshot, c, facts) for c in self.cells)
-            remaining = frozenset(f.code for d in after for f in d.findings if f.severity == ERROR)
-            sink = SinkFacts.of(self.snapshot, steps, self.sink_kind)
+            remaining = frozenset(f.code for d in after for f in d.findings if _blocks(f))
+            sink = SinkFacts.of(self.snapshot, steps, self.sink_kind, self.dopts.delta)
             inherent = tuple(dict.fromkeys(o.loss for o in options if o.loss))
             replans = tuple(
                 r

@@ -42,6 +42,7 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
     """
     operation = schema = table_id = None
     adds = removes = 0
+    rows: int | None = 0
     txns: list[tuple[str, int]] = []
     for line in data.decode("utf-8").splitlines():
         if not line.strip():
@@ -61,11 +62,23 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
             if isinstance(body, dict) and body.get("dataChange", True):
                 if kind == "add":
                     adds += 1
+                    rows = _plus_rows(rows, body.get("stats"))
                 else:
                     removes += 1
         if isinstance(action.get("txn"), dict):
             txns.append((str(action["txn"]["appId"]), int(action["txn"]["version"])))
-    return DeltaCommit(version, operation, adds, removes, schema, table_id, tuple(txns))
+    return DeltaCommit(version, operation, adds, removes, schema, table_id, tuple(txns), rows)
+
+
+def _plus_rows(rows: int | None, stats: Any) -> int | None:
+    """Add an add action's ``stats.numRecords`` (a JSON string, PROTOCOL.md Per-file Statistics)."""
+    if rows is None or not isinstance(stats, str):
+        return None
+    try:
+        count = json.loads(stats).get("numRecords")
+    except (ValueError, AttributeError):
+        return None
+    return rows + count if isinstance(count, int) and not isinstance(count, bool) else None
 
 
 def chain(commit_versions: Iterable[int], checkpoint_versions: Iterable[int]) -> tuple[int, int, int | None]:

@@ -134,11 +134,14 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
             )
         elif restart.code == "versions-gone":
             version = restart.from_version
+            # The versions the query has not read start at the newest offsets' (a committed batch's
+            # replayed range is listed, not read again), at the batch's start when it is re-run.
+            unread = version if p.rerun or version is None else off.reservoir_version
             text = (
                 f"Delta source {n} resumes reading {table.url} at version {version} (the newest offsets are at "
                 f"{off.reservoir_version}), but its log starts at version {table.earliest_version} (log cleanup): "
                 f"the restart fails with DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it "
-                f"skips versions {version}..{table.earliest_version - 1}."
+                f"skips versions {unread}..{table.earliest_version - 1}, not read yet."
             )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."

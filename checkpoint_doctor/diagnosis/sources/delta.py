@@ -147,6 +147,9 @@ def predict(
     # An offset names the next version to read (index -1: none of its files read yet) or the version
     # being read (index >= 0): either way the changes are listed from its reservoirVersion.
     start = (previous or offset).reservoir_version
+    # isStartingVersion: the table is read as of that version (its snapshot, getSnapshotAt) and the
+    # changes from the next one on, so that version's own commit is not checked as a change.
+    first_change = start + 1 if (previous or offset).is_starting_version else start
     if start > table.latest_version:
         return DeltaSourceRestart(None, None)
     skipped: tuple[int, ...] = ()
@@ -159,7 +162,7 @@ def predict(
             )
         skipped = tuple(range(start, table.earliest_version))
     for commit in table.commits:
-        if commit.version < start:
+        if commit.version < first_change:
             continue
         error = _hygiene(commit, opts)
         if error is not None:

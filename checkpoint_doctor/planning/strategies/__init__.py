@@ -16,6 +16,10 @@ from checkpoint_doctor.planning.strategies import (
     commit_ahead,
     continuous_commit,
     damaged_snapshot,
+    delta_change_commits,
+    delta_sink_txn,
+    delta_table,
+    delta_versions,
     kafka_positions,
     orphan_files,
     rate_start_time,
@@ -49,6 +53,10 @@ ALL: tuple[Strategy, ...] = (
     rewrite_source_file.STRATEGY,
     rate_start_time.STRATEGY,
     kafka_positions.STRATEGY,
+    delta_versions.STRATEGY,
+    delta_table.STRATEGY,
+    delta_change_commits.STRATEGY,
+    delta_sink_txn.STRATEGY,
     recreate_metadata.STRATEGY,
     rollback.STRATEGY,
     reset_state.STRATEGY,
@@ -56,6 +64,11 @@ ALL: tuple[Strategy, ...] = (
     restart_on_writer.STRATEGY,
     restart_in_mode.STRATEGY,
 )
+
+#: Warning findings that get repair options too: the restart starts, but data is lost without a word
+#: from Spark (a Delta sink skipping re-planned batch ids it holds, CD407). A plan offers their repair
+#: with consent, as an error's.
+WARNING_REPAIRS: frozenset[str] = frozenset({Code.DELTA_SINK_SKIPS_BATCHES})
 
 #: The names plans and ``plan --strategy`` use, in rank order.
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in ALL))
@@ -93,4 +106,5 @@ MANUAL: dict[str, str] = {
         "from their earliest offset), or start a new checkpoint with startingOffsets set deliberately"
     ),
     Code.OFFSETS_METADATA_LINE_EMPTY: "restart in the mode that wrote the log (continuous processing writes blank metadata lines)",
+    Code.DELTA_SOURCE_CHANGE_REFUSED: delta_change_commits.MANUAL,
 }
