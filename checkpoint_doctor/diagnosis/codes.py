@@ -1067,6 +1067,11 @@ _ALL = (
 )
 
 CODES: dict[str, CodeInfo] = {c.code: c for c in _ALL}
+
+#: Warnings whose restart starts but loses data without a word from Spark (a Delta sink skipping the
+#: re-planned batch ids its txn holds, CD407: DeltaSink.addBatch's "Skipping already complete epoch"):
+#: they are repaired like errors, with consent, and every output points at the plan.
+SILENT_LOSS: frozenset[str] = frozenset({Code.DELTA_SINK_SKIPS_BATCHES})
 CODES_BY_SLUG: dict[str, CodeInfo] = {c.slug: c for c in _ALL}
 
 

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER
+from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER, SILENT_LOSS
 from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.discovery import TargetKind
@@ -383,7 +383,7 @@ def next_step(record: Record, hints: Hints) -> str | None:
         # The broker flags shape only a Kafka source's verdict: a checkpoint that reads no topic
         # gets a command without them (the same answer, and no broker to reach).
         local = Hints(**{**local.__dict__, "kafka_bootstrap": None, "kafka_options": ()})
-    if record.verdict == ERROR or record.failing_cells:
+    if record.verdict == ERROR or record.failing_cells or any(f.code in SILENT_LOSS for f in record.findings):
         return local.plan(url)
     return local.diagnose(url)
 

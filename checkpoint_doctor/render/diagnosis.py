@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING
+from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
 from checkpoint_doctor.render.hints import Hints, explain
 from checkpoint_doctor.render.layout import (
@@ -119,7 +119,7 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
         blocks.append(
             f"What to do: {explain(codes[0])}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else "")
         )
-    if failing or any(f.severity == ERROR for f in findings):
+    if failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
         blocks.append(f"Repair options:\n  {hints.plan(checkpoint, '-o', 'plan.json')}")
     return blocks
 

@@ -8,7 +8,7 @@ is preferred when two make the restart start with the same number of options.
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.codes import SILENT_LOSS, Code
 from checkpoint_doctor.planning.options import Strategy
 from checkpoint_doctor.planning.strategies import (
     bridge,
@@ -68,7 +68,7 @@ ALL: tuple[Strategy, ...] = (
 #: Warning findings that get repair options too: the restart starts, but data is lost without a word
 #: from Spark (a Delta sink skipping re-planned batch ids it holds, CD407). A plan offers their repair
 #: with consent, as an error's.
-WARNING_REPAIRS: frozenset[str] = frozenset({Code.DELTA_SINK_SKIPS_BATCHES})
+WARNING_REPAIRS: frozenset[str] = SILENT_LOSS
 
 #: The names plans and ``plan --strategy`` use, in rank order.
 FAMILIES: tuple[str, ...] = tuple(dict.fromkeys(s.family for s in ALL))
