@@ -15,6 +15,7 @@ from checkpoint_doctor.errors import MissingDependencyError, UsageError
 from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
     from checkpoint_doctor.loading import OwnWrites, VerdictInput
     from checkpoint_doctor.model import KafkaLive
@@ -196,23 +197,6 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> Kaf
     return read_positions(bootstrap, offsets, settings)
 
 
-def delta_tables_for(snapshot: Any, kw: dict[str, Any], storage_option: Sequence[str]) -> Any:
-    """Return the Delta tables named with ``--delta-table``, read from their logs (None without any).
-
-    Raises:
-        UsageError: a path is not a Delta table.
-        MissingDependencyError: a table's state is in a checkpoint only and deltalake is missing.
-    """
-    paths = kw.get("delta_table") or ()
-    if not paths:
-        return None
-    from checkpoint_doctor.reading.delta import read_table
-
-    options = parse_storage_options(storage_option)
-    ids = (snapshot.query_id,) if snapshot.query_id else ()
-    return tuple(read_table(p, options, ids) for p in dict.fromkeys(paths))
-
-
 def matrix_options_from(
     kw: dict[str, Any],
     sink_note: str | None = None,
@@ -221,6 +205,7 @@ def matrix_options_from(
     delta: tuple[DeltaTable, ...] | None = None,
     *,
     optional_job: bool = False,
+    delta_pairing: DeltaPairing | None = None,
 ) -> MatrixOptions:
     """Return the restart matrix options of the command's options (``own_writes``: the files
     checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`;
@@ -228,7 +213,7 @@ def matrix_options_from(
     from dataclasses import replace
 
     job = job_facts_for(kw, required=not optional_job)
-    options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta)
+    options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta, delta_pairing)
     if job is not None:
         from checkpoint_doctor.diagnosis.versions import line_of
 
@@ -279,6 +264,7 @@ def _matrix_options_of(
     own_writes: OwnWrites,
     kafka: KafkaLive | None,
     delta: tuple[DeltaTable, ...] | None,
+    delta_pairing: DeltaPairing | None = None,
 ) -> MatrixOptions:
     from checkpoint_doctor.diagnosis.options import matrix_options
 
@@ -294,11 +280,17 @@ def _matrix_options_of(
         own_writes=own_writes,
         kafka=kafka,
         delta=delta,
+        delta_pairing=delta_pairing,
     )
 
 
 def load_for_verdict(
-    checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None
+    checkpoint: str,
+    storage_option: Sequence[str],
+    *,
+    deep: bool,
+    sink_path: str | None,
+    delta_tables: Sequence[str] = (),
 ) -> VerdictInput:
     """Load a checkpoint for a verdict as the API does (:func:`checkpoint_doctor.loading.load_for_verdict`),
     with the command line's hints when it cannot be read."""
@@ -309,6 +301,7 @@ def load_for_verdict(
         parse_storage_options(storage_option),
         lambda: load(checkpoint, storage_option, deep=deep, sink_path=sink_path),
         sink_path=sink_path,
+        delta_tables=[normalize_url(t) for t in delta_tables],
     )
 
 

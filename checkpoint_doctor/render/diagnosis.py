@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from checkpoint_doctor.diagnosis.delta_pairing import FLAG
 from checkpoint_doctor.diagnosis.versions import qualify_root
-from checkpoint_doctor.render.hints import Hints, explain
+from checkpoint_doctor.render.hints import Hints, command, explain
 from checkpoint_doctor.render.layout import (
     bullets,
     fill,
@@ -110,6 +111,33 @@ def _next_steps(result: dict[str, Any], failing: bool, hints: Hints) -> list[str
     return blocks
 
 
+def delta_steps(result: dict[str, Any], hints: Hints) -> list[str]:
+    """The commands that pair each Delta source no table paired with: ``--delta-table`` naming
+    each table looked at that could be it, and an audit of the directory above the checkpoint's
+    (it pairs by id with every Delta table below it). Every one runs as printed."""
+    pairing = result.get("delta_pairing") or {}
+    unpaired = pairing.get("unpaired_sources") or []
+    if not unpaired:
+        return []
+    checkpoint = result["checkpoint"]
+    candidates = list(
+        dict.fromkeys([*pairing.get("ambiguous", []), *pairing.get("other_queries_tables", [])])
+    )
+    what = ", ".join(f"source {u['source']} (table {u['table_id']})" for u in unpaired)
+    lines = [f"Pair Delta {what}: name the table it reads"]
+    for candidate in candidates[:3]:
+        with_table = Hints(**{**hints.__dict__, "delta_tables": (*hints.delta_tables, candidate)})
+        lines.append("  " + with_table.diagnose(checkpoint))
+    parent = checkpoint.rstrip("/").rpartition("/")[0]
+    above = parent.rpartition("/")[0]
+    if above and not above.endswith((":/", ":")):
+        lines.append(f"or pair it by id with any Delta table below {above}:")
+        lines.append("  " + command("audit", above, *hints.storage_flags()))
+    else:
+        lines.append(f"  ({FLAG} PATH: the path of the table the query reads)")
+    return ["\n".join(lines)]
+
+
 def render_diagnosis(result: dict[str, Any], hints: Hints | None = None) -> str:
     """Return the ``diagnose`` result as text: the prediction first, then findings, then the next
     commands (with the flags that shaped this answer)."""
@@ -135,6 +163,7 @@ def render_diagnosis(result: dict[str, Any], hints: Hints | None = None) -> str:
     ]
     if result["assumptions"]:
         blocks.append(section("Assumptions", bullets(result["assumptions"])))
+    blocks += delta_steps(result, hints or Hints())
     blocks += _next_steps(result, result["restart"]["outcome"] == "fails", hints or Hints())
     return "\n\n".join(blocks) + "\n"
 
@@ -229,6 +258,7 @@ def render_matrix(matrix: MatrixDiagnosis, width: int | None = None, hints: Hint
     if result["assumptions"]:
         blocks.append(section("Assumptions", bullets(result["assumptions"])))
     hints = hints or Hints()
+    blocks += delta_steps(result, hints)
     blocks.append(_details_hint(matrix, hints))
     blocks += _next_steps(result, bool(matrix.failing_cells), hints)
     return "\n\n".join(blocks) + "\n"
