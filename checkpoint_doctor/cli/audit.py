@@ -385,7 +385,9 @@ class AuditRun:
     def finish(self) -> None:
         """Write the outputs, then the summary (or the document, or the table), then exit."""
         plan = self.plan if self.plan is not None else FleetPlan(roots=list(self.roots))
-        result = finish(plan.roots, plan.notes, self.records, interrupted=self.interrupted)
+        result = finish(
+            plan.roots, plan.notes, self.records, interrupted=self.interrupted, delta_reads=plan.delta_reads
+        )
         code, problems = self._write_outputs(result, self._exit_code(result))
         summary = {**result.summary, "exit_code": code}
         if self.output_format == "jsonl":

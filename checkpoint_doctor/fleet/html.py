@@ -37,6 +37,7 @@ from checkpoint_doctor.diagnosis.timeline import (
     TRUNCATED,
 )
 from checkpoint_doctor.diagnosis.versions import qualify_root
+from checkpoint_doctor.fleet.delta_report import delta_headline, delta_lines
 from checkpoint_doctor.fleet.report import (
     ERROR,
     NOTES_SHOWN,
@@ -186,6 +187,7 @@ def _row(record: Mapping[str, Any], rank: int) -> dict[str, Any]:
         "lines": record.get("lines"),
         "sink_text": f"file sink output; latest sink batch {latest if latest is not None else '-'}",
         "pairing": record.get("pairing"),
+        "delta": delta_lines(record),
         "findings": record_findings(record),
         "next_step": record.get("next_step"),
         "codes": " ".join(record["codes"]),
@@ -298,6 +300,7 @@ def render_html(
             label_w=LABEL_W,
             kafka=[{**k, "left": _left(k)} for k in kafka],
             kafka_unchecked=_kafka_unchecked(records),
+            delta_headline=delta_headline(summary),
         )
     )
 

@@ -36,6 +36,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER
 from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.fleet.delta_report import delta_headline
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import dumps, iso_utc, schema_version
 from checkpoint_doctor.render.hints import Hints
@@ -548,6 +549,7 @@ def render_audit(
             if summary.get("assumed_stateless")
             else []
         ),
+        *([("Delta", delta_headline(summary))] if delta_headline(summary) else []),
         ("Verdicts", f"{v[ERROR]} error, {v[UNREADABLE]} unreadable, {v[WARNING]} warning, {v[OK]} ok"),
         ("Exit code", summary["exit_code"]),
     ]
