@@ -97,13 +97,14 @@ class DeltaPair:
 class DeltaPairing:
     """What the Delta tables looked at say about this checkpoint: its pairs, the Delta sources no
     table pairs with (index, table id), the tables beside it written by other queries only, and
-    where the tables were looked for (``looked_at``, words) with how many were read."""
+    where the tables were looked for (``looked_at``, words) with how many of them the pairing
+    weighed (``candidates``: beside it, named, or sharing an id or appId with it)."""
 
     pairs: tuple[DeltaPair, ...] = ()
     unpaired: tuple[tuple[int, str], ...] = ()
     others: tuple[DeltaTable, ...] = ()
     looked_at: str = ""
-    tables_read: int = 0
+    candidates: int = 0
     #: Named tables that pair with nothing: judged as this query's sink (CD408) as before pairing.
     named_unpaired: tuple[DeltaTable, ...] = ()
     #: Tables that could pair a source but several do (their URLs).
@@ -157,7 +158,7 @@ class DeltaPairing:
         lines = self.lines()
         if lines:
             return "; ".join(lines)
-        if self.tables_read:
+        if self.candidates:
             return f"Delta tables looked at ({self.looked_at}): none pairs with this checkpoint"
         return ""
 
@@ -165,7 +166,7 @@ class DeltaPairing:
         """Return a JSON-safe dict (``diagnose``'s ``delta_pairing``, an audit record's ``delta``)."""
         return {
             "looked_at": self.looked_at,
-            "tables_read": self.tables_read,
+            "candidates": self.candidates,
             "pairs": [p.to_dict() for p in self.pairs],
             "unpaired_sources": [{"source": n, "table_id": t} for n, t in self.unpaired],
             "ambiguous": list(self.ambiguous),
@@ -241,7 +242,7 @@ def pair_tables(
         unpaired=tuple(unpaired),
         others=others,
         looked_at=looked_at,
-        tables_read=len({c.table.url for c in candidates}),
+        candidates=len({c.table.url for c in candidates}),
         named_unpaired=named_unpaired,
         ambiguous=ambiguous if unpaired else (),
         unread=tuple(unread),
