@@ -62,8 +62,8 @@ def delta_lines(record: Mapping[str, Any]) -> list[dict[str, str]]:
         out.append(
             {
                 "kind": "unpaired",
-                "text": f"Delta source {u['source']} (table {u['table_id']}) not paired: no table {where} "
-                "has its id; pass --delta-table to diagnose with the table it reads",
+                "text": f"Delta source {u['source']} (table {u['table_id']}) not paired: no Delta table looked "
+                f"at ({where}) has its id; pass --delta-table to diagnose with the table it reads",
             }
         )
     out += [
