@@ -86,3 +86,17 @@ def delta_headline(summary: Mapping[str, Any]) -> str | None:
     if d.get("unpaired_sources"):
         words += f"; {d['unpaired_sources']} Delta source(s) paired with no table"
     return words
+
+
+def far_tables(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """Return the tables a checkpoint record is paired with that ``diagnose`` of it would not find
+    beside it (neither its parent nor a sibling directory): its next command names them with
+    ``--delta-table``, so that it gives the audit's answer. Pure."""
+    url = str(record.get("url") or "").rstrip("/")
+    parent = url.rpartition("/")[0]
+    out = []
+    for p in (record.get("delta") or {}).get("pairs", []):
+        table = str(p["table"]).rstrip("/")
+        if table != parent and table.rpartition("/")[0] != parent:
+            out.append(table)
+    return tuple(dict.fromkeys(out))

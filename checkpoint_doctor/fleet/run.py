@@ -26,7 +26,7 @@ from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoic
 from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask, table_tasks
-from checkpoint_doctor.fleet.delta_report import delta_part, delta_summary
+from checkpoint_doctor.fleet.delta_report import delta_part, delta_summary, far_tables
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
     SINK_LOG,
@@ -590,7 +590,10 @@ class RecordStream:
         done = (
             linked(record, paired_sinks(self.records)) if record["kind"] == TargetKind.SINK else dict(record)
         )
-        done = stamped({**done, "next_step": next_step(done, self.hints)}, self.clock())
+        # A Delta table paired from farther away than diagnose looks is named in the next command.
+        far = far_tables(done)
+        hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
+        done = stamped({**done, "next_step": next_step(done, hints)}, self.clock())
         self.records.append(done)
         return done
 

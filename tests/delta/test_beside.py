@@ -97,6 +97,26 @@ def test_an_unpaired_source_says_so_and_names_commands_that_run_as_printed(
     records = json.loads(capsys.readouterr().out)["result"]["records"]
     (record,) = [r for r in records if r["kind"] == "checkpoint"]
     assert record["delta"]["pairs"][0]["how"] == "table-id"
+    # the audit's next command names the table it paired from afar, so diagnose gives the same answer
+    table = tmp_path / "jobs" / "tables" / "events"
+    assert record["next_step"] is None or f"--delta-table {table}" in record["next_step"]
+
+
+def test_the_audit_next_step_names_a_table_paired_from_afar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = _alone(tmp_path, "delta-source-stateless-rows-deleted")
+    table = tmp_path / "tables" / "events"
+    shutil.copytree(LINE / "delta-source-stateless-rows-deleted" / "source", table)
+    main(["audit", str(tmp_path), "--format", "json", "--live-window", "0"])
+    (record,) = [
+        r for r in json.loads(capsys.readouterr().out)["result"]["records"] if r["kind"] == "checkpoint"
+    ]
+    assert "CD210" in record["codes"]
+    assert record["next_step"] == f"checkpoint-doctor plan {checkpoint} --live-window 0 --delta-table {table}"
+    # as printed: the plan sees the table and the same refusal
+    assert main([*shlex.split(record["next_step"])[1:], "--format", "json"]) in (0, 1, 4)
+    assert "CD210" in capsys.readouterr().out
 
 
 def test_a_table_beside_written_by_other_queries_is_named_not_judged(
