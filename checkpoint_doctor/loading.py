@@ -145,9 +145,10 @@ def load_for_verdict(
     (``delta_tables``), paired with it (:mod:`checkpoint_doctor.loading_delta`).
 
     On an object store the lookups beside the checkpoint (its sink's log, the tool directory's
-    applies, the Delta tables' logs) run while the checkpoint loads: each is a round trip or two of
-    its own, and a verdict then waits for three in sequence (the listing, one batch of reads, the
-    follow-up reads), not seven (see tests/s3/test_request_counts.py).
+    applies, the Delta tables' logs and checksums) run while the checkpoint loads: each is a round
+    trip or a few of its own, and a verdict then waits for three in sequence (the listing, one batch
+    of reads, the follow-up reads), not seven; a Delta source's table adds one after them, its
+    commits since the checkpoint's version (see tests/s3/test_request_counts.py).
 
     Raises:
         UsageError: a path of ``delta_tables`` is not a Delta table (one found beside it that cannot

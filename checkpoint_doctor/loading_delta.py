@@ -17,7 +17,7 @@ from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import read_table
-from checkpoint_doctor.reading.delta_discovery import NearbyTables, source_versions
+from checkpoint_doctor.reading.delta_discovery import NearbyTables, read_on, source_versions
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 TableRead = Callable[[str, "int | None"], DeltaTable]
@@ -92,4 +92,14 @@ def pair_beside(
         looked_at=nearby.looked_at or "named with --delta-table",
         unread=nearby.unread,
     )
-    return complete_sources(pairing, snapshot, storage_options)
+    logs = dict(nearby.logs)
+    found = {t.url: t for t in nearby.tables}
+    query_ids = (snapshot.query_id,) if snapshot.query_id else ()
+
+    def read(url: str, from_version: int | None) -> DeltaTable:
+        # A table found beside: its checksum was read and its log listed; only the commits now.
+        if url in logs and url in found:
+            return read_on(found[url], logs[url], storage_options, from_version)
+        return read_table(url, storage_options, query_ids, from_version=from_version)
+
+    return complete_sources(pairing, snapshot, storage_options, read)

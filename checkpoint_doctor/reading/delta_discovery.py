@@ -26,13 +26,13 @@ verdict goes on without it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import LOG_DIR, is_delta_table, read_table
+from checkpoint_doctor.reading.delta import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage, open_storage
@@ -57,6 +57,8 @@ class NearbyTables:
     tables: tuple[DeltaTable, ...] = ()
     unread: tuple[tuple[str, str], ...] = ()
     looked_at: str = ""
+    #: Each table's ``_delta_log`` file names, as listed (URL -> names): nothing is listed twice.
+    logs: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
 def _parent(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> Storage | None:
@@ -149,9 +151,37 @@ def nearby_tables(checkpoint_url: str, storage_options: Mapping[str, Any] | None
             tables.append(got)
         else:
             unread.append(got)
-    return NearbyTables(
-        tuple(tables), tuple(unread), _looked_at(len(looked), parent_is_table, len(siblings) - len(looked))
+    logs_listed = tuple(
+        (store.url_of(rel) if rel else store.url, tuple(names))
+        for rel, names in logs
+        if isinstance(names, list)
     )
+    return NearbyTables(
+        tuple(tables),
+        tuple(unread),
+        _looked_at(len(looked), parent_is_table, len(siblings) - len(looked)),
+        logs_listed,
+    )
+
+
+def read_on(
+    table: DeltaTable,
+    names: Sequence[str],
+    storage_options: Mapping[str, Any] | None,
+    from_version: int | None,
+) -> DeltaTable:
+    """Return a table read for pairing (id, schema, txns: its checksum's) with its commits from
+    ``from_version`` on (None: every commit still in the log), read in one batch from the listing
+    made when it was found.
+
+    Raises:
+        UsageError: a commit is not a Delta commit.
+        StorageError: a commit cannot be read.
+    """
+    first = table.earliest_version if from_version is None else max(table.earliest_version, from_version)
+    log = open_storage(table.url, storage_options).child(LOG_DIR)
+    commits = read_commits(log, commit_names(names), first, table.latest_version)
+    return replace(table, commits=tuple(commits))
 
 
 def read_named(
