@@ -116,8 +116,9 @@ def _verdict(
 
     tables = [normalize_url(t) for t in delta_tables]
     if isinstance(target, CheckpointSnapshot):
+        # A snapshot says nothing of where it was read: only the tables named are looked at.
         named = read_named(tables, storage_options, target.query_id) if tables else None
-        pairing = pair_beside(target, NearbyTables(), named or (), storage_options)
+        pairing = pair_beside(target, NearbyTables(), named, storage_options) if named else None
         loaded = VerdictInput(target, None, frozenset(), pairing, named)
     else:
         loaded = load_for_verdict(

@@ -195,3 +195,17 @@ def test_tables_beside_a_checkpoint_on_s3_pair_as_they_do_locally(s3: S3) -> Non
         ("table-id", s3.url("job/source"))
     ]
     assert doc["restart"]["outcome"] == "fails" and "CD209" in {f["code"] for f in doc["findings"]}
+
+
+def test_the_api_pairs_named_tables_with_a_snapshot_and_looks_beside_a_url() -> None:
+    scen = LINE / "delta-source-count-log-cleaned"
+    snapshot = cd.load(str(scen / "checkpoint"))
+    # a snapshot says nothing of where it was read: nothing is looked for beside it
+    alone = cd.diagnose(snapshot, live_window_s=0)
+    assert any(a.startswith("Delta tables not checked") for a in alone.assumptions)
+    named = cd.diagnose(snapshot, live_window_s=0, delta_tables=[str(scen / "source")])
+    by_url = cd.diagnose(str(scen / "checkpoint"), live_window_s=0)
+    assert named.exit_code == by_url.exit_code == 4
+    assert "CD209" in {f.code for f in named.findings} & {f.code for f in by_url.findings}
+    plan = cd.plan(str(scen / "checkpoint"), live_window_s=0)
+    assert any("paired with" in a and "by table id" in a for a in plan.assumptions)
