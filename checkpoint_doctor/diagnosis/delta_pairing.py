@@ -11,7 +11,8 @@ version is the batch id (``DeltaSink.addBatch``). So a table is paired:
 * as **sink** when its transactions hold the query id as appId (``txn-app-id``, with the batch id);
 * as source ``n`` when no table has that id, exactly one Delta source is left unpaired and exactly
   one table that was named with ``--delta-table`` (``named``), or else found right beside the
-  checkpoint (``only-table-beside``), pairs with nothing else: the path the query reads, replaced
+  checkpoint and written by no stream (``only-table-beside``; no ``txn``), pairs with nothing
+  else: the path the query reads, replaced
   (``CREATE OR REPLACE``) or deleted and written anew, both of which fail the restart with
   ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE`` (recorded in ``fixtures/delta/``: ``-replaced``
   and ``-recreated``). The pairing says so in words; a wrong guess names a table the operator can see.
@@ -212,7 +213,13 @@ def pair_tables(
 
     ambiguous: tuple[str, ...] = ()
     if len(unpaired) == 1:
-        for kind, how in ((lambda c: c.named, ONLY_NAMED), (lambda c: c.beside and not c.named, ONLY_BESIDE)):
+        # Found beside it, a table another stream writes (txns of other query ids only) is more
+        # likely that query's sink (a lost checkpoint's, say) than this one's replaced source: it is
+        # named (``others``), and pairs only when named with --delta-table.
+        for kind, how in (
+            (lambda c: c.named, ONLY_NAMED),
+            (lambda c: c.beside and not c.named and not c.table.txns, ONLY_BESIDE),
+        ):
             spares = list({c.table.url: c for c in candidates if kind(c) and spare(c)}.values())
             if len(spares) == 1:
                 n, _ = unpaired.pop()

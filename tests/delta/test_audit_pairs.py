@@ -175,3 +175,28 @@ def test_an_audit_on_s3_pairs_as_it_does_locally(s3: S3) -> None:
         "delta-source-count-log-cleaned/checkpoint": ("fails", ["CD209"], [("source", "table-id")]),
         "delta-source-stateless-replaced/checkpoint": ("fails", ["CD208"], [("source", "only-table-beside")]),
     }
+
+
+def test_documents_with_delta_pairs_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """diagnose's delta_pairing (pairs, an unpaired source, a table beside that cannot be read, one
+    written by other queries) and the audit's records and summary validate against their schemas."""
+    from tests.cli.test_schemas import validate
+
+    root = DELTA_FIXTURES / "spark-4.2.1"
+    assert main(["audit", str(root), "--live-window", "0", "--format", "json"]) == 5
+    validate("audit", json.loads(capsys.readouterr().out))
+    main(["audit", str(root), "--live-window", "0", "--format", "jsonl"])
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for record in lines[:-1]:
+        validate("audit-record", record)
+    validate("audit-summary", lines[-1])
+    job = tmp_path / "job"
+    shutil.copytree(root / "delta-source-count" / "checkpoint", job / "checkpoint")
+    shutil.copytree(root / "delta-sink" / "sink", job / "old-sink")
+    (job / "broken" / "_delta_log").mkdir(parents=True)
+    (job / "broken" / "_delta_log" / "00000000000000000000.json").write_text("{not json\n")
+    main(["diagnose", str(job / "checkpoint"), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    validate("diagnose", doc)
+    pairing = doc["result"]["delta_pairing"]
+    assert pairing["unpaired_sources"] and pairing["unread"] and pairing["other_queries_tables"]

@@ -100,3 +100,13 @@ def test_the_version_checksum_gives_the_state_or_nothing() -> None:
     assert parse_checksum(9, b"[1, 2]") is None
     bad = {**doc, "setTransactions": [{"appId": "q", "version": "4"}]}
     assert parse_checksum(9, json.dumps(bad).encode()) is None
+
+
+def test_a_table_beside_another_stream_writes_is_no_spare_source_unless_named() -> None:
+    """A lost checkpoint's old sink beside a new query that reads a Delta table elsewhere: not its
+    replaced source (a false CD208), named instead; named with --delta-table, the old rule pairs it."""
+    old_sink = table("/job/sink", "S", (("lost-query", 2),))
+    got = pair_tables([(0, source("A"))], QUERY, [Candidate(old_sink, beside=True)])
+    assert got.pairs == () and got.unpaired == ((0, "A"),) and got.others == (old_sink,)
+    named = pair_tables([(0, source("A"))], QUERY, [Candidate(old_sink, named=True)])
+    assert [(p.how, p.table.url) for p in named.pairs] == [(ONLY_NAMED, "/job/sink")]
