@@ -43,6 +43,7 @@ from checkpoint_doctor.fleet.run import (
     RecordStream,
     audit_plan,
     audited_stores,
+    delta_index,
     finish,
     plan_fleet,
 )
@@ -316,8 +317,10 @@ class AuditRun:
                     finished(self.stream.add(record))
                 # Checkpoints first, then sink outputs, as on this machine (see audit_plan).
                 tasks = sorted(self.plan.tasks, key=lambda t: t.kind == "sink")
+                # The Delta tables are read for pairing here, once, and shipped with the tasks.
+                delta = delta_index(self.plan, jobs or DEFAULT_JOBS)
                 for record in run_on_spark(
-                    tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS
+                    tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS, delta=delta
                 ):
                     finished(self.stream.add(record))
                 return

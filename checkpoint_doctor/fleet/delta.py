@@ -74,6 +74,10 @@ def _why(exc: CheckpointDoctorError) -> str:
     return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
+def _unbound(task: TableTask) -> Storage:
+    raise AssertionError(f"a shipped Delta index reads {task.url} only once bound to stores")
+
+
 class _Counted:
     """A storage that counts the files read through it (and through its children), so that the
     audit's requests stay the sum of what its parts say they read."""
@@ -146,6 +150,27 @@ class DeltaIndex:
 
     def __len__(self) -> int:
         return len(self._tasks)
+
+    # An audit on Spark ships the index to the executors (read on the driver, each table once): its
+    # tables and maps travel, its locks and stores are made anew there (:meth:`bind`).
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        for key in ("_store_for", "_lock", "_count_lock", "_local", "_full"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._store_for = _unbound
+        self._lock = threading.Lock()
+        self._count_lock = threading.Lock()
+        self._local = threading.local()
+        self._full = {}
+
+    def bind(self, store_for: Callable[[TableTask], Storage]) -> DeltaIndex:
+        """Return this index reading through ``store_for`` (an executor's stores), for itself."""
+        self._store_for = store_for
+        return self
 
     def _counted(self, task: TableTask, counter: list[int]) -> Storage:
         return cast(Storage, _Counted(self._store_for(task), counter, self._count_lock))
