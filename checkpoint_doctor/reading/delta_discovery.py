@@ -132,7 +132,8 @@ def nearby_tables(checkpoint_url: str, storage_options: Mapping[str, Any] | None
             return rel, exc
 
     found = _map(store, listed, ([""] if parent_is_table else []) + looked)
-    logs = [(rel, names) for rel, names in found if names is not None][:TABLES_READ]
+    every = [(rel, names) for rel, names in found if names is not None]
+    logs = every[:TABLES_READ]
 
     def read(item: tuple[str, list[str] | CheckpointDoctorError]) -> DeltaTable | tuple[str, str]:
         rel, names = item
@@ -159,7 +160,12 @@ def nearby_tables(checkpoint_url: str, storage_options: Mapping[str, Any] | None
     return NearbyTables(
         tuple(tables),
         tuple(unread),
-        _looked_at(len(looked), parent_is_table, len(siblings) - len(looked)),
+        _looked_at(len(looked), parent_is_table, len(siblings) - len(looked))
+        + (
+            f"; the first {TABLES_READ} tables found read, {len(every) - TABLES_READ} more not"
+            if len(every) > TABLES_READ
+            else ""
+        ),
         logs_listed,
     )
 

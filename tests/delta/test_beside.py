@@ -209,3 +209,15 @@ def test_the_api_pairs_named_tables_with_a_snapshot_and_looks_beside_a_url() -> 
     assert "CD209" in {f.code for f in named.findings} & {f.code for f in by_url.findings}
     plan = cd.plan(str(scen / "checkpoint"), live_window_s=0)
     assert any("paired with" in a and "by table id" in a for a in plan.assumptions)
+
+
+def test_at_most_tables_read_tables_are_read_beside_and_the_rest_is_said(tmp_path: Path) -> None:
+    from checkpoint_doctor.reading.delta_discovery import TABLES_READ
+
+    parent = tmp_path / "job"
+    (parent / "checkpoint").mkdir(parents=True)
+    for i in range(TABLES_READ + 2):
+        shutil.copytree(LINE / "delta-sink" / "sink", parent / f"t{i:02d}")
+    found = nearby_tables(str(parent / "checkpoint"))
+    assert len(found.tables) == TABLES_READ
+    assert f"the first {TABLES_READ} tables found read, 2 more not" in found.looked_at
