@@ -20,6 +20,11 @@ PAIRED_NOTE = (
 )
 
 
+def paired_table_note(note: Mapping[str, Any]) -> bool:
+    """Whether a note is that of a Delta table the audit read to pair it (not a skipped directory)."""
+    return note.get("kind") == NOTE_DELTA and note.get("message") == PAIRED_NOTE
+
+
 def delta_summary(
     notes: Iterable[Mapping[str, Any]], records: Iterable[Mapping[str, Any]], reads: int = 0
 ) -> dict[str, Any]:

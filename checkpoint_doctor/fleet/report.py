@@ -36,7 +36,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER
 from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.exit_codes import ExitCode
-from checkpoint_doctor.fleet.delta_report import delta_headline
+from checkpoint_doctor.fleet.delta_report import delta_headline, paired_table_note
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import dumps, iso_utc, schema_version
 from checkpoint_doctor.render.hints import Hints
@@ -586,6 +586,9 @@ def render_audit(
     if summary["codes"]:
         rows = [[c["code"], c["severity"], c["count"], c["title"]] for c in summary["codes"]]
         blocks.append(section("By finding code", table(["code", "severity", "count", "title"], rows)))
+    if not verbose:
+        # The Delta tables read to pair them are counted in the head (Delta), not skipped.
+        notes = [n for n in notes if not paired_table_note(n)]
     if notes:
         listed = list(notes) if verbose else list(notes)[:NOTES_SHOWN]
         more = len(notes) - len(listed)
