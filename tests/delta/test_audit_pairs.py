@@ -200,3 +200,25 @@ def test_documents_with_delta_pairs_validate(tmp_path: Path, capsys: pytest.Capt
     validate("diagnose", doc)
     pairing = doc["result"]["delta_pairing"]
     assert pairing["unpaired_sources"] and pairing["unread"] and pairing["other_queries_tables"]
+
+
+def test_the_metrics_say_which_delta_sources_are_paired(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "fleet"
+    shutil.copytree(DELTA_FIXTURES / "spark-4.2.1" / "delta-source-count", root / "paired")
+    shutil.copytree(
+        DELTA_FIXTURES / "spark-4.1.4" / "delta-source-count" / "checkpoint", root / "alone" / "checkpoint"
+    )
+    metrics = tmp_path / "audit.prom"
+    main(["audit", str(root), "--live-window", "0", "--format", "json", "--metrics", str(metrics)])
+    capsys.readouterr()
+    lines = metrics.read_text(encoding="utf-8").splitlines()
+    paired = [line for line in lines if line.startswith("checkpoint_doctor_delta_source_paired{")]
+    assert sorted(paired) == sorted(
+        [
+            f'checkpoint_doctor_delta_source_paired{{url="{root}/alone/checkpoint",kind="checkpoint",source="0",table=""}} 0',
+            f'checkpoint_doctor_delta_source_paired{{url="{root}/paired/checkpoint",kind="checkpoint",source="0",'
+            f'table="{root}/paired/source"}} 1',
+        ]
+    )
