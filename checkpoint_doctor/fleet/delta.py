@@ -14,6 +14,9 @@ them). A table paired as a
 source is read on from the checkpoint's version, once per audit (a second checkpoint needing an
 older version reads again from there). The pairing goes into the diagnosis (CD208-CD210, CD407,
 CD408 then show in the audit) and into the record (:func:`delta_part`).
+
+``--include``/``--exclude`` choose the checkpoints audited, not the tables they are paired with: every
+table under the roots is indexed.
 """
 
 from __future__ import annotations

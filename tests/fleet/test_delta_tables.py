@@ -15,7 +15,7 @@ from checkpoint_doctor.fleet.run import audit, plan_fleet
 from checkpoint_doctor.model import FileStat, Listing
 from tests.conftest import FIXTURES
 from tests.fleet.conftest import DELTA_TABLE, Fleet, place_fleet
-from tests.storage.builders import read_files
+from tests.storage.builders import read_files, write_files
 
 OPTIONS = DiagnoseOptions(live_window_s=0)
 DELTA_JOB = FIXTURES / "delta" / "spark-4.2.1" / "delta-source-stateless-rows-deleted"
@@ -92,3 +92,15 @@ def _put(fleet: Fleet, files: dict[str, bytes]) -> None:
         assert fleet.memory is not None
         for rel, data in files.items():
             fleet.memory.put(f"{PREFIX}/{rel}", data)
+
+
+def test_a_checkpoint_inside_its_sink_table_is_audited_and_paired_with_it(tmp_path: Path) -> None:
+    job = FIXTURES / "delta" / "spark-4.2.1" / "delta-sink-rolled-back"
+    table = tmp_path / "root" / "sink"
+    write_files(table, read_files(job / "sink"))
+    write_files(table / "_checkpoint", read_files(job / "checkpoint"))
+    result = audit([str(tmp_path / "root")], options=OPTIONS)
+    (record,) = result.records
+    assert record["path"] == "sink/_checkpoint"
+    assert [(p["role"], p["table"]) for p in record["delta"]["pairs"]] == [("sink", str(table))]
+    assert "CD407" in record["codes"] and far_tables(record) == ()
