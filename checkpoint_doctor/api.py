@@ -225,8 +225,9 @@ def audit(
     now_ms: int | None = None,
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots (``checkpoint-doctor audit``):
-    ``.records`` (one dict per directory, ``audit-record.json``), ``.summary``, ``.notes``,
-    ``.exit_code``."""
+    ``.records`` (one typed record per directory: :mod:`checkpoint_doctor.fleet.records`, each
+    ``.to_json()`` as ``audit-record.json`` has it), ``.summary``, ``.notes``, ``.exit_code``;
+    ``.to_json()`` is what ``audit --format json`` prints as its ``result``."""
     from checkpoint_doctor.fleet.run import audit as run_audit
 
     names = [roots] if isinstance(roots, str) else list(roots)

@@ -8,9 +8,13 @@ library (nothing from the package) and does no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 T = TypeVar("T")
+
+#: A JSON object as a writer dumps it: what ``to_dict``/``to_json`` return. Values travel typed up
+#: to the writer; a dict of this type is made only to be written (or compared with what was).
+JsonObject: TypeAlias = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)

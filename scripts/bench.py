@@ -836,7 +836,7 @@ def run_audit_s3(args: argparse.Namespace) -> list[Row]:
                 result = audit([f"s3://{bucket}/{prefix}"], run_options, options=dopts, jobs=jobs)
                 elapsed = time.perf_counter() - start
                 kinds = command("counts")
-                assert result.summary["kinds"]["checkpoint"] == n, result.summary
+                assert result.summary.kinds["checkpoint"] == n, result.summary
                 assert result.exit_code == 0, result.summary
                 label = f"S3 audit, {n} checkpoints, +{latency} ms/request, --jobs {jobs}"
                 if pool is not None:
@@ -1008,7 +1008,7 @@ def run_audit_local(args: argparse.Namespace) -> list[Row]:
             [lambda: scandir_walk(path), lambda: audit([path], options=dopts)], args.repeat
         )
         assert n_walk == files, (n_walk, files)
-        assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
+        assert result.summary.kinds["checkpoint"] == checkpoints, result.summary
         rows.append(
             (
                 f"local walk of {files} files: os.scandir + stat (baseline)",
@@ -1193,16 +1193,16 @@ def section_delta(args: argparse.Namespace) -> list[Row]:
             [lambda: scandir_walk(path), lambda: audit([path], options=dopts), unpaired], args.repeat
         )
         assert n_walk == files, (n_walk, files)
-        assert result.summary["kinds"]["checkpoint"] == checkpoints, result.summary
-        delta = result.summary["delta"]
+        assert result.summary.kinds["checkpoint"] == checkpoints, result.summary
+        delta = result.summary.delta.to_json()
         assert delta["tables"] == tables, delta
         assert delta["paired_sources"] + delta["paired_sinks"] == tables, delta
         assert delta["unpaired_sources"] == 0, delta
-        assert bare.summary["delta"]["paired_sources"] == 0, bare.summary["delta"]
+        assert bare.summary.delta.paired_sources == 0, bare.summary.delta
         by_scenario: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
         for r in result.records:
-            if r["kind"] == "checkpoint":
-                by_scenario.setdefault(scenario_of[r["path"]], set()).add((r["verdict"], tuple(r["codes"])))
+            if r.kind == "checkpoint":
+                by_scenario.setdefault(scenario_of[r.path], set()).add((str(r.verdict), tuple(r.codes)))
         # every copy of a scenario gets the same verdict and codes (its own table, its own ids)
         assert all(len(v) == 1 for v in by_scenario.values()), by_scenario
         print(

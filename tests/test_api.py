@@ -52,5 +52,5 @@ def test_the_notebook_example_runs() -> None:
         os.chdir(cwd)
     assert namespace["matrix"].exit_code == 1
     assert namespace["failing"]
-    assert namespace["result"].summary["total"] > 10
+    assert namespace["result"].summary.total > 10
     assert "exit code" in out.getvalue()

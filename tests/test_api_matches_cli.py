@@ -73,10 +73,11 @@ def test_the_api_audits_the_fixtures_as_the_cli_does(
     _, out, _ = run_cli(capsys, "audit", root, "--live-window", "0", "--format", "json")
     doc = json.loads(out)["result"]
     result = cd.audit(root, live_window_s=0, now_ms=NOW_MS)
-    records = json.loads(json.dumps(result.records))
+    records = json.loads(json.dumps([r.to_json() for r in result.records]))
 
     assert all({"tool_version", "generated_at", "next_step"} <= set(r) for r in records)
     assert any(r["next_step"] for r in records) and any(r.get("paired_with") for r in records)
     assert _without_times(records) == _without_times(doc["records"])
-    assert json.loads(json.dumps(result.summary)) == doc["summary"]
-    assert list(result.notes) == doc["notes"]
+    assert json.loads(json.dumps(result.summary.to_json())) == doc["summary"]
+    assert [n.to_json() for n in result.notes] == doc["notes"]
+    assert json.loads(json.dumps(result.to_json()))["records"] == records

@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
@@ -32,10 +33,12 @@ from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.fleet.discovery import TargetKind
 from checkpoint_doctor.fleet.html import render_html
 from checkpoint_doctor.fleet.kafka import retention_rows
 from checkpoint_doctor.fleet.metrics import render_metrics
-from checkpoint_doctor.fleet.report import audit_document, render_audit, summary_line
+from checkpoint_doctor.fleet.records import OK, ROOT, Record
+from checkpoint_doctor.fleet.report import render_audit, summary_line
 from checkpoint_doctor.fleet.run import (
     DEFAULT_JOBS,
     AuditResult,
@@ -50,6 +53,9 @@ from checkpoint_doctor.fleet.run import (
 from checkpoint_doctor.render.documents import dumps, iso_utc
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import json_document, layout
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.kafka import AuditKafka
 
 
 def _kafka_options(func: Any) -> Any:
@@ -81,8 +87,8 @@ class Progress:
         """Say which root is being listed, then how many entries it holds."""
         self._draw(f"audit: listed {root}: {found} entries" if done else f"audit: listing {root} ...")
 
-    def __call__(self, done: int, total: int, record: Mapping[str, Any]) -> None:
-        if record.get("verdict") not in (None, "ok"):
+    def __call__(self, done: int, total: int, record: Record) -> None:
+        if record.verdict != OK:
             self.attention += 1
         now = time.monotonic()
         if done < total and now - self.last < 0.1:
@@ -262,16 +268,16 @@ class AuditRun:
         self.plan: FleetPlan | None = None
         self.interrupted = False
         self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
-        self.kafka: Any = None
+        self.kafka: AuditKafka | None = None
 
     @property
-    def records(self) -> list[dict[str, Any]]:
+    def records(self) -> list[Record]:
         """The records finished so far (the roots' included)."""
         return self.stream.records
 
-    def _written(self, record: dict[str, Any]) -> None:
+    def _written(self, record: Record) -> None:
         if self.output_format == "jsonl":
-            _write_line(dumps(record, compact=True))
+            _write_line(dumps(record.to_json(), compact=True))
 
     def execute(
         self,
@@ -302,10 +308,10 @@ class AuditRun:
             total = len(self.plan.tasks)
             done = 0
 
-            def finished(record: dict[str, Any]) -> None:
+            def finished(record: Record) -> None:
                 nonlocal done
                 self._written(record)
-                if record["kind"] != "root":
+                if record.kind != ROOT:
                     done += 1
                     if self.progress is not None:
                         self.progress(done, total, record)
@@ -316,7 +322,7 @@ class AuditRun:
                 for record in self.plan.records:
                     finished(self.stream.add(record))
                 # Checkpoints first, then sink outputs, as on this machine (see audit_plan).
-                tasks = sorted(self.plan.tasks, key=lambda t: t.kind == "sink")
+                tasks = sorted(self.plan.tasks, key=lambda t: t.kind == TargetKind.SINK)
                 # The Delta tables are read for pairing here, once, and shipped with the tasks.
                 delta = delta_index(self.plan, jobs or DEFAULT_JOBS)
                 for record in run_on_spark(
@@ -357,7 +363,7 @@ class AuditRun:
                     result.roots,
                     result.records,
                     result.notes,
-                    {**result.summary, "exit_code": code},
+                    replace(result.summary, exit_code=code),
                     generated_at=iso_utc(self.started),
                     version=__version__,
                     kafka=retention_rows(result.records),
@@ -392,11 +398,11 @@ class AuditRun:
             plan.roots, plan.notes, self.records, interrupted=self.interrupted, delta_reads=plan.delta_reads
         )
         code, problems = self._write_outputs(result, self._exit_code(result))
-        summary = {**result.summary, "exit_code": code}
+        summary = replace(result.summary, exit_code=code)
         if self.output_format == "jsonl":
             _write_line(summary_line(result.roots, result.notes, summary, now_ms()))
         elif self.output_format == "json":
-            emit(json_document("audit", audit_document(result.roots, result.records, result.notes, summary)))
+            emit(json_document("audit", replace(result, summary=summary).to_json()))
         else:
             with layout(terminal_width()):
                 emit(
@@ -420,7 +426,7 @@ class AuditRun:
             raise CommandFailed(code)
 
 
-def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) -> Any:
+def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) -> AuditKafka | None:
     """Return the audit's broker connection (None without --kafka-bootstrap-servers)."""
     if not bootstrap:
         if pairs:
@@ -437,7 +443,7 @@ def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) 
     return AuditKafka(bootstrap, parse_options(pairs))
 
 
-def _kafka_text(records: Sequence[Mapping[str, Any]]) -> str:
+def _kafka_text(records: Sequence[Record]) -> str:
     """The countdowns soonest first, then how many Kafka checkpoints were not checked and how."""
     from checkpoint_doctor.fleet.kafka import NOT_CHECKED, not_checked_count, render_retention
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import traceback
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import click
 
@@ -23,7 +23,8 @@ from checkpoint_doctor.cli.options import (
 from checkpoint_doctor.errors import UsageError
 
 if TYPE_CHECKING:
-    from checkpoint_doctor.execution.catch_up import CatchUpRefusedError
+    from checkpoint_doctor.execution.catch_up import CatchUpRefusedError, CatchUpReport
+    from checkpoint_doctor.execution.catch_up.model import CatchUpProgress
 
 
 @click.command("catch-up")
@@ -109,8 +110,7 @@ def catch_up_command(
         # status line must not be left unfinished in front of the error message.
         if status:
             status.close()
-    data = report.to_dict()
-    emit(json_document("catch-up", data) if output_format == "json" else render_catch_up(data))
+    emit(json_document("catch-up", report.to_dict()) if output_format == "json" else render_catch_up(report))
     if report.exit_code:
         raise CommandFailed(report.exit_code)
 
@@ -124,12 +124,12 @@ def _refused(exc: CatchUpRefusedError, output_format: str) -> NoReturn:
     from checkpoint_doctor.render.layout import json_document
 
     refusal = exc.refusal
-    data = exc.report.to_dict() if exc.report is not None else None
     if output_format == "json":
-        error = {"type": "CatchUpRefused", "message": refusal.message, **refusal.to_dict(), "run": data}
+        run = exc.report.to_dict() if exc.report is not None else None
+        error = {"type": "CatchUpRefused", "message": refusal.message, **refusal.to_dict(), "run": run}
         emit(json_document("catch-up", error=error))
-    elif data is not None:
-        emit(render_catch_up(data))
+    elif exc.report is not None:
+        emit(render_catch_up(exc.report))
     ctx = click.get_current_context(silent=True)
     debug = bool(ctx and (ctx.find_root().obj or {}).get("debug"))
     if debug and refusal.usage and exc.__cause__ is not None:
@@ -160,7 +160,7 @@ class _StatusLine:
         self.width = 0
         self.key: tuple[str, int] | None = None
 
-    def update(self, p: Any) -> None:
+    def update(self, p: CatchUpProgress) -> None:
         if p.phase == "starting Spark":
             # A whole line even on a terminal: Spark's launcher and the JVM write to the same
             # stderr next (a missing java, log lines before the log level is set).
@@ -183,41 +183,42 @@ class _StatusLine:
             self.width = 0
 
 
-def render_catch_up(data: dict[str, Any]) -> str:
+def render_catch_up(report: CatchUpReport) -> str:
     """Return the verdict as text: what ran, the logs' tail, the synchronous restart, what next."""
+    from checkpoint_doctor.diagnosis.versions import at_root
     from checkpoint_doctor.render.diagnosis import render_findings, render_prediction
     from checkpoint_doctor.render.layout import key_values, section
 
-    tail = data["tail"]
-    ids = data["batch_ids"]
-    ran = f"{data['batches_run']}" + (
-        f" of {data['batches_wanted']} wanted" if data["mode"] == "async" else ""
-    )
+    tail = report.tail
+    ids = report.batch_ids
+    ran = f"{len(ids)}" + (f" of {report.batches_wanted} wanted" if report.mode == "async" else "")
+    before = report.before
     head = key_values(
         [
-            ("Checkpoint", data["checkpoint"]),
-            ("Job", f"{data['job']} ({data['mode']} mode, Spark {data['spark_version']})"),
+            ("Checkpoint", report.checkpoint),
+            ("Job", f"{report.job} ({report.mode} mode, Spark {report.spark_version})"),
             (
                 "Batches run",
                 ran + (f": {ids[0]}..{ids[-1]}" if len(ids) > 1 else (f": {ids[0]}" if ids else "")),
             ),
-            ("Rows", data["rows"]),
-            ("Elapsed", f"{data['elapsed_s']} s" + (" (timed out)" if data["timed_out"] else "")),
-            ("Offsets tail", ", ".join(map(str, tail["offsets"])) or "none"),
-            ("Commits tail", ", ".join(map(str, tail["commits"])) or "none"),
-            ("Durable tail", ("yes: " if tail["durable"] else "no: ") + tail["why"]),
-            ("Before", f"synchronous restart {data['before']['summary']}"),
+            ("Rows", report.rows),
+            # As the JSON has it (CatchUpReport.to_dict): tenths of a second.
+            ("Elapsed", f"{round(report.elapsed_s, 1)} s" + (" (timed out)" if report.timed_out else "")),
+            ("Offsets tail", ", ".join(map(str, tail.offsets)) or "none"),
+            ("Commits tail", ", ".join(map(str, tail.commits)) or "none"),
+            ("Durable tail", ("yes: " if tail.durable else "no: ") + tail.why),
+            ("Before", f"synchronous restart {at_root(before.prediction.summary, before.checkpoint)}"),
         ]
     )
-    diag = data["diagnosis"]
+    after = report.after
     blocks = [
         head,
         "Verdict for a synchronous restart (async progress tracking off):\n"
-        + render_prediction(diag["restart"]),
+        + render_prediction(after.prediction, after.checkpoint),
     ]
-    if diag["findings"]:
-        blocks.append(render_findings(diag["findings"], diag["counts"]))
-    for note in data["notes"]:
+    if after.findings:
+        blocks.append(render_findings(after.findings, after.checkpoint))
+    for note in report.notes:
         blocks.append(f"Note: {note}")
-    blocks.append(section("Next", f"  {data['next_command']}"))
+    blocks.append(section("Next", f"  {report.next_command}"))
     return "\n\n".join(blocks) + "\n"

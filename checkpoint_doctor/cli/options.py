@@ -11,10 +11,11 @@ from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.versions import LINES
-from checkpoint_doctor.errors import MissingDependencyError, UsageError
+from checkpoint_doctor.errors import CheckpointDoctorError, MissingDependencyError, UsageError
 from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.changes.facts import JobFacts
     from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
     from checkpoint_doctor.loading import OwnWrites, VerdictInput
@@ -23,6 +24,12 @@ if TYPE_CHECKING:
     from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 F = TypeVar("F", bound=Callable[..., Any])
+E = TypeVar("E", bound=CheckpointDoctorError)
+
+#: The keyword arguments click passes a command for :func:`diagnosis_options` (``--spark``,
+#: ``--sink-path``, ``--job``...), read here at the edge; :func:`job_facts_for` keeps its one
+#: answer in them (``job_facts``, ``job_note``) so that a command asks Spark once.
+CommandOptions = dict[str, Any]
 
 
 #: What ``--live-window`` means to the read-only commands.
@@ -175,7 +182,7 @@ def kafka_options() -> list[Callable[[F], F]]:
     ]
 
 
-def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> KafkaLive | None:
+def kafka_positions_for(snapshot: CheckpointSnapshot, kw: CommandOptions) -> KafkaLive | None:
     """Return the live positions of the Kafka topics the checkpoint's newest offsets read, asked of
     ``--kafka-bootstrap-servers`` (None without it, or without a Kafka source)."""
     from checkpoint_doctor.diagnosis.sources.files import newest_sources
@@ -198,7 +205,7 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> Kaf
 
 
 def matrix_options_from(
-    kw: dict[str, Any],
+    kw: CommandOptions,
     sink_note: str | None = None,
     own_writes: OwnWrites = frozenset(),
     kafka: KafkaLive | None = None,
@@ -228,7 +235,7 @@ def matrix_options_from(
     return replace(options, job_note=kw.get("job_note"))
 
 
-def job_facts_for(kw: dict[str, Any], *, required: bool = True) -> Any:
+def job_facts_for(kw: CommandOptions, *, required: bool = True) -> JobFacts | None:
     """Return what ``--job`` runs, as ``--job-python``'s Spark describes it (None without ``--job``;
     asked once per command: the answer is kept in ``kw``). Not ``required`` (``plan``, whose
     ``--job`` is also the job a catch-up step runs, maybe on another machine): without pyspark
@@ -255,11 +262,12 @@ def job_facts_for(kw: dict[str, Any], *, required: bool = True) -> Any:
                 "pass --job-python with the python of the job's Spark line to judge it"
             )
             return None
-    return kw["job_facts"]
+    facts: JobFacts = kw["job_facts"]
+    return facts
 
 
 def _matrix_options_of(
-    kw: dict[str, Any],
+    kw: CommandOptions,
     sink_note: str | None,
     own_writes: OwnWrites,
     kafka: KafkaLive | None,
@@ -347,7 +355,7 @@ def near_matches(url: str, limit: int = 3) -> list[str]:
     return sorted(paths, key=lambda p: not os.path.exists(p))
 
 
-def with_near_matches(exc: Any, url: str) -> Any:
+def with_near_matches(exc: E, url: str) -> E:
     """Return a not-found error whose hint names the near matches of the missing path, if any."""
     matches = near_matches(url)
     if matches:

@@ -37,14 +37,14 @@ def inspect_command(
     storage_option: Sequence[str],
 ) -> None:
     """Show everything in a checkpoint: logs, latest batch, confs, state, debris, timeline."""
-    from checkpoint_doctor.diagnosis.inspection import inspect_report
+    from checkpoint_doctor.diagnosis.inspection import InspectReport
     from checkpoint_doctor.render.inspect import render_inspect
     from checkpoint_doctor.render.layout import json_document, layout
 
     snapshot = load(checkpoint, storage_option, deep=deep, sink_path=sink_path)
-    report = inspect_report(snapshot)
+    report = InspectReport.of(snapshot)
     if output_format == "json":
-        emit(json_document("inspect", report))
+        emit(json_document("inspect", report.to_json()))
         return
     with layout(terminal_width()):
         emit(render_inspect(report))
@@ -80,9 +80,7 @@ def diagnose_command(
     else:
         with layout(terminal_width()):
             if len(result.cells) == 1:
-                cell = result.cells[0].diagnosis.to_dict()
-                cell["delta_pairing"] = result.to_dict()["delta_pairing"]  # its commands (render)
-                emit(render_diagnosis(cell, hints))
+                emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing))
             else:
                 emit(render_matrix(result, hints=hints))
     if result.exit_code:
@@ -104,11 +102,11 @@ def explain_command(code: str, output_format: str) -> None:
     info = lookup(code)
     if info is None:
         raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")
-    data = asdict(info)
-    data["search"] = list(info.search)
-    data["severity_rule"] = rule_text(info.code)
     if output_format == "json":
+        data = asdict(info)
+        data["search"] = list(info.search)
+        data["severity_rule"] = rule_text(info.code)
         emit(json_document("explain", data))
         return
     with layout(terminal_width()):
-        emit(render_explain(data))
+        emit(render_explain(info, rule_text(info.code)))

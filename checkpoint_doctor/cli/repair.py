@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -31,6 +31,11 @@ from checkpoint_doctor.errors import (
 )
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.render.hints import Hints, public_storage_options, storage_pairs
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.model import KafkaLive
+    from checkpoint_doctor.planning.plan import RepairPlan
+    from checkpoint_doctor.reading.storage import Storage
 
 #: ``plan --strategy`` choices (the registry's families, in rank order).
 STRATEGY_CHOICES = (
@@ -185,7 +190,6 @@ def plan_command(
     # 'plan -o' (with --accept-data-loss, say) would meet the file.
     if dest is not None and plan.steps:
         write_destination(dest, plan.to_json())
-    data = plan.to_dict()
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     follow = PlanFollowUp(
@@ -193,14 +197,14 @@ def plan_command(
         written=dest is not None and bool(plan.steps),
         write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"),
         consent=None
-        if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in data["unresolved"])
+        if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in plan.unresolved)
         else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
     )
     with layout(terminal_width()):
         emit(
-            json_document("plan", data)
+            json_document("plan", plan.to_dict())
             if output_format == "json"
-            else render_plan(data, output, hints, follow)
+            else render_plan(plan, output, hints, follow)
         )
     if plan.unresolved:
         raise CommandFailed(ExitCode.ERRORS)
@@ -233,7 +237,7 @@ def _plan_flags(
     return [*words, "--deep"] if deep else words
 
 
-def _read_plan(path: str) -> Any:
+def _read_plan(path: str) -> RepairPlan:
     from checkpoint_doctor.errors import PlanFormatError
     from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES, DocumentError, parse_json_document
     from checkpoint_doctor.planning.plan import RepairPlan
@@ -301,12 +305,12 @@ def apply_command(
     # flags), no secret.
     hints = Hints(storage_options=storage_pairs(options))
 
-    def confirm(p: Any) -> bool:
+    def confirm(p: RepairPlan) -> bool:
         if yes:
             return True
         _need_terminal("apply changes the checkpoint")
         with layout(terminal_width()):
-            echo_err(render_plan(p.to_dict(), None))
+            echo_err(render_plan(p, None))
         return click.confirm(shown(apply_question(p)), default=False, err=True)
 
     try:
@@ -323,9 +327,12 @@ def apply_command(
         )
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
-    data = result.to_dict()
     with layout(terminal_width()):
-        emit(json_document("apply", data) if output_format == "json" else render_apply(data, hints))
+        emit(
+            json_document("apply", result.to_dict())
+            if output_format == "json"
+            else render_apply(result, hints)
+        )
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)
     if not plan.executable_steps and not result.manual_steps:
@@ -334,7 +341,7 @@ def apply_command(
         raise CommandFailed(result.after.exit_code)
 
 
-def _kafka_again(plan: Any, pairs: Sequence[str]) -> Any:
+def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
     """Return the positions of the topics a plan moves Kafka positions in, read again from the broker
     the plan names (None: the plan moves none, and ``--kafka-option`` is not used: the plan's
     suggested apply command carries the options the plan was made with)."""
@@ -361,7 +368,7 @@ def _need_terminal(what: str) -> None:
         raise UsageError(f"{what} and needs confirmation", hint="pass --yes when not on a terminal")
 
 
-def apply_question(plan: Any) -> str:
+def apply_question(plan: RepairPlan) -> str:
     """Return the confirmation question of an apply; a plan that can lose data names the loss
     first, so that the answer is not given on the habit of harmless plans."""
     question = f"Apply plan {plan.plan_id} to {plan.checkpoint}?"
@@ -373,7 +380,9 @@ def apply_question(plan: Any) -> str:
     return question
 
 
-def _already_applied(plan: Any, checkpoint: Any, options: Any, hints: Hints) -> RefusedError | None:
+def _already_applied(
+    plan: RepairPlan, checkpoint: Storage, options: Mapping[str, Any], hints: Hints
+) -> RefusedError | None:
     """Return the refusal for a plan whose newest recorded apply is still in place: the checkpoint
     differs from the plan's because the plan changed it, not because something else did."""
     from checkpoint_doctor.execution.history import apply_history
@@ -452,9 +461,8 @@ def undo_command(
         now_ms=now_ms(),
         moved_to=normalize_url(moved_to) if moved_to is not None else None,
     )
-    data = result.to_dict()
     with layout(terminal_width()):
-        emit(json_document("undo", data) if output_format == "json" else render_undo(data))
+        emit(json_document("undo", result.to_dict()) if output_format == "json" else render_undo(result))
 
 
 @click.command("history")

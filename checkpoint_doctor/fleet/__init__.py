@@ -2,7 +2,8 @@
 
 :mod:`~checkpoint_doctor.fleet.discovery` finds targets in one listing (pure),
 :mod:`~checkpoint_doctor.fleet.run` lists each root once and audits targets concurrently,
-:mod:`~checkpoint_doctor.fleet.report` builds records, the summary and text/JSON (pure),
+:mod:`~checkpoint_doctor.fleet.records` holds the typed records (their JSON made only where it is
+written), :mod:`~checkpoint_doctor.fleet.report` builds, links and summarizes them and renders the text (pure),
 :mod:`~checkpoint_doctor.fleet.pairing` pairs each file sink output with the checkpoint whose logs
 prove it (pure), :mod:`~checkpoint_doctor.fleet.html` renders the self-contained HTML page from its
 Jinja2 template (pure), :mod:`~checkpoint_doctor.fleet.metrics` writes Prometheus text for

@@ -22,7 +22,7 @@ table under the roots is indexed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
@@ -33,6 +33,7 @@ from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE
 from checkpoint_doctor.fleet.discovery import DELTA_LOG, NOTE_DELTA, join, parent_of
+from checkpoint_doctor.fleet.records import AuditNote
 from checkpoint_doctor.loading_delta import complete_sources
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
@@ -52,10 +53,10 @@ class TableTask:
     log_names: tuple[str, ...]
 
 
-def table_tasks(root_url: str, listing: Listing, notes: Iterable[Mapping[str, Any]]) -> list[TableTask]:
+def table_tasks(root_url: str, listing: Listing, notes: Iterable[AuditNote]) -> list[TableTask]:
     """Return the Delta tables discovery found in a root's listing (its ``delta-table`` notes), with
     their logs' file names. Pure."""
-    paths = [n["path"] for n in notes if n["kind"] == NOTE_DELTA and n["root"] == root_url]
+    paths = [n.path for n in notes if n.kind == NOTE_DELTA and n.root == root_url]
     if not paths:
         return []
     columns = {c.path: c for c in listing.columns}
@@ -279,16 +280,17 @@ class DeltaIndex:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
         return complete_sources(pairing, snapshot, None, read=self._read_from)
 
-    def noted(self, notes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    def noted(self, notes: Iterable[AuditNote]) -> list[AuditNote]:
         """Return the audit's notes with each Delta table's saying what became of it: read to pair
         it with the checkpoints, or why it could not be read."""
         out = []
         for n in notes:
-            url = n.get("url", "")
-            if n["kind"] != NOTE_DELTA or url not in self._tasks:
-                out.append(dict(n))
-            elif url in self.unread:
-                out.append({**n, "message": f"a Delta table whose log could not be read: {self.unread[url]}"})
+            if n.kind != NOTE_DELTA or n.url not in self._tasks:
+                out.append(n)
+            elif n.url in self.unread:
+                out.append(
+                    replace(n, message=f"a Delta table whose log could not be read: {self.unread[n.url]}")
+                )
             else:
-                out.append({**n, "message": PAIRED_NOTE})
+                out.append(replace(n, message=PAIRED_NOTE))
         return out

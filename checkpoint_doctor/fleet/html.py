@@ -17,9 +17,10 @@ No network resources: inline CSS, inline SVG and one inline script; no fonts, im
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.timeline import (
     ABSENT,
@@ -35,9 +36,19 @@ from checkpoint_doctor.diagnosis.timeline import (
     STATES,
     TOO_NEW,
     TRUNCATED,
+    SinkRow,
+    TimelineRow,
 )
 from checkpoint_doctor.diagnosis.versions import qualify_root
-from checkpoint_doctor.fleet.delta_report import delta_headline, delta_lines
+from checkpoint_doctor.fleet.delta_report import DeltaLine, delta_headline, delta_lines
+from checkpoint_doctor.fleet.records import (
+    AuditNote,
+    AuditSummary,
+    CheckpointRecord,
+    Record,
+    SinkRecord,
+    UnreadableRecord,
+)
 from checkpoint_doctor.fleet.report import (
     ERROR,
     NOTES_SHOWN,
@@ -46,11 +57,13 @@ from checkpoint_doctor.fleet.report import (
     VERDICTS,
     WARNING,
     only_elsewhere,
-    record_findings,
     triage_key,
 )
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.reading.layout import SINK_LOG
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.kafka import RetentionRow
 
 #: Cell fills of the timeline picture. ``MISSING_COLOUR`` is used for nothing else on the page.
 MISSING_COLOUR = "#e0301e"
@@ -118,147 +131,208 @@ def _template() -> Any:
     return env.get_template("audit.html.j2")
 
 
-def _cell_title(cell: Mapping[str, Any], key: str) -> str:
-    title = f"batch {cell['batch_id']}: {ROW_WORDS[key]} {CELL_TEXT[cell[key]]}"
-    stores = cell.get("state_stores")
+TimelineCell = TimelineRow | SinkRow
+
+
+def _cell_title(cell: TimelineCell, key: str) -> str:
+    title = f"batch {cell.batch_id}: {ROW_WORDS[key]} {CELL_TEXT[getattr(cell, key)]}"
+    stores = cell.state_stores if isinstance(cell, TimelineRow) else None
     if key == "state" and stores:
         title += f" ({stores[0]}/{stores[1]} stores)"
     return title
 
 
-def picture(record: Mapping[str, Any]) -> dict[str, Any] | None:
+@dataclass(frozen=True)
+class PictureCell:
+    x: int
+    state: str
+    title: str
+
+
+@dataclass(frozen=True)
+class PictureRow:
+    y: int
+    label: str
+    cells: tuple[PictureCell, ...]
+
+
+@dataclass(frozen=True)
+class Picture:
+    """The layout of a record's timeline picture: one column per batch id (oldest left)."""
+
+    width: int
+    height: int
+    base: int
+    first: int
+    last: int
+    rows: tuple[PictureRow, ...]
+
+
+def _timeline(record: Record) -> Sequence[TimelineCell]:
+    if isinstance(record, (CheckpointRecord, SinkRecord)):
+        return record.timeline
+    return ()
+
+
+def picture(record: Record) -> Picture | None:
     """Return the layout of a record's timeline picture (None when it has no batches)."""
-    cells = list(reversed(record.get("timeline") or []))
+    cells = list(reversed(_timeline(record)))
     if not cells:
         return None
-    if record["kind"] == "sink":
+    if isinstance(record, SinkRecord):
         rows = [("sink", "log")]
     else:
-        rows = [(key, label) for key, label in ROW_LABELS if any(c[key] != NONE for c in cells)]
+        rows = [(key, label) for key, label in ROW_LABELS if any(getattr(c, key) != NONE for c in cells)]
     width = LABEL_W + len(cells) * (CELL + GAP)
-    laid = []
-    for r, (key, label) in enumerate(rows):
-        laid.append(
-            {
-                "y": r * (CELL + GAP),
-                "label": label,
-                "cells": [
-                    {"x": LABEL_W + i * (CELL + GAP), "state": c[key], "title": _cell_title(c, key)}
-                    for i, c in enumerate(cells)
-                    if c[key] != NONE
-                ],
-            }
+    laid = tuple(
+        PictureRow(
+            y=r * (CELL + GAP),
+            label=label,
+            cells=tuple(
+                PictureCell(LABEL_W + i * (CELL + GAP), getattr(c, key), _cell_title(c, key))
+                for i, c in enumerate(cells)
+                if getattr(c, key) != NONE
+            ),
         )
-    return {
-        "width": width,
-        "height": len(rows) * (CELL + GAP) + 12,
-        "base": len(rows) * (CELL + GAP) + 9,
-        "first": cells[0]["batch_id"],
-        "last": cells[-1]["batch_id"],
-        "rows": laid,
-    }
+        for r, (key, label) in enumerate(rows)
+    )
+    return Picture(
+        width=width,
+        height=len(rows) * (CELL + GAP) + 12,
+        base=len(rows) * (CELL + GAP) + 9,
+        first=cells[0].batch_id,
+        last=cells[-1].batch_id,
+        rows=laid,
+    )
 
 
-def cell_states(records: Sequence[Mapping[str, Any]]) -> set[str]:
+def cell_states(records: Sequence[Record]) -> set[str]:
     """Return the cell states the pictures of these records use."""
     states: set[str] = set()
     for record in records:
-        if record.get("error"):
-            continue
-        for cell in record.get("timeline") or ():
-            states.update(v for k, v in cell.items() if k in ("offsets", "commit", "state", "sink"))
+        for cell in _timeline(record):
+            if isinstance(cell, TimelineRow):
+                states.update((cell.offsets, cell.commit, cell.state))
+            else:
+                states.add(cell.sink)
     return states
 
 
-def _row(record: Mapping[str, Any], rank: int) -> dict[str, Any]:
-    restart = record.get("restart") or {}
-    latest = (record.get("sink_log") or {}).get("latest")
-    return {
-        "rank": rank,
-        "elsewhere": only_elsewhere(record),
-        "verdict": record["verdict"],
-        "colour": VERDICT_COLOUR[record["verdict"]],
-        "url": record["url"],
-        "kind_label": {"sink": "sink output", "root": "root"}.get(record["kind"], ""),
-        "error": (record.get("error") or {}).get("message"),
-        "summary": restart.get("summary")
-        and restart["summary"].replace(qualify_root(record["url"]) + "/", ""),
-        "fails": restart.get("outcome") == "fails",
-        "lines": record.get("lines"),
-        "sink_text": f"file sink output; latest sink batch {latest if latest is not None else '-'}",
-        "pairing": record.get("pairing"),
-        "delta": delta_lines(record),
-        "findings": record_findings(record),
-        "next_step": record.get("next_step"),
-        "codes": " ".join(record["codes"]),
-        "picture": None if record.get("error") else picture(record),
-    }
+@dataclass(frozen=True)
+class ShownFinding:
+    severity: str
+    code: str
+    message: str
 
 
-def _cards(summary: Mapping[str, Any]) -> list[dict[str, Any]]:
-    fails = summary["restart_fails"]
-    verdicts = summary["verdicts"]
+@dataclass(frozen=True)
+class Row:
+    """One audited directory as the page shows it."""
+
+    rank: int
+    elsewhere: bool
+    verdict: str
+    colour: str
+    url: str
+    kind_label: str
+    error: str | None
+    summary: str | None
+    fails: bool
+    lines: str | None
+    sink_text: str
+    pairing: str | None
+    findings: tuple[ShownFinding, ...]
+    next_step: str | None
+    codes: str
+    picture: Picture | None
+    #: Its Delta tables paired, or not (fleet/delta_report.py).
+    delta: tuple[DeltaLine, ...] = ()
+
+
+def _findings(record: Record) -> tuple[ShownFinding, ...]:
+    if isinstance(record, CheckpointRecord):
+        return tuple(ShownFinding(f.severity, f.code, record.finding_message(f)) for f in record.findings)
+    return tuple(ShownFinding(f.severity, f.code, f.message) for f in record.findings)
+
+
+def _row(record: Record, rank: int) -> Row:
+    checkpoint = record if isinstance(record, CheckpointRecord) else None
+    sink = record if isinstance(record, SinkRecord) else None
+    error = record.error.message if isinstance(record, UnreadableRecord) else None
+    latest = sink.sink_log.latest if sink is not None else None
+    return Row(
+        rank=rank,
+        elsewhere=only_elsewhere(record),
+        verdict=record.verdict,
+        colour=VERDICT_COLOUR[record.verdict],
+        url=record.url,
+        kind_label={"sink": "sink output", "root": "root"}.get(record.kind, ""),
+        error=error,
+        summary=checkpoint.restart.summary.replace(qualify_root(record.url) + "/", "")
+        if checkpoint
+        else None,
+        fails=checkpoint is not None and checkpoint.restart.fails,
+        lines=checkpoint.lines if checkpoint else None,
+        sink_text=f"file sink output; latest sink batch {latest if latest is not None else '-'}",
+        pairing=sink.pairing if sink else None,
+        findings=_findings(record),
+        next_step=record.next_step,
+        codes=" ".join(record.codes),
+        picture=None if error is not None else picture(record),
+        delta=delta_lines(record),
+    )
+
+
+@dataclass(frozen=True)
+class Card:
+    """A headline count; ``filter`` shows only the rows it counts."""
+
+    n: int
+    label: str
+    alert: bool = False
+    colour: str | None = None
+    filter: str | None = None
+
+
+def _cards(summary: AuditSummary) -> list[Card]:
+    fails = summary.restart_fails
+    verdicts = summary.verdicts
     # The headline card is the filter for the rows it counts.
-    cards = [
-        {
-            "alert": bool(fails),
-            "colour": None,
-            "n": fails,
-            "label": "will not restart",
-            "filter": "restart=fails",
-        }
-    ]
+    cards = [Card(fails, "will not restart", alert=bool(fails), filter="restart=fails")]
     for v in VERDICTS:
         cards.append(
-            {
-                "alert": False,
-                "colour": VERDICT_COLOUR[v] if verdicts[v] else None,
-                "n": verdicts[v],
-                "label": v.value,
-                "filter": f"verdict={v}" if verdicts[v] else None,
-            }
+            Card(
+                verdicts[v],
+                v.value,
+                colour=VERDICT_COLOUR[v] if verdicts[v] else None,
+                filter=f"verdict={v}" if verdicts[v] else None,
+            )
         )
-    cards.append(
-        {
-            "alert": False,
-            "colour": None,
-            "n": summary["kinds"]["checkpoint"],
-            "label": "checkpoints",
-            "filter": None,
-        }
-    )
-    cards.append(
-        {
-            "alert": False,
-            "colour": None,
-            "n": summary["kinds"]["sink"],
-            "label": "file sink outputs",
-            "filter": None,
-        }
-    )
-    if summary.get("assumed_stateless"):
+    cards.append(Card(summary.kinds["checkpoint"], "checkpoints"))
+    cards.append(Card(summary.kinds["sink"], "file sink outputs"))
+    if summary.assumed_stateless:
         # Judged stateless without proof: a stateful query's restart fails (the record says how).
-        cards.append(
-            {
-                "alert": False,
-                "colour": None,
-                "n": summary["assumed_stateless"],
-                "label": "assumed stateless",
-                "filter": None,
-            }
-        )
+        cards.append(Card(summary.assumed_stateless, "assumed stateless"))
     return cards
+
+
+@dataclass(frozen=True)
+class KafkaRow:
+    url: str
+    bound: str
+    left: str
+    text: str
 
 
 def render_html(
     roots: Sequence[str],
-    records: Sequence[Mapping[str, Any]],
-    notes: Sequence[Mapping[str, Any]],
-    summary: Mapping[str, Any],
+    records: Sequence[Record],
+    notes: Sequence[AuditNote],
+    summary: AuditSummary,
     *,
     generated_at: str | None = None,
     version: str | None = None,
-    kafka: Sequence[Mapping[str, Any]] = (),
+    kafka: Sequence[RetentionRow] = (),
 ) -> str:
     """Return the audit page (UTF-8 HTML5, no external resources); ``kafka`` are the retention
     countdowns soonest first (``fleet.kafka.retention_rows``), shown above the rows."""
@@ -268,26 +342,26 @@ def render_html(
         meta.append(f"generated {generated_at}")
     if version:
         meta.append(f"checkpoint-doctor {version}")
-    meta.append(f"exit code {summary['exit_code']}")
+    meta.append(f"exit code {summary.exit_code}")
     # Triage order: what will not restart first, then by verdict and data at risk (the page's
     # default sort is this rank; the other sort keys fall back to the path).
     ordered = sorted(records, key=triage_key)
-    kinds = summary["kinds"]
+    kinds = summary.kinds
     listed = [count_text(kinds["checkpoint"], "checkpoint"), count_text(kinds["sink"], "file sink output")]
     if kinds.get("root"):
         listed.append(count_text(kinds["root"], "unreadable root"))
     used = cell_states(records)
-    codes = list(summary["codes"])
+    codes = list(summary.codes)
     return str(
         _template().render(
             roots_text=head,
             meta=" · ".join(meta),
-            interrupted=bool(summary.get("interrupted")),
+            interrupted=summary.interrupted,
             cards=_cards(summary),
-            serious=[c for c in codes if c["severity"] in (ERROR, WARNING)],
-            informational=[c for c in codes if c["severity"] not in (ERROR, WARNING)],
-            verdicts=[v for v in VERDICTS if summary["verdicts"].get(v)],
-            all_codes=sorted({c for r in records for c in r["codes"]}),
+            serious=[c for c in codes if c.severity in (ERROR, WARNING)],
+            informational=[c for c in codes if c.severity not in (ERROR, WARNING)],
+            verdicts=[v for v in VERDICTS if summary.verdicts.get(v)],
+            all_codes=sorted({c for r in records for c in r.codes}),
             legend=[(s, LEGEND_TEXT[s]) for s in STATES if s in used and s in LEGEND_TEXT],
             rows=[_row(r, i) for i, r in enumerate(ordered)],
             listed=", ".join(listed),
@@ -298,24 +372,24 @@ def render_html(
             size=CELL,
             gap=GAP,
             label_w=LABEL_W,
-            kafka=[{**k, "left": _left(k)} for k in kafka],
+            kafka=[KafkaRow(k.url, k.bound, _left(k), k.text) for k in kafka],
             kafka_unchecked=_kafka_unchecked(records),
-            delta_headline=delta_headline(summary),
+            delta_headline=delta_headline(summary.delta),
         )
     )
 
 
-def _left(row: Mapping[str, Any]) -> str:
+def _left(row: RetentionRow) -> str:
     """The time left of a countdown row ("overdue", "-" when untimed)."""
     from checkpoint_doctor.diagnosis.sources.kafka_retention import duration
 
-    left = row.get("remaining_s")
+    left = row.remaining_s
     if left is None:
         return "-"
     return duration(int(left * 1000)) if left > 0 else "overdue"
 
 
-def _kafka_unchecked(records: Sequence[Mapping[str, Any]]) -> str | None:
+def _kafka_unchecked(records: Sequence[Record]) -> str | None:
     """How many checkpoints read Kafka topics whose positions were not checked, and how to check."""
     from checkpoint_doctor.fleet.kafka import NOT_CHECKED, not_checked_count
 

@@ -13,7 +13,7 @@ The rest is pure: :func:`kafka_part` is what a record says about its Kafka sourc
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.sources.kafka import (
     FLAG,
@@ -23,7 +23,8 @@ from checkpoint_doctor.diagnosis.sources.kafka import (
     topics_of,
     unread_offsets,
 )
-from checkpoint_doctor.diagnosis.sources.kafka_retention import ORDER, TIME
+from checkpoint_doctor.diagnosis.sources.kafka_retention import ORDER, TIME, Countdown
+from checkpoint_doctor.fleet.records import CheckpointRecord, KafkaPart, Record
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -58,51 +59,68 @@ class AuditKafka:
         self.reader.close()
 
 
-def kafka_part(
-    snapshot: CheckpointSnapshot, live: KafkaLive | None, now_ms: int | None
-) -> dict[str, Any] | None:
+def kafka_part(snapshot: CheckpointSnapshot, live: KafkaLive | None, now_ms: int | None) -> KafkaPart | None:
     """Return the record's ``kafka`` part (None when the checkpoint reads no Kafka topic). Pure."""
-    topics = topics_of(newest_sources(snapshot))
+    topics = tuple(topics_of(newest_sources(snapshot)))
     if not topics:
         return None
     if live is None:
-        return {"checked": False, "bootstrap": None, "topics": topics, "retention": None, "note": NOT_CHECKED}
-    found = retention_countdown(snapshot, live, now_ms)
-    return {
-        "checked": True,
-        "bootstrap": live.bootstrap,
-        "topics": topics,
-        "retention": None if found is None else found.to_dict(),
-        "note": None,
-    }
+        return KafkaPart(topics=topics, note=NOT_CHECKED)
+    return KafkaPart(
+        topics=topics, bootstrap=live.bootstrap, retention=retention_countdown(snapshot, live, now_ms)
+    )
 
 
-def retention_rows(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Return ``{"url", **countdown}`` of each checkpoint whose Kafka positions were checked,
-    soonest first (records already lost, then by deadline, then the untimed bounds). Pure."""
-    rows = []
-    for record in records:
-        retention = (record.get("kafka") or {}).get("retention")
-        if retention:
-            rows.append({"url": record["url"], **retention})
-    return sorted(rows, key=lambda r: (ORDER.index(r["bound"]), r["deadline_ms"] or 0, r["url"]))
+@dataclass(frozen=True)
+class RetentionRow:
+    """One checkpoint's retention countdown (text, HTML and metrics)."""
+
+    url: str
+    countdown: Countdown
+
+    @property
+    def bound(self) -> str:
+        return self.countdown.bound
+
+    @property
+    def text(self) -> str:
+        return self.countdown.text
+
+    @property
+    def remaining_s(self) -> float | None:
+        """Seconds left (negative: overdue; None: no deadline)."""
+        left = self.countdown.remaining_ms
+        return None if left is None else left / 1000
 
 
-def render_retention(rows: Sequence[Mapping[str, Any]]) -> str:
+def retention_rows(records: Iterable[Record]) -> list[RetentionRow]:
+    """Return the countdown of each checkpoint whose Kafka positions were checked, soonest first
+    (records already lost, then by deadline, then the untimed bounds). Pure."""
+    rows = [
+        RetentionRow(r.url, r.kafka.retention)
+        for r in records
+        if isinstance(r, CheckpointRecord) and r.kafka is not None and r.kafka.retention is not None
+    ]
+    return sorted(rows, key=lambda r: (ORDER.index(r.bound), r.countdown.deadline_ms or 0, r.url))
+
+
+def render_retention(rows: Sequence[RetentionRow]) -> str:
     """Return the text section of the countdowns (empty without any). Pure."""
     if not rows:
         return ""
     lines = ["Kafka retention, soonest first:"]
     for row in rows:
-        lines.append(f"  {row['url']}: {row['text']}")
+        lines.append(f"  {row.url}: {row.text}")
     return "\n".join(lines)
 
 
-def not_checked_count(records: Iterable[Mapping[str, Any]]) -> int:
+def not_checked_count(records: Iterable[Record]) -> int:
     """Return how many checkpoints read Kafka topics whose positions were not checked. Pure."""
-    return sum(1 for r in records if (r.get("kafka") or {}).get("checked") is False)
+    return sum(
+        1 for r in records if isinstance(r, CheckpointRecord) and r.kafka is not None and not r.kafka.checked
+    )
 
 
-def timed(row: Mapping[str, Any]) -> bool:
+def timed(row: RetentionRow) -> bool:
     """Whether a countdown row has a deadline (``retention.ms``)."""
-    return bool(row["bound"] == TIME)
+    return bool(row.bound == TIME)

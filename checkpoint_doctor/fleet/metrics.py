@@ -30,10 +30,17 @@ whether it was complete.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from checkpoint_doctor.fleet.report import VERDICTS, fails_if_stateful
+from checkpoint_doctor.fleet.records import (
+    RECORD_KINDS,
+    VERDICTS,
+    AuditSummary,
+    CheckpointRecord,
+    Record,
+    fails_if_stateful,
+)
 
 PREFIX = "checkpoint_doctor_"
 
@@ -104,53 +111,44 @@ def _families() -> dict[str, _Family]:
     return {name: _Family(name, "gauge", text) for name, text in specs}
 
 
-def _record(families: Mapping[str, _Family], record: Mapping[str, Any], now_ms: int) -> None:
-    who = {"url": record["url"], "kind": record["kind"]}
-    families["exit_code"].add(record["exit_code"], **who)
+def _record(families: Mapping[str, _Family], record: Record, now_ms: int) -> None:
+    who = {"url": record.url, "kind": record.kind}
+    families["exit_code"].add(record.exit_code, **who)
     for verdict in VERDICTS:
-        families["verdict"].add(1 if record["verdict"] == verdict else 0, **who, verdict=verdict)
-    for cell in record.get("matrix") or ():
-        starts = 1 if cell["outcome"] == "starts" else 0
-        families["restart_starts"].add(
-            starts, **who, spark=cell["spark"], mode=cell["mode"], role=cell["role"]
-        )
-        families["restart_fails_if_stateful"].add(
-            1 if fails_if_stateful(cell) else 0,
-            **who,
-            spark=cell["spark"],
-            mode=cell["mode"],
-            role=cell["role"],
-        )
-    latest = record.get("latest") or {}
-    if latest.get("offsets") is not None:
-        families["latest_offsets_batch_id"].add(latest["offsets"], **who)
-        families["latest_commit_batch_id"].add(
-            latest["commit"] if latest["commit"] is not None else -1, **who
-        )
-        families["uncommitted_batches"].add(latest["uncommitted"], **who)
-    if latest.get("batch_time_ms"):
-        families["newest_batch_age_seconds"].add(max(0, now_ms - latest["batch_time_ms"]) / 1000, **who)
-    retention = (record.get("kafka") or {}).get("retention") or {}
-    if retention.get("remaining_s") is not None:
-        families["kafka_retention_remaining_seconds"].add(
-            retention["remaining_s"], **who, topic=retention["topic"], partition=retention["partition"]
-        )
-    delta = record.get("delta") or {}
-    for pair in delta.get("pairs") or ():
-        if pair["role"] == "source":
-            families["delta_source_paired"].add(1, **who, source=pair["source"], table=pair["table"])
-    for unpaired in delta.get("unpaired_sources") or ():
-        families["delta_source_paired"].add(0, **who, source=unpaired["source"], table="")
-    findings = record.get("findings")
-    if findings is None:
-        findings = (record.get("diagnosis") or {}).get("findings") or []
-    for (severity, code), n in sorted(Counter((f["severity"], f["code"]) for f in findings).items()):
+        families["verdict"].add(1 if record.verdict == verdict else 0, **who, verdict=verdict)
+    for (severity, code), n in sorted(
+        Counter((str(f.severity), str(f.code)) for f in record.findings).items()
+    ):
         families["findings"].add(n, **who, severity=severity, code=code)
+    if not isinstance(record, CheckpointRecord):
+        return
+    for cell in record.diagnosis.cells:
+        where = {"spark": cell.cell.spark, "mode": cell.cell.mode, "role": cell.role}
+        families["restart_starts"].add(0 if cell.fails else 1, **who, **where)
+        families["restart_fails_if_stateful"].add(1 if fails_if_stateful(cell) else 0, **who, **where)
+    latest = record.latest
+    if latest.offsets is not None:
+        families["latest_offsets_batch_id"].add(latest.offsets, **who)
+        families["latest_commit_batch_id"].add(latest.commit if latest.commit is not None else -1, **who)
+        families["uncommitted_batches"].add(latest.uncommitted or 0, **who)
+    if latest.batch_time_ms:
+        families["newest_batch_age_seconds"].add(max(0, now_ms - latest.batch_time_ms) / 1000, **who)
+    retention = record.kafka.retention if record.kafka is not None else None
+    if retention is not None and retention.remaining_ms is not None:
+        families["kafka_retention_remaining_seconds"].add(
+            retention.remaining_ms / 1000, **who, topic=retention.topic, partition=retention.partition
+        )
+    if record.delta is not None:
+        for pair in record.delta.pairs:
+            if pair.source is not None:
+                families["delta_source_paired"].add(1, **who, source=pair.source, table=pair.table.url)
+        for source, _ in record.delta.unpaired:
+            families["delta_source_paired"].add(0, **who, source=source, table="")
 
 
 def render_metrics(
-    records: Iterable[Mapping[str, Any]],
-    summary: Mapping[str, Any],
+    records: Iterable[Record],
+    summary: AuditSummary,
     *,
     started_ms: int,
     finished_ms: int,
@@ -161,13 +159,12 @@ def render_metrics(
     families["audit_timestamp_seconds"].add(started_ms / 1000)
     families["audit_duration_seconds"].add(max(0, finished_ms - started_ms) / 1000)
     families["audit_exit_code"].add(exit_code)
-    families["audit_complete"].add(0 if summary.get("interrupted") else 1)
+    families["audit_complete"].add(0 if summary.interrupted else 1)
     kinds: Counter[tuple[str, str]] = Counter()
-    ordered: Sequence[Mapping[str, Any]] = sorted(records, key=lambda r: (r["url"], r["kind"]))
-    for record in ordered:
-        kinds[(record["kind"], record["verdict"])] += 1
+    for record in sorted(records, key=lambda r: (r.url, r.kind)):
+        kinds[(record.kind, record.verdict)] += 1
         _record(families, record, finished_ms)
-    for kind in ("checkpoint", "sink", "root"):
+    for kind in RECORD_KINDS:
         for verdict in VERDICTS:
             families["audit_directories"].add(kinds[(kind, verdict)], kind=kind, verdict=verdict)
     return "\n".join(f.text() for f in families.values() if f.samples) + "\n"

@@ -26,7 +26,7 @@ from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoic
 from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask, table_tasks
-from checkpoint_doctor.fleet.delta_report import delta_part, delta_summary, far_tables
+from checkpoint_doctor.fleet.delta_report import delta_counts, far_tables
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
     SINK_LOG,
@@ -39,9 +39,18 @@ from checkpoint_doctor.fleet.discovery import (
 )
 from checkpoint_doctor.fleet.kafka import AuditKafka, kafka_part
 from checkpoint_doctor.fleet.pairing import SinkCandidate, sink_candidates
+from checkpoint_doctor.fleet.records import (
+    ROOT,
+    AuditNote,
+    AuditSummary,
+    FileSink,
+    LatestBatches,
+    Record,
+    SinkLogPart,
+    records_json,
+)
 from checkpoint_doctor.fleet.report import (
     checkpoint_record,
-    latest_batches,
     link_sinks,
     linked,
     next_step,
@@ -56,12 +65,13 @@ from checkpoint_doctor.model import Listing
 from checkpoint_doctor.reading.pipeline import SinkArg, attach_sink, read_sink, snapshot_from_listing
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
+from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints, storage_pairs
 
 #: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
 DEFAULT_JOBS = 16
 
-Progress = Callable[[int, int, Mapping[str, Any]], None]
+Progress = Callable[[int, int, Record], None]
 
 
 @dataclass(frozen=True)
@@ -87,8 +97,8 @@ class FleetPlan:
     roots: list[str] = field(default_factory=list)
     stores: dict[str, Storage] = field(default_factory=dict)
     tasks: list[AuditTask] = field(default_factory=list)
-    notes: list[dict[str, Any]] = field(default_factory=list)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[AuditNote] = field(default_factory=list)
+    records: list[Record] = field(default_factory=list)
     #: The Delta tables under the roots, paired with the checkpoints (fleet/delta.py), and the
     #: files read from their logs for pairing (counted in the summary, not in a record).
     tables: list[TableTask] = field(default_factory=list)
@@ -100,22 +110,31 @@ class AuditResult:
     """The finished audit: records sorted by URL, notes, and the summary."""
 
     roots: tuple[str, ...]
-    records: tuple[dict[str, Any], ...]
-    notes: tuple[dict[str, Any], ...]
-    summary: dict[str, Any]
+    records: tuple[Record, ...]
+    notes: tuple[AuditNote, ...]
+    summary: AuditSummary
 
     @property
     def exit_code(self) -> int:
         """Return the bitwise OR of the records' exit codes."""
-        return int(self.summary["exit_code"])
+        return self.summary.exit_code
+
+    def to_json(self) -> JsonObject:
+        """Return the ``result`` of ``audit --format json``."""
+        return {
+            "roots": list(self.roots),
+            "summary": self.summary.to_json(),
+            "records": records_json(self.records),
+            "notes": [n.to_json() for n in self.notes],
+        }
 
 
-def note_dict(root_url: str, note: Note) -> dict[str, Any]:
-    """Return a note as JSON-safe data, with its URL."""
-    return {"url": url_join(root_url, note.path), "root": root_url, **note.to_dict()}
+def audit_note(root_url: str, note: Note) -> AuditNote:
+    """Return a discovery note of a root, with its URL."""
+    return AuditNote(url_join(root_url, note.path), root_url, note.path, note.kind, note.message)
 
 
-def _unreadable(task: AuditTask, exc: BaseException) -> dict[str, Any]:
+def _unreadable(task: AuditTask, exc: BaseException) -> Record:
     """Return the record of a task whose storage or files could not be read."""
     return unreadable_record(
         kind=task.kind,
@@ -129,7 +148,7 @@ def _unreadable(task: AuditTask, exc: BaseException) -> dict[str, Any]:
 
 def plan_tasks(
     root_url: str, listing: Listing, *, include: Sequence[str] = (), exclude: Sequence[str] = ()
-) -> tuple[list[AuditTask], list[dict[str, Any]]]:
+) -> tuple[list[AuditTask], list[AuditNote]]:
     """Return the tasks and notes of one root's listing. Pure."""
     found = discover(listing, root_url=root_url, include=include, exclude=exclude)
     index = TreeIndex(listing)
@@ -143,7 +162,7 @@ def plan_tasks(
         listing = index.slice(t.path)
         candidates = sink_candidates(t.path, listing, sinks) if t.kind != TargetKind.SINK else ()
         tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
-    return tasks, [note_dict(root_url, n) for n in found.notes]
+    return tasks, [audit_note(root_url, n) for n in found.notes]
 
 
 def plan_fleet(
@@ -179,7 +198,7 @@ def plan_fleet(
         except StorageError as exc:
             plan.records.append(
                 unreadable_record(
-                    kind="root",
+                    kind=ROOT,
                     url=store.url,
                     root=store.url,
                     path="",
@@ -209,15 +228,15 @@ def unlisted_outside_targets(
     *,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[Record], list[AuditNote]]:
     """Return records (and notes) for the directories of a root's listing that could not be listed.
 
     One inside a target is that target's error (its record names the directory); one outside
     every target may hide checkpoints, so it gets an ``unreadable`` record of kind ``root`` naming
     it, and the audit goes on. ``--include``/``--exclude`` leave it out like a target.
     """
-    records: list[dict[str, Any]] = []
-    notes: list[dict[str, Any]] = []
+    records: list[Record] = []
+    notes: list[AuditNote] = []
     for rel, code in listing.unlisted:
         if any(not t.path or rel == t.path or rel.startswith(t.path + "/") for t in tasks):
             continue
@@ -225,13 +244,13 @@ def unlisted_outside_targets(
         why = left_out(rel, store.url, include=include, exclude=exclude)
         if why is not None:
             notes.append(
-                note_dict(store.url, Note(rel, NOTE_EXCLUDED, f"unreadable directory left out: {why}"))
+                audit_note(store.url, Note(rel, NOTE_EXCLUDED, f"unreadable directory left out: {why}"))
             )
             continue
         error = translate_error(OSError(code, os.strerror(code)), url, "list")
         records.append(
             unreadable_record(
-                kind="root",
+                kind=ROOT,
                 url=url,
                 root=store.url,
                 path=rel,
@@ -300,7 +319,7 @@ NO_SINK = "sink not checked: no file sink output under the audited roots has log
 
 def _pair_sink(
     task: AuditTask, snapshot: CheckpointSnapshot, sink_store_for: SinkStoreFor, sink_reads: SinkReads
-) -> tuple[CheckpointSnapshot, dict[str, Any], int]:
+) -> tuple[CheckpointSnapshot, FileSink, int]:
     """Return the snapshot with the file sink its logs prove (:func:`choose_sink`, nearest
     candidates first: a less near one is read only when no nearer one is proven), and what was found.
 
@@ -327,27 +346,19 @@ def _pair_sink(
             break
     if choice.chosen is not None:
         (candidate, arg, parsed), evidence = choice.chosen
-        found = {"checked": True, "url": candidate.url, "evidence": evidence.text}
-        return attach_sink(snapshot, arg, parsed), found, reads
+        return attach_sink(snapshot, arg, parsed), FileSink.checked_at(candidate.url, evidence.text), reads
     if choice.proven:
         urls = ", ".join(c.url for (c, _, _), _ in choice.proven)
-        return (
-            snapshot,
-            {
-                "checked": False,
-                "url": None,
-                "note": f"sink not checked: the logs of several file sink outputs match ({urls})",
-            },
-            reads,
-        )
+        note = f"sink not checked: the logs of several file sink outputs match ({urls})"
+        return snapshot, FileSink.not_checked(note), reads
     if contradicted:
         first, evidence = contradicted[0]
         others = f" and {len(contradicted) - 1} more" if len(contradicted) > 1 else ""
         note = (
             f"sink not checked: the file sink output {first.url}{others} is another query's ({evidence.text})"
         )
-        return snapshot, {"checked": False, "url": None, "note": note}, reads
-    return snapshot, {"checked": False, "url": None, "note": NO_SINK}, reads
+        return snapshot, FileSink.not_checked(note), reads
+    return snapshot, FileSink.not_checked(NO_SINK), reads
 
 
 def _audit_checkpoint(
@@ -358,7 +369,7 @@ def _audit_checkpoint(
     sink_reads: SinkReads,
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
-) -> dict[str, Any]:
+) -> Record:
     own = snapshot_from_listing(store, task.listing)
     snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
     # The broker's positions of this checkpoint's topics (a broker failure: this record unreadable)
@@ -373,38 +384,33 @@ def _audit_checkpoint(
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
     batch_time = metadata.batch_timestamp_ms if metadata is not None else None
-    record = checkpoint_record(
+    return checkpoint_record(
         url=task.url,
         root=task.root,
         path=task.path,
         matrix=matrix,
         timeline=timeline(snapshot, matrix.mode_detected),
-        latest=latest_batches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
+        latest=LatestBatches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
         files=task.listing.file_count,
         reads=own.read_count + sink_reads_owned + delta_reads,
         sink=sink,
+        kafka=kafka_part(snapshot, live, options.base.now_ms),
+        delta=pairing,
     )
-    part = kafka_part(snapshot, live, options.base.now_ms)
-    if part is not None:
-        record["kafka"] = part
-    delta_record = delta_part(pairing)
-    if delta_record is not None:
-        record["delta"] = delta_record
-    return record
 
 
-def _audit_sink(store: Storage, task: AuditTask, sink_reads: SinkReads) -> dict[str, Any]:
+def _audit_sink(store: Storage, task: AuditTask, sink_reads: SinkReads) -> Record:
     log_listing = TreeIndex(task.listing).slice(SINK_LOG)
     sink, _, reads = sink_reads.read(task.url, lambda: store, log_listing, owner=True)
     findings = sorted(dict.fromkeys(check_sink_log(sink)), key=lambda f: f.sort_key())
     missing = sink.missing_for_readers()
-    log = {
-        "latest": sink.log.latest_id,
-        "entries": len(sink.log.entries),
-        "compacts": list(sink.compact_ids),
-        "compact_interval": sink.compact_interval,
-        "missing_for_readers": list(missing),
-    }
+    log = SinkLogPart(
+        latest=sink.log.latest_id,
+        entries=len(sink.log.entries),
+        compacts=tuple(sink.compact_ids),
+        compact_interval=sink.compact_interval,
+        missing_for_readers=tuple(missing),
+    )
     ids = [e.batch_id for e in sink.log.entries if not e.compact]
     return sink_record(
         url=task.url,
@@ -426,7 +432,7 @@ def audit_task(
     sink_reads: SinkReads | None = None,
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
-) -> dict[str, Any]:
+) -> Record:
     """Audit one target through its store; never raises: a failure becomes the target's record.
 
     ``sink_store_for`` opens the stores of the file sinks that may belong to a checkpoint (None:
@@ -469,7 +475,7 @@ def run_tasks(
     sink_reads: SinkReads | None = None,
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Record]:
     """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
 
     ``progress(done, total, record)`` is called from the calling thread after each record;
@@ -478,9 +484,9 @@ def run_tasks(
     shared = sink_reads if sink_reads is not None else SinkReads()
     shared.own(t.url for t in tasks if t.kind == TargetKind.SINK)
     total = len(tasks)
-    records: list[dict[str, Any]] = []
+    records: list[Record] = []
 
-    def one(task: AuditTask) -> dict[str, Any]:
+    def one(task: AuditTask) -> Record:
         try:
             store = store_for(task)
         except CheckpointDoctorError as exc:
@@ -500,7 +506,7 @@ def run_tasks(
                 progress(len(records), total, records[-1])
         return records
     with ThreadPoolExecutor(max_workers=min(jobs, total), thread_name_prefix="cd-audit") as pool:
-        pending: set[Future[dict[str, Any]]] = set()
+        pending: set[Future[Record]] = set()
         queue = iter(tasks)
         # Submit lazily (a bounded window) so a huge fleet does not queue every task at once.
         for task in queue:
@@ -583,17 +589,15 @@ class RecordStream:
     def __init__(self, hints: Hints, clock: Callable[[], int]) -> None:
         self.hints = hints
         self.clock = clock
-        self.records: list[dict[str, Any]] = []
+        self.records: list[Record] = []
 
-    def add(self, record: Mapping[str, Any]) -> dict[str, Any]:
-        """Return the finished record (a new dict) and keep it."""
-        done = (
-            linked(record, paired_sinks(self.records)) if record["kind"] == TargetKind.SINK else dict(record)
-        )
+    def add(self, record: Record) -> Record:
+        """Return the finished record (linked, with its next step, stamped) and keep it."""
+        done = linked(record, paired_sinks(self.records))
         # A Delta table paired from farther away than diagnose looks is named in the next command.
         far = far_tables(done)
         hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
-        done = stamped({**done, "next_step": next_step(done, hints)}, self.clock())
+        done = stamped(replace(done, next_step=next_step(done, hints)), self.clock())
         self.records.append(done)
         return done
 
@@ -604,7 +608,7 @@ def audit_plan(
     stream: RecordStream,
     *,
     jobs: int | None = None,
-    on_record: Callable[[dict[str, Any]], None] | None = None,
+    on_record: Callable[[Record], None] | None = None,
     kafka: AuditKafka | None = None,
 ) -> None:
     """Audit a planned fleet on this machine into the stream: the records of the roots that failed,
@@ -612,7 +616,7 @@ def audit_plan(
     whose logs proved it is theirs when it is written). ``on_record`` is told each finished record
     from the calling thread; ``kafka`` reads the Kafka sources' live positions (None: not checked)."""
 
-    def add(record: Mapping[str, Any]) -> None:
+    def add(record: Record) -> None:
         done = stream.add(record)
         if on_record is not None:
             on_record(done)
@@ -664,8 +668,8 @@ def audit_hints(options: MatrixOptions, storage_options: Mapping[str, Any] | Non
 
 def finish(
     roots: Sequence[str],
-    notes: Sequence[dict[str, Any]],
-    records: Sequence[Mapping[str, Any]],
+    notes: Sequence[AuditNote],
+    records: Sequence[Record],
     *,
     interrupted: bool = False,
     delta_reads: int = 0,
@@ -674,9 +678,9 @@ def finish(
     (``interrupted``: the records are those finished before the audit was stopped; ``delta_reads``:
     the files read from Delta logs to pair the tables, counted in the summary)."""
     ordered = link_sinks(sort_records(records))
-    by_url = sorted(notes, key=lambda n: (n["url"], n["kind"]))
+    by_url = sorted(notes, key=lambda n: (n.url, n.kind))
     summary = summarize(ordered, by_url, interrupted=interrupted)
-    summary["delta"] = delta_summary(by_url, ordered, delta_reads)
+    summary = replace(summary, delta=delta_counts(by_url, ordered, delta_reads))
     return AuditResult(tuple(roots), tuple(ordered), tuple(by_url), summary)
 
 
@@ -690,7 +694,7 @@ def audit(
     exclude: Sequence[str] = (),
     hints: Hints | None = None,
     clock: Callable[[], int] | None = None,
-    on_record: Callable[[dict[str, Any]], None] | None = None,
+    on_record: Callable[[Record], None] | None = None,
     kafka: AuditKafka | None = None,
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots, on this machine, with ``jobs``

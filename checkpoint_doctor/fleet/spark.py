@@ -3,7 +3,7 @@
 The driver lists each root once and discovers the targets (:func:`~checkpoint_doctor.fleet.run.plan_fleet`);
 here the tasks (URL + its slice of the listing) are parallelized, each Spark task opens its own
 fsspec storage for its targets, runs the same per-target audit as a local run
-(:func:`~checkpoint_doctor.fleet.run.audit_task`: reads, pure diagnosis, record dict), and the
+(:func:`~checkpoint_doctor.fleet.run.audit_task`: reads, pure diagnosis, typed record), and the
 records come back to the driver with ``collect``. No listing request is repeated on the executors.
 
 Spark is reached through :mod:`checkpoint_doctor.spark` (the one module that imports pyspark), which
@@ -19,11 +19,12 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.errors import SparkExecutorError
 from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask
+from checkpoint_doctor.fleet.records import Record
 from checkpoint_doctor.fleet.run import DEFAULT_JOBS, AuditTask, run_tasks
 from checkpoint_doctor.fleet.shipping import package_zip
 from checkpoint_doctor.spark import (
@@ -35,6 +36,9 @@ from checkpoint_doctor.spark import (
     task_failure_text,
 )
 from checkpoint_doctor.spark import require_pyspark as _require_pyspark
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.reading.storage import Storage
 
 #: Tasks per core of the cluster: small tasks balance uneven checkpoints.
 SLICES_PER_CORE = 4
@@ -55,14 +59,14 @@ def audit_partition(
     jobs: int,
     tasks: Iterable[AuditTask],
     delta: DeltaIndex | None = None,
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Record]:
     """Audit one Spark partition of tasks on an executor; yield one record per task (``delta``: the
     Delta tables the driver read for pairing, read on here through this executor's stores)."""
     from checkpoint_doctor.reading.storage import open_storage
 
-    stores: dict[str, Any] = {}
+    stores: dict[str, Storage] = {}
 
-    def store_for(task: AuditTask | TableTask) -> Any:
+    def store_for(task: AuditTask | TableTask) -> Storage:
         # One store per root on this executor; each target (or Delta table) is a child of it.
         if task.root not in stores:
             stores[task.root] = open_storage(task.root, storage_options)
@@ -80,7 +84,7 @@ def _audit_partition(
     jobs: int,
     delta: DeltaIndex | None,
     tasks: Iterable[AuditTask],
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[Record]:
     yield from audit_partition(storage_options, options, jobs, tasks, delta)
 
 
@@ -118,7 +122,7 @@ def run_on_spark(
     master: str | None = None,
     jobs: int = DEFAULT_JOBS,
     delta: DeltaIndex | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Record]:
     """Audit the tasks on Spark (``master`` None: the master spark-submit or the session gives;
     ``delta``: the Delta tables to pair with, read for pairing on the driver, shipped with the job).
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import posixpath
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import PlanFormatError, PreconditionFailedError
@@ -119,6 +119,9 @@ class Step:
     removes: ClassVar[bool] = False
     #: Whether the step is about a directory, not a file.
     on_directory: ClassVar[bool] = False
+    if TYPE_CHECKING:
+        #: Why the planner chose the step: a field of every kind (declared there, with its default).
+        reason: str
 
     def to_dict(self) -> dict[str, Any]:
         """Return the step's JSON form (only the fields of its kind)."""

@@ -2,58 +2,103 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from checkpoint_doctor.render.diagnosis import render_prediction
+from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import (
     local_time,
     tabulate,
 )
 
+if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.model import Diagnosis
 
-def render_apply(result: dict[str, Any], hints: Hints | None = None) -> str:
+
+# What the texts read of execution's results (``execution.apply.ApplyResult``,
+# ``execution.undo.UndoResult``), as protocols: renderers do not import the layer that changes files.
+
+
+class ApplyOutcome(Protocol):
+    @property
+    def plan_id(self) -> str: ...
+    @property
+    def dry_run(self) -> bool: ...
+    @property
+    def cancelled(self) -> bool: ...
+    @property
+    def backup_url(self) -> str | None: ...
+    @property
+    def journal_url(self) -> str | None: ...
+    @property
+    def steps_done(self) -> int: ...
+    @property
+    def manual_steps(self) -> Sequence[str]: ...
+    @property
+    def would(self) -> Sequence[Mapping[str, Any]]: ...
+    @property
+    def after(self) -> Diagnosis | None: ...
+
+
+class UndoOutcome(Protocol):
+    @property
+    def journal_url(self) -> str: ...
+    @property
+    def restored(self) -> Sequence[str]: ...
+    @property
+    def removed(self) -> Sequence[str]: ...
+    @property
+    def unchanged(self) -> Sequence[str]: ...
+
+
+def render_apply(result: ApplyOutcome, hints: Hints | None = None) -> str:
     """Return an apply result as text: what was done (or, dry run / cancelled, what would be)."""
-    would = "\n".join(f"  {w['step']}. {w['what']}" for w in result.get("would") or [])
-    if result["dry_run"]:
+    would = "\n".join(f"  {w['step']}. {w['what']}" for w in result.would)
+    if result.dry_run:
         text = (
-            f"Dry run of plan {result['plan_id']}: the plan is what checkpoint-doctor plans for the live "
+            f"Dry run of plan {result.plan_id}: the plan is what checkpoint-doctor plans for the live "
             f"checkpoint and every precondition holds; nothing was changed. Apply would do:\n{would}"
         )
-    elif result.get("cancelled"):
-        text = f"Cancelled: plan {result['plan_id']} was not applied; nothing was changed."
-    elif result["steps_done"] == 0 and not result["journal"]:
-        text = f"Plan {result['plan_id']} has no changes to make; nothing was changed."
+    elif result.cancelled:
+        text = f"Cancelled: plan {result.plan_id} was not applied; nothing was changed."
+    elif result.steps_done == 0 and not result.journal_url:
+        text = f"Plan {result.plan_id} has no changes to make; nothing was changed."
     else:
         text = (
-            f"Applied plan {result['plan_id']}: {result['steps_done']} step(s).\n"
-            f"Backups and journal: {result['backup']}\n"
-            f"Undo with: {(hints or Hints()).undo(result['journal'])}"
+            f"Applied plan {result.plan_id}: {result.steps_done} step(s).\n"
+            f"Backups and journal: {result.backup_url}\n"
+            f"Undo with: {(hints or Hints()).undo(result.journal_url or '')}"
         )
     blocks = [text]
-    for cmd in result["manual_steps"]:
+    for cmd in result.manual_steps:
         what = (
             "Run this yourself next (the plan's catch-up step)"
             if "catch-up" in cmd
             else "Do this yourself next"
         )
         blocks.append(f"{what}:\n  {cmd}")
-    if result["after"] is not None:
-        blocks.append("Diagnosis after apply:\n" + render_prediction(result["after"]["restart"]))
+    if result.after is not None:
+        blocks.append(
+            "Diagnosis after apply:\n" + render_prediction(result.after.prediction, result.after.checkpoint)
+        )
     return "\n\n".join(blocks) + "\n"
 
 
-def render_undo(result: dict[str, Any]) -> str:
+def render_undo(result: UndoOutcome) -> str:
     """Return an undo result as text."""
-    lines = [f"Undid {result['journal']}"]
-    lines += [f"  restored {p}" for p in result["restored"]]
-    lines += [f"  removed {p}" for p in result["removed"]]
-    lines += [f"  already as before: {p}" for p in result["already_as_before"]]
+    lines = [f"Undid {result.journal_url}"]
+    lines += [f"  restored {p}" for p in result.restored]
+    lines += [f"  removed {p}" for p in result.removed]
+    lines += [f"  already as before: {p}" for p in result.unchanged]
     return "\n".join(lines) + "\n"
 
 
-def render_history(data: dict[str, Any], hints: Hints | None = None) -> str:
-    """Return the applies made to a checkpoint as a table, oldest first."""
+def render_history(data: JsonObject, hints: Hints | None = None) -> str:
+    """Return the applies made to a checkpoint as a table, oldest first (``data``: the ``history``
+    document's result, the rows :func:`~checkpoint_doctor.execution.history.apply_history` reads
+    from the journals)."""
     rows = data["applies"]
     if not rows:
         return f"No apply was recorded for {data['checkpoint']}.\n"

@@ -15,6 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from checkpoint_doctor import __version__
+from checkpoint_doctor.model import JsonObject
+
+__all__ = ["JsonObject", "dumps", "envelope", "iso_utc", "schema_path", "schema_version"]
 
 #: The schema version of each document. ``diagnose`` 2 was the restart matrix; 3 (and 2 for the
 #: others) adds the envelope's ``tool_version``/``generated_at``/``exit_code`` and one timeline shape.
@@ -60,10 +63,10 @@ def envelope(
     generated_at_ms: int,
     exit_code: int,
     result: Any = None,
-    error: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    error: JsonObject | None = None,
+) -> JsonObject:
     """Return the document a command prints: the envelope around its result or its error."""
-    doc: dict[str, Any] = {
+    doc: JsonObject = {
         "schema_version": schema_version("error" if error is not None else command),
         "command": command,
         "tool_version": __version__,

@@ -2,36 +2,40 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from checkpoint_doctor.render.layout import (
     hang,
     section,
 )
 
+if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.codes import CodeInfo
 
-def _rule_differs(info: dict[str, Any]) -> bool:
-    return bool(info.get("severity_rule", info["severity"]) != info["severity"])
 
-
-def _severity_words(info: dict[str, Any]) -> str:
+def _severity_words(info: CodeInfo, severity_rule: str) -> str:
     """``error`` codes are errors as configured and warnings for a plausible restart (the rule)."""
-    return "error as configured, warning for a plausible restart" if _rule_differs(info) else info["severity"]
+    return (
+        "error as configured, warning for a plausible restart"
+        if severity_rule != info.severity
+        else info.severity
+    )
 
 
-def render_explain(info: dict[str, Any]) -> str:
-    """Return one code's explanation."""
+def render_explain(info: CodeInfo, severity_rule: str) -> str:
+    """Return one code's explanation (``severity_rule``: how diagnose sets its severity,
+    :func:`~checkpoint_doctor.diagnosis.severity.rule_text`)."""
     lines = [
-        hang(f"{info['code']} {info['slug']} ({_severity_words(info)})", "", "  "),
-        hang(info["title"], "", ""),
+        hang(f"{info.code} {info.slug} ({_severity_words(info, severity_rule)})", "", "  "),
+        hang(info.title, "", ""),
         "",
-        *([section("Severity", hang(info["severity_rule"], "", "")), ""] if _rule_differs(info) else []),
-        section("What Spark does", hang(info["spark_does"], "", "")),
+        *([section("Severity", hang(severity_rule, "", "")), ""] if severity_rule != info.severity else []),
+        section("What Spark does", hang(info.spark_does, "", "")),
         "",
-        section("Why it breaks", hang(info["why"], "", "")),
+        section("Why it breaks", hang(info.why, "", "")),
         "",
-        section("What you can do", hang(info["action"], "", "")),
+        section("What you can do", hang(info.action, "", "")),
     ]
-    if info["search"]:
-        lines += ["", section("Search your driver log for", "\n".join(f"  {s}" for s in info["search"]))]
+    if info.search:
+        lines += ["", section("Search your driver log for", "\n".join(f"  {s}" for s in info.search))]
     return "\n".join(lines) + "\n"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.render.layout import (
     human_bytes,
@@ -11,30 +12,33 @@ from checkpoint_doctor.render.layout import (
     table,
 )
 
+if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.inspection import InspectReport, LogSummary
 
-def _ranges_text(runs: list[list[int]]) -> str:
+
+def _ranges_text(runs: Sequence[Sequence[int]]) -> str:
     if not runs:
         return "none"
     return ", ".join(f"{a}..{b}" if b > a else str(a) for a, b in runs)
 
 
-def _log_row(name: str, log: dict[str, Any]) -> list[Any]:
-    if not log["present"]:
+def _log_row(name: str, log: LogSummary) -> list[Any]:
+    if not log.present:
         return [name, "directory missing", 0, "-", "-", "-"]
-    problems = [f"{f['path']}: {f['kind']}" for f in log["failures"]]
-    problems += [f"non-canonical name {n['name']}" for n in log["noncanonical"]]
-    problems += [f"directory {d}/ ignored by Spark" for d in log["ignored_dirs"]]
+    problems = [f"{f.path}: {f.kind}" for f in log.failures]
+    problems += [f"non-canonical name {n}" for n, _ in log.noncanonical]
+    problems += [f"directory {d}/ ignored by Spark" for d in log.ignored_dirs]
     return [
         name,
-        _ranges_text(log["ranges"]),
-        log["count"],
-        _ranges_text(log["holes"]),
-        ", ".join(f"v{v}" for v in log["versions"]) or "-",
+        _ranges_text(log.ranges),
+        log.count,
+        _ranges_text(log.holes),
+        ", ".join(f"v{v}" for v in log.versions) or "-",
         "; ".join(problems) or "-",
     ]
 
 
-def render_inspect(report: dict[str, Any]) -> str:
+def render_inspect(report: InspectReport) -> str:
     """Return the ``inspect`` report as text: one block per part of the checkpoint."""
     blocks = [_inspect_head(report), _inspect_logs(report)]
     for part in (
@@ -52,100 +56,93 @@ def render_inspect(report: dict[str, Any]) -> str:
     return "\n\n".join(blocks) + "\n"
 
 
-def _inspect_head(report: dict[str, Any]) -> str:
-    meta = report["metadata"]
-    query = report["query_id"] or ("metadata missing" if not meta["present"] else "unreadable")
+def _inspect_head(report: InspectReport) -> str:
+    query = report.query_id or ("metadata missing" if not report.metadata_present else "unreadable")
     return key_values(
         [
-            ("Checkpoint", report["checkpoint"]),
+            ("Checkpoint", report.checkpoint),
             ("Query id", query),
-            ("Mode", f"{report['mode']['mode']} ({report['mode']['evidence']})"),
-            ("Written by", f"Spark {report['written_by']['spark']}"),
+            ("Mode", f"{report.mode.mode} ({report.mode.evidence})"),
+            ("Written by", f"Spark {report.writer.label}"),
             (
                 "Files",
-                f"{report['files']['count']} files, {human_bytes(report['files']['bytes'])} "
-                f"(read {report['files']['read']}, depth {report['depth']})",
+                f"{report.file_count} files, {human_bytes(report.bytes)} "
+                f"(read {report.read_count}, depth {report.depth})",
             ),
         ]
     )
 
 
-def _inspect_logs(report: dict[str, Any]) -> str:
+def _inspect_logs(report: InspectReport) -> str:
     return section(
         "Logs",
         table(
             ["log", "batches", "count", "holes", "versions", "problems"],
-            [_log_row("offsets", report["offsets"]), _log_row("commits", report["commits"])],
+            [_log_row("offsets", report.offsets), _log_row("commits", report.commits)],
         ),
     )
 
 
-def _inspect_latest(report: dict[str, Any]) -> str | None:
-    latest = report["latest_batch"]
+def _inspect_latest(report: InspectReport) -> str | None:
+    latest = report.latest_batch
     if latest is None:
         return None
-    head = f"Latest batch {latest['batch_id']} ({'committed' if latest['committed'] else 'not committed'})"
-    if latest.get("error"):
-        return section(head, f"{latest['error']['path']}: {latest['error']['reason']}")
+    head = f"Latest batch {latest.batch_id} ({'committed' if latest.committed else 'not committed'})"
+    if latest.error is not None:
+        return section(head, f"{latest.error.path}: {latest.error.reason}")
+    read = latest.read
+    watermark = read.watermark_ms if read is not None else None
     facts = [
-        ("planned at", latest.get("batch_time") or "-"),
-        ("watermark", f"{latest.get('watermark_ms')} ms" if latest.get("watermark_ms") is not None else "-"),
+        ("planned at", (read.batch_time if read is not None else None) or "-"),
+        ("watermark", f"{watermark} ms" if watermark is not None else "-"),
     ]
-    if latest.get("next_batch_watermark_ms") is not None:
-        facts.append(("next watermark", f"{latest['next_batch_watermark_ms']} ms (latest commit)"))
-    rows = [[s["index"], s["name"], s["type"], s["text"]] for s in latest.get("sources", [])]
+    if latest.next_batch_watermark_ms is not None:
+        facts.append(("next watermark", f"{latest.next_batch_watermark_ms} ms (latest commit)"))
+    sources = read.sources if read is not None else ()
+    rows = [[s.index, s.name, s.source_type, s.describe()] for s in sources]
     return section(head, key_values(facts) + "\n\n" + table(["source", "name", "type", "offset"], rows))
 
 
-def _inspect_confs(report: dict[str, Any]) -> str | None:
-    if not report["pinned_conf"]:
+def _inspect_confs(report: InspectReport) -> str | None:
+    if not report.pinned_conf:
         return None
     return section(
         "Pinned confs (from the latest offsets file; applied on restart)",
         # A conf key and its value (a class name) are copied into a session conf: never broken.
-        table(["conf", "value"], sorted(report["pinned_conf"].items()), keep=(0, 1)),
+        table(["conf", "value"], sorted(report.pinned_conf.items()), keep=(0, 1)),
     )
 
 
-def _inspect_sources(report: dict[str, Any]) -> str | None:
-    if not report["sources"]:
+def _inspect_sources(report: InspectReport) -> str | None:
+    if not report.sources:
         return None
     rows = [
-        [
-            s["path"],
-            s["kind"],
-            s["batches"],
-            ", ".join(map(str, s["compacts"])),
-            s["files"],
-            human_bytes(s["bytes"]),
-        ]
-        for s in report["sources"]
+        [s.path, s.kind, s.batches, ", ".join(map(str, s.compacts)), s.files, human_bytes(s.bytes)]
+        for s in report.sources
     ]
     return section(
         "Source metadata (sources/)", table(["path", "kind", "batches", "compact", "files", "bytes"], rows)
     )
 
 
-def _inspect_state(report: dict[str, Any]) -> str | None:
-    state = report["state"]
-    if not state["operators"]:
+def _inspect_state(report: InspectReport) -> str | None:
+    state = report.state
+    if not state.operators:
         return (
-            section("State (state/)", "directory present, no operator directories")
-            if state["present"]
-            else None
+            section("State (state/)", "directory present, no operator directories") if state.present else None
         )
     rows = [
         [
-            op["operator_id"],
-            op["operator_name"],
-            op["provider"],
-            op["partitions"],
-            ", ".join(op["stores"]),
-            f"{op['versions']['first']}..{op['versions']['last']}" if op["versions"] else "-",
-            op["files"],
-            human_bytes(op["bytes"]),
+            op.operator_id,
+            op.operator_name,
+            op.provider,
+            op.partitions,
+            ", ".join(op.stores),
+            f"{op.versions[0]}..{op.versions[1]}" if op.versions else "-",
+            op.files,
+            human_bytes(op.bytes),
         ]
-        for op in state["operators"]
+        for op in state.operators
     ]
     return section(
         "State (state/)",
@@ -153,48 +150,48 @@ def _inspect_state(report: dict[str, Any]) -> str | None:
     )
 
 
-def _inspect_sink(report: dict[str, Any]) -> str | None:
-    sink = report.get("sink")
+def _inspect_sink(report: InspectReport) -> str | None:
+    sink = report.sink
     if sink is None:
         return None
     return section(
         "File sink log (_spark_metadata)",
         key_values(
             [
-                ("sink", sink["url"]),
-                ("batches", sink["batches"] if sink["present"] else "directory missing"),
-                ("compact interval", sink["compact_interval"]),
-                ("missing for readers", ", ".join(sink["missing_for_readers"]) or "none"),
+                ("sink", sink.url),
+                ("batches", sink.batches if sink.present else "directory missing"),
+                ("compact interval", sink.compact_interval),
+                ("missing for readers", ", ".join(sink.missing_for_readers) or "none"),
             ]
         ),
     )
 
 
-def _inspect_debris(report: dict[str, Any]) -> str | None:
-    if not report["debris"]:
+def _inspect_debris(report: InspectReport) -> str | None:
+    if not report.debris:
         return None
     return section(
         "Debris (ignored by Spark)",
         table(
             ["kind", "path", "for", "bytes"],
-            [[d["kind"], d["path"], d["target"], d["size"]] for d in report["debris"]],
+            [[d.kind, d.file.path, d.target, d.file.size] for d in report.debris],
         ),
     )
 
 
-def _inspect_timeline(report: dict[str, Any]) -> str | None:
-    if not report["timeline"]:
+def _inspect_timeline(report: InspectReport) -> str | None:
+    if not report.timeline:
         return None
     rows = [
         [
-            row["batch_id"],
-            row["offsets"],
-            row["commit"],
+            row.batch_id,
+            row.offsets,
+            row.commit,
             "-"
-            if row["state_stores"] is None
-            else f"{row['state']} ({row['state_stores'][0]}/{row['state_stores'][1]} stores)",
+            if row.state_stores is None
+            else f"{row.state} ({row.state_stores[0]}/{row.state_stores[1]} stores)",
         ]
-        for row in report["timeline"]
+        for row in report.timeline
     ]
     return section(
         "Timeline, newest batch first (state = the version the batch commits)",

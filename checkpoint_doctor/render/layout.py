@@ -14,7 +14,7 @@ from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
-from checkpoint_doctor.render.documents import dumps, envelope
+from checkpoint_doctor.render.documents import JsonObject, dumps, envelope
 
 
 def tabulate(*args: Any, **kwargs: Any) -> str:
@@ -48,9 +48,9 @@ class JsonDocument(str):
 
     command: str
     result: Any
-    error: dict[str, Any] | None
+    error: JsonObject | None
 
-    def __new__(cls, command: str, result: Any = None, error: dict[str, Any] | None = None) -> JsonDocument:
+    def __new__(cls, command: str, result: Any = None, error: JsonObject | None = None) -> JsonDocument:
         doc = envelope(command, generated_at_ms=0, exit_code=0, result=result, error=error)
         self = super().__new__(cls, dumps(doc))
         self.command = command
@@ -71,7 +71,7 @@ class JsonDocument(str):
         )
 
 
-def json_document(command: str, result: Any = None, *, error: dict[str, Any] | None = None) -> JsonDocument:
+def json_document(command: str, result: Any = None, *, error: JsonObject | None = None) -> JsonDocument:
     """Return the one JSON document a command prints (see :mod:`checkpoint_doctor.render.documents`)."""
     return JsonDocument(command, result, error)
 

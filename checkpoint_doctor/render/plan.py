@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import (
@@ -14,21 +15,15 @@ from checkpoint_doctor.render.layout import (
     wrap,
 )
 
+if TYPE_CHECKING:
+    from checkpoint_doctor.planning.plan import RepairPlan
 
-def _pre_text(p: dict[str, Any]) -> str:
-    # Imported here: only plan renderings need the planner's types (start-up of the other commands).
-    from checkpoint_doctor.planning.preconditions import parse_precondition
-
-    return parse_precondition(p).describe()
-
-
-def _step_text(s: dict[str, Any]) -> str:
-    from checkpoint_doctor.planning.steps import parse_step
-
-    return parse_step(s).describe()
+#: The planner's own records of options, expectations and unresolved findings (``RepairPlan``'s
+#: ``options``, ``expected``, ``unresolved``: JSON-shaped in the plan model itself).
+PlanPart = Mapping[str, Any]
 
 
-def _option_lines(group: dict[str, Any]) -> list[str]:
+def _option_lines(group: PlanPart) -> list[str]:
     lines = [hang(f"{group['finding']}: {group['message']}", "", "  ")]
     for opt in group["options"]:
         if opt.get("available") is False:
@@ -50,7 +45,7 @@ def _option_lines(group: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _expected_text(exp: dict[str, Any]) -> str:
+def _expected_text(exp: PlanPart) -> str:
     cells = exp.get("cells") or []
     text = "Expected after apply: " + exp["restart"]
     if exp.get("codes"):
@@ -71,7 +66,7 @@ def _expected_text(exp: dict[str, Any]) -> str:
     return text
 
 
-def _unresolved_text(items: list[dict[str, Any]]) -> str:
+def _unresolved_text(items: Sequence[PlanPart]) -> str:
     lines = []
     for u in items:
         where = ", ".join(f"Spark {c['spark']} {c['mode']}" for c in u.get("cells") or [])
@@ -80,11 +75,11 @@ def _unresolved_text(items: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def _sink_text(plan: dict[str, Any]) -> str:
+def _sink_text(plan: RepairPlan) -> str:
     """The sink output the plan checked, else the kind the operator named with ``--sink``."""
-    if plan["sink"]:
-        return str(plan["sink"])
-    kind = (plan.get("request") or {}).get("sink_kind")
+    if plan.sink:
+        return str(plan.sink)
+    kind = plan.request.get("sink_kind")
     return f"{kind} (--sink {kind}; no sink output checked)" if kind else "not checked (no --sink-path)"
 
 
@@ -100,21 +95,21 @@ class PlanFollowUp:
     consent: str | None = None
 
 
-def _plan_ending(plan: dict[str, Any], follow: PlanFollowUp, hints: Hints) -> list[str]:
-    runnable = any(s["kind"] != "run" for s in plan["steps"])
+def _plan_ending(plan: RepairPlan, follow: PlanFollowUp, hints: Hints) -> list[str]:
+    runnable = bool(plan.executable_steps)
     if follow.written and follow.output:
         tail = f" Apply it with: {hints.apply(follow.output)}" if runnable else ""
         return [f"Plan written to {follow.output}.{tail}"]
     blocks = []
-    if plan["steps"] and follow.write:
+    if plan.steps and follow.write:
         blocks.append(f"Write the plan to a file, then apply it:\n  {follow.write}")
-    if plan["steps"]:
+    if plan.steps:
         return blocks
     if follow.output:
         blocks.append(f"Nothing to apply: no plan file was written to {follow.output}.")
     if follow.consent:
         blocks.append(f"To plan it anyway, accepting the data loss named above:\n  {follow.consent}")
-    elif plan["unresolved"]:
+    elif plan.unresolved:
         blocks.append(
             "No plan can be applied: no change checkpoint-doctor can make repairs the errors above; "
             "their 'what you can do' says what can."
@@ -123,7 +118,7 @@ def _plan_ending(plan: dict[str, Any], follow: PlanFollowUp, hints: Hints) -> li
 
 
 def render_plan(
-    plan: dict[str, Any],
+    plan: RepairPlan,
     written_to: str | None,
     hints: Hints | None = None,
     follow: PlanFollowUp | None = None,
@@ -133,37 +128,36 @@ def render_plan(
     blocks = [
         key_values(
             [
-                ("Plan", plan["plan_id"]),
-                ("Checkpoint", plan["checkpoint"]),
+                ("Plan", plan.plan_id),
+                ("Checkpoint", plan.checkpoint),
                 ("Sink", _sink_text(plan)),
                 (
                     "Restart",
-                    "; ".join(f"Spark {c['spark']}, {c['mode']}" for c in plan.get("cells") or [])
-                    or f"Spark {plan['spark']}, {plan['mode']}",
+                    "; ".join(f"Spark {c['spark']}, {c['mode']}" for c in plan.cells)
+                    or f"Spark {plan.spark}, {plan.mode}",
                 ),
-                ("Strategy", plan["strategy"] or "none"),
-                ("Addresses", ", ".join(plan["addresses"]) or "nothing"),
+                ("Strategy", plan.strategy or "none"),
+                ("Addresses", ", ".join(plan.addresses) or "nothing"),
             ]
         )
     ]
-    for group in plan["options"]:
+    for i, group in enumerate(plan.options):
         text = "\n".join(_option_lines(group))
-        blocks.append(section("Options", text) if group is plan["options"][0] else text)
-    if plan["steps"]:
+        blocks.append(section("Options", text) if i == 0 else text)
+    if plan.steps:
         steps = "\n".join(
-            hang(f"{_step_text(s)}  ({s['reason']})", f"  {i}. ", "     ")
-            for i, s in enumerate(plan["steps"], 1)
+            hang(f"{s.describe()}  ({s.reason})", f"  {i}. ", "     ") for i, s in enumerate(plan.steps, 1)
         )
         blocks.append(section("Steps, in order", steps))
-        pres = "\n".join(hang(_pre_text(p), "  - ", "    ") for p in plan["preconditions"])
+        pres = "\n".join(hang(p.describe(), "  - ", "    ") for p in plan.preconditions)
         blocks.append(section("Preconditions checked by apply", pres))
-        blocks.append(_expected_text(plan["expected"]))
-    for w in plan["warnings"]:
+        blocks.append(_expected_text(plan.expected))
+    for w in plan.warnings:
         blocks.append(hang(f"WARNING: {w}", "", "  "))
-    if plan.get("assumptions"):
-        blocks.append(section("Assumptions", bullets(plan["assumptions"])))
-    if plan["unresolved"]:
-        blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan["unresolved"])))
+    if plan.assumptions:
+        blocks.append(section("Assumptions", bullets(list(plan.assumptions))))
+    if plan.unresolved:
+        blocks.append(section("Unresolved (no safe automatic repair)", _unresolved_text(plan.unresolved)))
     if follow is None:  # the plan shown before apply's question: written already
         follow = PlanFollowUp(output=written_to, written=written_to is not None)
     blocks += _plan_ending(plan, follow, hints or Hints())

@@ -342,7 +342,7 @@ def test_verdict_renders_the_run_the_tail_and_the_synchronous_restart(version, t
     assert data["before"]["outcome"] == "fails" and data["diagnosis"]["restart"]["outcome"] == "starts"
     assert data["exit_code"] == report.after.exit_code == report.exit_code
     assert data["verdict"] == f"STARTS new batch {latest + 3}"
-    text = render_catch_up(data)
+    text = render_catch_up(report)
     assert f"Batches run   2 of 2 wanted: {latest + 1}..{latest + 2}" in text
     assert (
         f"Durable tail  yes: offsets/{latest + 1}, offsets/{latest + 2} and their commits are on disk" in text

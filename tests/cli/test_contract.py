@@ -161,7 +161,7 @@ def test_ctrl_c_keeps_the_written_records_and_a_summary_marked_interrupted(
     seen: list[str] = []
 
     def interrupted_on_the_third(record, hints):
-        seen.append(record["url"])
+        seen.append(record.url)
         if len(seen) == 3:
             raise KeyboardInterrupt  # the operator presses Ctrl-C while the third directory finishes
         return report.next_step(record, hints)
@@ -192,7 +192,7 @@ def test_ctrl_c_keeps_the_previous_html_page_or_writes_one_saying_130(
     seen: list[str] = []
 
     def interrupted_on_the_third(record, hints):
-        seen.append(record["url"])
+        seen.append(record.url)
         if len(seen) == 3:
             raise KeyboardInterrupt
         return report.next_step(record, hints)

@@ -33,12 +33,12 @@ def _rows(tables: dict) -> dict:
 @pytest.mark.parametrize("version", LINES_WITH_DELTA)
 def test_an_audit_gives_each_checkpoint_the_verdict_its_recorded_restart_proves(version: str) -> None:
     root = DELTA_FIXTURES / f"spark-{version}"
-    result = cd.audit(str(root), live_window_s=0)
-    checkpoints = {r["path"]: r for r in result.records if r["kind"] == "checkpoint"}
+    result = cd.audit(str(root), live_window_s=0).to_json()
+    checkpoints = {r["path"]: r for r in result["records"] if r["kind"] == "checkpoint"}
     scenarios = sorted(p.parent.parent for p in root.glob("*/checkpoint/metadata"))
     assert sorted(checkpoints) == sorted(f"{s.name}/checkpoint" for s in scenarios)
     tables = sum(1 for _ in root.glob("*/*/_delta_log"))
-    assert result.summary["delta"]["tables"] == tables
+    assert result["summary"]["delta"]["tables"] == tables
     for scenario in scenarios:
         record = checkpoints[f"{scenario.name}/checkpoint"]
         recorded = _default_restart(scenario)
@@ -118,11 +118,15 @@ def test_copies_of_a_table_pair_only_beside_the_checkpoint(tmp_path: Path) -> No
     shutil.copytree(base / "checkpoint", root / "job" / "checkpoint")
     shutil.copytree(base / "source", root / "job" / "source")
     shutil.copytree(base / "source", root / "backup" / "source")
-    record = next(r for r in cd.audit(str(root), live_window_s=0).records if r["kind"] == "checkpoint")
+    record = next(
+        r for r in cd.audit(str(root), live_window_s=0).to_json()["records"] if r["kind"] == "checkpoint"
+    )
     assert [p["table"] for p in record["delta"]["pairs"]] == [str(root / "job" / "source")]
     shutil.rmtree(root / "job" / "source")
     shutil.copytree(base / "source", root / "backup2" / "source")
-    record = next(r for r in cd.audit(str(root), live_window_s=0).records if r["kind"] == "checkpoint")
+    record = next(
+        r for r in cd.audit(str(root), live_window_s=0).to_json()["records"] if r["kind"] == "checkpoint"
+    )
     assert record["delta"]["pairs"] == []
     assert record["delta"]["ambiguous"] == sorted(str(root / b / "source") for b in ("backup", "backup2"))
 
@@ -150,7 +154,7 @@ def test_each_table_log_is_read_once_per_audit(monkeypatch: pytest.MonkeyPatch) 
     result = cd.audit(str(root), live_window_s=0)
     assert sorted(pairing_reads) == sorted(str(p.parent) for p in root.glob("*/*/_delta_log"))
     logs = [url for url, _ in commit_reads]
-    assert len(logs) == len(set(logs)) == result.summary["delta"]["paired_sources"]
+    assert len(logs) == len(set(logs)) == result.summary.delta.paired_sources
     # from the checkpoint's version, not the table's first: delta-source-count's offsets name 3..4
     assert (str(root / "delta-source-count" / "source" / "_delta_log"), 3) in commit_reads
 
@@ -167,7 +171,7 @@ def test_an_audit_on_s3_pairs_as_it_does_locally(s3: S3) -> None:
     assert kinds["ListObjectsV2"] == 1  # the one listing of the root: no listing of a table's log
     got = {
         r["path"]: (r["restart"]["outcome"], r["codes"], [(p["role"], p["how"]) for p in r["delta"]["pairs"]])
-        for r in result.records
+        for r in result.to_json()["records"]
         if r["kind"] == "checkpoint"
     }
     assert got == {

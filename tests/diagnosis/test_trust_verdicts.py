@@ -162,29 +162,30 @@ def test_explain_cd310_offers_what_plan_offers(capsys):
     assert "reset-state" in json.loads(out)["result"]["action"]
 
 
-def test_metrics_say_which_restarts_fail_if_stateful():
+def test_metrics_say_which_restarts_fail_if_stateful(tmp_path):
     from checkpoint_doctor.fleet.metrics import render_metrics
+    from checkpoint_doctor.fleet.records import CheckpointRecord, fails_if_stateful
+    from checkpoint_doctor.fleet.report import summarize
+    from checkpoint_doctor.fleet.run import audit
 
-    cell = {"spark": "4.3", "mode": "micro-batch", "role": "plausible", "counted": True, "outcome": "starts"}
-    record = {
-        "url": "/c",
-        "kind": "checkpoint",
-        "verdict": WARNING,
-        "exit_code": 1,
-        "matrix": [
-            {**cell, "if_stateful": "FAILS in batch 4: X"},
-            {**cell, "spark": "4.2", "if_stateful": None},
-        ],
-    }
-    text = render_metrics([record], {}, started_ms=0, finished_ms=0, exit_code=1)
-    assert (
-        'restart_fails_if_stateful{url="/c",kind="checkpoint",spark="4.3",mode="micro-batch",role="plausible"} 1'
-        in text
-    )
-    assert (
-        'restart_fails_if_stateful{url="/c",kind="checkpoint",spark="4.2",mode="micro-batch",role="plausible"} 0'
-        in text
-    )
+    cp = scenario("spark-4.3.0/state-deleted").copy_to(tmp_path / "fleet" / "c")
+    scenario("spark-4.3.0/stateless").copy_to(tmp_path / "fleet" / "s")
+    result = audit([str(tmp_path / "fleet")], options=DiagnoseOptions(live_window_s=0))
+    text = render_metrics(result.records, summarize(result.records), started_ms=0, finished_ms=0, exit_code=1)
+    samples = [
+        line for line in text.splitlines() if line.startswith("checkpoint_doctor_restart_fails_if_stateful")
+    ]
+    records = [r for r in result.records if isinstance(r, CheckpointRecord)]
+    assert len(samples) == sum(len(r.diagnosis.cells) for r in records)
+    for record in records:
+        for cell in record.diagnosis.cells:
+            labels = f'url="{record.url}",kind="checkpoint",spark="{cell.cell.spark}",mode="{cell.cell.mode}",role="{cell.role}"'
+            value = 1 if fails_if_stateful(cell) else 0
+            assert f"checkpoint_doctor_restart_fails_if_stateful{{{labels}}} {value}" in samples
+    # The deleted state: the restart as configured starts only if the query is stateless.
+    (deleted,) = [r for r in records if r.url == str(cp)]
+    assert fails_if_stateful(deleted.diagnosis.primary) and deleted.restart.fails_if_stateful
+    assert any(s.endswith(" 1") for s in samples) and any(s.endswith(" 0") for s in samples)
 
 
 # ------------------------------------------------------------ one severity rule (item 5)

@@ -11,6 +11,7 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.fleet.delta import table_tasks
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE, far_tables
 from checkpoint_doctor.fleet.discovery import NOTE_DELTA
+from checkpoint_doctor.fleet.records import AuditNote
 from checkpoint_doctor.fleet.run import audit, plan_fleet
 from checkpoint_doctor.model import FileStat, Listing
 from tests.conftest import FIXTURES
@@ -32,9 +33,9 @@ def test_the_tables_and_their_log_names_come_from_the_one_listing() -> None:
     files = tuple(FileStat(p, 1, 1) for p in paths)
     dirs = ("a", "a/_delta_log", "b", "b/_delta_log", "b/_delta_log/_commits")
     notes = [
-        {"kind": NOTE_DELTA, "root": "/r", "path": "a", "url": "/r/a"},
-        {"kind": NOTE_DELTA, "root": "/r", "path": "b", "url": "/r/b"},
-        {"kind": NOTE_DELTA, "root": "/other", "path": "a", "url": "/other/a"},
+        AuditNote("/r/a", "/r", "a", NOTE_DELTA, "a Delta table"),
+        AuditNote("/r/b", "/r", "b", NOTE_DELTA, "a Delta table"),
+        AuditNote("/other/a", "/other", "a", NOTE_DELTA, "a Delta table"),
     ]
     (task,) = table_tasks("/r", Listing(files, dirs), notes)
     assert (task.url, task.path) == ("/r/a", "a")
@@ -47,15 +48,15 @@ def test_the_tables_and_their_log_names_come_from_the_one_listing() -> None:
 
 def test_every_backend_reads_the_fleet_table_once_and_says_so(fleet: Fleet) -> None:
     result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=4)
-    assert result.summary["delta"] == {
+    assert result.summary.delta.to_json() == {
         "tables": 1,
         "paired_sources": 0,
         "paired_sinks": 0,
         "unpaired_sources": 0,
         "reads": 1,  # its one commit (it has no checksum)
     }
-    (note,) = [n for n in result.notes if n["kind"] == NOTE_DELTA]
-    assert note["url"] == fleet.url(DELTA_TABLE) and note["message"] == PAIRED_NOTE
+    (note,) = [n for n in result.notes if n.kind == NOTE_DELTA]
+    assert note.url == fleet.url(DELTA_TABLE) and note.message == PAIRED_NOTE
 
 
 @pytest.mark.parametrize("backend", ["local", "memory", "s3"])
@@ -71,12 +72,13 @@ def test_a_delta_job_in_the_fleet_is_paired_and_judged(
     _put(fleet, files)
     assert len(plan_fleet([fleet.root], fleet.options).tables) == 2
     result = audit([fleet.root], fleet.options, options=OPTIONS, jobs=4)
-    (record,) = [r for r in result.records if r["path"] == "team d/job/checkpoint"]
+    (typed,) = [r for r in result.records if r.path == "team d/job/checkpoint"]
+    record = typed.to_json()
     assert [(p["role"], p["how"], p["table"]) for p in record["delta"]["pairs"]] == [
         ("source", "table-id", fleet.url("team d/job/source"))
     ]
     assert record["restart"]["outcome"] == "fails" and "CD210" in record["codes"]
-    assert far_tables(record) == ()  # beside it: diagnose finds it too
+    assert far_tables(typed) == ()  # beside it: diagnose finds it too
 
 
 def _put(fleet: Fleet, files: dict[str, bytes]) -> None:
@@ -100,7 +102,8 @@ def test_a_checkpoint_inside_its_sink_table_is_audited_and_paired_with_it(tmp_pa
     write_files(table, read_files(job / "sink"))
     write_files(table / "_checkpoint", read_files(job / "checkpoint"))
     result = audit([str(tmp_path / "root")], options=OPTIONS)
-    (record,) = result.records
+    (typed,) = result.records
+    record = typed.to_json()
     assert record["path"] == "sink/_checkpoint"
     assert [(p["role"], p["table"]) for p in record["delta"]["pairs"]] == [("sink", str(table))]
-    assert "CD407" in record["codes"] and far_tables(record) == ()
+    assert "CD407" in record["codes"] and far_tables(typed) == ()

@@ -7,17 +7,21 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.diagnosis import DiagnoseOptions
+from checkpoint_doctor.diagnosis.timeline import TimelineRow
 from checkpoint_doctor.fleet.html import CELL, MISSING_COLOUR, cell_states, render_html
+from checkpoint_doctor.fleet.records import AuditSummary, CheckpointRecord
 from checkpoint_doctor.fleet.report import summarize
 from checkpoint_doctor.fleet.run import audit
 from tests.fleet.conftest import SPARK, Fleet
 from tests.fleet.png import decode, hex_rgb
+from tests.fleet.records import checkpoint_record, json_records
 from tests.storage.builders import read_files, write_files
 
 OPTIONS = DiagnoseOptions(live_window_s=0)
@@ -49,7 +53,7 @@ def test_the_page_loads_nothing_from_anywhere(local_fleet: Fleet) -> None:
         assert needle not in html.lower(), needle
     # One picture per checkpoint or sink with batches, one swatch per state in the legend.
     result = audit([local_fleet.root], options=OPTIONS)
-    pictures = sum(1 for r in result.records if r.get("timeline") and not r.get("error"))
+    pictures = sum(1 for r in json_records(result) if r.get("timeline") and not r.get("error"))
     assert html.count('role="img"') == pictures > 0
     assert html.count("<svg") == pictures + html.count("<span><svg width=")
     assert "Checkpoint audit" in html
@@ -65,21 +69,14 @@ def test_text_is_escaped(tmp_path: Path) -> None:
     assert "a&lt;b&gt;&amp;&#34;c&#34;" in html  # markupsafe's escaping (Jinja2 autoescape)
 
 
-def _cell(batch_id: int, offsets: str, commit: str) -> dict:
-    return {"batch_id": batch_id, "offsets": offsets, "commit": commit, "state": "none", "state_stores": None}
+def _cell(batch_id: int, offsets: str, commit: str) -> TimelineRow:
+    return TimelineRow(batch_id, offsets, commit, "none")
 
 
-def _record(i: int, timeline: list[dict], verdict: str, code: int) -> dict:
-    return {
-        "kind": "checkpoint",
-        "url": f"/x/{i}",
-        "checkpoint": f"/x/{i}",
-        "verdict": verdict,
-        "exit_code": code,
-        "codes": [],
-        "restart": None,
-        "timeline": timeline,
-    }
+def _record(i: int, timeline: list[TimelineRow], verdict: str, code: int) -> CheckpointRecord:
+    record = checkpoint_record(f"/x/{i}", exit_code=code, timeline=tuple(timeline))
+    assert record.verdict == verdict
+    return record
 
 
 def test_missing_cells_and_the_legend_swatch_are_the_only_uses_of_the_missing_colour() -> None:
@@ -214,9 +211,9 @@ def dump_dom(page: Path, fragment: str = "") -> str:
 
 def thousand_checkpoints(local_fleet: Fleet) -> tuple[list, dict]:
     result = audit([local_fleet.root], options=OPTIONS)
-    checkpoints = [r for r in result.records if r["kind"] == "checkpoint"]
+    checkpoints = [r for r in result.records if isinstance(r, CheckpointRecord)]
     records = [
-        {**checkpoints[i % len(checkpoints)], "url": f"s3://fleet/team-{i // 100}/query-{i:04d}/checkpoint"}
+        replace(checkpoints[i % len(checkpoints)], url=f"s3://fleet/team-{i // 100}/query-{i:04d}/checkpoint")
         for i in range(1000)
     ]
     return records, summarize(records)
@@ -239,7 +236,7 @@ def test_a_thousand_checkpoints_filter_and_sort_in_a_real_browser(local_fleet: F
         r'<tr data-rank="\d+" data-verdict="(\w+)" data-path="[^"]*" data-codes="([^"]*)" data-restart="\w+">',
         errors,
     )
-    expected = sum(1 for r in records if r["verdict"] == "error" and "CD103" in r["codes"])
+    expected = sum(1 for r in records if r.verdict == "error" and "CD103" in r.codes)
     assert 0 < len(shown) == expected and all(v == "error" and " CD103 " in c for v, c in shown)
     assert f"{expected} shown" in errors
 
@@ -264,7 +261,7 @@ TRIAGE = {
 }
 
 
-def triage_page(tmp_path: Path) -> tuple[Path, str, dict]:
+def triage_page(tmp_path: Path) -> tuple[Path, str, AuditSummary]:
     root = fleet_of(tmp_path, "triage", TRIAGE)
     result = audit([str(root)], options=OPTIONS)
     text = render_html(result.roots, result.records, result.notes, result.summary)
@@ -289,7 +286,7 @@ def test_rows_are_ranked_by_what_will_not_restart_then_by_verdict_and_data_at_ri
     restarts = [r for _, _, r, _ in rows]
     # Every row whose restart fails comes first: no STARTS row sits between failures.
     assert restarts == sorted(restarts, key=lambda r: r != "fails")
-    assert restarts.count("fails") == summary["restart_fails"] == 3
+    assert restarts.count("fails") == summary.restart_fails == 3
     # Then by verdict; a warning about the configured restart (state may be gone) before warnings
     # that only concern another restart (async switched off, a micro-batch trigger).
     names = [p for _, p, r, _ in rows if r != "fails"]
@@ -300,8 +297,8 @@ def test_rows_are_ranked_by_what_will_not_restart_then_by_verdict_and_data_at_ri
 
 def test_the_list_counts_what_the_cards_count_and_codes_follow_the_list(tmp_path: Path) -> None:
     _, html, summary = triage_page(tmp_path)
-    n = summary["kinds"]["checkpoint"]
-    assert f"<h2>Audited directories ({summary['total']}): {n} checkpoints, 0 file sink outputs</h2>" in html
+    n = summary.kinds["checkpoint"]
+    assert f"<h2>Audited directories ({summary.total}): {n} checkpoints, 0 file sink outputs</h2>" in html
     assert f'<div class="n">{n}</div><div class="l">checkpoints</div>' in html
     # The first screen is the cards and the rows: the code table comes after the list.
     assert html.index('id="fleet"') < html.index("<h2>By finding code</h2>")
@@ -312,6 +309,6 @@ def test_will_not_restart_is_a_filter_in_a_real_browser(tmp_path: Path) -> None:
     assert '<button type="button" class="card alert" data-filter="restart=fails"' in html
     dom = dump_dom(page, "#restart=fails")
     shown = [(v, p) for v, p, r, hidden in _rows(dom) if not hidden]
-    assert len(shown) == summary["restart_fails"] == 3
+    assert len(shown) == summary.restart_fails == 3
     assert all(r == "fails" for _, _, r, hidden in _rows(dom) if not hidden)
-    assert f"{summary['restart_fails']} shown" in dom
+    assert f"{summary.restart_fails} shown" in dom

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from dataclasses import replace
 from urllib.parse import unquote
 
 import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+from checkpoint_doctor.fleet.records import AuditNote, Record, SinkLogPart, SinkRecord, UnreadableRecord
 from checkpoint_doctor.fleet.report import combined_exit_code, summarize, verdict_of
 from checkpoint_doctor.fleet.run import (
     DEFAULT_JOBS,
@@ -33,6 +35,7 @@ from tests.fleet.conftest import (
     fleet_files,
     place_fleet,
 )
+from tests.fleet.records import checkpoint_record, json_records
 from tests.s3.conftest import S3
 from tests.s3.server import seed_objects
 from tests.storage.builders import checkpoint_files, read_files, write_files
@@ -44,7 +47,9 @@ PAIRED_SINKS = {"team b/out/_checkpoint": "team b/out"}
 
 
 def by_path(result) -> dict[str, dict]:
-    return {(r["path"] if r["kind"] == "checkpoint" else f"sink:{r['path']}"): r for r in result.records}
+    return {
+        (r["path"] if r["kind"] == "checkpoint" else f"sink:{r['path']}"): r for r in json_records(result)
+    }
 
 
 def test_every_checkpoint_gets_the_diagnosis_diagnose_gives(fleet: Fleet) -> None:
@@ -68,9 +73,9 @@ def test_every_checkpoint_gets_the_diagnosis_diagnose_gives(fleet: Fleet) -> Non
         if sink is not None:
             assert record["file_sink"]["url"] == sink
     assert result.exit_code == 0 | 1 | 4
-    assert result.summary["verdicts"] == {"ok": 4, "warning": 1, "error": 2, "unreadable": 0}
-    assert result.summary["kinds"] == {"checkpoint": 6, "sink": 1, "root": 0}
-    assert result.summary["restart_fails"] == 2  # the broken tail and the garbage checkpoint
+    assert result.summary.to_json()["verdicts"] == {"ok": 4, "warning": 1, "error": 2, "unreadable": 0}
+    assert result.summary.to_json()["kinds"] == {"checkpoint": 6, "sink": 1, "root": 0}
+    assert result.summary.to_json()["restart_fails"] == 2  # the broken tail and the garbage checkpoint
     garbage = records[GARBAGE_CHECKPOINT]
     assert {"CD002", "CD003"} <= set(garbage["codes"])
 
@@ -93,7 +98,7 @@ def test_a_sink_missing_the_compact_readers_need_is_an_error(tmp_path) -> None:
     sink = read_files(FIXTURES / "spark-4.3.0" / "file-sink-compact-missing" / "sink")
     root = write_files(tmp_path / "fleet", {f"out/{p}": d for p, d in sink.items()})
     result = audit([str(root)], options=OPTIONS)
-    (record,) = result.records
+    (record,) = json_records(result)
     assert (record["kind"], record["verdict"], record["exit_code"], record["codes"]) == (
         "sink",
         "error",
@@ -104,10 +109,14 @@ def test_a_sink_missing_the_compact_readers_need_is_an_error(tmp_path) -> None:
     assert {c["batch_id"]: c["sink"] for c in record["timeline"]}[9] == "missing"
 
 
+def _record(exit_code: int) -> Record:
+    return Record(kind="root", url="/x", root="/x", path="", exit_code=exit_code)
+
+
 def test_exit_code_is_the_or_of_the_records() -> None:
-    records = [{"exit_code": c} for c in (0, 1, 4, 1, 0)]
+    records = [_record(c) for c in (0, 1, 4, 1, 0)]
     assert combined_exit_code(records) == 5
-    assert combined_exit_code([*records, {"exit_code": 8}]) == 13
+    assert combined_exit_code([*records, _record(8)]) == 13
     assert combined_exit_code([]) == 0
     assert [verdict_of(c) for c in (0, 1, 4, 5, 8, 12, 16)] == [
         "ok",
@@ -121,47 +130,32 @@ def test_exit_code_is_the_or_of_the_records() -> None:
 
 
 def test_summary_counts_by_verdict_and_code() -> None:
+    healthy = checkpoint_record("/h")
+    fails = replace(healthy.restart, starts=False)
     records = [
-        {
-            "kind": "checkpoint",
-            "verdict": "error",
-            "exit_code": 4,
-            "codes": ["CD103", "CD108"],
-            "restart": {"outcome": "fails"},
-        },
-        {
-            "kind": "checkpoint",
-            "verdict": "error",
-            "exit_code": 4,
-            "codes": ["CD103"],
-            "restart": {"outcome": "fails"},
-        },
-        {
-            "kind": "checkpoint",
-            "verdict": "warning",
-            "exit_code": 1,
-            "codes": ["CD108"],
-            "restart": {"outcome": "starts"},
-        },
-        {"kind": "sink", "verdict": "ok", "exit_code": 0, "codes": [], "restart": None},
-        {"kind": "root", "verdict": "unreadable", "exit_code": 8, "codes": [], "restart": None},
+        checkpoint_record("/a", exit_code=4, codes=("CD103", "CD108"), restart=fails),
+        checkpoint_record("/b", exit_code=4, codes=("CD103",), restart=fails),
+        checkpoint_record("/c", exit_code=1, codes=("CD108",)),
+        SinkRecord(url="/s", root="/s", path="", exit_code=0, sink_log=SinkLogPart(latest=1, entries=2)),
+        UnreadableRecord.of(kind="root", url="/r", root="/r", path="", error_type="E", message="m"),
     ]
-    summary = summarize(records, [{"url": "x"}])
-    assert summary["verdicts"] == {"ok": 1, "warning": 1, "error": 2, "unreadable": 1}
-    assert summary["kinds"] == {"checkpoint": 3, "sink": 1, "root": 1}
-    assert summary["restart_fails"] == 2
-    assert [(c["code"], c["count"], c["severity"]) for c in summary["codes"]] == [
+    summary = summarize(records, [AuditNote("x", "x", "", "skipped", "why")])
+    assert summary.verdicts == {"error": 2, "unreadable": 1, "warning": 1, "ok": 1}
+    assert list(summary.verdicts) == ["error", "unreadable", "warning", "ok"]  # the worst first
+    assert summary.kinds == {"checkpoint": 3, "sink": 1, "root": 1}
+    assert summary.restart_fails == 2
+    assert [(c.code, c.count, c.severity) for c in summary.codes] == [
         ("CD103", 2, "error"),
         ("CD108", 2, "warning"),
     ]
-    assert (summary["exit_code"], summary["note_count"], summary["total"]) == (13, 1, 5)
+    assert (summary.exit_code, summary.note_count, summary.total) == (13, 1, 5)
 
 
 def test_a_checkpoint_that_vanishes_mid_audit_is_recorded_and_the_audit_goes_on(fleet: Fleet) -> None:
     gone = "team c/commits two behind"
     removed = []
 
-    def progress(record: dict) -> None:
+    def progress(record: Record) -> None:
         # After the first record (tasks run in path order with one job), someone deletes a
         # checkpoint the listing already holds.
         if not removed:
@@ -187,7 +181,7 @@ def test_a_root_that_cannot_be_listed_is_recorded_and_the_other_roots_audited(
 ) -> None:
     missing = str(tmp_path / "no such prefix")
     result = audit([missing, local_fleet.root], options=OPTIONS)
-    roots = [r for r in result.records if r["kind"] == "root"]
+    roots = [r for r in json_records(result) if r["kind"] == "root"]
 
     assert [(r["url"], r["verdict"], r["exit_code"], r["error"]["type"]) for r in roots] == [
         (missing, "unreadable", 8, "CheckpointNotFoundError")
@@ -199,7 +193,7 @@ def test_a_root_that_cannot_be_listed_is_recorded_and_the_other_roots_audited(
 
 def test_overlapping_roots_audit_each_directory_once(local_fleet: Fleet) -> None:
     result = audit([local_fleet.root, local_fleet.url("team b")], options=OPTIONS)
-    urls = [(r["kind"], r["url"]) for r in result.records]
+    urls = [(r["kind"], r["url"]) for r in json_records(result)]
     assert len(urls) == len(set(urls)) == len(CHECKPOINTS) + 1 + len(SINKS)
 
 
@@ -253,7 +247,7 @@ def test_on_s3_a_sink_log_is_read_once_however_many_checkpoints_it_may_belong_to
     assert sink_log
     assert max(gets.values()) == 1, {unquote(t): n for t, n in gets.items() if n > 1}
     # the Delta table's log, read once to pair it, is counted in the summary
-    assert sum(gets.values()) == sum(r["reads"] for r in result.records) + result.summary["delta"]["reads"]
+    assert sum(gets.values()) == sum(r["reads"] for r in json_records(result)) + result.summary.delta.reads
 
 
 @pytest.mark.s3
@@ -267,12 +261,12 @@ def test_on_s3_the_fleet_is_listed_once_and_each_checkpoint_costs_only_its_reads
 
     kinds = s3.server.log.kinds()
     assert kinds["ListObjectsV2"] == math.ceil(keys / 1000) == 1
-    assert kinds["GetObject"] == sum(r["reads"] for r in result.records) + result.summary["delta"]["reads"]
-    assert result.summary["delta"]["reads"] == 1  # the one commit of the Delta table (no checksum)
+    assert kinds["GetObject"] == sum(r["reads"] for r in json_records(result)) + result.summary.delta.reads
+    assert result.summary.delta.reads == 1  # the one commit of the Delta table (no checksum)
     assert set(kinds) == {"ListObjectsV2", "GetObject"}
     # A few GETs per checkpoint, not one per file.
-    assert max(r["reads"] for r in result.records) <= 12
-    assert sum(r["reads"] for r in result.records) < keys / 4
+    assert max(r["reads"] for r in json_records(result)) <= 12
+    assert sum(r["reads"] for r in json_records(result)) < keys / 4
 
 
 @pytest.mark.s3
@@ -293,7 +287,7 @@ def test_listing_requests_grow_with_keys_not_checkpoints(s3: S3) -> None:
     assert len(result.records) == count
     assert kinds["ListObjectsV2"] == math.ceil(len(files) / 1000) == 2
     assert (
-        kinds["GetObject"] == sum(r["reads"] for r in result.records) == count * 6
+        kinds["GetObject"] == sum(r["reads"] for r in json_records(result)) == count * 6
     )  # every file of so small a checkpoint
     assert "HeadObject" not in kinds
 
@@ -329,7 +323,7 @@ def test_one_unreadable_directory_is_recorded_where_it_belongs_and_the_audit_goe
     _deny(monkeypatch, root / "a" / "state" / "0", root / "secret")
 
     result = audit([str(root)], options=OPTIONS)
-    records = {r["path"]: r for r in result.records}
+    records = {r["path"]: r for r in json_records(result)}
 
     assert set(records) == {"a", "b", "secret"}
     assert records["b"]["verdict"] in ("ok", "warning")
@@ -358,9 +352,9 @@ def test_exclude_leaves_an_unreadable_directory_out(tmp_path, monkeypatch: pytes
 
     result = audit([str(root)], options=OPTIONS, exclude=["secret"])
 
-    assert [r["path"] for r in result.records] == ["b"]
+    assert [r["path"] for r in json_records(result)] == ["b"]
     assert not result.exit_code & 8
-    assert {(n["path"], n["kind"]) for n in result.notes} >= {("secret", "excluded")}
+    assert {(n.path, n.kind) for n in result.notes} >= {("secret", "excluded")}
 
 
 def test_audit_follows_a_symlinked_checkpoint_and_a_symlinked_state_dir(tmp_path) -> None:
@@ -379,7 +373,7 @@ def test_audit_follows_a_symlinked_checkpoint_and_a_symlinked_state_dir(tmp_path
     (stateful / "state").symlink_to(volume / "state")
 
     result = audit([str(fleet)], options=OPTIONS)
-    records = {r["path"]: r for r in result.records}
+    records = {r["path"]: r for r in json_records(result)}
 
     assert set(records) == {"real", "stateful", "team/linked"}
     assert records["team/linked"]["verdict"] == records["real"]["verdict"]
@@ -394,11 +388,11 @@ def test_audit_follows_a_symlinked_checkpoint_and_a_symlinked_state_dir(tmp_path
 def test_summary_counts_a_paired_sink_finding_once_with_its_effective_severity() -> None:
     # The sink is checked together with its checkpoint, so CD404 is in both records: one place.
     sink_case = audit([str(FIXTURES / "spark-3.5.9" / "file-sink-compact-missing")], options=OPTIONS)
-    assert sorted(r["kind"] for r in sink_case.records) == ["checkpoint", "sink"]
-    assert all("CD404" in r["codes"] for r in sink_case.records)
-    assert [(c["code"], c["count"]) for c in sink_case.summary["codes"]] == [("CD404", 1)]
+    assert sorted(r["kind"] for r in json_records(sink_case)) == ["checkpoint", "sink"]
+    assert all("CD404" in r["codes"] for r in json_records(sink_case))
+    assert [(c["code"], c["count"]) for c in sink_case.summary.to_json()["codes"]] == [("CD404", 1)]
     # CD101 is an error in the registry, a warning where only the plausible synchronous restart
     # fails (the async checkpoint as configured starts): the summary says what the records say.
     tail = audit([str(FIXTURES / "spark-4.3.0" / "async-tail")], options=OPTIONS)
-    (cd101,) = [c for c in tail.summary["codes"] if c["code"] == "CD101"]
-    assert cd101["severity"] == "warning" and tail.summary["verdicts"]["warning"] == 1
+    (cd101,) = [c for c in tail.summary.to_json()["codes"] if c["code"] == "CD101"]
+    assert cd101["severity"] == "warning" and tail.summary.to_json()["verdicts"]["warning"] == 1

@@ -35,7 +35,7 @@ from checkpoint_doctor.fleet.run import audit
 import checkpoint_doctor.fleet.spark, fsspec
 assert checkpoint_doctor.__file__.startswith({str(job)!r}) and fsspec.__file__.startswith({str(job)!r})
 result = audit([{str(tmp_path / "fleet")!r}], {{}}, options=DiagnoseOptions(live_window_s=0))
-print([(r["path"], r["verdict"]) for r in result.records])
+print([(r.path, str(r.verdict)) for r in result.records])
 """
     # -I: no site-packages, no PYTHONPATH, no user site: what a bare executor Python has.
     proc = subprocess.run(

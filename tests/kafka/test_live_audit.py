@@ -263,7 +263,7 @@ def test_a_broker_that_goes_away_mid_audit(tmp_path: Path) -> None:
         result = audit([str(root)], jobs=1, on_record=stop_after_first, kafka=kafka)
     finally:
         broker.stop()
-    records = {Path(r["url"]).name: r for r in result.records}
+    records = {Path(r.url).name: r.to_json() for r in result.records}
     assert records["q1-events"]["kafka"]["checked"] is True
     assert records["q2-other"]["verdict"] == "unreadable"
     assert f"Kafka broker {broker.bootstrap}" in records["q2-other"]["error"]["message"]

@@ -6,8 +6,6 @@ and records with known timestamps); here each bound the countdown can follow is 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,13 +18,17 @@ from checkpoint_doctor.diagnosis.sources.kafka_retention import (
     TIME,
     UNBOUNDED,
     UNKNOWN,
+    Countdown,
     countdown,
     duration,
     soonest,
 )
 from checkpoint_doctor.fleet.kafka import render_retention, retention_rows
 from checkpoint_doctor.fleet.metrics import render_metrics
+from checkpoint_doctor.fleet.records import CheckpointRecord, KafkaPart
+from checkpoint_doctor.fleet.report import summarize
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
+from tests.fleet.records import checkpoint_record
 
 NOW = 1_800_000_000_000  # the frozen clock: 2027-01-15T08:00:00Z
 HOUR = 3_600_000
@@ -123,45 +125,33 @@ def test_duration_is_two_units_at_most(ms: int) -> None:
     assert text.split()[-1] in ("d", "h", "min", "s")
 
 
-def _record(url: str, retention: dict[str, Any] | None) -> dict[str, Any]:
-    return {
-        "url": url,
-        "kind": "checkpoint",
-        "verdict": "ok",
-        "exit_code": 0,
-        "codes": [],
-        "kafka": {
-            "checked": True,
-            "bootstrap": "b:9092",
-            "topics": ["events"],
-            "note": None,
-            "retention": retention,
-        },
-    }
+def _record(url: str, retention: Countdown | None) -> CheckpointRecord:
+    kafka = KafkaPart(topics=("events",), bootstrap="b:9092", retention=retention)
+    return checkpoint_record(url, kafka=kafka)
 
 
-def _timed(minutes: int) -> dict[str, Any]:
+def _timed(minutes: int) -> Countdown:
     heads = (("events", 0, 15, NOW - HOUR + minutes * 60_000), ("events", 1, 12, NOW))
     found = countdown(OFFSETS, live(heads=heads), NOW)
     assert found is not None
-    return found.to_dict()
+    return found
 
 
 def test_audit_rows_and_metric_are_sorted_soonest_first() -> None:
     unbounded = countdown(OFFSETS, live(retention_ms=-1), NOW)
     assert unbounded is not None
     records = [
-        _record("file:/a", unbounded.to_dict()),
+        _record("file:/a", unbounded),
         _record("file:/b", _timed(30)),
         _record("file:/c", _timed(5)),
         _record("file:/d", None),
     ]
     rows = retention_rows(records)
-    assert [r["url"] for r in rows] == ["file:/c", "file:/b", "file:/a"]
+    assert [r.url for r in rows] == ["file:/c", "file:/b", "file:/a"]
     text = render_retention(rows)
     assert text.splitlines()[0] == "Kafka retention, soonest first:"
     assert text.splitlines()[1].startswith("  file:/c: unread records of events-0")
-    metrics = render_metrics(records, {"interrupted": False}, started_ms=NOW, finished_ms=NOW, exit_code=0)
+    metrics = render_metrics(records, summarize(records), started_ms=NOW, finished_ms=NOW, exit_code=0)
     samples = [line for line in metrics.splitlines() if line.startswith("checkpoint_doctor_kafka_retention")]
     assert samples == [
         'checkpoint_doctor_kafka_retention_remaining_seconds{url="file:/b",kind="checkpoint",topic="events",partition="0"} 1800',
@@ -172,6 +162,8 @@ def test_audit_rows_and_metric_are_sorted_soonest_first() -> None:
 @pytest.mark.parametrize("left", [300.0, -5.0, None])
 def test_html_shows_the_countdowns_above_the_rows(left: float | None) -> None:
     from checkpoint_doctor.fleet.html import _left
+    from checkpoint_doctor.fleet.kafka import RetentionRow
 
-    row = {"remaining_s": left}
+    ms = None if left is None else int(left * 1000)
+    row = RetentionRow("file:/a", Countdown(bound="retention.ms", text="t", remaining_ms=ms))
     assert _left(row) == {300.0: "5 min", -5.0: "overdue", None: "-"}[left]
