@@ -17,7 +17,7 @@ from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import read_table
-from checkpoint_doctor.reading.delta_discovery import NearbyTables, read_on, source_versions
+from checkpoint_doctor.reading.delta_discovery import NearbyTables, first_table_id, read_on, source_versions
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 TableRead = Callable[[str, "int | None"], DeltaTable]
@@ -85,6 +85,17 @@ def pair_beside(
     by_url: dict[str, Candidate] = {t.url: Candidate(t, named=True) for t in named}
     for t in nearby.tables:
         by_url.setdefault(t.url, Candidate(t, beside=True))
+    logs = dict(nearby.logs)
+    ids = {c.table.table_id for c in by_url.values()}
+    if any(off.reservoir_id not in ids for _, off in sources):
+        # A source no current id pairs: the tables' first versions may show it (replaced since).
+        for url, c in list(by_url.items()):
+            if c.table.commits:
+                former = {m.table_id for m in c.table.commits if m.table_id}
+            else:
+                first = first_table_id(url, logs.get(url, ()), storage_options) if url in logs else None
+                former = {first} if first else set()
+            by_url[url] = replace(c, former_ids=frozenset(former - {c.table.table_id}))
     pairing = pair_tables(
         sources,
         snapshot.query_id,
@@ -92,7 +103,6 @@ def pair_beside(
         looked_at=nearby.looked_at or "named with --delta-table",
         unread=nearby.unread,
     )
-    logs = dict(nearby.logs)
     found = {t.url: t for t in nearby.tables}
     query_ids = (snapshot.query_id,) if snapshot.query_id else ()
 

@@ -9,6 +9,8 @@ version is the batch id (``DeltaSink.addBatch``). So a table is paired:
 * as **source** ``n`` when its id is the ``reservoirId`` of source ``n`` in the newest offsets
   (``table-id``);
 * as **sink** when its transactions hold the query id as appId (``txn-app-id``, with the batch id);
+* as source ``n`` when no table has that id but one table's log shows it had it before (its first
+  commit's ``metaData.id``; ``former-table-id``): replaced since, with ``CREATE OR REPLACE``;
 * as source ``n`` when no table has that id, exactly one Delta source is left unpaired and exactly
   one table that was named with ``--delta-table`` (``named``), or else found right beside the
   checkpoint and written by no stream (``only-table-beside``; no ``txn``), pairs with nothing
@@ -33,6 +35,7 @@ from checkpoint_doctor.model_delta import DeltaTable
 
 #: How a table was paired.
 BY_TABLE_ID = "table-id"
+BY_FORMER_ID = "former-table-id"
 BY_TXN_APP_ID = "txn-app-id"
 ONLY_NAMED = "named"
 ONLY_BESIDE = "only-table-beside"
@@ -51,6 +54,9 @@ class Candidate:
     table: DeltaTable
     named: bool = False
     beside: bool = False
+    #: Ids its log still shows it had before its current one (its first commit's ``metaData.id``:
+    #: replaced since), read at the edge only for a Delta source no current id pairs.
+    former_ids: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,11 @@ class DeltaPair:
             )
         if self.how == BY_TABLE_ID:
             return f"Delta source {self.source} paired with {t.url} by table id {t.table_id}"
+        if self.how == BY_FORMER_ID:
+            return (
+                f"Delta source {self.source} paired with {t.url}, whose log still names the checkpoint's table "
+                f"id in its first version: replaced since (its id is now {t.table_id})"
+            )
         where = "named with --delta-table" if self.how == ONLY_NAMED else "beside the checkpoint"
         return (
             f"Delta source {self.source} paired with {t.url}, the only Delta table {where} that pairs with "
@@ -201,7 +212,21 @@ def pair_tables(
             pairs.append(DeltaPair(SOURCE, table, BY_TABLE_ID, source=n))
         else:
             unpaired.append((n, off.reservoir_id))
+    # A table whose log shows it had the source's id before it was replaced (CREATE OR REPLACE keeps
+    # the log): the path the query reads, whatever else lies beside it.
+    for n, reservoir_id in list(unpaired):
+        former = list(
+            {
+                c.table.url: c
+                for c in candidates
+                if reservoir_id in c.former_ids and c.table.table_id != reservoir_id
+            }.values()
+        )
+        if len(former) == 1:
+            unpaired.remove((n, reservoir_id))
+            pairs.append(DeltaPair(SOURCE, former[0].table, BY_FORMER_ID, source=n))
     source_ids = {off.reservoir_id for _, off in sources}
+    taken_now = {p.table.url for p in pairs}
 
     def spare(c: Candidate) -> bool:
         t = c.table
@@ -209,6 +234,7 @@ def pair_tables(
             t.table_id not in source_ids
             and (query_id is None or t.txn_version(query_id) is None)
             and t.url not in taken
+            and t.url not in taken_now
         )
 
     ambiguous: tuple[str, ...] = ()

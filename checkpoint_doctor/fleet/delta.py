@@ -38,6 +38,7 @@ from checkpoint_doctor.loading_delta import complete_sources
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import commit_names, is_delta_table, read_commits, read_table
+from checkpoint_doctor.reading.delta_discovery import first_table_id
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
 
@@ -151,6 +152,7 @@ class DeltaIndex:
             self._by_dir.setdefault((task.root, parent_of(task.path)), []).append(url)
         self._lock = threading.Lock()
         self._full: dict[str, tuple[threading.Lock, list[tuple[int | None, DeltaTable]]]] = {}
+        self._former: dict[str, frozenset[str]] = {}
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -159,7 +161,7 @@ class DeltaIndex:
     # tables and maps travel, its locks and stores are made anew there (:meth:`bind`).
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        for key in ("_store_for", "_lock", "_count_lock", "_local", "_full"):
+        for key in ("_store_for", "_lock", "_count_lock", "_local", "_full", "_former"):
             state.pop(key, None)
         return state
 
@@ -170,6 +172,7 @@ class DeltaIndex:
         self._count_lock = threading.Lock()
         self._local = threading.local()
         self._full = {}
+        self._former = {}
 
     def bind(self, store_for: Callable[[TableTask], Storage]) -> DeltaIndex:
         """Return this index reading through ``store_for`` (an executor's stores), for itself."""
@@ -211,6 +214,25 @@ class DeltaIndex:
             table = replace(base, commits=tuple(commits))
             done.append((from_version, table))
             return table
+
+    def _former_ids(self, url: str) -> frozenset[str]:
+        """The id the first version of a table's log names, when it is not its id now (read once
+        per audit, counted in the record of the checkpoint that asked first)."""
+        with self._lock:
+            known = self._former.get(url)
+        if known is not None:
+            return known
+        table = self.tables[url]
+        if table.commits:
+            ids = {c.table_id for c in table.commits if c.table_id}
+        else:
+            task = self._tasks[url]
+            first = first_table_id(url, task.log_names, store=self._counted(task, self._local.counter))
+            ids = {first} if first else set()
+        former = frozenset(ids - {table.table_id})
+        with self._lock:
+            self._former[url] = former
+        return former
 
     def _beside(self, root: str, path: str) -> list[str]:
         """The tables in the checkpoint's parent directory (siblings) or that directory itself."""
@@ -269,6 +291,12 @@ class DeltaIndex:
         unread = [(u, self.unread[u]) for u in sorted(beside) if u in self.unread]
         if not sources and not chosen and not unread:
             return None
+        ids = {c.table.table_id for c in chosen.values()}
+        if any(off.reservoir_id not in ids for _, off in sources):
+            # A source no current id pairs: the first version of a table beside may show it.
+            for url, c in list(chosen.items()):
+                if c.beside:
+                    chosen[url] = replace(c, former_ids=self._former_ids(url))
         pairing = pair_tables(
             sources,
             query_id,

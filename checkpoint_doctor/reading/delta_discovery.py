@@ -15,6 +15,8 @@ rule that keeps the reads bounded however big the disk is:
 * of the tables found, at most :data:`TABLES_READ` are read, and only what pairing needs: the newest
   version checksum (one small file: table id and every txn, :mod:`checkpoint_doctor.reading.delta_checksum`),
   or the commits when there is none;
+* when a Delta source's id is no table's, the first commit of each table beside (its ``metaData.id``
+  when it was created: a table replaced since still shows it), one read each;
 * a table then paired as a Delta **source** is read on from the checkpoint's version (its commits
   since, which the restart reads: :mod:`checkpoint_doctor.loading_delta`); nothing else is read.
 
@@ -218,3 +220,24 @@ def source_versions(snapshot: CheckpointSnapshot) -> dict[str, int]:
                     out.get(off.reservoir_id, off.reservoir_version), off.reservoir_version
                 )
     return out
+
+
+def first_table_id(
+    url: str,
+    names: Sequence[str],
+    storage_options: Mapping[str, Any] | None = None,
+    store: Storage | None = None,
+) -> str | None:
+    """Return the table id the first version of a table's log names (its ``metaData.id`` when it
+    was created), or None when that commit is no longer in the log or cannot be read: a table
+    replaced with ``CREATE OR REPLACE`` keeps its log, and so shows the id it had. One read.
+    """
+    commits = commit_names(names)
+    if 0 not in commits:
+        return None
+    try:
+        log = (store or open_storage(url, storage_options)).child(LOG_DIR)
+        (first,) = read_commits(log, commits, 0, 0)
+    except (CheckpointDoctorError, ValueError):
+        return None
+    return first.table_id

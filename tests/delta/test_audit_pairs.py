@@ -78,12 +78,16 @@ def test_the_pairs_show_in_jsonl_html_and_text(tmp_path: Path, capsys: pytest.Ca
     }
     replaced = next(r for r in lines if r.get("path") == "delta-source-stateless-replaced/checkpoint")
     (pair,) = replaced["delta"]["pairs"]
+    # CREATE OR REPLACE kept the log: its first version still names the checkpoint's table id
     assert (pair["role"], pair["how"], pair["table"]) == (
         "source",
-        "only-table-beside",
+        "former-table-id",
         str(root / "delta-source-stateless-replaced" / "source"),
     )
     assert "CD208" in replaced["codes"]
+    recreated = next(r for r in lines if r.get("path") == "delta-source-stateless-recreated/checkpoint")
+    # deleted and written anew: nothing in its log names the old id, it is the only table beside
+    assert [p["how"] for p in recreated["delta"]["pairs"]] == ["only-table-beside"]
     html = page.read_text(encoding="utf-8")
     assert "14 Delta tables under the roots: 10 paired as a source, 3 as a sink" in html
     assert "Delta sink paired with" in html and "by txn appId = query id (batch 2 committed)" in html
@@ -177,7 +181,7 @@ def test_an_audit_on_s3_pairs_as_it_does_locally(s3: S3) -> None:
     assert got == {
         "delta-sink-rolled-back/checkpoint": ("starts", ["CD407"], [("sink", "txn-app-id")]),
         "delta-source-count-log-cleaned/checkpoint": ("fails", ["CD209"], [("source", "table-id")]),
-        "delta-source-stateless-replaced/checkpoint": ("fails", ["CD208"], [("source", "only-table-beside")]),
+        "delta-source-stateless-replaced/checkpoint": ("fails", ["CD208"], [("source", "former-table-id")]),
     }
 
 

@@ -221,3 +221,27 @@ def test_at_most_tables_read_tables_are_read_beside_and_the_rest_is_said(tmp_pat
     found = nearby_tables(str(parent / "checkpoint"))
     assert len(found.tables) == TABLES_READ
     assert f"the first {TABLES_READ} tables found read, 2 more not" in found.looked_at
+
+
+def test_a_replaced_source_beside_another_table_is_paired_by_the_id_its_log_still_shows(
+    tmp_path: Path,
+) -> None:
+    """The replaced table and a lookup table beside the checkpoint: the spare rule cannot choose,
+    the replaced table's first version (the checkpoint's table id) does; diagnose and audit agree."""
+    scen = LINE / "delta-source-stateless-replaced"
+    job = tmp_path / "jobs" / "clicks"
+    shutil.copytree(scen / "checkpoint", job / "checkpoint")
+    shutil.copytree(scen / "source", job / "source")
+    shutil.copytree(FIXTURES / "spark-4.1.4" / "delta-source-count" / "source", job / "lookup")
+    got = cd.diagnose(str(job / "checkpoint"), spark=["4.2"], live_window_s=0).to_dict()
+    assert [(p["how"], p["table"]) for p in got["delta_pairing"]["pairs"]] == [
+        ("former-table-id", str(job / "source"))
+    ]
+    assert "CD208" in {f["code"] for f in got["findings"]}
+    (record,) = [
+        r for r in cd.audit(str(tmp_path), live_window_s=0).to_json()["records"] if r["kind"] == "checkpoint"
+    ]
+    assert [(p["how"], p["table"]) for p in record["delta"]["pairs"]] == [
+        ("former-table-id", str(job / "source"))
+    ]
+    assert "CD208" in record["codes"]

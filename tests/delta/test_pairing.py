@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from checkpoint_doctor.diagnosis.delta_pairing import (
+    BY_FORMER_ID,
     BY_TABLE_ID,
     BY_TXN_APP_ID,
     ONLY_BESIDE,
@@ -110,3 +111,23 @@ def test_a_table_beside_another_stream_writes_is_no_spare_source_unless_named() 
     assert got.pairs == () and got.unpaired == ((0, "A"),) and got.others == (old_sink,)
     named = pair_tables([(0, source("A"))], QUERY, [Candidate(old_sink, named=True)])
     assert [(p.how, p.table.url) for p in named.pairs] == [(ONLY_NAMED, "/job/sink")]
+
+
+def test_a_replaced_table_pairs_by_the_id_its_log_still_shows_whatever_else_lies_beside() -> None:
+    """Two spares beside (ambiguous by the spare rule), one of which was the source's table before a
+    CREATE OR REPLACE: its former id pairs it, and the restart is judged (DIFFERENT_DELTA_TABLE)."""
+    replaced = Candidate(table("/job/source", "B"), beside=True, former_ids=frozenset({"A"}))
+    lookup = Candidate(table("/job/lookup", "L"), beside=True)
+    got = pair_tables([(0, source("A"))], QUERY, [replaced, lookup])
+    assert [(p.how, p.table.url) for p in got.pairs] == [(BY_FORMER_ID, "/job/source")]
+    assert got.unpaired == () and "replaced since (its id is now B)" in got.text
+    assert pair_tables([(0, source("A"))], QUERY, [replace_former(replaced), lookup]).ambiguous == (
+        "/job/source",
+        "/job/lookup",
+    )
+
+
+def replace_former(c: Candidate) -> Candidate:
+    from dataclasses import replace
+
+    return replace(c, former_ids=frozenset())
