@@ -104,32 +104,42 @@ def _verdict(
     stateful: bool | None,
     live_window_s: float,
     now_ms: int | None,
+    delta_tables: Sequence[str] = (),
 ) -> tuple[CheckpointSnapshot, MatrixOptions]:
     """Return the snapshot and matrix options of a verdict: a URL is loaded as the CLI loads it
-    (the file sink next to it whose log proves it is the query's, the tool's own writes); a
-    snapshot from :func:`load` is taken as it is."""
-    snapshot, note, writes = target, None, frozenset[tuple[str, int | str]]()
-    if not isinstance(target, CheckpointSnapshot):
-        from checkpoint_doctor.loading import load_for_verdict
+    (the file sink next to it whose log proves it is the query's, the tool's own writes, the Delta
+    tables beside it and those named, paired with it); a snapshot from :func:`load` is taken as it
+    is (with the Delta tables named only)."""
+    from checkpoint_doctor.loading import VerdictInput, load_for_verdict
+    from checkpoint_doctor.loading_delta import pair_beside
+    from checkpoint_doctor.reading.delta_discovery import NearbyTables, read_named
 
+    tables = [normalize_url(t) for t in delta_tables]
+    if isinstance(target, CheckpointSnapshot):
+        # A snapshot says nothing of where it was read: only the tables named are looked at.
+        named = read_named(tables, storage_options, target.query_id) if tables else None
+        pairing = pair_beside(target, NearbyTables(), named, storage_options) if named else None
+        loaded = VerdictInput(target, None, frozenset(), pairing, named)
+    else:
         loaded = load_for_verdict(
             normalize_url(target),
             storage_options,
             lambda: load(target, storage_options=storage_options, sink_path=sink_path),
             sink_path=normalize_url(sink_path) if sink_path else None,
+            delta_tables=tables,
         )
-        snapshot, note, writes = loaded.snapshot, loaded.sink_note, loaded.own_writes
-    assert isinstance(snapshot, CheckpointSnapshot)
     options = matrix_options(
         now_ms=_now(now_ms),
         spark=spark,
         modes=mode,
         stateful=stateful,
         live_window_s=live_window_s,
-        sink_note=note,
-        own_writes=writes,
+        sink_note=loaded.sink_note,
+        own_writes=loaded.own_writes,
+        delta=loaded.delta_named,
+        delta_pairing=loaded.delta,
     )
-    return snapshot, options
+    return loaded.snapshot, options
 
 
 def diagnose(
@@ -142,10 +152,13 @@ def diagnose(
     sink_path: str | None = None,
     live_window_s: float = LIVE_WINDOW_S,
     now_ms: int | None = None,
+    delta_tables: Sequence[str] = (),
 ) -> MatrixDiagnosis:
     """Return the restart matrix of a checkpoint (a URL, or a snapshot from :func:`load`):
     ``checkpoint-doctor diagnose``. ``spark`` (lines or versions: ``"4.3"``, ``"4.3.0"``) and
-    ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's."""
+    ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's.
+    The Delta tables beside a checkpoint URL are found and paired as the CLI does;
+    ``delta_tables`` names more (``--delta-table``)."""
     snapshot, options = _verdict(
         target,
         storage_options=storage_options,
@@ -155,6 +168,7 @@ def diagnose(
         stateful=stateful,
         live_window_s=live_window_s,
         now_ms=now_ms,
+        delta_tables=delta_tables,
     )
     return diagnose_matrix(snapshot, options)
 
@@ -171,6 +185,7 @@ def plan(
     sink_path: str | None = None,
     live_window_s: float = LIVE_WINDOW_S,
     now_ms: int | None = None,
+    delta_tables: Sequence[str] = (),
 ) -> RepairPlan:
     """Return the repair plan for the restarts that fail (``checkpoint-doctor plan``; read-only).
     ``plan.to_json()`` is the file ``apply`` takes."""
@@ -186,6 +201,7 @@ def plan(
         stateful=stateful,
         live_window_s=live_window_s,
         now_ms=now_ms,
+        delta_tables=delta_tables,
     )
     matrix = diagnose_matrix(snapshot, options)
     return plan_for_matrix(

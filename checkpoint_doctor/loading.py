@@ -1,9 +1,9 @@
 """What a verdict reads before the diagnosis runs, for the CLI and the Python API alike.
 
 ``diagnose``, ``plan``, ``cd.diagnose()`` and ``cd.plan()`` load a checkpoint the same way: its
-snapshot, the file sink next to it whose log proves it is the query's (unless one is named), and
-the files checkpoint-doctor's own applies wrote into it (a repair made a minute ago is not a live
-query). The audit pairs sinks from its one listing with the same rule
+snapshot, the file sink next to it whose log proves it is the query's (unless one is named), the
+files checkpoint-doctor's own applies wrote into it (a repair made a minute ago is not a live
+query), and the Delta tables beside it or named, paired with it (:mod:`checkpoint_doctor.loading_delta`). The audit pairs sinks from its one listing with the same rule
 (:func:`checkpoint_doctor.diagnosis.sinks.pairing.choose_sink`).
 """
 
@@ -14,8 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.sinks.pairing import choose_sink, pairing_evidence
 from checkpoint_doctor.errors import CheckpointDoctorError, CheckpointNotFoundError, FileTooLargeError
+from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.reading.delta_discovery import NearbyTables
 from checkpoint_doctor.reading.pipeline import attach_sink
 from checkpoint_doctor.reading.sinks import NearbySink, nearby_sinks
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -27,11 +30,15 @@ OwnWrites = frozenset[tuple[str, int | str]]
 @dataclass(frozen=True)
 class VerdictInput:
     """A checkpoint loaded for a verdict: the snapshot (with its file sink when one was named or
-    proven), what was found of that sink (None: nothing to say) and the tool's own writes."""
+    proven), what was found of that sink (None: nothing to say), the tool's own writes, the Delta
+    tables paired with it (found beside it or named; None: no Delta source, no table found) and
+    those named with ``--delta-table`` (None: none)."""
 
     snapshot: CheckpointSnapshot
     sink_note: str | None
     own_writes: OwnWrites
+    delta: DeltaPairing | None = None
+    delta_named: tuple[DeltaTable, ...] | None = None
 
 
 def own_writes_for(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> OwnWrites:
@@ -111,34 +118,61 @@ def find_sink(
     return pair_nearby(snapshot, nearby_sinks(checkpoint_url, storage_options))
 
 
+def _delta(
+    snapshot: CheckpointSnapshot,
+    nearby: NearbyTables,
+    storage_options: Mapping[str, Any] | None,
+    delta_tables: Sequence[str],
+) -> tuple[DeltaPairing | None, tuple[DeltaTable, ...] | None]:
+    from checkpoint_doctor.loading_delta import pair_beside
+    from checkpoint_doctor.reading.delta_discovery import read_named
+
+    named = read_named(delta_tables, storage_options, snapshot.query_id) if delta_tables else None
+    return pair_beside(snapshot, nearby, named or (), storage_options), named
+
+
 def load_for_verdict(
     checkpoint_url: str,
     storage_options: Mapping[str, Any] | None,
     load: Callable[[], CheckpointSnapshot],
     *,
     sink_path: str | None = None,
+    delta_tables: Sequence[str] = (),
 ) -> VerdictInput:
     """Load a checkpoint for a verdict with ``load`` (the caller's read, with its own error hints):
     its snapshot (with the file sink found next to it unless ``sink_path`` names one), what was
-    found of that sink, and checkpoint-doctor's own writes.
+    found of that sink, checkpoint-doctor's own writes, and the Delta tables beside it and named
+    (``delta_tables``), paired with it (:mod:`checkpoint_doctor.loading_delta`).
 
-    On an object store the two lookups beside the checkpoint (its sink's log, the tool directory's
-    applies) run while the checkpoint loads: each is a round trip or two of its own, and a verdict
-    then waits for three in sequence (the listing, one batch of reads, the follow-up reads), not
-    seven (see tests/s3/test_request_counts.py).
+    On an object store the lookups beside the checkpoint (its sink's log, the tool directory's
+    applies, the Delta tables' logs and checksums) run while the checkpoint loads: each is a round
+    trip or a few of its own, and a verdict then waits for three in sequence (the listing, one batch
+    of reads, the follow-up reads), not seven; a Delta source's table adds one after them, its
+    commits since the checkpoint's version (see tests/s3/test_request_counts.py).
+
+    Raises:
+        UsageError: a path of ``delta_tables`` is not a Delta table (one found beside it that cannot
+            be read is named in the pairing instead).
     """
+    from checkpoint_doctor.reading.delta_discovery import nearby_tables
+
     if split_protocol(checkpoint_url)[0] == "file":
         snapshot = load()
         snapshot, note = find_sink(snapshot, checkpoint_url, storage_options, sink_path)
-        return VerdictInput(snapshot, note, own_writes_for(snapshot.root, storage_options))
+        delta, named = _delta(
+            snapshot, nearby_tables(checkpoint_url, storage_options), storage_options, delta_tables
+        )
+        return VerdictInput(snapshot, note, own_writes_for(snapshot.root, storage_options), delta, named)
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="cd-side") as pool:
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="cd-side") as pool:
         sinks = pool.submit(nearby_sinks, checkpoint_url, storage_options) if not sink_path else None
         writes = pool.submit(own_writes_for, checkpoint_url.rstrip("/"), storage_options)
+        tables = pool.submit(nearby_tables, checkpoint_url, storage_options)
         snapshot = load()
         if sinks is not None:
             snapshot, note = pair_nearby(snapshot, sinks.result())
         else:
             note = sink_path_note(snapshot, sink_path or "")
-        return VerdictInput(snapshot, note, writes.result())
+        delta, named = _delta(snapshot, tables.result(), storage_options, delta_tables)
+        return VerdictInput(snapshot, note, writes.result(), delta, named)

@@ -1071,6 +1071,193 @@ def section_audit(args: argparse.Namespace) -> list[Row]:
     return rows
 
 
+# ------------------------------------------------------------------------------------------ delta
+#
+# Section ``delta`` (``--section delta``): an audit root holding hundreds of checkpoints and Delta
+# tables, paired without being told (issue 22 item 5).
+#
+# * The tree (:func:`build_delta_fleet`): ``--delta-jobs`` (300) jobs, each a copy of one of six
+#   scenarios real Spark wrote in ``fixtures/delta/spark-4.2.1`` (a Delta source read stateless or
+#   counted, its rows deleted, the table replaced; a rate -> Delta sink, rolled back or not), its
+#   checkpoint beside its table as the fixture has them, spread over team directories. Every copy
+#   gets its own ids (the query id, the table id, the sink's txn appId: each is a distinct UUID of
+#   the same length, rewritten in the checkpoint's files, the table's commits and version checksums,
+#   with the Hadoop ``.crc`` side files written anew), so each checkpoint pairs with its own table
+#   only and the audit has as many tables to index as a fleet. Each table holds
+#   ``--delta-table-files`` (200) data files more (copies of its Parquet file, never read: a table
+#   after a few hundred batches holds that many), since what a walk and an audit list is files.
+# * Figures: the bare ``os.scandir`` walk of the tree (baseline); the library call of
+#   ``checkpoint-doctor audit`` on it, pairing every table (goal: ratio <= 2, as the audit row);
+#   the same audit with the tables not paired (its listing, discovery and diagnoses alone), and the
+#   pairing's own share (the difference, as a ratio to the walk). The audit must pair every
+#   checkpoint with its table and give each copy the verdict of its scenario.
+
+DELTA_SCENARIOS = (
+    "delta-source-stateless",
+    "delta-source-count",
+    "delta-source-stateless-rows-deleted",
+    "delta-source-stateless-replaced",
+    "delta-sink",
+    "delta-sink-rolled-back",
+)
+_UUID = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _ids_of(scenario: Path) -> set[bytes]:
+    """The ids that tie a scenario's checkpoint to its tables: the query id (txn appId), the table
+    ids (``reservoirId``, ``metaData.id``)."""
+    ids = {json.loads((scenario / "checkpoint" / "metadata").read_text())["id"].encode()}
+    for offsets in (scenario / "checkpoint" / "offsets").glob("[0-9]*"):
+        ids.update(m.group(1).encode() for m in re.finditer(r'"reservoirId":"([^"]+)"', offsets.read_text()))
+    for log in scenario.glob("*/_delta_log/*.json"):
+        ids.update(m.group(1).encode() for m in re.finditer(r'"metaData":\{"id":"([^"]+)"', log.read_text()))
+    return ids
+
+
+def _copy_with_ids(src: Path, dest: Path, ids: dict[bytes, bytes]) -> int:
+    """Copy a scenario directory with its ids replaced; return the number of files written."""
+    count = 0
+    for dirpath, _, names in os.walk(src):
+        rel = Path(dirpath).relative_to(src)
+        (dest / rel).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            if name.endswith(".crc") and name.startswith("."):
+                continue  # Hadoop side files: written anew below, for the rewritten content
+            data = (Path(dirpath) / name).read_bytes()
+            if not name.endswith(".parquet"):
+                for old, new in ids.items():
+                    data = data.replace(old, new)
+            (dest / rel / name).write_bytes(data)
+            count += 1
+            if (Path(dirpath) / f".{name}.crc").exists():
+                (dest / rel / f".{name}.crc").write_bytes(hadoop_crc(data))
+                count += 1
+    return count
+
+
+def build_delta_fleet(root: Path, jobs: int, table_files: int) -> tuple[int, int, int, dict[str, str]]:
+    """Write ``jobs`` copies of the Delta scenarios (see the section's comment); return (files,
+    checkpoints, tables, the scenario of each checkpoint's path)."""
+    fixtures = REPO / "fixtures" / "delta" / "spark-4.2.1"
+    files = tables = 0
+    scenario_of: dict[str, str] = {}
+    for i in range(jobs):
+        name = DELTA_SCENARIOS[i % len(DELTA_SCENARIOS)]
+        scenario = fixtures / name
+        ids = {
+            old: str(uuid.UUID(int=(i + 1) << 64 | n)).encode()
+            for n, old in enumerate(sorted(_ids_of(scenario)))
+        }
+        job = root / f"team-{i % 7}" / f"job-{i:04d}"
+        files += _copy_with_ids(scenario, job, ids)
+        scenario_of[f"team-{i % 7}/job-{i:04d}/checkpoint"] = name
+        for table in (p.parent for p in job.glob("*/_delta_log")):
+            tables += 1
+            data = next(table.glob("*.parquet")).read_bytes()
+            for f in range(table_files):
+                (table / f"part-{f:05d}-{uuid.UUID(int=i << 32 | f)}-c000.snappy.parquet").write_bytes(data)
+            files += table_files
+    return files, jobs, tables, scenario_of
+
+
+def section_delta(args: argparse.Namespace) -> list[Row]:
+    from checkpoint_doctor.diagnosis import DiagnoseOptions
+    from checkpoint_doctor.diagnosis.options import as_matrix_options
+    from checkpoint_doctor.fleet.run import RecordStream, audit, audit_hints, audit_plan, finish, plan_fleet
+
+    rows: list[Row] = []
+    work = Path(tempfile.mkdtemp(prefix="cd-bench-delta-"))
+    try:
+        start = time.perf_counter()
+        files, checkpoints, tables, scenario_of = build_delta_fleet(
+            work / "fleet", args.delta_jobs, args.delta_table_files
+        )
+        print(
+            f"  built the Delta fleet: {files} files, {checkpoints} checkpoints, {tables} Delta tables "
+            f"in {time.perf_counter() - start:.1f} s",
+            file=sys.stderr,
+        )
+        path = str(work / "fleet")
+        dopts = DiagnoseOptions(live_window_s=0)
+
+        def unpaired() -> Any:
+            # The same audit with the tables left out of the pairing: listing, discovery, diagnoses.
+            plan = plan_fleet([path])
+            plan.tables.clear()
+            options = as_matrix_options(dopts)
+            stream = RecordStream(audit_hints(options, None), lambda: 0)
+            audit_plan(plan, options, stream)
+            return finish(plan.roots, plan.notes, stream.records)
+
+        (walk_s, audit_s, bare_s), (n_walk, result, bare) = interleaved_medians(
+            [lambda: scandir_walk(path), lambda: audit([path], options=dopts), unpaired], args.repeat
+        )
+        assert n_walk == files, (n_walk, files)
+        assert result.summary.kinds["checkpoint"] == checkpoints, result.summary
+        delta = result.summary.delta.to_json()
+        assert delta["tables"] == tables, delta
+        assert delta["paired_sources"] + delta["paired_sinks"] == tables, delta
+        assert delta["unpaired_sources"] == 0, delta
+        assert bare.summary.delta.paired_sources == 0, bare.summary.delta
+        by_scenario: dict[str, set[tuple[str, tuple[str, ...]]]] = {}
+        for r in result.records:
+            if r.kind == "checkpoint":
+                by_scenario.setdefault(scenario_of[r.path], set()).add((str(r.verdict), tuple(r.codes)))
+        # every copy of a scenario gets the same verdict and codes (its own table, its own ids)
+        assert all(len(v) == 1 for v in by_scenario.values()), by_scenario
+        print(
+            "  verdicts: " + "; ".join(f"{k}: {next(iter(v))}" for k, v in sorted(by_scenario.items())),
+            file=sys.stderr,
+        )
+        rows.append(
+            (
+                f"local walk of {files} files: os.scandir + stat (baseline)",
+                seconds(walk_s),
+                f"{n_walk} files",
+                "1.00",
+                "-",
+            )
+        )
+        rows.append(
+            (
+                f"audit of {checkpoints} checkpoints paired with {tables} Delta tables, library call",
+                seconds(audit_s),
+                seconds(walk_s),
+                ratio(audit_s, walk_s),
+                "<= 2.00",
+            )
+        )
+        rows.append(
+            (
+                "the same audit, tables not paired",
+                seconds(bare_s),
+                seconds(walk_s),
+                ratio(bare_s, walk_s),
+                "-",
+            )
+        )
+        rows.append(
+            (
+                f"pairing's share ({delta['reads']} checksum reads, source commits in the records)",
+                seconds(max(0.0, audit_s - bare_s)),
+                seconds(walk_s),
+                ratio(max(0.0, audit_s - bare_s), walk_s),
+                "-",
+            )
+        )
+        if args.profile:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            audit([path], options=dopts)
+            profiler.disable()
+            out = io.StringIO()
+            pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(30)
+            print(out.getvalue(), file=sys.stderr)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return rows
+
+
 # ------------------------------------------------------------------------------------------ diagnose
 #
 # Section ``diagnose`` (``--section diagnose``):
@@ -1745,6 +1932,7 @@ SECTIONS: dict[str, Callable[[argparse.Namespace], list[Row]]] = {
     "inspect": section_inspect,
     "diagnose": section_diagnose,
     "audit": section_audit,
+    "delta": section_delta,
     "memory": section_memory,
     "matrix": section_matrix,
     "apply": section_apply,
@@ -1827,6 +2015,12 @@ def main(argv: list[str] | None = None) -> int:
         "--audit-checkpoints", type=int, default=1000, help="audit: checkpoints of the S3 fleet"
     )
     parser.add_argument("--audit-files", type=int, default=115_000, help="audit: files of the local fleet")
+    parser.add_argument(
+        "--delta-jobs", type=int, default=300, help="delta: checkpoints, each beside its table"
+    )
+    parser.add_argument(
+        "--delta-table-files", type=int, default=200, help="delta: data files of each table (never read)"
+    )
     parser.add_argument(
         "--audit-s3-latency-ms",
         type=lambda text: [int(x) for x in text.split(",")],

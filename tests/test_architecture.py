@@ -90,6 +90,13 @@ FORBIDDEN = {
         "checkpoint_doctor.render",
         "checkpoint_doctor.fleet",
     ),
+    # The Delta tables of a verdict (found beside the checkpoint, named), the same for both callers.
+    "checkpoint_doctor.loading_delta": (
+        "checkpoint_doctor.cli",
+        "checkpoint_doctor.api",
+        "checkpoint_doctor.render",
+        "checkpoint_doctor.fleet",
+    ),
     # The Python API returns typed values: no text, no applies, no command line.
     "checkpoint_doctor.api": (
         "checkpoint_doctor.cli",

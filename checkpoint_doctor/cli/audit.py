@@ -46,6 +46,7 @@ from checkpoint_doctor.fleet.run import (
     RecordStream,
     audit_plan,
     audited_stores,
+    delta_index,
     finish,
     plan_fleet,
 )
@@ -322,8 +323,10 @@ class AuditRun:
                     finished(self.stream.add(record))
                 # Checkpoints first, then sink outputs, as on this machine (see audit_plan).
                 tasks = sorted(self.plan.tasks, key=lambda t: t.kind == TargetKind.SINK)
+                # The Delta tables are read for pairing here, once, and shipped with the tasks.
+                delta = delta_index(self.plan, jobs or DEFAULT_JOBS)
                 for record in run_on_spark(
-                    tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS
+                    tasks, options, dopts, master=spark_master, jobs=jobs or DEFAULT_JOBS, delta=delta
                 ):
                     finished(self.stream.add(record))
                 return
@@ -391,7 +394,9 @@ class AuditRun:
     def finish(self) -> None:
         """Write the outputs, then the summary (or the document, or the table), then exit."""
         plan = self.plan if self.plan is not None else FleetPlan(roots=list(self.roots))
-        result = finish(plan.roots, plan.notes, self.records, interrupted=self.interrupted)
+        result = finish(
+            plan.roots, plan.notes, self.records, interrupted=self.interrupted, delta_reads=plan.delta_reads
+        )
         code, problems = self._write_outputs(result, self._exit_code(result))
         summary = replace(result.summary, exit_code=code)
         if self.output_format == "jsonl":

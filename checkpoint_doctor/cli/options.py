@@ -16,6 +16,7 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.changes.facts import JobFacts
+    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
     from checkpoint_doctor.loading import OwnWrites, VerdictInput
     from checkpoint_doctor.model import KafkaLive
@@ -203,25 +204,6 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: CommandOptions) -> Kaf
     return read_positions(bootstrap, offsets, settings)
 
 
-def delta_tables_for(
-    snapshot: CheckpointSnapshot, kw: CommandOptions, storage_option: Sequence[str]
-) -> tuple[DeltaTable, ...] | None:
-    """Return the Delta tables named with ``--delta-table``, read from their logs (None without any).
-
-    Raises:
-        UsageError: a path is not a Delta table.
-        MissingDependencyError: a table's state is in a checkpoint only and deltalake is missing.
-    """
-    paths = kw.get("delta_table") or ()
-    if not paths:
-        return None
-    from checkpoint_doctor.reading.delta import read_table
-
-    options = parse_storage_options(storage_option)
-    ids = (snapshot.query_id,) if snapshot.query_id else ()
-    return tuple(read_table(p, options, ids) for p in dict.fromkeys(paths))
-
-
 def matrix_options_from(
     kw: CommandOptions,
     sink_note: str | None = None,
@@ -230,6 +212,7 @@ def matrix_options_from(
     delta: tuple[DeltaTable, ...] | None = None,
     *,
     optional_job: bool = False,
+    delta_pairing: DeltaPairing | None = None,
 ) -> MatrixOptions:
     """Return the restart matrix options of the command's options (``own_writes``: the files
     checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`;
@@ -237,7 +220,7 @@ def matrix_options_from(
     from dataclasses import replace
 
     job = job_facts_for(kw, required=not optional_job)
-    options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta)
+    options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta, delta_pairing)
     if job is not None:
         from checkpoint_doctor.diagnosis.versions import line_of
 
@@ -289,6 +272,7 @@ def _matrix_options_of(
     own_writes: OwnWrites,
     kafka: KafkaLive | None,
     delta: tuple[DeltaTable, ...] | None,
+    delta_pairing: DeltaPairing | None = None,
 ) -> MatrixOptions:
     from checkpoint_doctor.diagnosis.options import matrix_options
 
@@ -304,11 +288,17 @@ def _matrix_options_of(
         own_writes=own_writes,
         kafka=kafka,
         delta=delta,
+        delta_pairing=delta_pairing,
     )
 
 
 def load_for_verdict(
-    checkpoint: str, storage_option: Sequence[str], *, deep: bool, sink_path: str | None
+    checkpoint: str,
+    storage_option: Sequence[str],
+    *,
+    deep: bool,
+    sink_path: str | None,
+    delta_tables: Sequence[str] = (),
 ) -> VerdictInput:
     """Load a checkpoint for a verdict as the API does (:func:`checkpoint_doctor.loading.load_for_verdict`),
     with the command line's hints when it cannot be read."""
@@ -319,6 +309,7 @@ def load_for_verdict(
         parse_storage_options(storage_option),
         lambda: load(checkpoint, storage_option, deep=deep, sink_path=sink_path),
         sink_path=sink_path,
+        delta_tables=[normalize_url(t) for t in delta_tables],
     )
 
 

@@ -9,7 +9,6 @@ import click
 
 from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
-    delta_tables_for,
     diagnosis_options,
     format_option,
     kafka_positions_for,
@@ -67,10 +66,13 @@ def diagnose_command(
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.layout import json_document, layout
 
-    loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    loaded = load_for_verdict(
+        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"], delta_tables=kw["delta_table"] or ()
+    )
     kafka = kafka_positions_for(loaded.snapshot, kw)
-    delta = delta_tables_for(loaded.snapshot, kw, storage_option)
-    options = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta)
+    options = matrix_options_from(
+        kw, loaded.sink_note, loaded.own_writes, kafka, loaded.delta_named, delta_pairing=loaded.delta
+    )
     result = diagnose_matrix(loaded.snapshot, options)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
@@ -78,7 +80,7 @@ def diagnose_command(
     else:
         with layout(terminal_width()):
             if len(result.cells) == 1:
-                emit(render_diagnosis(result.cells[0].diagnosis, hints))
+                emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing))
             else:
                 emit(render_matrix(result, hints=hints))
     if result.exit_code:

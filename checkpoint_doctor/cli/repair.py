@@ -11,7 +11,6 @@ import click
 from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, now_ms, shown
 from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_file
 from checkpoint_doctor.cli.options import (
-    delta_tables_for,
     diagnosis_options,
     format_option,
     kafka_positions_for,
@@ -172,13 +171,22 @@ def plan_command(
         if kw["sink_path"]:
             reading.append(open_storage(kw["sink_path"], options))
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
-    loaded = load_for_verdict(checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"])
+    loaded = load_for_verdict(
+        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"], delta_tables=kw["delta_table"] or ()
+    )
     snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
-    delta = delta_tables_for(loaded.snapshot, kw, storage_option)
-    mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta, optional_job=True)
+    mopts = matrix_options_from(
+        kw,
+        loaded.sink_note,
+        loaded.own_writes,
+        kafka,
+        loaded.delta_named,
+        optional_job=True,
+        delta_pairing=loaded.delta,
+    )
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,

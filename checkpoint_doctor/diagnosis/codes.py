@@ -562,8 +562,9 @@ _ALL = (
         "batch and fails with DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE.",
         "The table was deleted and written anew at the same path, or the query now reads another table.",
         "Point the query back at the old table, or start a new checkpoint for the new table (with "
-        "startingVersion set deliberately), or plan with --delta-table and --accept-data-loss: delta-table "
-        "re-points the checkpoint to the new table as of its first version (undoable).",
+        "startingVersion set deliberately), or plan with --accept-data-loss (the table paired beside the "
+        "checkpoint, or named with --delta-table): delta-table re-points the checkpoint to the new table as of its first "
+        "version (undoable).",
         "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE",
     ),
     _c(
@@ -580,8 +581,9 @@ _ALL = (
         "Log cleanup (delta.logRetentionDuration, 30 days by default) removed commits the stopped query had "
         "not read.",
         "Restart with failOnDataLoss=false (the finding names the versions skipped), or start a new "
-        "checkpoint with startingVersion set to the earliest version in the log, or plan with --delta-table "
-        "and --accept-data-loss: delta-versions makes the same skip explicit and undoable.",
+        "checkpoint with startingVersion set to the earliest version in the log, or plan with "
+        "--accept-data-loss (the table paired beside the checkpoint, or named with --delta-table): "
+        "delta-versions makes the same skip explicit and undoable.",
         "DELTA_MISSING_FILES_UNEXPECTED_VERSION",
         "earliest available version in the _delta_log",
         "transaction log starts at",
@@ -862,8 +864,9 @@ _ALL = (
         "are never written, whatever the source reads for them now.",
         "The checkpoint was rolled back, restored from an older copy, or its newest batches were removed.",
         "Roll back no further than the table's txn version, or accept that the re-planned batches are not "
-        "written (the finding names them), or plan with --delta-table and --accept-data-loss: delta-sink-txn "
-        "records the batch ids the table holds as done, so none is skipped (their rows are written again).",
+        "written (the finding names them), or plan with --accept-data-loss (the table paired beside the "
+        "checkpoint, or named with --delta-table): delta-sink-txn records the batch ids the table holds as done, so "
+        "none is skipped (their rows are written again).",
         "Skipping already complete epoch",
     ),
     _c(

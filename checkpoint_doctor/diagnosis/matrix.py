@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 from checkpoint_doctor.diagnosis import diagnose
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
+from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
@@ -153,6 +154,8 @@ class MatrixDiagnosis:
     job: JobFacts | None = None
     #: Why ``--job`` was not analysed (plan without pyspark), or None.
     job_note: str | None = None
+    #: The Delta tables paired with the checkpoint at the edge (found beside it, named), or None.
+    delta_pairing: DeltaPairing | None = None
 
     @property
     def job_assumptions(self) -> tuple[str, ...]:
@@ -239,6 +242,7 @@ class MatrixDiagnosis:
             "counts": counts,
             "assumptions": list(self.assumptions),
             "job": self.job.to_dict() if self.job is not None else None,
+            "delta_pairing": self.delta_pairing.to_dict() if self.delta_pairing is not None else None,
             "exit_code": self.exit_code,
         }
 
@@ -552,6 +556,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         if_stateful=if_stateful,
         job=opts.base.job,
         job_note=opts.job_note,
+        delta_pairing=opts.base.delta_pairing,
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
+from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import KafkaLive, SourceOffset
@@ -176,8 +177,21 @@ class DiagnoseOptions:
     kafka: KafkaLive | None = None
     #: The Delta tables named with --delta-table, read at the I/O edge (None: not checked).
     delta: tuple[DeltaTable, ...] | None = None
+    #: Which Delta tables are the checkpoint's source and sink (found beside it, named, or under an
+    #: audit's roots), paired at the edge (None: pair the ``delta`` tables named, if any).
+    delta_pairing: DeltaPairing | None = None
     #: What the restarted query is, as a Spark line described it (``--job``; None: not known).
     job: JobFacts | None = None
+
+    @property
+    def delta_tables(self) -> tuple[DeltaTable, ...] | None:
+        """Return every Delta table this verdict knows (paired, found beside or named), each once, or
+        None when none was read: what the planner's Delta strategies and counts work from."""
+        paired = self.delta_pairing.tables if self.delta_pairing is not None else ()
+        named = self.delta or ()
+        if self.delta_pairing is None and self.delta is None:
+            return None
+        return tuple({t.url: t for t in (*named, *paired)}.values())
 
 
 @dataclass(frozen=True)

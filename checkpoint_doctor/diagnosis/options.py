@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DiagnoseOptions
 from checkpoint_doctor.diagnosis.versions import line_of
@@ -25,6 +26,7 @@ def matrix_options(
     own_writes: frozenset[tuple[str, int | str]] = frozenset(),
     kafka: KafkaLive | None = None,
     delta: tuple[DeltaTable, ...] | None = None,
+    delta_pairing: DeltaPairing | None = None,
 ) -> MatrixOptions:
     """Return the options of a restart matrix: ``spark`` names lines or versions (``4.3``,
     ``4.3.0``: each its line, once), ``modes`` the restart modes (both empty: every plausible
@@ -47,6 +49,7 @@ def matrix_options(
             own_writes=own_writes,
             kafka=kafka,
             delta=delta,
+            delta_pairing=delta_pairing,
         ),
         sink_note=sink_note,
     )

@@ -17,7 +17,7 @@ def outside_notes(snapshot: CheckpointSnapshot, opts: DiagnoseOptions) -> list[s
     notes = (
         checks_kafka.assumption(sources, opts.kafka),
         checks_kafka.retention_note(snapshot, opts.kafka, opts.now_ms),
-        checks_delta.assumption(sources, opts.delta, snapshot.query_id),
+        checks_delta.assumption(sources, opts.delta, snapshot.query_id, opts.delta_pairing),
         sink_not_checked(snapshot),
     )
     return [n for n in notes if n is not None]

@@ -5,7 +5,8 @@ and works out everything else from that listing:
 
 * a directory is a **checkpoint** when it holds ``offsets/``, ``commits/`` or a ``metadata`` file;
 * a directory is a **file sink output** when it holds ``_spark_metadata/``;
-* a directory holding ``_delta_log/`` is a Delta table: skipped, with a note;
+* a directory holding ``_delta_log/`` is a Delta table: not audited on its own, noted, and paired
+  with the checkpoints (:mod:`checkpoint_doctor.fleet.delta`);
 * a directory named ``<name>.checkpoint-doctor`` holds checkpoint-doctor's own backups, journals and
   lock for the checkpoint ``<name>`` (its backed-up files look like a damaged checkpoint): skipped,
   with a note;

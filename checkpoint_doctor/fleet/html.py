@@ -40,6 +40,7 @@ from checkpoint_doctor.diagnosis.timeline import (
     TimelineRow,
 )
 from checkpoint_doctor.diagnosis.versions import qualify_root
+from checkpoint_doctor.fleet.delta_report import DeltaLine, delta_headline, delta_lines
 from checkpoint_doctor.fleet.records import (
     AuditNote,
     AuditSummary,
@@ -244,6 +245,8 @@ class Row:
     next_step: str | None
     codes: str
     picture: Picture | None
+    #: Its Delta tables paired, or not (fleet/delta_report.py).
+    delta: tuple[DeltaLine, ...] = ()
 
 
 def _findings(record: Record) -> tuple[ShownFinding, ...]:
@@ -276,6 +279,7 @@ def _row(record: Record, rank: int) -> Row:
         next_step=record.next_step,
         codes=" ".join(record.codes),
         picture=None if error is not None else picture(record),
+        delta=delta_lines(record),
     )
 
 
@@ -370,6 +374,7 @@ def render_html(
             label_w=LABEL_W,
             kafka=[KafkaRow(k.url, k.bound, _left(k), k.text) for k in kafka],
             kafka_unchecked=_kafka_unchecked(records),
+            delta_headline=delta_headline(summary.delta),
         )
     )
 

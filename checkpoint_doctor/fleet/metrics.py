@@ -18,7 +18,10 @@ Every metric has ``# HELP`` and ``# TYPE`` lines and one sample per line; label 
 * ``checkpoint_doctor_kafka_retention_remaining_seconds{topic, partition}``: for a checkpoint
   whose Kafka positions were checked against a broker, the seconds until ``retention.ms`` may
   delete its first unread record (negative: overdue), so an alert can sort stopped queries by
-  the one to restart first; absent when retention is unbounded or by size only.
+  the one to restart first; absent when retention is unbounded or by size only;
+* ``checkpoint_doctor_delta_source_paired{source, table}``: per Delta source of a checkpoint, 1
+  when a Delta table under the roots was paired with it (``table``: its URL), 0 when none was (its
+  restart is not judged against the table's log: an alert can match ``== 0``).
 
 And for the whole audit: when it ran, how long it took, its exit code, directories per verdict,
 whether it was complete.
@@ -100,6 +103,10 @@ def _families() -> dict[str, _Family]:
             "kafka_retention_remaining_seconds",
             "Seconds until Kafka retention.ms may delete the first record the checkpoint has not read (negative: overdue).",
         ),
+        (
+            "delta_source_paired",
+            "1 when a Delta table was paired with the checkpoint's Delta source (by table id, or the only table beside it), 0 when none was.",
+        ),
     ]
     return {name: _Family(name, "gauge", text) for name, text in specs}
 
@@ -131,6 +138,12 @@ def _record(families: Mapping[str, _Family], record: Record, now_ms: int) -> Non
         families["kafka_retention_remaining_seconds"].add(
             retention.remaining_ms / 1000, **who, topic=retention.topic, partition=retention.partition
         )
+    if record.delta is not None:
+        for pair in record.delta.pairs:
+            if pair.source is not None:
+                families["delta_source_paired"].add(1, **who, source=pair.source, table=pair.table.url)
+        for source, _ in record.delta.unpaired:
+            families["delta_source_paired"].add(0, **who, source=source, table="")
 
 
 def render_metrics(

@@ -29,10 +29,12 @@ from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.fleet.delta_report import DeltaCounts
 from checkpoint_doctor.fleet.discovery import TargetKind
 from checkpoint_doctor.render.documents import JsonObject, iso_utc, schema_version
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import CellDiagnosis, MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown
@@ -329,6 +331,9 @@ class CheckpointRecord(Record):
     latest: LatestBatches = LatestBatches(None, None)
     timeline: tuple[TimelineRow, ...] = ()
     kafka: KafkaPart | None = None
+    #: Its Delta tables: which are its source and sink, which Delta source none pairs with
+    #: (fleet/delta.py; the words are fleet/delta_report.py's). None: nothing Delta about it.
+    delta: DeltaPairing | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -371,6 +376,8 @@ class CheckpointRecord(Record):
         }
         if self.kafka is not None:
             body["kafka"] = self.kafka.to_json()
+        if self.delta is not None:
+            body["delta"] = self.delta.to_dict()
         return body
 
 
@@ -500,6 +507,8 @@ class AuditSummary:
     note_count: int
     exit_code: int
     interrupted: bool = False
+    #: The Delta tables under the roots and what was paired (fleet/delta_report.py).
+    delta: DeltaCounts = field(default_factory=DeltaCounts)
 
     def to_json(self) -> JsonObject:
         return {
@@ -514,6 +523,7 @@ class AuditSummary:
             "note_count": self.note_count,
             "exit_code": self.exit_code,
             "interrupted": self.interrupted,
+            "delta": self.delta.to_json(),
         }
 
 

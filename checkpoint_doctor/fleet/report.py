@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER, SILENT_LOSS
 from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.fleet.delta_report import delta_headline, paired_table_note
 from checkpoint_doctor.fleet.discovery import TargetKind
 from checkpoint_doctor.fleet.records import (
     ERROR,
@@ -70,6 +71,7 @@ from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import key_values, section, table
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
@@ -169,10 +171,12 @@ def checkpoint_record(
     reads: int,
     sink: FileSink | None = None,
     kafka: KafkaPart | None = None,
+    delta: DeltaPairing | None = None,
 ) -> CheckpointRecord:
     """Return the record of a checkpoint diagnosed for its restart matrix (``timeline`` its
     :class:`~checkpoint_doctor.diagnosis.timeline.TimelineRow` values); ``sink`` says which file sink
-    output was checked with it or why none; ``kafka`` what it says of its Kafka sources."""
+    output was checked with it or why none; ``kafka`` what it says of its Kafka sources; ``delta``
+    which Delta tables were paired with it (fleet/delta.py)."""
     return CheckpointRecord(
         url=url,
         root=root,
@@ -188,6 +192,7 @@ def checkpoint_record(
         latest=latest,
         timeline=tuple(timeline),
         kafka=kafka,
+        delta=delta,
     )
 
 
@@ -444,6 +449,7 @@ def render_audit(
             if summary.assumed_stateless
             else []
         ),
+        *([("Delta", delta_headline(summary.delta))] if delta_headline(summary.delta) else []),
         ("Verdicts", f"{v[ERROR]} error, {v[UNREADABLE]} unreadable, {v[WARNING]} warning, {v[OK]} ok"),
         ("Exit code", summary.exit_code),
     ]
@@ -480,6 +486,9 @@ def render_audit(
     if summary.codes:
         code_rows: list[list[Any]] = [[c.code, c.severity, c.count, c.title] for c in summary.codes]
         blocks.append(section("By finding code", table(["code", "severity", "count", "title"], code_rows)))
+    if not verbose:
+        # The Delta tables read to pair them are counted in the head (Delta), not skipped.
+        notes = [n for n in notes if not paired_table_note(n)]
     if notes:
         listed = list(notes) if verbose else list(notes)[:NOTES_SHOWN]
         more = len(notes) - len(listed)

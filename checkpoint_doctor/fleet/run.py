@@ -25,6 +25,8 @@ from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
 from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoice, choose_sink
 from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
+from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask, table_tasks
+from checkpoint_doctor.fleet.delta_report import delta_counts, far_tables
 from checkpoint_doctor.fleet.discovery import (
     NOTE_EXCLUDED,
     SINK_LOG,
@@ -97,6 +99,10 @@ class FleetPlan:
     tasks: list[AuditTask] = field(default_factory=list)
     notes: list[AuditNote] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
+    #: The Delta tables under the roots, paired with the checkpoints (fleet/delta.py), and the
+    #: files read from their logs for pairing (counted in the summary, not in a record).
+    tables: list[TableTask] = field(default_factory=list)
+    delta_reads: int = 0
 
 
 @dataclass(frozen=True)
@@ -207,6 +213,8 @@ def plan_fleet(
                 seen.add((task.kind, task.url))
                 plan.tasks.append(task)
         plan.notes.extend(notes)
+        known = {t.url for t in plan.tables}
+        plan.tables.extend(t for t in table_tasks(store.url, listing, notes) if t.url not in known)
         records, notes = unlisted_outside_targets(store, listing, tasks, include=include, exclude=exclude)
         plan.records.extend(records)
         plan.notes.extend(notes)
@@ -360,6 +368,7 @@ def _audit_checkpoint(
     sink_store_for: SinkStoreFor,
     sink_reads: SinkReads,
     kafka: AuditKafka | None = None,
+    delta: DeltaIndex | None = None,
 ) -> Record:
     own = snapshot_from_listing(store, task.listing)
     snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
@@ -367,6 +376,10 @@ def _audit_checkpoint(
     live = kafka.live_for(snapshot) if kafka is not None else None
     if live is not None:
         options = replace(options, base=replace(options.base, kafka=live))
+    # The Delta tables under the roots that are its source and sink (fleet/delta.py)
+    pairing, delta_reads = delta.pair(task.root, task.path, snapshot) if delta is not None else (None, 0)
+    if pairing is not None:
+        options = replace(options, base=replace(options.base, delta_pairing=pairing))
     matrix = diagnose_matrix(snapshot, options)
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
@@ -379,9 +392,10 @@ def _audit_checkpoint(
         timeline=timeline(snapshot, matrix.mode_detected),
         latest=LatestBatches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
         files=task.listing.file_count,
-        reads=own.read_count + sink_reads_owned,
+        reads=own.read_count + sink_reads_owned + delta_reads,
         sink=sink,
         kafka=kafka_part(snapshot, live, options.base.now_ms),
+        delta=pairing,
     )
 
 
@@ -417,20 +431,22 @@ def audit_task(
     sink_store_for: SinkStoreFor | None = None,
     sink_reads: SinkReads | None = None,
     kafka: AuditKafka | None = None,
+    delta: DeltaIndex | None = None,
 ) -> Record:
     """Audit one target through its store; never raises: a failure becomes the target's record.
 
     ``sink_store_for`` opens the stores of the file sinks that may belong to a checkpoint (None:
     none is read, the checkpoint's record says "sink not checked"); ``sink_reads`` shares the sink
     logs read between the tasks of one audit (None: this task's own); ``kafka`` the broker
-    connection that reads the positions of Kafka sources (None: not checked)."""
+    connection that reads the positions of Kafka sources (None: not checked); ``delta`` the Delta
+    tables under the roots to pair with (None: not paired)."""
     reads = sink_reads if sink_reads is not None else SinkReads()
     try:
         if task.kind == TargetKind.SINK:
             return _audit_sink(store, task, reads)
         if sink_store_for is None:
             task = replace(task, sinks=())
-        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store, reads, kafka)
+        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store, reads, kafka, delta)
     except CheckpointDoctorError as exc:
         return _unreadable(task, exc)
     except Exception as exc:  # noqa: BLE001 - one target's bug must not stop a fleet audit
@@ -458,6 +474,7 @@ def run_tasks(
     progress: Progress | None = None,
     sink_reads: SinkReads | None = None,
     kafka: AuditKafka | None = None,
+    delta: DeltaIndex | None = None,
 ) -> list[Record]:
     """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
 
@@ -480,7 +497,7 @@ def run_tasks(
                 AuditTask(TargetKind.SINK, candidate.url, task.root, candidate.path, candidate.listing)
             )
 
-        return audit_task(store, task, options, sink_store_for, shared, kafka)
+        return audit_task(store, task, options, sink_store_for, shared, kafka, delta)
 
     if jobs <= 1 or total <= 1:
         for task in tasks:
@@ -577,7 +594,10 @@ class RecordStream:
     def add(self, record: Record) -> Record:
         """Return the finished record (linked, with its next step, stamped) and keep it."""
         done = linked(record, paired_sinks(self.records))
-        done = stamped(replace(done, next_step=next_step(done, self.hints)), self.clock())
+        # A Delta table paired from farther away than diagnose looks is named in the next command.
+        far = far_tables(done)
+        hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
+        done = stamped(replace(done, next_step=next_step(done, hints)), self.clock())
         self.records.append(done)
         return done
 
@@ -606,6 +626,7 @@ def audit_plan(
     store_for = local_store_for(plan)
     threads = jobs or default_jobs(plan)
     sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == TargetKind.SINK)
+    delta = delta_index(plan, threads)
     for group in (
         [t for t in plan.tasks if t.kind != TargetKind.SINK],
         [t for t in plan.tasks if t.kind == TargetKind.SINK],
@@ -618,7 +639,22 @@ def audit_plan(
             progress=lambda _d, _t, r: add(r),
             sink_reads=sink_reads,
             kafka=kafka,
+            delta=delta,
         )
+
+
+def delta_index(plan: FleetPlan, jobs: int) -> DeltaIndex:
+    """Read the plan's Delta tables for pairing (each once, ``jobs`` at a time), and say in the
+    plan's notes what became of each."""
+
+    def store_for(table: TableTask) -> Storage:
+        root = plan.stores[table.root]
+        return root.child(table.path) if table.path else root
+
+    index = DeltaIndex(plan.tables, store_for, jobs=jobs)
+    plan.notes[:] = index.noted(plan.notes)
+    plan.delta_reads = index.reads
+    return index
 
 
 def audit_hints(options: MatrixOptions, storage_options: Mapping[str, Any] | None) -> Hints:
@@ -636,14 +672,16 @@ def finish(
     records: Sequence[Record],
     *,
     interrupted: bool = False,
+    delta_reads: int = 0,
 ) -> AuditResult:
     """Return the result of the finished records (every one, the roots' included), sorted by URL
-    (``interrupted``: the records are those finished before the audit was stopped)."""
+    (``interrupted``: the records are those finished before the audit was stopped; ``delta_reads``:
+    the files read from Delta logs to pair the tables, counted in the summary)."""
     ordered = link_sinks(sort_records(records))
     by_url = sorted(notes, key=lambda n: (n.url, n.kind))
-    return AuditResult(
-        tuple(roots), tuple(ordered), tuple(by_url), summarize(ordered, by_url, interrupted=interrupted)
-    )
+    summary = summarize(ordered, by_url, interrupted=interrupted)
+    summary = replace(summary, delta=delta_counts(by_url, ordered, delta_reads))
+    return AuditResult(tuple(roots), tuple(ordered), tuple(by_url), summary)
 
 
 def audit(
@@ -676,4 +714,4 @@ def audit(
         clock or (lambda: int(time.time() * 1000)),
     )
     audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record, kafka=kafka)
-    return finish(plan.roots, plan.notes, stream.records)
+    return finish(plan.roots, plan.notes, stream.records, delta_reads=plan.delta_reads)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.errors import SparkExecutorError
+from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask
 from checkpoint_doctor.fleet.records import Record
 from checkpoint_doctor.fleet.run import DEFAULT_JOBS, AuditTask, run_tasks
 from checkpoint_doctor.fleet.shipping import package_zip
@@ -53,21 +54,38 @@ def require_pyspark() -> None:
 
 
 def audit_partition(
-    storage_options: Mapping[str, Any], options: MatrixOptions, jobs: int, tasks: Iterable[AuditTask]
+    storage_options: Mapping[str, Any],
+    options: MatrixOptions,
+    jobs: int,
+    tasks: Iterable[AuditTask],
+    delta: DeltaIndex | None = None,
 ) -> Iterator[Record]:
-    """Audit one Spark partition of tasks on an executor; yield one record per task."""
+    """Audit one Spark partition of tasks on an executor; yield one record per task (``delta``: the
+    Delta tables the driver read for pairing, read on here through this executor's stores)."""
     from checkpoint_doctor.reading.storage import open_storage
 
     stores: dict[str, Storage] = {}
 
-    def store_for(task: AuditTask) -> Storage:
-        # One store per root on this executor; each target is a child of it (one fsspec client).
+    def store_for(task: AuditTask | TableTask) -> Storage:
+        # One store per root on this executor; each target (or Delta table) is a child of it.
         if task.root not in stores:
             stores[task.root] = open_storage(task.root, storage_options)
         root = stores[task.root]
         return root.child(task.path) if task.path else root
 
-    yield from run_tasks(list(tasks), store_for, options, jobs=jobs)
+    if delta is not None:
+        delta.bind(store_for)
+    yield from run_tasks(list(tasks), store_for, options, jobs=jobs, delta=delta)
+
+
+def _audit_partition(
+    storage_options: Mapping[str, Any],
+    options: MatrixOptions,
+    jobs: int,
+    delta: DeltaIndex | None,
+    tasks: Iterable[AuditTask],
+) -> Iterator[Record]:
+    yield from audit_partition(storage_options, options, jobs, tasks, delta)
 
 
 def probe_executor(
@@ -103,8 +121,10 @@ def run_on_spark(
     *,
     master: str | None = None,
     jobs: int = DEFAULT_JOBS,
+    delta: DeltaIndex | None = None,
 ) -> list[Record]:
-    """Audit the tasks on Spark (``master`` None: the master spark-submit or the session gives).
+    """Audit the tasks on Spark (``master`` None: the master spark-submit or the session gives;
+    ``delta``: the Delta tables to pair with, read for pairing on the driver, shipped with the job).
 
     Stops the SparkSession afterwards if this call created it.
 
@@ -116,7 +136,7 @@ def run_on_spark(
     if not tasks:
         return []
     storage = dict(storage_options or {})
-    work = partial(audit_partition, storage, options, jobs)
+    work = partial(_audit_partition, storage, options, jobs, delta)
     roots = tuple(dict.fromkeys(t.root for t in tasks))
     with (
         tempfile.TemporaryDirectory(prefix="checkpoint-doctor-ship-") as ship,

@@ -74,5 +74,10 @@ def plan_for_matrix(
         plan,
         expected=expected,
         warnings=tuple(dict.fromkeys(warnings)),
-        assumptions=(*matrix.job_assumptions, *((assumed,) if assumed is not None else ())),
+        assumptions=(
+            *matrix.job_assumptions,
+            *((assumed,) if assumed is not None else ()),
+            # Which Delta tables the plan was made against (found beside the checkpoint, named).
+            *(matrix.delta_pairing.lines() if matrix.delta_pairing is not None else ()),
+        ),
     )

@@ -91,7 +91,7 @@ def _judge_alone(
     """Return the consequences of one option on its own."""
     if option.restart is not None:
         after = search.diagnose_cell(snapshot, option.restart)
-        sink = SinkFacts.of(snapshot, (), search.sink_kind, search.dopts.delta)
+        sink = SinkFacts.of(snapshot, (), search.sink_kind, search.dopts.delta_tables)
         return consequences(snapshot, (), after, sink, ())
     if not option.executable:
         return {"restart": None, "starts": None, **CATCH_UP}

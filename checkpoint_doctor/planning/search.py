@@ -150,7 +150,7 @@ class Search:
             facts = SnapshotFacts(after_snapshot)  # one derivation for every cell
             after = tuple(self.diagnose_cell(after_snapshot, c, facts) for c in self.cells)
             remaining = frozenset(f.code for d in after for f in d.findings if _blocks(f))
-            sink = SinkFacts.of(self.snapshot, steps, self.sink_kind, self.dopts.delta)
+            sink = SinkFacts.of(self.snapshot, steps, self.sink_kind, self.dopts.delta_tables)
             inherent = tuple(dict.fromkeys(o.loss for o in options if o.loss))
             replans = tuple(
                 r

@@ -19,7 +19,7 @@ from typing import Any
 
 from checkpoint_doctor.errors import MissingDependencyError, StorageError, UsageError
 from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
-from checkpoint_doctor.reading.storage import open_storage
+from checkpoint_doctor.reading.storage import Storage, open_storage
 
 LOG_DIR = "_delta_log"
 _COMMIT = re.compile(r"^(\d{20})\.json$")
@@ -169,22 +169,70 @@ def _snapshot(
         ) from None
 
 
+def commit_names(names: Iterable[str]) -> dict[int, str]:
+    """Return the commit files of a ``_delta_log`` listing by version."""
+    return {int(m.group(1)): n for n in names if (m := _COMMIT.match(n))}
+
+
+def read_commits(log: Storage, commits: Mapping[int, str], first: int, last: int) -> list[DeltaCommit]:
+    """Read and parse the commit files ``first``..``last`` (``commits``: :func:`commit_names`) of the
+    ``_delta_log`` store ``log``, in one batch of reads.
+
+    Raises:
+        UsageError: a commit is not newline-delimited JSON actions.
+        StorageError: a commit cannot be read.
+    """
+    wanted = {v: commits[v] for v in range(first, last + 1) if v in commits}
+    data = log.read_many(wanted.values(), max_bytes=MAX_COMMIT_BYTES)
+    parsed = []
+    for version, name in sorted(wanted.items()):
+        got = data[name]
+        if isinstance(got, StorageError):
+            raise got
+        try:
+            parsed.append(parse_commit(version, got))
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+            raise UsageError(
+                f"{log.url_of(name)} is not a Delta commit: {exc}",
+                hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
+            ) from None
+    return parsed
+
+
 def read_table(
-    url: str, storage_options: Mapping[str, Any] | None = None, app_ids: Iterable[str] = ()
+    url: str,
+    storage_options: Mapping[str, Any] | None = None,
+    app_ids: Iterable[str] = (),
+    *,
+    names: Iterable[str] | None = None,
+    from_version: int | None = None,
+    commits: bool = True,
+    store: Storage | None = None,
 ) -> DeltaTable:
     """Return what a Delta table's log says now (``app_ids``: query ids whose txn version to find
     when it lives in a checkpoint only).
 
+    ``names`` are the file names in ``_delta_log`` when the caller listed it already (an audit's one
+    listing); ``from_version``: only the commits from that version on are needed (a stream's
+    offset), the table's id, schema and txns then come from the newest version checksum when it has
+    them; ``commits`` False: only the id, schema and txns are needed (pairing), one read of that
+    checksum when it has them (:mod:`checkpoint_doctor.reading.delta_checksum`), else every commit;
+    ``store``: the table's storage when the caller has it open (an audit's root, no new client).
+
     Raises:
         UsageError: ``url`` is not a Delta table (no commit or checkpoint in ``_delta_log``).
-        MissingDependencyError: the commits before the newest checkpoint are gone and deltalake is
-            not installed.
+        MissingDependencyError: the commits before the newest checkpoint are gone, the newest
+            version checksum does not hold the state, and deltalake is not installed.
         StorageError: the log cannot be listed or read.
     """
+    from checkpoint_doctor.reading.delta_checksum import read_checksum
+
     options = dict(storage_options or {})
-    log = open_storage(url, options).child(LOG_DIR)
-    names = [f.path for f in log.list_tree(missing_ok=True).files if "/" not in f.path]
-    commit_versions = {int(m.group(1)): n for n in names if (m := _COMMIT.match(n))}
+    log = (store or open_storage(url, options)).child(LOG_DIR)
+    if names is None:
+        names = [f.path for f in log.list_tree(missing_ok=True).files if "/" not in f.path]
+    names = list(names)
+    commit_versions = commit_names(names)
     checkpoint_versions = {int(m.group(1)) for n in names if (m := _CHECKPOINT.match(n))}
     try:
         latest, earliest, checkpoint = chain(commit_versions, checkpoint_versions)
@@ -193,22 +241,30 @@ def read_table(
             f"{url} is not a Delta table: {log.url} holds no commit or checkpoint",
             hint="name the table's root directory (the one holding _delta_log) with --delta-table",
         ) from None
-    wanted = {v: commit_versions[v] for v in range(earliest, latest + 1)}
-    data = log.read_many(wanted.values(), max_bytes=MAX_COMMIT_BYTES)
-    commits = []
-    for version, name in sorted(wanted.items()):
-        got = data[name]
-        if isinstance(got, StorageError):
-            raise got
-        try:
-            commits.append(parse_commit(version, got))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"{log.url_of(name)} is not a Delta commit: {exc}",
-                hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
-            ) from None
-    table_id, schema, txns = _replay(commits)
-    if earliest > 0:
+    # The newest version checksum (<v>.crc) holds the table's whole state at that version: read it
+    # instead of the commits' replay when those are not all wanted, or not all there.
+    state = None
+    if not commits or earliest > 0 or (from_version is not None and from_version > earliest):
+        state = read_checksum(log, names, latest)
+    if state is not None and not commits:
+        return DeltaTable(
+            url=url,
+            table_id=state.table_id,
+            latest_version=latest,
+            earliest_version=earliest,
+            checkpoint_version=checkpoint,
+            schema=state.schema,
+            txns=state.txns,
+            commits=(),
+        )
+    first = (
+        earliest if state is None or from_version is None else max(earliest, min(from_version, latest + 1))
+    )
+    parsed = read_commits(log, commit_versions, first, latest)
+    table_id, schema, txns = _replay(parsed)
+    if state is not None:
+        table_id, schema, txns = state.table_id, state.schema, dict(state.txns)
+    elif earliest > 0:
         # The state before ``earliest`` is in the checkpoint only (the commits were cleaned up).
         snap_id, snap_schema, snap_txns = _snapshot(url, options, set(app_ids) - set(txns))
         table_id = table_id or snap_id
@@ -222,5 +278,5 @@ def read_table(
         checkpoint_version=checkpoint,
         schema=schema,
         txns=tuple(sorted(txns.items())),
-        commits=tuple(commits),
+        commits=tuple(parsed),
     )

@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
+from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
-from checkpoint_doctor.render.hints import Hints, explain
+from checkpoint_doctor.render.hints import Hints, command, explain
 from checkpoint_doctor.render.layout import (
     bullets,
     fill,
@@ -124,7 +125,31 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
     return blocks
 
 
-def render_diagnosis(diagnosis: Diagnosis, hints: Hints | None = None) -> str:
+def delta_steps(checkpoint: str, pairing: DeltaPairing | None, hints: Hints) -> list[str]:
+    """The commands that pair each Delta source no table paired with: ``--delta-table`` naming
+    each table looked at that could be it, and an audit of the directory above the checkpoint's
+    (it pairs by id with every Delta table below it). Every one runs as printed."""
+    if pairing is None or not pairing.unpaired:
+        return []
+    candidates = list(dict.fromkeys([*pairing.ambiguous, *(t.url for t in pairing.others)]))
+    what = ", ".join(f"source {n} (table {table_id})" for n, table_id in pairing.unpaired)
+    lines = [f"Pair Delta {what}: name the table it reads"]
+    for candidate in candidates[:3]:
+        with_table = Hints(**{**hints.__dict__, "delta_tables": (*hints.delta_tables, candidate)})
+        lines.append("  " + with_table.diagnose(checkpoint))
+    parent = checkpoint.rstrip("/").rpartition("/")[0]
+    above = parent.rpartition("/")[0]
+    if above and not above.endswith((":/", ":")):
+        lines.append(f"or pair it by id with any Delta table below {above}:")
+        lines.append("  " + command("audit", above, *hints.storage_flags()))
+    else:
+        lines.append(f"  ({FLAG} PATH: the path of the table the query reads)")
+    return ["\n".join(lines)]
+
+
+def render_diagnosis(
+    diagnosis: Diagnosis, hints: Hints | None = None, delta_pairing: DeltaPairing | None = None
+) -> str:
     """Return one restart's diagnosis as text: the prediction first, then findings, then the next
     commands (with the flags that shaped this answer)."""
     d = diagnosis
@@ -146,6 +171,7 @@ def render_diagnosis(diagnosis: Diagnosis, hints: Hints | None = None) -> str:
     ]
     if d.assumptions:
         blocks.append(section("Assumptions", bullets(list(d.assumptions))))
+    blocks += delta_steps(d.checkpoint, delta_pairing, hints or Hints())
     blocks += _next_steps(d.checkpoint, d.findings, not d.prediction.starts, hints or Hints())
     return "\n\n".join(blocks) + "\n"
 
@@ -250,6 +276,7 @@ def render_matrix(matrix: MatrixDiagnosis, width: int | None = None, hints: Hint
     if matrix.assumptions:
         blocks.append(section("Assumptions", bullets(list(matrix.assumptions))))
     hints = hints or Hints()
+    blocks += delta_steps(matrix.checkpoint, matrix.delta_pairing, hints)
     blocks.append(_details_hint(matrix, hints))
     blocks += _next_steps(matrix.checkpoint, matrix.findings, bool(matrix.failing_cells), hints)
     return "\n\n".join(blocks) + "\n"

@@ -68,18 +68,68 @@ def test_a_directory_without_a_log_is_a_one_line_usage_error(tmp_path: Path) -> 
         read_table(str(tmp_path))
 
 
-def test_a_cleaned_log_without_deltalake_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+def _without_checksum(tmp_path: Path) -> Path:
+    """A copy of the cleaned-log scenario whose newest version checksum (<v>.crc) is gone: the
+    table's id and txns are then in its Parquet checkpoint only."""
+    scen = tmp_path / "delta-source-stateless-log-cleaned"
+    shutil.copytree(LINE / scen.name, scen)
+    for crc in (scen / "source" / "_delta_log").glob("*.crc"):
+        crc.unlink()
+    return scen
+
+
+@pytest.mark.parametrize("line", ["spark-3.5.9", "spark-4.0.5", "spark-4.1.4", "spark-4.2.1"])
+def test_a_cleaned_log_reads_its_state_from_the_version_checksum_without_deltalake(
+    monkeypatch: pytest.MonkeyPatch, line: str
+) -> None:
+    # delta-rs reads the Parquet checkpoint; the checksum every recorded line writes says the same
+    with_delta_rs = read_table(
+        str(LINE.parent / line / "delta-source-stateless-log-cleaned" / "source"), None, ()
+    )
+    sink_with_delta_rs = read_table(str(LINE.parent / line / "delta-sink" / "sink"), None, ())
+    monkeypatch.setitem(sys.modules, "deltalake", None)  # import deltalake raises ImportError
+    table = read_table(str(LINE.parent / line / "delta-source-stateless-log-cleaned" / "source"))
+    assert (table.table_id, table.schema, table.earliest_version) == (
+        with_delta_rs.table_id,
+        with_delta_rs.schema,
+        6,
+    )
+    sink = read_table(str(LINE.parent / line / "delta-sink" / "sink"), commits=False)
+    assert (sink.table_id, sink.txns, sink.commits) == (
+        sink_with_delta_rs.table_id,
+        sink_with_delta_rs.txns,
+        (),
+    )
+
+
+def test_pairing_facts_cost_one_read_of_the_checksum(tmp_path: Path) -> None:
+    """commits=False (pairing) reads the newest checksum only; without one, every commit."""
+    sink = LINE / "delta-sink" / "sink"
+    table = read_table(str(sink), commits=False)
+    assert table.commits == () and table.txns and table.table_id
+    copy = tmp_path / "sink"
+    shutil.copytree(sink, copy)
+    for crc in (copy / "_delta_log").glob("*.crc"):
+        crc.unlink()
+    full = read_table(str(copy), commits=False)
+    assert (full.table_id, full.txns) == (table.table_id, table.txns) and len(full.commits) == 3
+
+
+def test_a_cleaned_log_without_checksum_nor_deltalake_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    scen = _without_checksum(tmp_path)
     monkeypatch.setitem(sys.modules, "deltalake", None)  # import deltalake raises ImportError
     with pytest.raises(MissingDependencyError) as info:
-        read_table(str(LINE / "delta-source-stateless-log-cleaned" / "source"))
+        read_table(str(scen / "source"))
     assert "pip install 'checkpoint-doctor[delta]'" in str(info.value)
 
 
 def test_the_cli_says_which_extra_to_install(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    scen = _without_checksum(tmp_path)
     monkeypatch.setitem(sys.modules, "deltalake", None)
-    scen = LINE / "delta-source-stateless-log-cleaned"
     code = main(
         ["diagnose", str(scen / "checkpoint"), "--spark", "3.5", "--delta-table", str(scen / "source")]
     )

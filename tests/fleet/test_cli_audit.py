@@ -49,8 +49,11 @@ def test_table_says_which_checkpoints_will_not_restart(local_fleet: Fleet, capsy
     assert any(local_fleet.url("team c/commits two behind") in line and "CD105" in line for line in attention)
     assert "Needs attention (4 ok not shown; -v or --format jsonl lists every record)" in lines
     assert any(line.startswith("CD103 ") and " error " in line for line in lines)
-    delta = next(i for i, line in enumerate(lines) if line.startswith(local_fleet.url(DELTA_TABLE)))
-    assert "Delta table" in " ".join(lines[delta : delta + 3])
+    # the Delta table was read to pair it: counted in the head, not listed as skipped (-v lists it)
+    assert "Delta             1 Delta table under the roots: 0 paired as a source, 0 as a sink" in lines
+    assert not any(line.startswith(local_fleet.url(DELTA_TABLE)) for line in lines)
+    _, verbose, _ = run(capsys, "audit", local_fleet.root, "-v", *FIXED)
+    assert any(line.startswith(local_fleet.url(DELTA_TABLE)) for line in verbose.splitlines())
 
 
 def test_json_is_one_document_with_records_summary_and_notes(local_fleet: Fleet, capsys) -> None:

@@ -163,3 +163,31 @@ def test_a_diagnose_waits_for_three_round_trips_in_sequence(
     chain = delaying.sequential()
     assert len(chain) <= 3, chain
     assert len(delaying.spans) > len(chain)  # the reads of a batch were sent together
+
+
+def test_a_diagnose_with_a_delta_source_beside_waits_for_four_round_trips(
+    s3: S3, delaying: DelayingServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The Delta tables beside the checkpoint are found and read for pairing (the parent's listing,
+    each sibling's _delta_log listing, the newest checksum) while the checkpoint loads; the source
+    table's commits since the checkpoint's version are one round trip more, after it."""
+    delta = FIXTURES / "delta" / "spark-4.2.1" / "delta-source-count-log-cleaned"
+    for part in ("checkpoint", "source"):
+        seed_objects(s3.bucket, f"job/{part}", read_files(delta / part))
+    code = main(
+        [
+            "diagnose",
+            s3.url("job/checkpoint"),
+            "--spark",
+            "4.2",
+            "--format",
+            "json",
+            "--storage-option",
+            f"client_kwargs.endpoint_url={delaying.endpoint}",
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 4, err
+    assert "CD209" in out and "by table id" in out
+    chain = delaying.sequential()
+    assert len(chain) <= 4, chain

@@ -72,7 +72,8 @@ def test_audit_on_spark_local_mode_against_s3_gives_the_local_records(tmp_path, 
     assert len(records) == len(CHECKPOINTS) + 1 + len(SINKS)
     # The driver listed the fleet once; the executors only read (a few GETs per checkpoint).
     assert spark_kinds["ListObjectsV2"] == 1
-    assert spark_kinds["GetObject"] == sum(r["reads"] for r in records)
+    # ... and the driver read the fleet's Delta table once to pair it (the summary counts it)
+    assert spark_kinds["GetObject"] == sum(r["reads"] for r in records) + summary["delta"]["reads"]
     # An executor's s3fs client has not listed anything, so s3fs probes each object's size (HEAD)
     # before its GET (S3FileSystem._cat_file with max_concurrency > 1): at most one per GET.
     assert spark_kinds["HeadObject"] in (0, spark_kinds["GetObject"])
@@ -199,3 +200,46 @@ def test_audit_on_a_cluster_ships_the_package_to_executors_without_it(tmp_path) 
     assert proc.returncode == 4, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
     assert _records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}
+
+
+@pytest.mark.spark
+def test_audit_on_spark_pairs_the_delta_tables_as_a_local_audit_does(tmp_path) -> None:
+    """The driver reads each Delta table once for pairing and ships the index with the tasks; the
+    executors pair each checkpoint and read its source table's commits: the records (pairs, verdicts,
+    codes) are those of a local audit of the same copy of fixtures/delta/spark-4.2.1."""
+    import shutil
+
+    root = tmp_path / "delta"
+    shutil.copytree(FIXTURES / "delta" / "spark-4.2.1", root)
+    proc = subprocess.run(
+        [
+            str(spark_python("4.3.0")),
+            "-m",
+            "checkpoint_doctor",
+            "audit",
+            str(root),
+            "--on-spark",
+            "--spark-master",
+            "local[2]",
+            "--format",
+            "jsonl",
+            "--live-window",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        env=spark_env(),
+        cwd=tmp_path,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 5, proc.stderr[-3000:]
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    records, summary = lines[:-1], lines[-1]
+    local = audit([str(root)], options=DiagnoseOptions(live_window_s=0))
+    assert summary["delta"] == local.summary.delta.to_json()
+    keys = ("verdict", "codes", "delta", "restart")
+    on_spark = {r["path"]: {k: r.get(k) for k in keys} for r in records}
+    in_process = {r["path"]: {k: r.get(k) for k in keys} for r in json_records(local)}
+    assert on_spark == in_process
+    assert sum(1 for r in records if (r.get("delta") or {}).get("pairs")) == 14

@@ -1,11 +1,13 @@
-"""The checkpoint's Delta sink against the Delta tables named with ``--delta-table`` (CD407, CD408). Pure.
+"""The checkpoint's Delta sink against the Delta tables paired with it (CD407, CD408). Pure.
 
 A table is this query's sink when its ``txn`` actions hold the checkpoint's query id as appId
 (DeltaSink commits each batch as appId = query id, version = batch id). What the restart's first
 batch does there is :func:`checkpoint_doctor.diagnosis.sinks.delta.predict`: batch ids at or below
 the table's txn version are skipped SILENTLY (CD407). A named table that no source pairs with and
 whose txns name only other queries is a sink this query id has never written: every batch it runs
-is written again (CD408).
+is written again (CD408). Which tables are judged is the pairing's
+(:attr:`~checkpoint_doctor.diagnosis.delta_pairing.DeltaPairing.sink_tables`): a table found, not
+named, that other queries wrote is only mentioned (it may be anyone's).
 """
 
 from __future__ import annotations
@@ -16,8 +18,7 @@ from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sinks.delta import predict
-from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
+from checkpoint_doctor.diagnosis.sources.checks_delta import context_pairing
 
 
 def _ranges(ids: tuple[int, ...]) -> str:
@@ -27,14 +28,11 @@ def _ranges(ids: tuple[int, ...]) -> str:
 def check_delta_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD407: the restart re-plans batch ids the sink table already holds for this query id (they
     are skipped without an error); CD408: a table other queries wrote gets every batch again."""
-    tables = ctx.options.delta
-    if not tables or prediction.next_batch_id is None:
-        return
     query_id = ctx.snapshot.query_id
-    source_ids = {off.reservoir_id for _, off in delta_sources(newest_sources(ctx.snapshot))}
-    for table in tables:
-        if table.table_id in source_ids:
-            continue
+    pairing = context_pairing(ctx)
+    if pairing is None or prediction.next_batch_id is None:
+        return
+    for table in pairing.sink_tables:
         restart = predict(query_id, prediction.next_batch_id, table)
         if restart.skipped:
             yield Finding(

@@ -1,13 +1,12 @@
-"""The checkpoint's Delta sources against the Delta tables named with ``--delta-table`` (CD208-CD210). Pure.
+"""The checkpoint's Delta sources against their tables' logs (CD208-CD210). Pure.
 
-The tables come from the I/O edge (``checkpoint_doctor.reading.delta``) through
-``DiagnoseOptions.delta``; without them nothing is judged and the matrix says how to check. A source
-is paired with the table whose id is its ``reservoirId``; a source no table pairs with, beside a
-named table that pairs with nothing else (no source id, no sink txn of this query), is judged
-against that table: it is the path the query reads, replaced by a table with another id. What a
-restart does is :func:`checkpoint_doctor.diagnosis.sources.delta.predict`, proven by the restarts
-real Spark recorded in ``fixtures/delta/``.
-"""
+The tables come from the I/O edge (``checkpoint_doctor.reading.delta``), paired with the checkpoint
+there (found beside it, named with ``--delta-table``, or under an audit's roots:
+``DiagnoseOptions.delta_pairing``, see :mod:`checkpoint_doctor.diagnosis.delta_pairing`), or named
+only (``DiagnoseOptions.delta``, paired here by the same rule); without any nothing is judged and the
+matrix says how to check. What a paired source's restart does is
+:func:`checkpoint_doctor.diagnosis.sources.delta.predict`, proven by the restarts real Spark recorded
+in ``fixtures/delta/``."""
 
 from __future__ import annotations
 
@@ -15,8 +14,10 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, delta_release, predict
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
@@ -36,23 +37,35 @@ def delta_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, Del
     return [(s.index, s.decoded) for s in sources or () if isinstance(s.decoded, DeltaOffset)]
 
 
+def pairing_of(
+    sources: Sequence[SourceOffset] | None,
+    tables: Sequence[DeltaTable] | None,
+    query_id: str | None,
+    pairing: DeltaPairing | None = None,
+) -> DeltaPairing | None:
+    """Return the pairing made at the edge, else that of the tables named with ``--delta-table``
+    (:func:`~checkpoint_doctor.diagnosis.delta_pairing.pair_tables`), else None (nothing looked at)."""
+    if pairing is not None:
+        return pairing
+    if tables is None:
+        return None
+    return pair_tables(delta_sources(sources), query_id, [Candidate(t, named=True) for t in tables])
+
+
+def context_pairing(ctx: Context) -> DeltaPairing | None:
+    """Return the pairing of a diagnosis (made at the edge, or of the tables named only)."""
+    if ctx.options.delta_pairing is not None:
+        return ctx.options.delta_pairing
+    if ctx.options.delta is None:
+        return None
+    return pairing_of(newest_sources(ctx.snapshot), ctx.options.delta, ctx.snapshot.query_id)
+
+
 def pair(
-    sources: Sequence[tuple[int, DeltaOffset]], tables: Sequence[DeltaTable], query_id: str | None
+    sources: Sequence[tuple[int, DeltaOffset]], pairing: DeltaPairing
 ) -> list[tuple[int, DeltaOffset, DeltaTable | None]]:
-    """Pair each Delta source with its table: by id, else with the one named table nothing pairs."""
-    ids = {off.reservoir_id for _, off in sources}
-    by_id = {t.table_id: t for t in tables if t.table_id is not None}
-    spare = [
-        t for t in tables if t.table_id not in ids and (query_id is None or t.txn_version(query_id) is None)
-    ]
-    unpaired = [n for n, off in sources if off.reservoir_id not in by_id]
-    out = []
-    for n, off in sources:
-        table = by_id.get(off.reservoir_id)
-        if table is None and len(unpaired) == 1 and len(spare) == 1:
-            table = spare[0]
-        out.append((n, off, table))
-    return out
+    """Pair each Delta source with its table, as the pairing says (by source index)."""
+    return [(n, off, pairing.source_table(n)) for n, off in sources]
 
 
 def restarts(
@@ -64,8 +77,10 @@ def restarts(
 ) -> list[tuple[int, DeltaOffset, DeltaTable, DeltaSourceRestart]]:
     """Each paired Delta source's restart. A re-run batch reads (start, end]; a new batch after the
     newest offsets ``start`` first replays (offsets of the batch before, ``start``] (V1 sources)."""
-    tables = ctx.options.delta
-    if not tables or delta_release(ctx.target.line) is None:
+    pairing = context_pairing(ctx)
+    if pairing is None or not any(p.source is not None for p in pairing.pairs):
+        return []
+    if delta_release(ctx.target.line) is None:
         return []
     if rerun:
         current, before = end, start
@@ -74,7 +89,7 @@ def restarts(
         entry = ctx.offsets(next_batch_id - 2) if next_batch_id is not None and next_batch_id >= 2 else None
         before = entry.record.sources if entry is not None and entry.record is not None else None
     previous = dict(delta_sources(before))
-    pairs = pair(delta_sources(current), tables, ctx.snapshot.query_id)
+    pairs = pair(delta_sources(current), pairing)
     return [
         (n, off, t, predict(off, t, ctx.target.line, None, previous.get(n)))
         for n, off, t in pairs
@@ -105,7 +120,8 @@ def reads_notes(
     end: Sequence[SourceOffset] | None,
 ) -> list[str]:
     """What each Delta source reads on restart, as the table's log says."""
-    if ctx.options.delta and delta_release(ctx.target.line) is None and delta_sources(start or end):
+    judged = ctx.options.delta or (ctx.options.delta_pairing is not None and ctx.options.delta_pairing.pairs)
+    if judged and delta_release(ctx.target.line) is None and delta_sources(start or end):
         return [f"Delta sources not judged on Spark {ctx.target.line}: no Delta Lake release exists for it"]
     out = []
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
@@ -161,27 +177,20 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
 
 
 def assumption(
-    ctx_sources: Sequence[SourceOffset] | None, tables: Sequence[DeltaTable] | None, query_id: str | None
+    ctx_sources: Sequence[SourceOffset] | None,
+    tables: Sequence[DeltaTable] | None,
+    query_id: str | None,
+    pairing: DeltaPairing | None = None,
 ) -> str | None:
-    """What the matrix says about Delta tables: which were paired, or not checked and how."""
+    """What the matrix says about Delta tables: which were paired and how, which Delta source was
+    not and how to pair it, or that none was looked at and how to check."""
     found = delta_sources(ctx_sources)
-    if tables is None:
+    chosen = pairing_of(ctx_sources, tables, query_id, pairing)
+    if chosen is None:
         if not found:
             return None
         names = ", ".join(f"source {n} (table {off.reservoir_id})" for n, off in found)
         return f"Delta tables not checked ({names}): pass {FLAG} (repeatable) to compare the checkpoint with each table's log"
-    words = []
-    for n, off, table in pair(found, tables, query_id):
-        if table is None:
-            words.append(f"Delta source {n} (table {off.reservoir_id}) paired with no --delta-table")
-        elif table.table_id == off.reservoir_id:
-            words.append(f"Delta source {n} paired with {table.url} by table id")
-        else:
-            words.append(
-                f"Delta source {n} paired with {table.url}, the only table nothing else pairs (ids differ)"
-            )
-    for table in tables:
-        version = table.txn_version(query_id) if query_id else None
-        if version is not None:
-            words.append(f"Delta sink paired with {table.url} by txn appId = query id (version {version})")
-    return "; ".join(words) if words else "Delta tables named but none pairs with this checkpoint"
+    if tables and not chosen.lines():
+        return "Delta tables named but none pairs with this checkpoint"
+    return chosen.text or None

@@ -74,7 +74,7 @@ def locate(finding: Finding, ctx: PlanContext) -> Where | str | None:
     """Return the Delta source of a CD208/CD209 finding, why its offsets cannot be moved, or None
     (no table named: nothing to plan from)."""
     details = dict(finding.details)
-    tables = ctx.options.diagnose.delta or ()
+    tables = ctx.options.diagnose.delta_tables or ()
     table = next((t for t in tables if t.url == details.get("table")), None)
     source = details.get("source")
     newest = ctx.snapshot.offsets.latest_id

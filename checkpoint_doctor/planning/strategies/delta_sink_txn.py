@@ -28,7 +28,7 @@ NAME = "delta-sink-txn"
 def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     """Record the batch ids the Delta sink holds as empty batches of this checkpoint."""
     details = dict(finding.details)
-    table = next((t for t in ctx.options.diagnose.delta or () if t.url == details.get("table")), None)
+    table = next((t for t in ctx.options.diagnose.delta_tables or () if t.url == details.get("table")), None)
     version, query_id = details.get("txn_version"), details.get("query_id")
     snapshot = ctx.snapshot
     newest, committed = snapshot.offsets.latest_id, snapshot.commits.latest_id

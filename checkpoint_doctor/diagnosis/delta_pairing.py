@@ -1,0 +1,282 @@
+"""Which Delta tables are this checkpoint's source and sink, from their logs alone. Pure.
+
+Nothing in a checkpoint names a Delta table's path: a Delta source's offset holds the table id
+(``DeltaSourceOffset.reservoirId``, checked by delta-spark against the table's ``metaData.id`` on
+every restart) and the Delta sink writes no file into the checkpoint, it commits each batch to the
+table with a ``txn`` action whose appId is the query id (the ``metadata`` file's ``id``) and whose
+version is the batch id (``DeltaSink.addBatch``). So a table is paired:
+
+* as **source** ``n`` when its id is the ``reservoirId`` of source ``n`` in the newest offsets
+  (``table-id``);
+* as **sink** when its transactions hold the query id as appId (``txn-app-id``, with the batch id);
+* as source ``n`` when no table has that id but one table's log shows it had it before (its first
+  commit's ``metaData.id``; ``former-table-id``): replaced since, with ``CREATE OR REPLACE``;
+* as source ``n`` when no table has that id, exactly one Delta source is left unpaired and exactly
+  one table that was named with ``--delta-table`` (``named``), or else found right beside the
+  checkpoint and written by no stream (``only-table-beside``; no ``txn``), pairs with nothing
+  else: the path the query reads, replaced
+  (``CREATE OR REPLACE``) or deleted and written anew, both of which fail the restart with
+  ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE`` (recorded in ``fixtures/delta/``: ``-replaced``
+  and ``-recreated``). The pairing says so in words; a wrong guess names a table the operator can see.
+
+Where the candidates come from is the caller's (the I/O edge): ``diagnose``/``plan`` look beside the
+checkpoint (:mod:`checkpoint_doctor.reading.delta_discovery`) and read the tables named with
+``--delta-table``; ``audit`` indexes every table under its roots (:mod:`checkpoint_doctor.fleet.delta`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from checkpoint_doctor.model import DeltaOffset
+from checkpoint_doctor.model_delta import DeltaTable
+
+#: How a table was paired.
+BY_TABLE_ID = "table-id"
+BY_FORMER_ID = "former-table-id"
+BY_TXN_APP_ID = "txn-app-id"
+ONLY_NAMED = "named"
+ONLY_BESIDE = "only-table-beside"
+SOURCE = "source"
+SINK = "sink"
+#: The flag that names a Delta table.
+FLAG = "--delta-table"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A Delta table that may be the checkpoint's: ``named`` with ``--delta-table``, or found
+    ``beside`` the checkpoint (its parent or a sibling directory); any other was found farther away
+    (an audit's roots) and pairs by id or appId only."""
+
+    table: DeltaTable
+    named: bool = False
+    beside: bool = False
+    #: Ids its log still shows it had before its current one (its first commit's ``metaData.id``:
+    #: replaced since), read at the edge only for a Delta source no current id pairs.
+    former_ids: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class DeltaPair:
+    """A table paired with the checkpoint: its ``role`` (source or sink), the source index
+    (sources), ``how`` it was paired and the sink's txn version (sinks)."""
+
+    role: str
+    table: DeltaTable
+    how: str
+    source: int | None = None
+    txn_version: int | None = None
+
+    @property
+    def text(self) -> str:
+        """Return the pair in an operator's words."""
+        t = self.table
+        if self.role == SINK:
+            return (
+                f"Delta sink paired with {t.url} by txn appId = query id (batch {self.txn_version} committed)"
+            )
+        if self.how == BY_TABLE_ID:
+            return f"Delta source {self.source} paired with {t.url} by table id {t.table_id}"
+        if self.how == BY_FORMER_ID:
+            return (
+                f"Delta source {self.source} paired with {t.url}, whose log still names the checkpoint's table "
+                f"id in its first version: replaced since (its id is now {t.table_id})"
+            )
+        where = "named with --delta-table" if self.how == ONLY_NAMED else "beside the checkpoint"
+        return (
+            f"Delta source {self.source} paired with {t.url}, the only Delta table {where} that pairs with "
+            f"nothing else: its id {t.table_id} is not the checkpoint's (replaced or recreated, or another "
+            "table)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "role": self.role,
+            "source": self.source,
+            "table": self.table.url,
+            "table_id": self.table.table_id,
+            "how": self.how,
+            "txn_version": self.txn_version,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class DeltaPairing:
+    """What the Delta tables looked at say about this checkpoint: its pairs, the Delta sources no
+    table pairs with (index, table id), the tables beside it written by other queries only, and
+    where the tables were looked for (``looked_at``, words) with how many of them the pairing
+    weighed (``candidates``: beside it, named, or sharing an id or appId with it)."""
+
+    pairs: tuple[DeltaPair, ...] = ()
+    unpaired: tuple[tuple[int, str], ...] = ()
+    others: tuple[DeltaTable, ...] = ()
+    looked_at: str = ""
+    candidates: int = 0
+    #: Named tables that pair with nothing: judged as this query's sink (CD408) as before pairing.
+    named_unpaired: tuple[DeltaTable, ...] = ()
+    #: Tables that could pair a source but several do (their URLs).
+    ambiguous: tuple[str, ...] = ()
+    #: Why tables could not be read (URL, one line), shown with the pairing.
+    unread: tuple[tuple[str, str], ...] = ()
+
+    def source_table(self, source: int) -> DeltaTable | None:
+        """Return the table paired with source ``source``, or None."""
+        for p in self.pairs:
+            if p.role == SOURCE and p.source == source:
+                return p.table
+        return None
+
+    @property
+    def sink_tables(self) -> tuple[DeltaTable, ...]:
+        """Return the tables to judge as this query's sink (CD407/CD408)."""
+        return tuple(p.table for p in self.pairs if p.role == SINK) + self.named_unpaired
+
+    @property
+    def tables(self) -> tuple[DeltaTable, ...]:
+        """Return every paired table once."""
+        return tuple({p.table.url: p.table for p in self.pairs}.values())
+
+    def lines(self) -> list[str]:
+        """Return what was paired and how, and what was not, one line each."""
+        out = [p.text for p in self.pairs]
+        for n, table_id in self.unpaired:
+            where = f" ({self.looked_at})" if self.looked_at else ""
+            if self.ambiguous:
+                why = f"several tables could be it ({', '.join(self.ambiguous)})"
+            else:
+                why = f"no Delta table looked at{where} has id {table_id}"
+            out.append(
+                f"Delta source {n} (table {table_id}) not paired: {why}; pass {FLAG} with the path of the "
+                "table it reads to check the restart against its log"
+            )
+        for table in self.others:
+            apps = ", ".join(f"{app} (batch {v})" for app, v in table.txns)
+            out.append(
+                f"Delta table {table.url} beside the checkpoint was written by other queries ({apps}), never by "
+                f"this query id: not paired; if it is this query's sink, pass {FLAG} {table.url}"
+            )
+        for url, why in self.unread:
+            out.append(f"Delta table {url} not read: {why}")
+        return out
+
+    @property
+    def text(self) -> str:
+        """Return :meth:`lines` as one assumption line."""
+        lines = self.lines()
+        if lines:
+            return "; ".join(lines)
+        if self.candidates:
+            return f"Delta tables looked at ({self.looked_at}): none pairs with this checkpoint"
+        return ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict (``diagnose``'s ``delta_pairing``, an audit record's ``delta``)."""
+        return {
+            "looked_at": self.looked_at,
+            "candidates": self.candidates,
+            "pairs": [p.to_dict() for p in self.pairs],
+            "unpaired_sources": [{"source": n, "table_id": t} for n, t in self.unpaired],
+            "ambiguous": list(self.ambiguous),
+            "other_queries_tables": [t.url for t in self.others],
+            "unread": [{"table": u, "reason": r} for u, r in self.unread],
+            "text": self.text,
+        }
+
+
+def pair_tables(
+    sources: Sequence[tuple[int, DeltaOffset]],
+    query_id: str | None,
+    candidates: Sequence[Candidate],
+    *,
+    looked_at: str = "",
+    taken: frozenset[str] = frozenset(),
+    unread: Sequence[tuple[str, str]] = (),
+) -> DeltaPairing:
+    """Pair the checkpoint's Delta ``sources`` (source index, newest offset) and its query id with
+    the candidate tables (see the module docstring). ``taken``: URLs of tables another checkpoint
+    of the same audit pairs with (never a spare)."""
+    by_id: dict[str, DeltaTable] = {}
+    for c in candidates:
+        if c.table.table_id is not None:
+            by_id.setdefault(c.table.table_id, c.table)
+    pairs: list[DeltaPair] = []
+    unpaired: list[tuple[int, str]] = []
+    for n, off in sources:
+        table = by_id.get(off.reservoir_id)
+        if table is not None:
+            pairs.append(DeltaPair(SOURCE, table, BY_TABLE_ID, source=n))
+        else:
+            unpaired.append((n, off.reservoir_id))
+    # A table whose log shows it had the source's id before it was replaced (CREATE OR REPLACE keeps
+    # the log): the path the query reads, whatever else lies beside it.
+    for n, reservoir_id in list(unpaired):
+        former = list(
+            {
+                c.table.url: c
+                for c in candidates
+                if reservoir_id in c.former_ids and c.table.table_id != reservoir_id
+            }.values()
+        )
+        if len(former) == 1:
+            unpaired.remove((n, reservoir_id))
+            pairs.append(DeltaPair(SOURCE, former[0].table, BY_FORMER_ID, source=n))
+    source_ids = {off.reservoir_id for _, off in sources}
+    taken_now = {p.table.url for p in pairs}
+
+    def spare(c: Candidate) -> bool:
+        t = c.table
+        return (
+            t.table_id not in source_ids
+            and (query_id is None or t.txn_version(query_id) is None)
+            and t.url not in taken
+            and t.url not in taken_now
+        )
+
+    ambiguous: tuple[str, ...] = ()
+    if len(unpaired) == 1:
+        # Found beside it, a table another stream writes (txns of other query ids only) is more
+        # likely that query's sink (a lost checkpoint's, say) than this one's replaced source: it is
+        # named (``others``), and pairs only when named with --delta-table.
+        for kind, how in (
+            (lambda c: c.named, ONLY_NAMED),
+            (lambda c: c.beside and not c.named and not c.table.txns, ONLY_BESIDE),
+        ):
+            spares = list({c.table.url: c for c in candidates if kind(c) and spare(c)}.values())
+            if len(spares) == 1:
+                n, _ = unpaired.pop()
+                pairs.append(DeltaPair(SOURCE, spares[0].table, how, source=n))
+                break
+            if len(spares) > 1:
+                ambiguous = tuple(c.table.url for c in spares)
+                break
+    paired = {p.table.url for p in pairs}
+    for c in candidates:
+        version = c.table.txn_version(query_id) if query_id else None
+        if version is not None and c.table.url not in paired:
+            pairs.append(DeltaPair(SINK, c.table, BY_TXN_APP_ID, txn_version=version))
+            paired.add(c.table.url)
+    named_unpaired = tuple(
+        {c.table.url: c.table for c in candidates if c.named and c.table.url not in paired}.values()
+    )
+    others = tuple(
+        {
+            c.table.url: c.table
+            for c in candidates
+            if c.beside and not c.named and c.table.url not in paired and c.table.txns
+        }.values()
+    )
+    return DeltaPairing(
+        pairs=tuple(pairs),
+        unpaired=tuple(unpaired),
+        others=others,
+        looked_at=looked_at,
+        candidates=len({c.table.url for c in candidates}),
+        named_unpaired=named_unpaired,
+        ambiguous=ambiguous if unpaired else (),
+        unread=tuple(unread),
+    )

@@ -1,0 +1,115 @@
+"""The Delta tables of a verdict, for the CLI and the Python API alike: those found beside the
+checkpoint (:mod:`checkpoint_doctor.reading.delta_discovery`) and those named with ``--delta-table``,
+paired with it (:func:`checkpoint_doctor.diagnosis.delta_pairing.pair_tables`), each table paired
+as a source then read on from the checkpoint's version. The audit pairs from its one listing with
+the same rule (:mod:`checkpoint_doctor.fleet.delta`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from checkpoint_doctor.diagnosis.delta_pairing import SOURCE, Candidate, DeltaPairing, pair_tables
+from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
+from checkpoint_doctor.errors import CheckpointDoctorError
+from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.reading.delta import read_table
+from checkpoint_doctor.reading.delta_discovery import NearbyTables, first_table_id, read_on, source_versions
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+
+TableRead = Callable[[str, "int | None"], DeltaTable]
+
+
+def _why(exc: CheckpointDoctorError) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def complete_sources(
+    pairing: DeltaPairing,
+    snapshot: CheckpointSnapshot,
+    storage_options: Mapping[str, Any] | None,
+    read: TableRead | None = None,
+) -> DeltaPairing:
+    """Return the pairing with each table paired as a source read on from the checkpoint's version
+    (its commits since: what the restart reads and Delta checks). ``read(url, from_version)`` reads
+    a table (default: :func:`~checkpoint_doctor.reading.delta.read_table` through the storage layer);
+    a table already read with its commits is kept. A table that cannot be read is unpaired, named."""
+    versions = source_versions(snapshot)
+    sources = dict(delta_sources(newest_sources(snapshot)))
+    query_ids = (snapshot.query_id,) if snapshot.query_id else ()
+
+    def default_read(url: str, from_version: int | None) -> DeltaTable:
+        return read_table(url, storage_options, query_ids, from_version=from_version)
+
+    reader = read or default_read
+    done: dict[str, DeltaTable | CheckpointDoctorError] = {}
+    pairs = []
+    unread = list(pairing.unread)
+    unpaired = list(pairing.unpaired)
+    for pair in pairing.pairs:
+        table = pair.table
+        if pair.role != SOURCE or table.commits or pair.source is None:
+            pairs.append(pair)
+            continue
+        offset = sources.get(pair.source)
+        version = versions.get(offset.reservoir_id) if offset is not None else None
+        if table.url not in done:
+            try:
+                done[table.url] = reader(table.url, version)
+            except CheckpointDoctorError as exc:
+                done[table.url] = exc
+        got = done[table.url]
+        if isinstance(got, CheckpointDoctorError):
+            unread.append((table.url, _why(got)))
+            if offset is not None:
+                unpaired.append((pair.source, offset.reservoir_id))
+            continue
+        pairs.append(replace(pair, table=got))
+    return replace(pairing, pairs=tuple(pairs), unread=tuple(dict.fromkeys(unread)), unpaired=tuple(unpaired))
+
+
+def pair_beside(
+    snapshot: CheckpointSnapshot,
+    nearby: NearbyTables,
+    named: Sequence[DeltaTable] = (),
+    storage_options: Mapping[str, Any] | None = None,
+) -> DeltaPairing | None:
+    """Pair the checkpoint with the tables found beside it and those named, and read the source
+    tables on from its version. None: no Delta source, no table looked at, nothing to say."""
+    sources = delta_sources(newest_sources(snapshot))
+    if not sources and not nearby.tables and not named and not nearby.unread:
+        return None
+    by_url: dict[str, Candidate] = {t.url: Candidate(t, named=True) for t in named}
+    for t in nearby.tables:
+        by_url.setdefault(t.url, Candidate(t, beside=True))
+    logs = dict(nearby.logs)
+    ids = {c.table.table_id for c in by_url.values()}
+    if any(off.reservoir_id not in ids for _, off in sources):
+        # A source no current id pairs: the tables' first versions may show it (replaced since).
+        for url, c in list(by_url.items()):
+            if c.table.commits:
+                former = {m.table_id for m in c.table.commits if m.table_id}
+            else:
+                first = first_table_id(url, logs.get(url, ()), storage_options) if url in logs else None
+                former = {first} if first else set()
+            by_url[url] = replace(c, former_ids=frozenset(former - {c.table.table_id}))
+    pairing = pair_tables(
+        sources,
+        snapshot.query_id,
+        list(by_url.values()),
+        looked_at=nearby.looked_at or "named with --delta-table",
+        unread=nearby.unread,
+    )
+    found = {t.url: t for t in nearby.tables}
+    query_ids = (snapshot.query_id,) if snapshot.query_id else ()
+
+    def read(url: str, from_version: int | None) -> DeltaTable:
+        # A table found beside: its checksum was read and its log listed; only the commits now.
+        if url in logs and url in found:
+            return read_on(found[url], logs[url], storage_options, from_version)
+        return read_table(url, storage_options, query_ids, from_version=from_version)
+
+    return complete_sources(pairing, snapshot, storage_options, read)

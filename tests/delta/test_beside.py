@@ -1,0 +1,247 @@
+"""Delta tables found beside a checkpoint without a flag: ``diagnose``/``plan`` and the Python API
+pair a source by reservoirId and a sink by txn appId, say what was paired and how, and give every
+recorded restart in ``fixtures/delta/`` its verdict with no ``--delta-table`` at all."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+import checkpoint_doctor as cd
+from checkpoint_doctor.cli import main
+from checkpoint_doctor.reading import delta_discovery
+from checkpoint_doctor.reading.delta_discovery import SIBLINGS_LOOKED_AT, nearby_tables
+from tests.delta.test_recorded_restarts import DIAGNOSED, _id, _line, _load
+from tests.s3.conftest import S3
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "delta"
+LINE = FIXTURES / "spark-4.2.1"
+
+
+@pytest.mark.parametrize(("path", "idx"), DIAGNOSED, ids=[_id(c) for c in DIAGNOSED])
+def test_a_diagnose_without_flags_gives_the_recorded_restart(path: Path, idx: int) -> None:
+    """The API (as the CLI: the shared loading path) finds the tables beside the checkpoint."""
+    scen, _, result = _load(path, idx)
+    got = cd.diagnose(
+        str(path.parent / "checkpoint"),
+        spark=[_line(scen)],
+        stateful=scen["query"]["stateful"],
+        live_window_s=0,
+    )
+    prediction = got.primary.diagnosis.prediction
+    pairing = got.to_dict()["delta_pairing"]
+    beside = {str(path.parent / p) for p in ("source", "sink") if (path.parent / p / "_delta_log").is_dir()}
+    assert {p["table"] for p in (pairing or {}).get("pairs", [])} == beside, pairing
+    if result["error"] is None:
+        assert prediction.starts, prediction.summary
+        assert not {"CD208", "CD209", "CD210"} & {f["code"] for f in got.to_dict()["findings"]}
+    else:
+        assert not prediction.starts
+        assert prediction.error is not None and prediction.error.matches(result["error"]["message"])
+    if scen["query"]["name"] == "rate_to_delta" and result["error"] is None:
+        rows = lambda t: (t.get("sink") or {}).get("rows_per_batch") or {}  # noqa: E731
+        skipped = rows(result["tables"]) == rows(scen["tables"])
+        assert ("CD407" in {f["code"] for f in got.to_dict()["findings"]}) == skipped
+
+
+def test_the_reviewers_command_shows_the_danger_unasked(capsys: pytest.CaptureFixture[str]) -> None:
+    scen = LINE / "delta-source-count-log-cleaned"
+    code = main(["diagnose", str(scen / "checkpoint")])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    assert "CD209" in out and "DELTA_MISSING_FILES_UNEXPECTED_VERSION" in out
+    assert f"Delta source 0 paired with {scen / 'source'} by table id" in " ".join(out.split())
+    assert "Delta tables not checked" not in out
+
+
+def test_a_sink_beside_is_paired_by_txn_app_id_and_plan_sees_it_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    scen = LINE / "delta-sink-rolled-back"
+    code = main(["plan", str(scen / "checkpoint"), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert code in (0, 1, 4), doc
+    text = json.dumps(doc)
+    assert "CD407" in text and "by txn appId = query id (batch 2 committed)" in text
+
+
+def _alone(tmp_path: Path, scenario: str = "delta-source-stateless") -> Path:
+    job = tmp_path / "jobs" / "a"
+    job.mkdir(parents=True)
+    shutil.copytree(LINE / scenario / "checkpoint", job / "checkpoint")
+    return job / "checkpoint"
+
+
+def test_an_unpaired_source_says_so_and_names_commands_that_run_as_printed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = _alone(tmp_path)
+    # the table the source read sits elsewhere: under the directory above the checkpoint's parent
+    shutil.copytree(LINE / "delta-source-stateless" / "source", tmp_path / "jobs" / "tables" / "events")
+    assert main(["diagnose", str(checkpoint), "--format", "json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)["result"]
+    pairing = doc["delta_pairing"]
+    assert pairing["pairs"] == [] and [u["source"] for u in pairing["unpaired_sources"]] == [0]
+    assert any("not paired: no Delta table looked at" in a for a in doc["assumptions"])
+
+    main(["diagnose", str(checkpoint)])
+    out = capsys.readouterr().out
+    commands = [line.strip() for line in out.splitlines() if line.startswith("  checkpoint-doctor audit")]
+    assert commands == [f"checkpoint-doctor audit {tmp_path / 'jobs'}"]
+    # as printed: the audit pairs the source by id with the table below that directory
+    assert main([*shlex.split(commands[0])[1:], "--format", "json"]) in (0, 1)
+    records = json.loads(capsys.readouterr().out)["result"]["records"]
+    (record,) = [r for r in records if r["kind"] == "checkpoint"]
+    assert record["delta"]["pairs"][0]["how"] == "table-id"
+    # the audit's next command names the table it paired from afar, so diagnose gives the same answer
+    table = tmp_path / "jobs" / "tables" / "events"
+    assert record["next_step"] is None or f"--delta-table {table}" in record["next_step"]
+
+
+def test_the_audit_next_step_names_a_table_paired_from_afar(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    checkpoint = _alone(tmp_path, "delta-source-stateless-rows-deleted")
+    table = tmp_path / "tables" / "events"
+    shutil.copytree(LINE / "delta-source-stateless-rows-deleted" / "source", table)
+    main(["audit", str(tmp_path), "--format", "json", "--live-window", "0"])
+    (record,) = [
+        r for r in json.loads(capsys.readouterr().out)["result"]["records"] if r["kind"] == "checkpoint"
+    ]
+    assert "CD210" in record["codes"]
+    assert record["next_step"] == f"checkpoint-doctor plan {checkpoint} --live-window 0 --delta-table {table}"
+    # as printed: the plan sees the table and the same refusal
+    assert main([*shlex.split(record["next_step"])[1:], "--format", "json"]) in (0, 1, 4)
+    assert "CD210" in capsys.readouterr().out
+
+
+def test_a_table_beside_written_by_other_queries_is_named_not_judged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lost checkpoint's old sink beside a new query: a note with the --delta-table command, no CD408
+    (the table may be anyone's); named with --delta-table it is judged (CD408)."""
+    checkpoint = _alone(tmp_path, "delta-source-count")
+    shutil.copytree(LINE / "delta-sink" / "sink", checkpoint.parent / "sink")
+    shutil.copytree(LINE / "delta-source-count" / "source", checkpoint.parent / "source")
+    main(["diagnose", str(checkpoint), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)["result"]
+    assert doc["delta_pairing"]["other_queries_tables"] == [str(checkpoint.parent / "sink")]
+    assert "CD408" not in {f["code"] for f in doc["findings"]}
+    assert [p["how"] for p in doc["delta_pairing"]["pairs"]] == ["table-id"]
+    main(["diagnose", str(checkpoint), "--format", "json", "--delta-table", str(checkpoint.parent / "sink")])
+    doc = json.loads(capsys.readouterr().out)["result"]
+    assert "CD408" in {f["code"] for f in doc["findings"]}
+
+
+def test_the_checkpoint_inside_its_sink_table_pairs_with_the_parent(tmp_path: Path) -> None:
+    table = tmp_path / "sink"
+    shutil.copytree(LINE / "delta-sink-rolled-back" / "sink", table)
+    shutil.copytree(LINE / "delta-sink-rolled-back" / "checkpoint", table / "_checkpoint")
+    got = cd.diagnose(str(table / "_checkpoint"), spark=["4.2"], live_window_s=0).to_dict()
+    assert [(p["role"], p["table"]) for p in got["delta_pairing"]["pairs"]] == [("sink", str(table))]
+    assert "CD407" in {f["code"] for f in got["findings"]}
+
+
+def test_reading_beside_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most SIBLINGS_LOOKED_AT siblings by name; Hive partitions and hidden directories never;
+    only the newest checksum of each table found (pairing), no commit."""
+    parent = tmp_path / "many"
+    (parent / "checkpoint").mkdir(parents=True)
+    for i in range(SIBLINGS_LOOKED_AT + 5):
+        (parent / f"d{i:03d}").mkdir()
+    shutil.copytree(LINE / "delta-sink" / "sink", parent / "a-table")  # first by name
+    shutil.copytree(LINE / "delta-sink" / "sink", parent / "zz-table")  # beyond the bound
+    shutil.copytree(LINE / "delta-sink" / "sink", parent / "date=2024-01-01")
+    shutil.copytree(LINE / "delta-sink" / "sink", parent / ".hidden")
+    reads: list[str] = []
+    real = delta_discovery.read_table
+
+    def counted(url: str, *args: object, **kw: object):  # type: ignore[no-untyped-def]
+        reads.append(f"{Path(url).name} commits={kw.get('commits', True)}")
+        return real(url, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(delta_discovery, "read_table", counted)
+    found = nearby_tables(str(parent / "checkpoint"))
+    assert [Path(t.url).name for t in found.tables] == ["a-table"]
+    assert reads == ["a-table commits=False"] and found.tables[0].commits == ()
+    assert f"{SIBLINGS_LOOKED_AT} sibling directories (7 more not looked at)" in found.looked_at
+
+
+def test_a_table_beside_that_cannot_be_read_is_named_and_the_verdict_goes_on(tmp_path: Path) -> None:
+    checkpoint = _alone(tmp_path, "delta-source-count")
+    source = checkpoint.parent / "source"
+    shutil.copytree(LINE / "delta-source-count" / "source", source)
+    for f in (source / "_delta_log").glob("*.crc"):
+        f.unlink()
+    (source / "_delta_log" / "00000000000000000001.json").write_text("{not json\n")
+    got = cd.diagnose(str(checkpoint), spark=["4.2"], live_window_s=0).to_dict()
+    assert [u["table"] for u in got["delta_pairing"]["unread"]] == [str(source)]
+    assert "is not a Delta commit" in got["delta_pairing"]["unread"][0]["reason"]
+    assert any(f"Delta table {source} not read" in a for a in got["assumptions"])
+
+
+@pytest.mark.s3
+def test_tables_beside_a_checkpoint_on_s3_pair_as_they_do_locally(s3: S3) -> None:
+    scen = LINE / "delta-source-count-log-cleaned"
+    for part in ("checkpoint", "source"):
+        s3.fs.put(str(scen / part), s3.key(f"job/{part}"), recursive=True)
+    got = cd.diagnose(s3.url("job/checkpoint"), spark=["4.2"], storage_options=s3.options, live_window_s=0)
+    doc = got.to_dict()
+    assert [(p["how"], p["table"]) for p in doc["delta_pairing"]["pairs"]] == [
+        ("table-id", s3.url("job/source"))
+    ]
+    assert doc["restart"]["outcome"] == "fails" and "CD209" in {f["code"] for f in doc["findings"]}
+
+
+def test_the_api_pairs_named_tables_with_a_snapshot_and_looks_beside_a_url() -> None:
+    scen = LINE / "delta-source-count-log-cleaned"
+    snapshot = cd.load(str(scen / "checkpoint"))
+    # a snapshot says nothing of where it was read: nothing is looked for beside it
+    alone = cd.diagnose(snapshot, live_window_s=0)
+    assert any(a.startswith("Delta tables not checked") for a in alone.assumptions)
+    named = cd.diagnose(snapshot, live_window_s=0, delta_tables=[str(scen / "source")])
+    by_url = cd.diagnose(str(scen / "checkpoint"), live_window_s=0)
+    assert named.exit_code == by_url.exit_code == 4
+    assert "CD209" in {f.code for f in named.findings} & {f.code for f in by_url.findings}
+    plan = cd.plan(str(scen / "checkpoint"), live_window_s=0)
+    assert any("paired with" in a and "by table id" in a for a in plan.assumptions)
+
+
+def test_at_most_tables_read_tables_are_read_beside_and_the_rest_is_said(tmp_path: Path) -> None:
+    from checkpoint_doctor.reading.delta_discovery import TABLES_READ
+
+    parent = tmp_path / "job"
+    (parent / "checkpoint").mkdir(parents=True)
+    for i in range(TABLES_READ + 2):
+        shutil.copytree(LINE / "delta-sink" / "sink", parent / f"t{i:02d}")
+    found = nearby_tables(str(parent / "checkpoint"))
+    assert len(found.tables) == TABLES_READ
+    assert f"the first {TABLES_READ} tables found read, 2 more not" in found.looked_at
+
+
+def test_a_replaced_source_beside_another_table_is_paired_by_the_id_its_log_still_shows(
+    tmp_path: Path,
+) -> None:
+    """The replaced table and a lookup table beside the checkpoint: the spare rule cannot choose,
+    the replaced table's first version (the checkpoint's table id) does; diagnose and audit agree."""
+    scen = LINE / "delta-source-stateless-replaced"
+    job = tmp_path / "jobs" / "clicks"
+    shutil.copytree(scen / "checkpoint", job / "checkpoint")
+    shutil.copytree(scen / "source", job / "source")
+    shutil.copytree(FIXTURES / "spark-4.1.4" / "delta-source-count" / "source", job / "lookup")
+    got = cd.diagnose(str(job / "checkpoint"), spark=["4.2"], live_window_s=0).to_dict()
+    assert [(p["how"], p["table"]) for p in got["delta_pairing"]["pairs"]] == [
+        ("former-table-id", str(job / "source"))
+    ]
+    assert "CD208" in {f["code"] for f in got["findings"]}
+    (record,) = [
+        r for r in cd.audit(str(tmp_path), live_window_s=0).to_json()["records"] if r["kind"] == "checkpoint"
+    ]
+    assert [(p["how"], p["table"]) for p in record["delta"]["pairs"]] == [
+        ("former-table-id", str(job / "source"))
+    ]
+    assert "CD208" in record["codes"]
