@@ -230,16 +230,11 @@ def matrix_options_from(
     job = job_facts_for(kw, required=not optional_job)
     options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta)
     if job is not None:
-        from checkpoint_doctor.diagnosis.versions import line_of
+        from checkpoint_doctor.diagnosis.changes.options import with_job
 
         # The job says what restarts: its line (unless --spark), its mode (unless --mode), its
         # sources and its stateful operators (--sources/--stateful are then not needed).
-        options = replace(
-            options,
-            lines=options.lines or (line_of(job.spark_version),),
-            modes=options.modes or (job.mode,),
-            base=replace(options.base, sources=len(job.sources), stateful=job.stateful, job=job),
-        )
+        options = with_job(options, job)
     return replace(options, job_note=kw.get("job_note"))
 
 

@@ -40,6 +40,23 @@ EXPECTED = {
     # state/ left for a stateless query (CD308); 4.0+ refuse the restart by the operator metadata
     # their own checkpoints hold (CD313), which a 3.5 checkpoint has not.
     "job-aggregation-removed": {"3.5": ["CD308"], "*": ["CD308", "CD313"]},
+    # Sources: the kind at a place, a file source's path, the continuous rate source's partitions.
+    "job-source-kind-changed": {"*": ["CD220"]},
+    "job-file-unchanged": {},
+    "job-file-source-moved": {"*": ["CD221"]},
+    "job-rate-partitions-changed": {"*": ["CD222"]},
+    "job-rate-rows-changed": {},
+    # Sinks: a file sink's path, the output mode.
+    "job-file-sink-moved": {"*": ["CD420"]},
+    "job-output-mode-update": {},
+    "job-output-mode-complete": {},
+    "job-output-mode-complete-stateless": {"*": ["CD421"]},
+    # Triggers: the job's mode is the restart's; the mode's own codes follow (CD101, CD602, CD008).
+    "job-async-off": {"*": ["CD101", "CD630"]},
+    "job-async-on": {"*": ["CD630"]},
+    "job-async-on-stateful": {"*": ["CD602", "CD630"]},
+    "job-continuous-off": {"*": ["CD008", "CD220", "CD630"]},
+    "job-continuous-on": {"*": ["CD220", "CD630"]},
 }
 
 
