@@ -188,6 +188,7 @@ def _row(record: Mapping[str, Any], rank: int) -> dict[str, Any]:
         "pairing": record.get("pairing"),
         "findings": record_findings(record),
         "next_step": record.get("next_step"),
+        "job": (record.get("job") or {}).get("job"),
         "codes": " ".join(record["codes"]),
         "picture": None if record.get("error") else picture(record),
     }
