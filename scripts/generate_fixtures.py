@@ -1165,6 +1165,8 @@ JOB_CHANGES: dict[str, tuple[str, str, str]] = {
 #: trigger ("job": sparklab keeps what the function set), a copy of the input at another path.
 _JOB_TRIGGER = {"trigger": "job"}
 JOB_RESTARTS: dict[str, dict[str, Any]] = {
+    # The README's pre-migration example: 3.5.9's checkpoint restarted by the changed job on 4.3.0 too.
+    "job-aggregate-changed": {"also": [{"spark": "4.3.0", "lines": ["3.5.9"]}]},
     "job-file-source-moved": {"input_copy": "-moved"},
     "job-rate-partitions-changed": _JOB_TRIGGER,
     "job-rate-rows-changed": _JOB_TRIGGER,
@@ -1181,7 +1183,10 @@ SCENARIOS += [
         "description": f"Healthy {base} checkpoint restarted by {JOBS_FILE}:{function}: {what}.",
         "damage": [],
         "restart_query": f"job:{JOBS_FILE}:{function}",
-        "restarts": [{"spark": "own", **JOB_RESTARTS.get(name, {})}],
+        "restarts": [
+            {"spark": "own", **{k: v for k, v in JOB_RESTARTS.get(name, {}).items() if k != "also"}},
+            *JOB_RESTARTS.get(name, {}).get("also", []),
+        ],
     }
     for name, (base, function, what) in JOB_CHANGES.items()
 ]

@@ -184,15 +184,15 @@ def check_job_writer_and_sources(ctx: Context, prediction: RestartPrediction) ->
         where = ", ".join(move.logged_dirs)
         if move.glob:
             text = (
-                f"Source {move.index} of the job reads the glob {move.job_path}, but the {move.logged_files} "
-                f"file(s) its log lists are under {where}: with a glob Spark sets no basePath, so the restart "
+                f"Source {move.index} of the job reads the glob {move.job_path}, but the "
+                f"files its log lists are under {where}: with a glob Spark sets no basePath, so the restart "
                 "starts and takes every matched file the log does not list as new (a copy of a file already "
                 "read is read again)."
             )
         else:
             text = (
-                f"Source {move.index} of the job reads {move.job_path}, but the {move.logged_files} file(s) its "
-                f"log lists are under {where}: the restart re-reads the newest batch's logged files with "
+                f"Source {move.index} of the job reads {move.job_path}, but the files its log lists are under "
+                f"{where}: the restart re-reads the newest batch's logged files with "
                 f"basePath {move.job_path}, and Spark refuses a file outside it (Wrong basePath)."
             )
         yield Finding(

@@ -147,13 +147,14 @@ class FileSourceMove:
 
     index: int
     job_path: str
+    #: The directories of the logged files read (the first few).
     logged_dirs: tuple[str, ...]
-    logged_files: int
     glob: bool
 
 
 def _logged_files(ctx: Context, index: int, first: int, last: int) -> list[str]:
-    """The files the log lists for batches ``first..last`` (compaction files included)."""
+    """The files the log lists for batches ``first..last`` (compaction files included), among the
+    log files the snapshot read (the newest batch's, and what a restart reads, are)."""
     log = source_logs(ctx.snapshot).get(index)
     if log is None:
         return []
@@ -192,7 +193,7 @@ def file_source_moves(ctx: Context, job: JobFacts) -> tuple[FileSourceMove, ...]
         if inside:
             continue
         dirs = tuple(dict.fromkeys(_parent(f) for f in qualified))
-        out.append(FileSourceMove(index, path, dirs[:3], len(files), glob))
+        out.append(FileSourceMove(index, path, dirs[:3], glob))
     return tuple(out)
 
 
@@ -302,7 +303,7 @@ def kafka_topics_changes(ctx: Context, job: JobFacts) -> tuple[KafkaTopicsChange
             continue
         options = {k.lower(): v for k, v in source.options}
         gone = []
-        for topic, partition, _ in src.decoded.partitions:
+        for topic, partition in _in_line_order(src):
             if _covers(options, topic, partition) is False:
                 gone.append((topic, partition))
         if gone:
@@ -314,3 +315,15 @@ def kafka_topics_changes(ctx: Context, job: JobFacts) -> tuple[KafkaTopicsChange
             # In the offsets line's order: the connector's Set of up to 4 keeps it (a Scala Set1..Set4).
             out.append(KafkaTopicsChange(src.index, tuple(gone), f"{shown}={options[kind]}", fail))
     return tuple(out)
+
+
+def _in_line_order(src: SourceOffset) -> list[tuple[str, int]]:
+    """The offsets line's (topic, partition) pairs in the order the line writes them (3.5.9 wrote
+    ``{"events":{"2":15,"1":15,"0":15}}``, 4.x ``{"events":{"0":15,...}}``): the connector's message
+    names them in that order."""
+    assert isinstance(src.decoded, KafkaOffset)
+    try:
+        data = json.loads(src.raw or "")
+        return [(str(t), int(p)) for t, parts in data.items() for p in parts]
+    except (ValueError, AttributeError, TypeError):
+        return [(t, p) for t, p, _ in src.decoded.partitions]

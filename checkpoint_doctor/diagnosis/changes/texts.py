@@ -159,7 +159,11 @@ class ChangeTexts(SparkLine):
     def wrong_base_path(self, base_path: str, logged_file: str) -> SparkError:
         """``PartitioningAwareFileIndex``: a file the log lists for the re-read batch is not under the
         file source's new path (its ``basePath``)."""
-        text = f"Wrong basePath {base_path} for the root path: {logged_file}"
+        # The root path is the logged URI as a Hadoop Path prints it (file:///x -> file:/x).
+        root = (
+            "file:/" + logged_file[len("file:///") :] if logged_file.startswith("file:///") else logged_file
+        )
+        text = f"Wrong basePath {base_path} for the root path: {root}"
         return SparkError(text, "Wrong basePath", "init", headline=text)
 
     def rate_partitions_changed(self, in_checkpoint: int, in_job: int | None) -> SparkError:

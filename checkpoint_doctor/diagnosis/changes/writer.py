@@ -79,11 +79,13 @@ class SinkMove:
         missing, nxt = self.first_compaction, self.next_compaction
         if missing is not None and nxt is not None:
             name = f"{SINK_LOG}/{missing}.compact"
+            full = f"{self.job_path.rstrip('/')}/{name}"
+            interval = self.compact_interval
             out += (
                 f". The new log has no {name}: reading {self.job_path} fails "
-                f"(\"{name} doesn't exist (latestId: {self.first_batch}, compactInterval: "
-                f'{self.compact_interval})"), and so does the sink when it compacts batch {nxt} '
-                f'("{name} doesn\'t exist when compacting batch {nxt} (compactInterval: {self.compact_interval})")'
+                f'("{full} doesn\'t exist (latestId: {self.first_batch}, compactInterval: {interval})", '
+                f"CompactibleFileStreamLog.allFiles), and so does the sink when it compacts batch {nxt} "
+                f'("{full} doesn\'t exist when compacting batch {nxt} (compactInterval: {interval})")'
             )
         return out + "."
 
