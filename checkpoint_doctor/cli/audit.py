@@ -428,7 +428,7 @@ class AuditRun:
                 if kafka_text:
                     emit(kafka_text)
                 if self.job_facts is not None:
-                    emit(jobs_text(self.job_facts, result.records))
+                    emit("\n" + jobs_text(self.job_facts, result.records))
         for problem in problems:
             echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:

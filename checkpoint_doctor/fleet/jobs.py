@@ -141,11 +141,17 @@ def jobs_text(jobs: AuditJobs, records: Sequence[Mapping[str, Any]]) -> str:
         part = record.get("job")
         if isinstance(part, Mapping):
             judged[str(part["job"])] = judged.get(str(part["job"]), 0) + 1
-    lines = ["Jobs (--job, analysed by Spark, not started):"]
+    first = next(iter(jobs.facts.values()), None)
+    head = "Jobs (--job)"
+    if first is not None:
+        # One child process described them all: its time is every job's.
+        head += (
+            f": analysed by Spark {first.spark_version} in one process, {first.elapsed_s:g} s (not started)"
+        )
+    lines = [head]
     for assignment in jobs.assignments:
         facts = jobs.facts[assignment.spec]
         lines.append(
-            f"  {assignment.text}: Spark {facts.spark_version}, {facts.elapsed_s:g} s, mode {facts.mode}, "
-            f"{judged.get(assignment.spec, 0)} checkpoint(s) judged"
+            f"  {assignment.text}: mode {facts.mode}, {judged.get(assignment.spec, 0)} checkpoint(s) judged"
         )
     return "\n".join(lines)

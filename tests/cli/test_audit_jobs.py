@@ -127,7 +127,8 @@ def test_audit_text_and_page_name_the_jobs_and_a_glob_that_matched_nothing(
     )
     text = " ".join(out.split())
     assert code == 4, out + err
-    assert f"orders/key/*={JOBS}:window_agg_key_added: Spark 4.3.0" in text
+    assert "Jobs (--job): analysed by Spark 4.3.0 in one process" in text
+    assert f"orders/key/*={JOBS}:window_agg_key_added: mode micro-batch, 1 checkpoint(s) judged" in text
     assert "1 checkpoint(s) judged" in text
     assert "matched no checkpoint" in text
     html = page.read_text()
