@@ -268,6 +268,16 @@ BASES: dict[str, dict[str, Any]] = {
         "versions": ["4.0.5", "4.1.4", "4.2.1", "4.3.0"],
         "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
     },
+    "two_kinds": {
+        "description": "rate-micro-batch (source 0) unioned with the micro-batch rate source (source 1) -> "
+        "noop, 4 Trigger.Once runs: each offsets file holds a rate-micro-batch offset, then a LongOffset.",
+        "query": _q("two_kinds", sources=2),
+        "trigger": "once",
+        "runs": 4,
+        "confs": {},
+        "options": {},
+        "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
     "offsets_v2": {
         "description": "stateless query whose source is named (DataStreamReader.name('src_a')) with "
         "queryEvolution.enableSourceEvolution=true: offsets files are v2, 4 Trigger.Once runs.",
@@ -1160,6 +1170,9 @@ JOB_CHANGES: dict[str, tuple[str, str, str]] = {
         "a continuous query run with a micro-batch trigger",
     ),
     "job-continuous-on": ("rate_source", "rate_continuous", "a micro-batch rate query run continuously"),
+    # The order of sources: the same two sources unioned the other way round.
+    "job-two-kinds-unchanged": ("two_kinds", "two_kinds", "the same query as a job module (no change)"),
+    "job-sources-reordered": ("two_kinds", "two_kinds_swapped", "the two sources in the other order"),
 }
 #: How a change restarts, where not as its base did: the mode the job's trigger makes, the job's own
 #: trigger ("job": sparklab keeps what the function set), a copy of the input at another path.
@@ -1319,6 +1332,7 @@ EXPECT: dict[str, dict[str, Any]] = {
     # Without --job each is its healthy base (tests/diagnosis/test_job_changes.py judges the job).
     **{name: {"codes": []} for name in JOB_CHANGES},
     "job-async-off": {"codes": ["CD102"]},  # the async base's
+    "two_kinds": {"codes": []},
     "continuous-commit-without-offsets": {"codes": ["CD701"]},
     "continuous-uncommitted-epoch": {"codes": ["CD702"]},
     "continuous-as-micro-batch": {

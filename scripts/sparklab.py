@@ -338,6 +338,15 @@ def q_continuous(spark, job):
     return df.select("value", "timestamp").writeStream.format(args.get("sink", "noop"))
 
 
+@query("two_kinds")
+def q_two_kinds(spark, job):
+    """Two kinds of source unioned: rate-micro-batch (source 0) and the micro-batch rate source
+    (source 1, its start time in sources/1/0): the order of sources is visible in the offsets."""
+    first = rate_micro_batch(spark, job).select("value", "timestamp")
+    second = spark.readStream.format("rate").option("rowsPerSecond", "5").option("numPartitions", "1").load()
+    return _noop(first.union(second.select("value", "timestamp")))
+
+
 @query("async")
 def q_async(spark, job):
     return q_stateless(spark, job)

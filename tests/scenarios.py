@@ -13,7 +13,7 @@ from checkpoint_doctor.reading.pipeline import load_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
-TWO_SOURCE_QUERIES = {"stateless_two_sources": 2, "stream_join": 2}
+TWO_SOURCE_QUERIES = {"stateless_two_sources": 2, "stream_join": 2, "two_kinds": 2}
 #: A restart by a job module of fixtures/jobs/ (scripts/sparklab.py): ``job:PATH:FUNCTION``.
 JOB_PREFIX = "job:"
 

@@ -57,6 +57,9 @@ EXPECTED = {
     "job-async-on-stateful": {"*": ["CD602", "CD630"]},
     "job-continuous-off": {"*": ["CD008", "CD220", "CD630"]},
     "job-continuous-on": {"*": ["CD220", "CD630"]},
+    # The order of sources: each place holds the other kind's offset.
+    "job-two-kinds-unchanged": {},
+    "job-sources-reordered": {"*": ["CD220"]},
 }
 
 

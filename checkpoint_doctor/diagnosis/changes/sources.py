@@ -113,9 +113,18 @@ def kind_changes(ctx: Context, job: JobFacts) -> tuple[KindChange, ...]:
     return tuple(out)
 
 
+#: The readers that parse their start offset while the next batch is planned
+#: (``MicroBatchExecution.constructNextBatch`` asks a ``SupportsAdmissionControl`` stream for its
+#: ``latestOffset(start, limit)``); the others (the rate source, the V1 file source) parse it when the
+#: batch runs (``runBatch``), after every planning [exp: job-sources-reordered: the rate-micro-batch
+#: source at place 1 fails on the rate source's offset before the rate source at place 0 runs].
+PARSED_WHILE_PLANNING = frozenset({"rate-micro-batch", "kafka"})
+
+
 def kind_error(ctx: Context, job: JobFacts) -> SparkError | None:
-    """The first changed source's reader failing on the old offset, in the line's words, or None."""
-    changes = kind_changes(ctx, job)
+    """The changed source Spark fails on first (the readers parsed while planning, in source order,
+    then the others), in the line's words, or None."""
+    changes = sorted(kind_changes(ctx, job), key=lambda c: (c.in_job not in PARSED_WHILE_PLANNING, c.index))
     if not changes:
         return None
     first = changes[0]

@@ -142,6 +142,12 @@ class ChangeTexts(SparkLine):
             # RateStreamMicroBatchStream.deserializeOffset: LongOffset(json.toLong).
             text = f'For input string: "{raw}"'
             return SparkError(text, text, "batch", headline=f"NumberFormatException: {text}")
+        if in_job == "rate-micro-batch" and raw.strip().lstrip("-").isdigit():
+            # RatePerMicroBatchStream.deserializeOffset: json4s extracts {offset, timestamp}.
+            found = "No usable value for offset\nDid not find value which can be converted into long"
+            return SparkError(
+                found, "No usable value for offset", "batch", headline=found.replace("\n", ": ")
+            )
         if in_job == "continuous-rate" and raw.strip().lstrip("-").isdigit():
             # RateStreamContinuousStream.deserializeOffset: json4s reads a partition map.
             found = f"Expected object but got JInt({raw.strip()})"
