@@ -1181,6 +1181,7 @@ JOB_RESTARTS: dict[str, dict[str, Any]] = {
     # The README's pre-migration example: 3.5.9's checkpoint restarted by the changed job on 4.3.0 too.
     "job-aggregate-changed": {"also": [{"spark": "4.3.0", "lines": ["3.5.9"]}]},
     "job-file-source-moved": {"input_copy": "-moved"},
+    "job-file-sink-moved": {"read_sink_suffix": "-moved"},
     "job-rate-partitions-changed": _JOB_TRIGGER,
     "job-rate-rows-changed": _JOB_TRIGGER,
     "job-async-off": {"mode": "micro-batch", **_JOB_TRIGGER},
@@ -1626,6 +1627,11 @@ def _restart_targets(target: str, own: str) -> list[str]:
     return [target]
 
 
+#: Restart settings a declaration may add (restart_job): the job's own trigger, a copy of the input
+#: at another path, the (moved) output read after the restart.
+RESTART_SETTINGS = ("trigger", "input_copy", "read_sink_suffix")
+
+
 def _restart_specs(declared: list[dict] | None, own: str, mode: str, query: str, confs: dict) -> list[dict]:
     """Expand restart declarations into concrete {spark, mode, query, confs} entries."""
     out = []
@@ -1643,8 +1649,9 @@ def _restart_specs(declared: list[dict] | None, own: str, mode: str, query: str,
                 "fingerprint": None,
                 "result": None,
             }
-            # A job's own trigger ("job"), a copy of the input beside it (restart_job): only when declared.
-            spec.update({k: decl[k] for k in ("trigger", "input_copy") if k in decl})
+            # A job's own trigger ("job"), a copy of the input beside it, the output read afterwards
+            # (restart_job): only when declared.
+            spec.update({k: decl[k] for k in RESTART_SETTINGS if k in decl})
             out.append(spec)
     return out
 
@@ -2052,7 +2059,9 @@ def _merge_restarts(new: list[dict], old: list[dict] | None, fp: str) -> list[di
         for prev in old:
             pkey = (prev["spark"], prev["mode"], prev["query"], json.dumps(prev["confs"], sort_keys=True))
             if pkey == key and prev.get("fingerprint") == fp and prev.get("result") is not None:
-                entry = prev
+                # The declaration's restart settings win (a result recorded without one is re-run
+                # with --force).
+                entry = {**prev, **{k: entry[k] for k in RESTART_SETTINGS if k in entry}}
                 break
         out.append(entry)
     return out
@@ -2212,6 +2221,9 @@ def restart_job(
     }
     if mode in DEFAULT_TRIGGER_INTERVAL:
         job["trigger_interval"] = DEFAULT_TRIGGER_INTERVAL[mode]
+    if sink and entry.get("read_sink_suffix"):
+        # What a consumer of the job's (moved) output meets after the restart.
+        job["read_after"] = str(sink) + entry["read_sink_suffix"]
     return job
 
 

@@ -15,6 +15,7 @@ JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
      "trigger_interval": "0 seconds",            # optional, processing/continuous/real-time only
      "batches": 1, "timeout_s": 60, "confs": {"k": "v"}, "options": {"k": "v"},
      "stop_when_aligned": false,                 # optional, see _aligned_on_disk
+     "read_after": "/abs/path",                  # optional: read this file sink output afterwards
      "kafka_bootstrap": "127.0.0.1:PORT",        # kafka_* queries only
      "before_argv": ["python", "..."]}           # optional: run before the query starts
 
@@ -615,7 +616,18 @@ def run_job(spark: SparkSession, job: dict) -> dict:
     result = _run_query_job(spark, job)
     if job.get("describe_tables"):
         result["tables"] = _describe_all(spark, job)
+    if job.get("read_after"):
+        result["read_after"] = read_output(spark, job)
     return result
+
+
+def read_output(spark: SparkSession, job: dict) -> dict:
+    """Read a file sink's output the way a consumer does after the job (``spark.read`` of the
+    directory, which lists it through its ``_spark_metadata``): ``{"rows"}`` or ``{"error"}``."""
+    try:
+        return {"rows": spark.read.format("json").load(job["read_after"]).count()}
+    except Exception as exc:  # noqa: BLE001 - a failed read is the result
+        return {"error": describe_error(exc, "read", {**job, "sink": job["read_after"]})}
 
 
 def _describe_all(spark: SparkSession, job: dict) -> dict:

@@ -290,3 +290,17 @@ def test_a_glob_file_source_path_is_matched_not_taken_as_a_base_path(tmp_path):
     assert not moved[0].glob and error is not None and error.search == "Wrong basePath"
     moved, error = check(inp + "-moved/*.json")
     assert moved[0].glob and error is None  # no basePath: the copies would be read again
+
+
+SINK_MOVED = [(s, r) for s, r in JOB_CASES if s.name == "job-file-sink-moved"]
+
+
+@pytest.mark.parametrize(("scenario", "restart"), SINK_MOVED, ids=[s.id for s, _ in SINK_MOVED])
+def test_the_moved_sinks_output_fails_its_readers_as_the_finding_says(scenario, restart, tmp_path):
+    # The oracle read the new path after the restart (sparklab read_after), as a consumer would.
+    result = diagnose(scenario.read(tmp_path), options_for_restart(scenario, restart))
+    (finding,) = [f for f in result.findings if f.code == "CD420"]
+    spark = restart["result"]["read_after"]["error"]["message"]
+    said = "_spark_metadata/9.compact doesn't exist (latestId: 12, compactInterval: 10)"
+    assert said in finding.message
+    assert f"<sink>/{said}" in spark, spark[:300]

@@ -4,8 +4,9 @@
   A job that writes to another path starts a new log there at the next batch, without an error
   [exp: job-file-sink-moved]: the old path keeps the batches written so far, and the new log lacks
   the compaction before its first batch, which ``CompactibleFileStreamLog`` needs to list the files
-  (readers of the new path: "... doesn't exist (latestId: N, compactInterval: I)") and to write the
-  next compaction ("... doesn't exist when compacting batch C").
+  (readers of the new path: "... doesn't exist (latestId: N, compactInterval: I)", read back after
+  each recorded restart: ``read_after``) and to write the next compaction ("... doesn't exist when
+  compacting batch C", from ``CompactibleFileStreamLog.compact``; not restarted that far).
 * The output mode is not in the checkpoint either: ``start()`` checks it against the plan
   (``UnsupportedOperationChecker``) before the checkpoint is read, so the probe asks the same check
   [exp: job-output-mode-complete-stateless]; an aggregation keeps its state schema in every mode
