@@ -1147,6 +1147,16 @@ JOB_CHANGES: dict[str, tuple[str, str, str]] = {
     "job-file-source-moved": ("file_to_file", "file_source_moved", "the file source reads a copy elsewhere"),
     "job-rate-partitions-changed": ("continuous", "continuous_partitions", "rate numPartitions 1 -> 2"),
     "job-rate-rows-changed": ("continuous", "continuous_rows", "rate rowsPerSecond 5 -> 10 (allowed)"),
+    "job-rate-micro-batch-rows-changed": (
+        "stateless",
+        "stateless_rows",
+        "rate-micro-batch rowsPerBatch 5 -> 10",
+    ),
+    "job-rate-source-partitions-changed": (
+        "rate_source",
+        "rate_partitions",
+        "micro-batch rate numPartitions 1 -> 2",
+    ),
     # Sinks: a file sink's path, the output mode.
     "job-file-sink-moved": ("file_to_file", "file_sink_moved", "the file sink writes to another path"),
     "job-output-mode-update": ("window_agg", "window_agg_update", "output mode append -> update"),

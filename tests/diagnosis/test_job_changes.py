@@ -46,6 +46,8 @@ EXPECTED = {
     "job-file-source-moved": {"*": ["CD221"]},
     "job-rate-partitions-changed": {"*": ["CD222"]},
     "job-rate-rows-changed": {},
+    "job-rate-micro-batch-rows-changed": {},
+    "job-rate-source-partitions-changed": {},
     # Sinks: a file sink's path, the output mode.
     "job-file-sink-moved": {"*": ["CD420"]},
     "job-output-mode-update": {},

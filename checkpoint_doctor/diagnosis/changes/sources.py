@@ -15,7 +15,10 @@ that wrote the checkpoint. What a changed source meets is the offset and the log
   reads every file it matches that the log does not list (a copy of old files is read again);
 * the continuous ``rate`` source keeps one offset per partition and refuses another
   ``numPartitions`` when it plans the first epoch (``RateStreamContinuousStream``)
-  [exp: job-rate-partitions-changed]; a rate limit (``rowsPerSecond``) may change;
+  [exp: job-rate-partitions-changed]; a rate limit (``rowsPerSecond``) may change, and so may the
+  micro-batch rate source's ``numPartitions`` and rate-micro-batch's ``rowsPerBatch``, which their
+  offsets do not record [exp: job-rate-rows-changed, job-rate-source-partitions-changed,
+  job-rate-micro-batch-rows-changed];
 * a Kafka source plans its next batch from the old offsets to the latest offsets of what it now
   subscribes to: a partition of the old offsets its subscription leaves out is one that is "gone"
   (``KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets``), which ``failOnDataLoss`` (true by
