@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
 from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
@@ -104,6 +105,7 @@ def _verdict(
     stateful: bool | None,
     live_window_s: float,
     now_ms: int | None,
+    job: JobFacts | None = None,
 ) -> tuple[CheckpointSnapshot, MatrixOptions]:
     """Return the snapshot and matrix options of a verdict: a URL is loaded as the CLI loads it
     (the file sink next to it whose log proves it is the query's, the tool's own writes); a
@@ -129,6 +131,10 @@ def _verdict(
         sink_note=note,
         own_writes=writes,
     )
+    if job is not None:
+        from checkpoint_doctor.diagnosis.changes.options import with_job
+
+        options = with_job(options, job)
     return snapshot, options
 
 
@@ -142,10 +148,13 @@ def diagnose(
     sink_path: str | None = None,
     live_window_s: float = LIVE_WINDOW_S,
     now_ms: int | None = None,
+    job: JobFacts | None = None,
 ) -> MatrixDiagnosis:
     """Return the restart matrix of a checkpoint (a URL, or a snapshot from :func:`load`):
     ``checkpoint-doctor diagnose``. ``spark`` (lines or versions: ``"4.3"``, ``"4.3.0"``) and
-    ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's."""
+    ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's.
+    ``job``: the changed query as a Spark line described it (``--job``; the facts come from
+    ``checkpoint_doctor.execution.job_facts.describe_jobs``, which starts that line's python)."""
     snapshot, options = _verdict(
         target,
         storage_options=storage_options,
@@ -155,6 +164,7 @@ def diagnose(
         stateful=stateful,
         live_window_s=live_window_s,
         now_ms=now_ms,
+        job=job,
     )
     return diagnose_matrix(snapshot, options)
 
@@ -171,9 +181,10 @@ def plan(
     sink_path: str | None = None,
     live_window_s: float = LIVE_WINDOW_S,
     now_ms: int | None = None,
+    job: JobFacts | None = None,
 ) -> RepairPlan:
     """Return the repair plan for the restarts that fail (``checkpoint-doctor plan``; read-only).
-    ``plan.to_json()`` is the file ``apply`` takes."""
+    ``plan.to_json()`` is the file ``apply`` takes; ``job`` as :func:`diagnose` takes it."""
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
 
@@ -186,6 +197,7 @@ def plan(
         stateful=stateful,
         live_window_s=live_window_s,
         now_ms=now_ms,
+        job=job,
     )
     matrix = diagnose_matrix(snapshot, options)
     return plan_for_matrix(
@@ -207,10 +219,13 @@ def audit(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     now_ms: int | None = None,
+    job: Sequence[tuple[str, JobFacts]] = (),
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots (``checkpoint-doctor audit``):
     ``.records`` (one dict per directory, ``audit-record.json``), ``.summary``, ``.notes``,
-    ``.exit_code``."""
+    ``.exit_code``. ``job``: ``(glob, facts)`` pairs, ``audit --job GLOB=MODULE:FUNCTION``'s (the
+    first glob that matches a checkpoint judges it with its job's facts)."""
+    from checkpoint_doctor.fleet.jobs import audit_jobs
     from checkpoint_doctor.fleet.run import audit as run_audit
 
     names = [roots] if isinstance(roots, str) else list(roots)
@@ -221,4 +236,5 @@ def audit(
         jobs=jobs,
         include=include,
         exclude=exclude,
+        job_facts=audit_jobs(job) if job else None,
     )

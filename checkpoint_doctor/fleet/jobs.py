@@ -96,6 +96,12 @@ class AuditJobs:
         return [a for a in self.assignments if a not in used]
 
 
+def audit_jobs(pairs: Sequence[tuple[str, JobFacts]]) -> AuditJobs:
+    """Return the audit's jobs of ``(glob, facts)`` pairs (the Python API's form of ``--job``)."""
+    assignments = tuple(JobAssignment(glob, facts.job) for glob, facts in pairs)
+    return AuditJobs(assignments, {facts.job: facts for _, facts in pairs})
+
+
 def job_part(assignment: JobAssignment, facts: JobFacts) -> dict[str, Any]:
     """Return what a record says of the job that judged it."""
     return {

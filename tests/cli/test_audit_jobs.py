@@ -167,3 +167,34 @@ def test_a_bad_audit_job_is_a_usage_error(args, message, fleet, capsys):
     assert code == 2, out + err
     assert message in err
     assert "Traceback" not in err
+
+
+def test_the_python_api_takes_the_jobs_and_gives_the_command_lines_answer(
+    fleet, tmp_path, capsys, monkeypatch
+):
+    import checkpoint_doctor as cd
+    from tests.scenarios import job_facts_for
+
+    monkeypatch.chdir(REPO)
+    now = 1_900_000_000_000
+    monkeypatch.setattr("checkpoint_doctor.cli.app.now_ms", lambda: now)
+    monkeypatch.setattr("checkpoint_doctor.cli.options.now_ms", lambda: now)
+    python, _ = _fake_python(tmp_path, _specs())
+    _, out, _ = run_cli(capsys, "audit", str(fleet), *_job_args(), "--job-python", python, "--format", "json")
+    by_cli = {r["path"]: r for r in json.loads(out)["result"]["records"]}
+    pairs = [(a.split("=", 1)[0], job_facts_for(a.split("=", 1)[1], "4.3.0")) for a in _job_args()[1::2]]
+    result = cd.audit(str(fleet), job=pairs, now_ms=now)
+    by_api = {r["path"]: r for r in result.records}
+    assert set(by_api) == set(by_cli)
+    for path, record in by_api.items():
+        cli = by_cli[path]
+        assert record["codes"] == cli["codes"] and record["restart"] == cli["restart"], path
+        assert (record.get("job") or {}).get("job") == (cli.get("job") or {}).get("job")
+    # diagnose: the same document as diagnose --job
+    spec = f"{JOBS}:window_agg_key_added"
+    cp = str(fleet / "orders/key/checkpoint")
+    one, _ = _fake_python(tmp_path / "one", [spec])
+    _, out, _ = run_cli(capsys, "diagnose", cp, "--job", spec, "--job-python", one, "--format", "json")
+    api = cd.diagnose(cp, job=job_facts_for(spec, "4.3.0"), now_ms=now).to_dict()
+    cli_doc = json.loads(out)["result"]
+    assert api["restart"] == cli_doc["restart"] and api["findings"] == cli_doc["findings"]
