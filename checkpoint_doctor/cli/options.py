@@ -196,14 +196,22 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: dict[str, Any]) -> Kaf
     return read_positions(bootstrap, offsets, settings)
 
 
-def delta_tables_for(snapshot: Any, kw: dict[str, Any], storage_option: Sequence[str]) -> Any:
-    """Return the Delta tables named with ``--delta-table``, read from their logs (None without any).
+def delta_tables_for(
+    snapshot: Any, kw: dict[str, Any], storage_option: Sequence[str], *, optional_job: bool = False
+) -> Any:
+    """Return the Delta tables named with ``--delta-table``, and those the ``--job``'s Delta sources
+    read (the job is asked first: :func:`job_facts_for`), read from their logs (None without any).
 
     Raises:
         UsageError: a path is not a Delta table.
         MissingDependencyError: a table's state is in a checkpoint only and deltalake is missing.
     """
-    paths = kw.get("delta_table") or ()
+    from checkpoint_doctor.diagnosis.changes.sources import delta_source_paths
+
+    job = job_facts_for(kw, required=not optional_job) if kw.get("job") else None
+    # The table a changed job reads is compared with the checkpoint's as --delta-table's is: another
+    # table there (another id) is what a replaced table is to Spark.
+    paths = (*(kw.get("delta_table") or ()), *(delta_source_paths(job) if job is not None else ()))
     if not paths:
         return None
     from checkpoint_doctor.reading.delta import read_table

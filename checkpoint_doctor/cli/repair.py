@@ -157,7 +157,7 @@ def plan_command(
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
     kafka = kafka_positions_for(snapshot, kw)
-    delta = delta_tables_for(loaded.snapshot, kw, storage_option)
+    delta = delta_tables_for(loaded.snapshot, kw, storage_option, optional_job=True)
     mopts = matrix_options_from(kw, loaded.sink_note, loaded.own_writes, kafka, delta, optional_job=True)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(

@@ -339,3 +339,21 @@ def _in_line_order(src: SourceOffset) -> list[tuple[str, int]]:
         return [(str(t), int(p)) for t, parts in data.items() for p in parts]
     except (ValueError, AttributeError, TypeError):
         return [(t, p) for t, p, _ in src.decoded.partitions]
+
+
+# --------------------------------------------------------------------------------- Delta source
+
+
+def delta_source_paths(job: JobFacts) -> tuple[str, ...]:
+    """Return the table paths the job's Delta sources read (a table read by name has none here).
+
+    A Delta source checks the table id its offsets hold (``reservoirId``) against the table it reads
+    now (``DeltaSource``): another table at the job's path fails as a replaced one does,
+    ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE`` [exp: delta-source-stateless-replaced], and a
+    copy of the same table (same id) is read on. The caller reads these tables as ``--delta-table``."""
+    out = []
+    for source in job.sources:
+        path = dict(source.options).get("path")
+        if source.name.lower() == "delta" and path:
+            out.append(path)
+    return tuple(dict.fromkeys(out))
