@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
 from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
@@ -105,20 +106,29 @@ def _verdict(
     live_window_s: float,
     now_ms: int | None,
     delta_tables: Sequence[str] = (),
+    job: JobFacts | None = None,
 ) -> tuple[CheckpointSnapshot, MatrixOptions]:
     """Return the snapshot and matrix options of a verdict: a URL is loaded as the CLI loads it
     (the file sink next to it whose log proves it is the query's, the tool's own writes, the Delta
     tables beside it and those named, paired with it); a snapshot from :func:`load` is taken as it
     is (with the Delta tables named only)."""
-    from checkpoint_doctor.loading import VerdictInput, load_for_verdict
-    from checkpoint_doctor.loading_delta import pair_beside
-    from checkpoint_doctor.reading.delta_discovery import NearbyTables, read_named
+    from checkpoint_doctor.loading import VerdictInput, load_for_verdict, pair_delta
+    from checkpoint_doctor.reading.delta_discovery import NearbyTables
 
+    job_delta: dict[int, str] = {}
+    if job is not None:
+        from checkpoint_doctor.diagnosis.changes.sources import delta_source_paths_by_index
+
+        # The table each of a changed job's Delta sources reads is that source's, as diagnose --job pairs it.
+        job_delta = {n: normalize_url(p) for n, p in delta_source_paths_by_index(job).items()}
     tables = [normalize_url(t) for t in delta_tables]
     if isinstance(target, CheckpointSnapshot):
         # A snapshot says nothing of where it was read: only the tables named are looked at.
-        named = read_named(tables, storage_options, target.query_id) if tables else None
-        pairing = pair_beside(target, NearbyTables(), named, storage_options) if named else None
+        pairing, named = (
+            pair_delta(target, NearbyTables(), storage_options, tables, job_delta)
+            if tables or job_delta
+            else (None, None)
+        )
         loaded = VerdictInput(target, None, frozenset(), pairing, named)
     else:
         loaded = load_for_verdict(
@@ -127,6 +137,7 @@ def _verdict(
             lambda: load(target, storage_options=storage_options, sink_path=sink_path),
             sink_path=normalize_url(sink_path) if sink_path else None,
             delta_tables=tables,
+            job_delta=job_delta,
         )
     options = matrix_options(
         now_ms=_now(now_ms),
@@ -139,6 +150,10 @@ def _verdict(
         delta=loaded.delta_named,
         delta_pairing=loaded.delta,
     )
+    if job is not None:
+        from checkpoint_doctor.diagnosis.changes.options import with_job
+
+        options = with_job(options, job)
     return loaded.snapshot, options
 
 
@@ -153,12 +168,16 @@ def diagnose(
     live_window_s: float = LIVE_WINDOW_S,
     now_ms: int | None = None,
     delta_tables: Sequence[str] = (),
+    job: JobFacts | None = None,
 ) -> MatrixDiagnosis:
     """Return the restart matrix of a checkpoint (a URL, or a snapshot from :func:`load`):
     ``checkpoint-doctor diagnose``. ``spark`` (lines or versions: ``"4.3"``, ``"4.3.0"``) and
     ``mode`` (``micro-batch``, ``async``, ``continuous``) narrow it; ``.exit_code`` is the CLI's.
     The Delta tables beside a checkpoint URL are found and paired as the CLI does;
-    ``delta_tables`` names more (``--delta-table``)."""
+    ``delta_tables`` names more (``--delta-table``). ``job``: the changed query as a Spark line
+    described it (``--job``; the facts come from
+    ``checkpoint_doctor.execution.job_facts.describe_jobs``, which starts that line's python); the
+    tables its Delta sources read are paired as named ones, as ``--job`` does."""
     snapshot, options = _verdict(
         target,
         storage_options=storage_options,
@@ -169,6 +188,7 @@ def diagnose(
         live_window_s=live_window_s,
         now_ms=now_ms,
         delta_tables=delta_tables,
+        job=job,
     )
     return diagnose_matrix(snapshot, options)
 
@@ -186,9 +206,10 @@ def plan(
     live_window_s: float = LIVE_WINDOW_S,
     now_ms: int | None = None,
     delta_tables: Sequence[str] = (),
+    job: JobFacts | None = None,
 ) -> RepairPlan:
     """Return the repair plan for the restarts that fail (``checkpoint-doctor plan``; read-only).
-    ``plan.to_json()`` is the file ``apply`` takes."""
+    ``plan.to_json()`` is the file ``apply`` takes; ``job`` as :func:`diagnose` takes it."""
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
 
@@ -202,6 +223,7 @@ def plan(
         live_window_s=live_window_s,
         now_ms=now_ms,
         delta_tables=delta_tables,
+        job=job,
     )
     matrix = diagnose_matrix(snapshot, options)
     return plan_for_matrix(
@@ -223,11 +245,15 @@ def audit(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     now_ms: int | None = None,
+    job: Sequence[tuple[str, JobFacts]] = (),
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots (``checkpoint-doctor audit``):
     ``.records`` (one typed record per directory: :mod:`checkpoint_doctor.fleet.records`, each
     ``.to_json()`` as ``audit-record.json`` has it), ``.summary``, ``.notes``, ``.exit_code``;
-    ``.to_json()`` is what ``audit --format json`` prints as its ``result``."""
+    ``.to_json()`` is what ``audit --format json`` prints as its ``result``. ``job``: ``(glob,
+    facts)`` pairs, ``audit --job GLOB=MODULE:FUNCTION``'s (the first glob that matches a checkpoint
+    judges it with its job's facts)."""
+    from checkpoint_doctor.fleet.jobs import audit_jobs
     from checkpoint_doctor.fleet.run import audit as run_audit
 
     names = [roots] if isinstance(roots, str) else list(roots)
@@ -238,4 +264,5 @@ def audit(
         jobs=jobs,
         include=include,
         exclude=exclude,
+        job_facts=audit_jobs(job) if job else None,
     )

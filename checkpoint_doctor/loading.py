@@ -118,17 +118,24 @@ def find_sink(
     return pair_nearby(snapshot, nearby_sinks(checkpoint_url, storage_options))
 
 
-def _delta(
+def pair_delta(
     snapshot: CheckpointSnapshot,
     nearby: NearbyTables,
     storage_options: Mapping[str, Any] | None,
     delta_tables: Sequence[str],
+    job_delta: Mapping[int, str],
 ) -> tuple[DeltaPairing | None, tuple[DeltaTable, ...] | None]:
+    """Return the pairing of the checkpoint with the tables found ``nearby``, those named and those a
+    ``--job``'s Delta sources read (``job_delta``: source index -> path), and the tables read by name."""
     from checkpoint_doctor.loading_delta import pair_beside
     from checkpoint_doctor.reading.delta_discovery import read_named
 
-    named = read_named(delta_tables, storage_options, snapshot.query_id) if delta_tables else None
-    return pair_beside(snapshot, nearby, named or (), storage_options), named
+    paths = tuple(dict.fromkeys((*delta_tables, *job_delta.values())))
+    named = read_named(paths, storage_options, snapshot.query_id) if paths else None
+    # read_named keeps the order of the paths: the URL each job path was read as.
+    by_path = dict(zip(paths, named or (), strict=False))
+    job_paths = {by_path[p].url: n for n, p in job_delta.items() if p in by_path}
+    return pair_beside(snapshot, nearby, named or (), storage_options, job_paths), named
 
 
 def load_for_verdict(
@@ -138,11 +145,13 @@ def load_for_verdict(
     *,
     sink_path: str | None = None,
     delta_tables: Sequence[str] = (),
+    job_delta: Mapping[int, str] | None = None,
 ) -> VerdictInput:
     """Load a checkpoint for a verdict with ``load`` (the caller's read, with its own error hints):
     its snapshot (with the file sink found next to it unless ``sink_path`` names one), what was
     found of that sink, checkpoint-doctor's own writes, and the Delta tables beside it and named
-    (``delta_tables``), paired with it (:mod:`checkpoint_doctor.loading_delta`).
+    (``delta_tables``), paired with it (:mod:`checkpoint_doctor.loading_delta`); ``job_delta``: the
+    table path each Delta source of a ``--job`` reads (source index -> path), paired with that source.
 
     On an object store the lookups beside the checkpoint (its sink's log, the tool directory's
     applies, the Delta tables' logs and checksums) run while the checkpoint loads: each is a round
@@ -159,8 +168,12 @@ def load_for_verdict(
     if split_protocol(checkpoint_url)[0] == "file":
         snapshot = load()
         snapshot, note = find_sink(snapshot, checkpoint_url, storage_options, sink_path)
-        delta, named = _delta(
-            snapshot, nearby_tables(checkpoint_url, storage_options), storage_options, delta_tables
+        delta, named = pair_delta(
+            snapshot,
+            nearby_tables(checkpoint_url, storage_options),
+            storage_options,
+            delta_tables,
+            job_delta or {},
         )
         return VerdictInput(snapshot, note, own_writes_for(snapshot.root, storage_options), delta, named)
     from concurrent.futures import ThreadPoolExecutor
@@ -174,5 +187,5 @@ def load_for_verdict(
             snapshot, note = pair_nearby(snapshot, sinks.result())
         else:
             note = sink_path_note(snapshot, sink_path or "")
-        delta, named = _delta(snapshot, tables.result(), storage_options, delta_tables)
+        delta, named = pair_delta(snapshot, tables.result(), storage_options, delta_tables, job_delta or {})
         return VerdictInput(snapshot, note, writes.result(), delta, named)

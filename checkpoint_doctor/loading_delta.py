@@ -76,13 +76,18 @@ def pair_beside(
     nearby: NearbyTables,
     named: Sequence[DeltaTable] = (),
     storage_options: Mapping[str, Any] | None = None,
+    job_paths: Mapping[str, int] | None = None,
 ) -> DeltaPairing | None:
     """Pair the checkpoint with the tables found beside it and those named, and read the source
-    tables on from its version. None: no Delta source, no table looked at, nothing to say."""
+    tables on from its version. None: no Delta source, no table looked at, nothing to say.
+    ``job_paths``: the named tables a ``--job``'s Delta sources read (URL -> source index)."""
     sources = delta_sources(newest_sources(snapshot))
     if not sources and not nearby.tables and not named and not nearby.unread:
         return None
-    by_url: dict[str, Candidate] = {t.url: Candidate(t, named=True) for t in named}
+    jobs = job_paths or {}
+    by_url: dict[str, Candidate] = {
+        t.url: Candidate(t, named=True, job_source=jobs.get(t.url)) for t in named
+    }
     for t in nearby.tables:
         by_url.setdefault(t.url, Candidate(t, beside=True))
     logs = dict(nearby.logs)

@@ -273,14 +273,18 @@ def describe_writer(spark: Any, writer: Any) -> dict[str, Any]:
       its grouping attributes and its aggregate buffer, ``StreamingAggregationStateManagerImplV2``);
     * ``sink``: the writer's own fields (format, output mode, trigger, ``path`` option);
     * ``confs``: the session's ``spark.sql.*`` confs that are set (``SET``), the ones a restart
-      compares with the confs the checkpoint pins (``OffsetSeqMetadata.setSessionConf``).
+      compares with the confs the checkpoint pins (``OffsetSeqMetadata.setSessionConf``);
+    * ``unsupported``: what ``UnsupportedOperationChecker.checkForStreaming`` says of the plan and the
+      output mode (``StreamingQueryManager.createQuery`` runs it in ``start()``, before the
+      checkpoint is read), or None when it accepts them.
     """
     jwrite = writer._jwrite
     fields = _declared_fields(jwrite)
     options = _java_map(spark, fields.get("extraOptions"))
     sources: list[dict[str, Any]] = []
     operators: list[dict[str, Any]] = []
-    _walk_plan(spark, writer._df._jdf.queryExecution().analyzed(), sources, operators)
+    analyzed = writer._df._jdf.queryExecution().analyzed()
+    _walk_plan(spark, analyzed, sources, operators)
     confs = {
         str(r[0]): str(r[1])
         for r in spark.sql("SET").collect()
@@ -291,6 +295,7 @@ def describe_writer(spark: Any, writer: Any) -> dict[str, Any]:
         "sources": sources,
         "operators": operators,
         "confs": confs,
+        "unsupported": _unsupported_operation(spark, analyzed, fields.get("outputMode")),
         "sink": {
             "format": _scala_option_text(fields.get("source")),
             "output_mode": _scala_option_text(fields.get("outputMode")),
@@ -299,6 +304,22 @@ def describe_writer(spark: Any, writer: Any) -> dict[str, Any]:
             "options": options,
         },
     }
+
+
+def _unsupported_operation(spark: Any, analyzed: Any, output_mode: Any) -> str | None:
+    """Spark's refusal of the plan in the output mode (``UnsupportedOperationChecker``), or None.
+
+    ``start()`` checks this only while ``spark.sql.streaming.unsupportedOperationCheck`` is on (the
+    default), and it runs before anything is read, so the answer does not depend on the checkpoint."""
+    enabled = str(spark.conf.get("spark.sql.streaming.unsupportedOperationCheck", "true")).lower()
+    if output_mode is None or enabled != "true":
+        return None
+    checker = spark._jvm.org.apache.spark.sql.catalyst.analysis.UnsupportedOperationChecker
+    try:
+        checker.checkForStreaming(analyzed, output_mode)
+    except Exception as exc:  # noqa: BLE001 - Spark's refusal is the answer, in its words
+        return exception_text(exc).strip() or type(exc).__name__
+    return None
 
 
 def _declared_fields(obj: Any) -> dict[str, Any]:

@@ -30,6 +30,9 @@ Stages:
 5. ``delta``: Delta-source and Delta-sink bases written by real Spark + delta-spark, the damage done
    to the tables or the checkpoint (``scripts/delta_fixtures.py``), each restarted on its line;
    written to ``fixtures/delta/spark-<v>/``. Lines without a Delta release (4.3.0) are skipped.
+6. ``jobs``: what each line's Spark says the changed-query jobs run (``fixtures/jobs/facts-<v>.json``,
+   the ``--job`` probe); ``kafka-jobs``: the Kafka base restarted by jobs that subscribe to other
+   topics on a real broker (``scripts/kafka_job_fixtures.py``, ``fixtures/kafka-jobs/spark-<v>/``).
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,
@@ -263,6 +266,16 @@ BASES: dict[str, dict[str, Any]] = {
         # stateStore.checkpointFormatVersion exists since 4.0 (4.0/4.1 write the commit header v<conf>)
         "options": {},
         "versions": ["4.0.5", "4.1.4", "4.2.1", "4.3.0"],
+        "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
+    },
+    "two_kinds": {
+        "description": "rate-micro-batch (source 0) unioned with the micro-batch rate source (source 1) -> "
+        "noop, 4 Trigger.Once runs: each offsets file holds a rate-micro-batch offset, then a LongOffset.",
+        "query": _q("two_kinds", sources=2),
+        "trigger": "once",
+        "runs": 4,
+        "confs": {},
+        "options": {},
         "shape": {"offsets": [0, 1, 2, 3], "commits": [0, 1, 2, 3]},
     },
     "offsets_v2": {
@@ -1128,6 +1141,64 @@ JOB_CHANGES: dict[str, tuple[str, str, str]] = {
         "the job sets the RocksDB state store provider (the checkpoint pins HDFS)",
     ),
     "job-aggregation-removed": ("window_agg", "window_agg_removed", "the aggregation removed"),
+    # Sources: their type, a file source's path, the continuous rate source's options.
+    "job-source-kind-changed": ("stateless", "stateless_rate_source", "rate-micro-batch replaced by rate"),
+    "job-file-unchanged": ("file_to_file", "file_to_file", "the same query as a job module (no change)"),
+    "job-file-source-moved": ("file_to_file", "file_source_moved", "the file source reads a copy elsewhere"),
+    "job-rate-partitions-changed": ("continuous", "continuous_partitions", "rate numPartitions 1 -> 2"),
+    "job-rate-rows-changed": ("continuous", "continuous_rows", "rate rowsPerSecond 5 -> 10 (allowed)"),
+    "job-rate-micro-batch-rows-changed": (
+        "stateless",
+        "stateless_rows",
+        "rate-micro-batch rowsPerBatch 5 -> 10",
+    ),
+    "job-rate-source-partitions-changed": (
+        "rate_source",
+        "rate_partitions",
+        "micro-batch rate numPartitions 1 -> 2",
+    ),
+    # Sinks: a file sink's path, the output mode.
+    "job-file-sink-moved": ("file_to_file", "file_sink_moved", "the file sink writes to another path"),
+    "job-output-mode-update": ("window_agg", "window_agg_update", "output mode append -> update"),
+    "job-output-mode-complete": ("window_agg", "window_agg_complete", "output mode append -> complete"),
+    "job-output-mode-complete-stateless": (
+        "stateless",
+        "stateless_complete",
+        "output mode complete without an aggregation",
+    ),
+    # Triggers: async progress tracking on or off, continuous on or off.
+    "job-async-off": ("async", "async_off", "async progress tracking turned off (a sparse tail)"),
+    "job-async-on": ("stateless", "stateless_async", "async progress tracking turned on"),
+    "job-async-on-stateful": (
+        "window_agg",
+        "window_agg_async",
+        "async progress tracking on a stateful query",
+    ),
+    "job-continuous-off": (
+        "continuous",
+        "continuous_off",
+        "a continuous query run with a micro-batch trigger",
+    ),
+    "job-continuous-on": ("rate_source", "rate_continuous", "a micro-batch rate query run continuously"),
+    # The order of sources: the same two sources unioned the other way round.
+    "job-two-kinds-unchanged": ("two_kinds", "two_kinds", "the same query as a job module (no change)"),
+    "job-sources-reordered": ("two_kinds", "two_kinds_swapped", "the two sources in the other order"),
+}
+#: How a change restarts, where not as its base did: the mode the job's trigger makes, the job's own
+#: trigger ("job": sparklab keeps what the function set), a copy of the input at another path.
+_JOB_TRIGGER = {"trigger": "job"}
+JOB_RESTARTS: dict[str, dict[str, Any]] = {
+    # The README's pre-migration example: 3.5.9's checkpoint restarted by the changed job on 4.3.0 too.
+    "job-aggregate-changed": {"also": [{"spark": "4.3.0", "lines": ["3.5.9"]}]},
+    "job-file-source-moved": {"input_copy": "-moved"},
+    "job-file-sink-moved": {"read_sink_suffix": "-moved"},
+    "job-rate-partitions-changed": _JOB_TRIGGER,
+    "job-rate-rows-changed": _JOB_TRIGGER,
+    "job-async-off": {"mode": "micro-batch", **_JOB_TRIGGER},
+    "job-async-on": {"mode": "async", **_JOB_TRIGGER},
+    "job-async-on-stateful": {"mode": "async", **_JOB_TRIGGER},
+    "job-continuous-off": {"mode": "micro-batch", **_JOB_TRIGGER},
+    "job-continuous-on": {"mode": "continuous", **_JOB_TRIGGER},
 }
 SCENARIOS += [
     {
@@ -1136,7 +1207,10 @@ SCENARIOS += [
         "description": f"Healthy {base} checkpoint restarted by {JOBS_FILE}:{function}: {what}.",
         "damage": [],
         "restart_query": f"job:{JOBS_FILE}:{function}",
-        "restarts": [{"spark": "own"}],
+        "restarts": [
+            {"spark": "own", **{k: v for k, v in JOB_RESTARTS.get(name, {}).items() if k != "also"}},
+            *JOB_RESTARTS.get(name, {}).get("also", []),
+        ],
     }
     for name, (base, function, what) in JOB_CHANGES.items()
 ]
@@ -1268,6 +1342,8 @@ EXPECT: dict[str, dict[str, Any]] = {
     "source-count-mismatch": {"codes": [], "more": [{"args": {"sources": 2}, "codes": ["CD201"]}]},
     # Without --job each is its healthy base (tests/diagnosis/test_job_changes.py judges the job).
     **{name: {"codes": []} for name in JOB_CHANGES},
+    "job-async-off": {"codes": ["CD102"]},  # the async base's
+    "two_kinds": {"codes": []},
     "continuous-commit-without-offsets": {"codes": ["CD701"]},
     "continuous-uncommitted-epoch": {"codes": ["CD702"]},
     "continuous-as-micro-batch": {
@@ -1561,6 +1637,11 @@ def _restart_targets(target: str, own: str) -> list[str]:
     return [target]
 
 
+#: Restart settings a declaration may add (restart_job): the job's own trigger, a copy of the input
+#: at another path, the (moved) output read after the restart.
+RESTART_SETTINGS = ("trigger", "input_copy", "read_sink_suffix")
+
+
 def _restart_specs(declared: list[dict] | None, own: str, mode: str, query: str, confs: dict) -> list[dict]:
     """Expand restart declarations into concrete {spark, mode, query, confs} entries."""
     out = []
@@ -1570,16 +1651,18 @@ def _restart_specs(declared: list[dict] | None, own: str, mode: str, query: str,
         for spark in _restart_targets(decl.get("spark", "default"), own):
             merged = dict(confs)
             merged.update(decl.get("confs") or {})
-            out.append(
-                {
-                    "spark": spark,
-                    "mode": decl.get("mode", mode),
-                    "query": decl.get("query", query),
-                    "confs": merged,
-                    "fingerprint": None,
-                    "result": None,
-                }
-            )
+            spec = {
+                "spark": spark,
+                "mode": decl.get("mode", mode),
+                "query": decl.get("query", query),
+                "confs": merged,
+                "fingerprint": None,
+                "result": None,
+            }
+            # A job's own trigger ("job"), a copy of the input beside it, the output read afterwards
+            # (restart_job): only when declared.
+            spec.update({k: decl[k] for k in RESTART_SETTINGS if k in decl})
+            out.append(spec)
     return out
 
 
@@ -1986,7 +2069,9 @@ def _merge_restarts(new: list[dict], old: list[dict] | None, fp: str) -> list[di
         for prev in old:
             pkey = (prev["spark"], prev["mode"], prev["query"], json.dumps(prev["confs"], sort_keys=True))
             if pkey == key and prev.get("fingerprint") == fp and prev.get("result") is not None:
-                entry = prev
+                # The declaration's restart settings win (a result recorded without one is re-run
+                # with --force).
+                entry = {**prev, **{k: entry[k] for k in RESTART_SETTINGS if k in entry}}
                 break
         out.append(entry)
     return out
@@ -2124,6 +2209,9 @@ def restart_job(
         restore_input(scen_dir / "input", Path(inp))
         if restored_inputs is not None:
             restored_inputs.add(inp)
+    if inp and entry.get("input_copy"):
+        # The same input files (names, times) at another path: a job that moved its source.
+        restore_input(scen_dir / "input", Path(inp + entry["input_copy"]))
     mode = entry["mode"]
     job = {
         "id": f"{scen['spark_version']}/{scen['name']}#{idx}",
@@ -2134,7 +2222,7 @@ def restart_job(
         "sink": str(sink) if sink else None,
         "input": inp,
         "mode": mode,
-        "trigger": DEFAULT_TRIGGER[mode],
+        "trigger": entry.get("trigger") or DEFAULT_TRIGGER[mode],
         "async_interval_ms": 1000,
         "batches": 1,
         "timeout_s": RESTART_TIMEOUT_S,
@@ -2143,6 +2231,9 @@ def restart_job(
     }
     if mode in DEFAULT_TRIGGER_INTERVAL:
         job["trigger_interval"] = DEFAULT_TRIGGER_INTERVAL[mode]
+    if sink and entry.get("read_sink_suffix"):
+        # What a consumer of the job's (moved) output meets after the restart.
+        job["read_after"] = str(sink) + entry["read_sink_suffix"]
     return job
 
 
@@ -2204,11 +2295,30 @@ def _oracle_chunk(version: str, items: list, label: str, timeout_s: int) -> None
     shutil.rmtree(oracle_root, ignore_errors=True)
 
 
+#: Where the job probe's file jobs read and write (fixtures/jobs/changes.py reads them from the
+#: environment, as sparklab gives a restart its copies): Spark's file source wants its directory to
+#: exist. Tests put the restart's paths in their place (tests/scenarios.py: PROBE_PATHS).
+PROBE_ROOT = SCRATCH / "jobs" / "probe"
+PROBE_PATH_ENV = {"CHECKPOINT_DOCTOR_JOB_INPUT": "input", "CHECKPOINT_DOCTOR_JOB_SINK": "sink"}
+
+
+def _probe_paths() -> dict[str, str]:
+    for name in ("input", "input-moved"):
+        (PROBE_ROOT / name).mkdir(parents=True, exist_ok=True)
+    return {env: str(PROBE_ROOT / name) for env, name in PROBE_PATH_ENV.items()}
+
+
 def stage_jobs(versions: list[str]) -> None:
     """Record what each line's Spark says the JOB_CHANGES jobs would run (``diagnose --job``'s
     runner, checkpoint_doctor.execution.job_probe, one process per line) in
     fixtures/jobs/facts-<version>.json: the fast tests replay them against the recorded restarts."""
-    specs = sorted({f"{JOBS_FILE}:{function}" for _, function, _ in JOB_CHANGES.values()})
+    import kafka_fixtures  # the Kafka connector's jars (Maven), for the Kafka jobs
+    import kafka_job_fixtures
+
+    specs = sorted(
+        {f"{JOBS_FILE}:{function}" for _, function, _ in JOB_CHANGES.values()}
+        | set(kafka_job_fixtures.job_specs())
+    )
     for version in versions:
         if version not in VERSIONS:
             continue
@@ -2217,7 +2327,15 @@ def stage_jobs(versions: list[str]) -> None:
         lock = os.environ.get(SPARK_LOCK_ENV)
         if lock:
             cmd = ["flock", lock, *cmd]
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        paths = _probe_paths()
+        jars = kafka_fixtures._spark_env(version)[kafka_fixtures.SPARK_JARS_ENV]
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            **paths,
+            # The Kafka jobs' source needs the connector on the probe's classpath, as on a job's own.
+            "PYSPARK_SUBMIT_ARGS": f"--jars {jars} pyspark-shell",
+        }
         t0 = time.monotonic()
         done = subprocess.run(cmd, cwd=str(REPO), env=env, capture_output=True, text=True, check=False)
         lines = [ln for ln in done.stdout.splitlines() if ln.startswith("[")]
@@ -2227,6 +2345,9 @@ def stage_jobs(versions: list[str]) -> None:
         bad = [e for e in entries if "error" in e]
         if bad:
             raise RuntimeError(f"job probe {version}: {bad}")
+        for entry in entries:
+            # The paths the file jobs were given: tests put the restart's own in their place.
+            entry["probe_paths"] = {name: paths[env] for env, name in PROBE_PATH_ENV.items()}
         write_json(FIXTURES / "jobs" / f"facts-{version}.json", entries)
         log(f"   job facts {version}: {len(entries)} jobs in {time.monotonic() - t0:.1f} s")
 
@@ -2253,7 +2374,9 @@ def stage_oracle(versions: list[str], names: list[str] | None, force: bool) -> N
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--stage", choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "all"), default="all"
+        "--stage",
+        choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "kafka-jobs", "all"),
+        default="all",
     )
     parser.add_argument(
         "--spark",
@@ -2280,6 +2403,10 @@ def main(argv: list[str]) -> int:
             stage_damage(versions, args.scenario)
         elif stage == "jobs":
             stage_jobs(versions)
+        elif stage == "kafka-jobs":
+            import kafka_job_fixtures  # a broker and the connector, as the kafka stage
+
+            kafka_job_fixtures.stage_kafka_jobs(versions)
         elif stage == "kafka":
             import kafka_fixtures  # needs confluent-kafka and Maven: only this stage
 

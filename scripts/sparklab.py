@@ -11,10 +11,11 @@ JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
      "query": "<name in QUERIES>", "query_args": {},
      "checkpoint": "/abs/path", "sink": "/abs/path or null", "input": "/abs/path or null",
      "mode": "micro-batch" | "async" | "continuous" | "real-time", "async_interval_ms": 1000,
-     "trigger": "once" | "processing" | "available-now" | "continuous" | "real-time",
+     "trigger": "once" | "processing" | "available-now" | "continuous" | "real-time" | "job",
      "trigger_interval": "0 seconds",            # optional, processing/continuous/real-time only
      "batches": 1, "timeout_s": 60, "confs": {"k": "v"}, "options": {"k": "v"},
      "stop_when_aligned": false,                 # optional, see _aligned_on_disk
+     "read_after": "/abs/path",                  # optional: read this file sink output afterwards
      "kafka_bootstrap": "127.0.0.1:PORT",        # kafka_* queries only
      "before_argv": ["python", "..."]}           # optional: run before the query starts
 
@@ -338,6 +339,15 @@ def q_continuous(spark, job):
     return df.select("value", "timestamp").writeStream.format(args.get("sink", "noop"))
 
 
+@query("two_kinds")
+def q_two_kinds(spark, job):
+    """Two kinds of source unioned: rate-micro-batch (source 0) and the micro-batch rate source
+    (source 1, its start time in sources/1/0): the order of sources is visible in the offsets."""
+    first = rate_micro_batch(spark, job).select("value", "timestamp")
+    second = spark.readStream.format("rate").option("rowsPerSecond", "5").option("numPartitions", "1").load()
+    return _noop(first.union(second.select("value", "timestamp")))
+
+
 @query("async")
 def q_async(spark, job):
     return q_stateless(spark, job)
@@ -346,7 +356,24 @@ def q_async(spark, job):
 #: ``"query": "job:fixtures/jobs/changes.py:window_agg_avg"``: a job module's function (path
 #: relative to the repository) that takes a SparkSession and returns its DataStreamWriter.
 JOB_PREFIX = "job:"
+#: ``"trigger": "job"``: a job query keeps the trigger and writer options its function set.
+JOB_TRIGGER = "job"
+#: The job's paths, given to a job module in the environment (fixtures/jobs/changes.py reads them).
+JOB_PATH_ENV = {
+    "input": "CHECKPOINT_DOCTOR_JOB_INPUT",
+    "sink": "CHECKPOINT_DOCTOR_JOB_SINK",
+    "kafka_bootstrap": "CHECKPOINT_DOCTOR_JOB_KAFKA",
+}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _job_paths_to_env(job: dict) -> None:
+    """Give a job module the restart's paths in the environment (JOB_PATH_ENV)."""
+    for key, env in JOB_PATH_ENV.items():
+        if job.get(key):
+            os.environ[env] = job[key]
+        else:
+            os.environ.pop(env, None)
 
 
 def _job_function(spec: str) -> Callable[[SparkSession], DataStreamWriter]:
@@ -589,7 +616,18 @@ def run_job(spark: SparkSession, job: dict) -> dict:
     result = _run_query_job(spark, job)
     if job.get("describe_tables"):
         result["tables"] = _describe_all(spark, job)
+    if job.get("read_after"):
+        result["read_after"] = read_output(spark, job)
     return result
+
+
+def read_output(spark: SparkSession, job: dict) -> dict:
+    """Read a file sink's output the way a consumer does after the job (``spark.read`` of the
+    directory, which lists it through its ``_spark_metadata``): ``{"rows"}`` or ``{"error"}``."""
+    try:
+        return {"rows": spark.read.format("json").load(job["read_after"]).count()}
+    except Exception as exc:  # noqa: BLE001 - a failed read is the result
+        return {"error": describe_error(exc, "read", {**job, "sink": job["read_after"]})}
 
 
 def _describe_all(spark: SparkSession, job: dict) -> dict:
@@ -643,8 +681,10 @@ def _run_query_job(spark: SparkSession, job: dict) -> dict:
         if name.startswith(JOB_PREFIX):
             # An operator's job module (fixtures/jobs/): it sets its own confs, so it gets its own
             # session (SparkSession.newSession: same SparkContext, its own SQLConf) and leaks none.
+            # Its paths come from the environment, as an operator's job reads its configuration.
             build, spark = _job_function(name[len(JOB_PREFIX) :]), spark.newSession()
             confs = {}
+            _job_paths_to_env(job)
         elif name not in QUERIES:
             raise KeyError(f"unknown query {name!r}; known: {sorted(QUERIES)}")
         else:
@@ -658,19 +698,24 @@ def _run_query_job(spark: SparkSession, job: dict) -> dict:
         try:
             writer = build(spark) if name.startswith(JOB_PREFIX) else build(spark, job)
             writer = writer.option("checkpointLocation", job["checkpoint"])
-            if mode == "async":
+            if trigger == JOB_TRIGGER:
+                # The job's own trigger and options (a trigger change is what is being restarted).
+                pass
+            elif mode == "async":
                 writer = writer.option("asyncProgressTrackingEnabled", "true").option(
                     "asyncProgressTrackingCheckpointIntervalMs",
                     str(job.get("async_interval_ms", 1000)),
                 )
             for key, value in (job.get("options") or {}).items():
                 writer = writer.option(key, str(value))
-            writer = _apply_trigger(writer, trigger, job)
+            if trigger != JOB_TRIGGER:
+                writer = _apply_trigger(writer, trigger, job)
             q = writer.start()
         except Exception as exc:  # noqa: BLE001 - start failures are results
             result["error"] = describe_error(exc, "start", job)
             return result
-        _watch(q, job, result, continuous=(trigger == "continuous"), trigger=trigger)
+        continuous = trigger == "continuous" or (trigger == JOB_TRIGGER and mode == "continuous")
+        _watch(q, job, result, continuous=continuous, trigger=trigger)
     except Exception as exc:  # noqa: BLE001 - harness-level failure of this job only
         result["error"] = {
             "phase": "start",

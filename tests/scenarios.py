@@ -13,17 +13,25 @@ from checkpoint_doctor.reading.pipeline import load_checkpoint
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
-TWO_SOURCE_QUERIES = {"stateless_two_sources": 2, "stream_join": 2}
+TWO_SOURCE_QUERIES = {"stateless_two_sources": 2, "stream_join": 2, "two_kinds": 2}
 #: A restart by a job module of fixtures/jobs/ (scripts/sparklab.py): ``job:PATH:FUNCTION``.
 JOB_PREFIX = "job:"
 
 
-def job_facts_for(spec: str, version: str) -> JobFacts:
+def job_facts_for(spec: str, version: str, paths: dict[str, str] | None = None) -> JobFacts:
     """Return what Spark ``version`` said the job ``PATH:FUNCTION`` runs, as recorded by
-    ``scripts/generate_fixtures.py --stage jobs`` (fixtures/jobs/facts-<version>.json)."""
+    ``scripts/generate_fixtures.py --stage jobs`` (fixtures/jobs/facts-<version>.json).
+
+    ``paths`` (``input``, ``sink``) replace the scratch paths the probe gave the file jobs
+    (``probe_paths``) as sparklab gave a restart its own: the facts then name what the restart read
+    and wrote."""
     entries = json.loads((FIXTURES / "jobs" / f"facts-{version}.json").read_text())
     entry = next(e for e in entries if e["job"] == spec)
-    return job_facts_from_dict(spec, entry["facts"], entry["facts"]["elapsed_s"])
+    facts = entry["facts"]
+    for name, probed in (entry.get("probe_paths") or {}).items():
+        if paths and paths.get(name):
+            facts = json.loads(json.dumps(facts).replace(json.dumps(probed)[1:-1], paths[name]))
+    return job_facts_from_dict(spec, facts, facts["elapsed_s"])
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,18 @@ def restart_cases() -> list[tuple[Scenario, int, dict]]:
     return [(s, i, r) for s in all_scenarios() for i, r in enumerate(s.data.get("restarts", []))]
 
 
+def restart_paths(scenario: Scenario) -> dict[str, str]:
+    """Return the paths sparklab gave a restart's job (``scripts/sparklab.py`` JOB_PATH_ENV): the
+    input the oracle restored where the file source read it, and the sink read with the checkpoint
+    (:meth:`Scenario.read`)."""
+    out = {}
+    if scenario.data["written_with"].get("input_path"):
+        out["input"] = scenario.data["written_with"]["input_path"]
+    if scenario.has_sink:
+        out["sink"] = str(scenario.path / "sink")
+    return out
+
+
 def options_for_restart(scenario: Scenario, restart: dict) -> DiagnoseOptions:
     """Return the diagnose options that describe one recorded restart."""
     query = restart.get("query") or scenario.data["query"]["name"]
@@ -119,7 +139,7 @@ def options_for_restart(scenario: Scenario, restart: dict) -> DiagnoseOptions:
     job = None
     if query.startswith(JOB_PREFIX):
         # The changed query: what the restarting line's Spark said the job runs (diagnose --job).
-        job = job_facts_for(query[len(JOB_PREFIX) :], restart["spark"])
+        job = job_facts_for(query[len(JOB_PREFIX) :], restart["spark"], restart_paths(scenario))
         sources, stateful = len(job.sources), job.stateful
     # The session confs the restart ran with: the query's own (sparklab QUERY_CONFS, e.g. the
     # checkpoint format of rocksdb_v2) plus the restart's, as recorded with the result.

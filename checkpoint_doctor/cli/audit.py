@@ -12,6 +12,7 @@ import click
 
 from checkpoint_doctor import __version__
 from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, now_ms, shown
+from checkpoint_doctor.cli.audit_jobs import audit_job_options, audit_jobs_for, jobs_text, unmatched_notes
 from checkpoint_doctor.cli.options import (
     kafka_options,
     live_window_option,
@@ -55,6 +56,7 @@ from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import json_document, layout
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.jobs import AuditJobs
     from checkpoint_doctor.fleet.kafka import AuditKafka
 
 
@@ -170,6 +172,7 @@ class Progress:
     help="Spark master for --on-spark, e.g. local[4] or spark://host:7077 (implies --on-spark).",
 )
 @_kafka_options
+@audit_job_options
 @storage_options
 def audit_command(
     roots: Sequence[str],
@@ -187,6 +190,9 @@ def audit_command(
     spark_master: str | None,
     kafka_bootstrap_servers: str | None,
     kafka_option: Sequence[str],
+    job_assignments: Sequence[str],
+    job_python: str | None,
+    job_timeout: float,
     storage_option: Sequence[str],
 ) -> None:
     """Diagnose every checkpoint under the given roots or prefixes and say which will not restart.
@@ -203,6 +209,10 @@ def audit_command(
     topics (each topic once) and the audit lists, soonest first, when retention may delete records
     a stopped query has not read; a checkpoint whose broker fails is unreadable (exit code 8) and
     the audit goes on.
+
+    With --job GLOB=MODULE:FUNCTION each checkpoint matching GLOB is judged with the query that will
+    restart it, as 'diagnose --job' judges it: Spark analyses every distinct job once (one process
+    on --job-python) before the audit starts, and each record names its job.
     """
     from checkpoint_doctor.fleet.run import fleet_storage_options
 
@@ -217,6 +227,7 @@ def audit_command(
                 "live_window": live_window,
                 "kafka_bootstrap_servers": kafka_bootstrap_servers,
                 "kafka_option": kafka_option,
+                "job_python": job_python,
             },
             storage_option,
         ),
@@ -227,11 +238,15 @@ def audit_command(
         else None,
     )
     distributed = on_spark or spark_master is not None
+    if job_assignments and distributed:
+        raise UsageError("--job is not supported with --on-spark", hint="audit with --job on this machine")
     if distributed:
         from checkpoint_doctor.fleet.spark import require_pyspark
 
         require_pyspark()
     run.kafka = _open_kafka(kafka_bootstrap_servers, kafka_option, distributed)
+    # Spark describes every job before anything is listed: a job that cannot be built is said now.
+    run.job_facts = audit_jobs_for(job_assignments, job_python, job_timeout)
     options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
     dopts = matrix_options(now_ms=run.started, spark=spark_version, modes=mode, live_window_s=live_window)
     run.execute(
@@ -269,6 +284,7 @@ class AuditRun:
         self.interrupted = False
         self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
         self.kafka: AuditKafka | None = None
+        self.job_facts: AuditJobs | None = None
 
     @property
     def records(self) -> list[Record]:
@@ -330,7 +346,17 @@ class AuditRun:
                 ):
                     finished(self.stream.add(record))
                 return
-            audit_plan(self.plan, dopts, self.stream, jobs=jobs, on_record=finished, kafka=self.kafka)
+            if self.job_facts is not None:
+                self.plan.notes.extend(unmatched_notes(self.plan, self.job_facts))
+            audit_plan(
+                self.plan,
+                dopts,
+                self.stream,
+                jobs=jobs,
+                on_record=finished,
+                kafka=self.kafka,
+                job_facts=self.job_facts,
+            )
         except KeyboardInterrupt:
             self.interrupted = True
         finally:
@@ -413,6 +439,8 @@ class AuditRun:
                 kafka_text = _kafka_text(result.records)
                 if kafka_text:
                     emit(kafka_text)
+                if self.job_facts is not None:
+                    emit("\n" + jobs_text(self.job_facts, result.records))
         for problem in problems:
             echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:

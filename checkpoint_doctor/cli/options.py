@@ -204,6 +204,17 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: CommandOptions) -> Kaf
     return read_positions(bootstrap, offsets, settings)
 
 
+def delta_paths_for(kw: CommandOptions, *, optional_job: bool = False) -> dict[int, str]:
+    """Return the Delta table each of the ``--job``'s Delta sources reads, by source index (the job
+    is asked here: :func:`job_facts_for`; none without ``--job``). The table a changed job reads is paired as a named one: another table there
+    (another id) is what a replaced table is to Spark (DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE)."""
+    from checkpoint_doctor.diagnosis.changes.sources import delta_source_paths_by_index
+
+    job = job_facts_for(kw, required=not optional_job) if kw.get("job") else None
+    paths = delta_source_paths_by_index(job) if job is not None else {}
+    return {n: normalize_url(p) for n, p in paths.items()}
+
+
 def matrix_options_from(
     kw: CommandOptions,
     sink_note: str | None = None,
@@ -222,16 +233,11 @@ def matrix_options_from(
     job = job_facts_for(kw, required=not optional_job)
     options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta, delta_pairing)
     if job is not None:
-        from checkpoint_doctor.diagnosis.versions import line_of
+        from checkpoint_doctor.diagnosis.changes.options import with_job
 
         # The job says what restarts: its line (unless --spark), its mode (unless --mode), its
         # sources and its stateful operators (--sources/--stateful are then not needed).
-        options = replace(
-            options,
-            lines=options.lines or (line_of(job.spark_version),),
-            modes=options.modes or (job.mode,),
-            base=replace(options.base, sources=len(job.sources), stateful=job.stateful, job=job),
-        )
+        options = with_job(options, job)
     return replace(options, job_note=kw.get("job_note"))
 
 
@@ -299,18 +305,31 @@ def load_for_verdict(
     deep: bool,
     sink_path: str | None,
     delta_tables: Sequence[str] = (),
+    kw: CommandOptions | None = None,
+    optional_job: bool = False,
 ) -> VerdictInput:
     """Load a checkpoint for a verdict as the API does (:func:`checkpoint_doctor.loading.load_for_verdict`),
-    with the command line's hints when it cannot be read."""
+    with the command line's hints when it cannot be read. With the command's options ``kw``, the
+    tables a ``--job``'s Delta sources read are paired as named ones (:func:`delta_paths_for`): the
+    checkpoint is read first, so that a bad path is said before the job's Spark starts."""
     from checkpoint_doctor.loading import load_for_verdict as load_with_sides
 
-    return load_with_sides(
-        normalize_url(checkpoint),
-        parse_storage_options(storage_option),
-        lambda: load(checkpoint, storage_option, deep=deep, sink_path=sink_path),
-        sink_path=sink_path,
-        delta_tables=[normalize_url(t) for t in delta_tables],
-    )
+    def load_with(job_delta: dict[int, str]) -> VerdictInput:
+        return load_with_sides(
+            normalize_url(checkpoint),
+            parse_storage_options(storage_option),
+            lambda: load(checkpoint, storage_option, deep=deep, sink_path=sink_path),
+            sink_path=sink_path,
+            delta_tables=[normalize_url(t) for t in delta_tables],
+            job_delta=job_delta,
+        )
+
+    loaded = load_with({})
+    if kw is not None and kw.get("job"):
+        job_delta = delta_paths_for(kw, optional_job=optional_job)
+        if job_delta:
+            loaded = load_with(job_delta)
+    return loaded
 
 
 def terminal_width() -> int:

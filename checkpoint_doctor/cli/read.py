@@ -67,7 +67,12 @@ def diagnose_command(
     from checkpoint_doctor.render.layout import json_document, layout
 
     loaded = load_for_verdict(
-        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"], delta_tables=kw["delta_table"] or ()
+        checkpoint,
+        storage_option,
+        deep=deep,
+        sink_path=kw["sink_path"],
+        delta_tables=kw["delta_table"] or (),
+        kw=kw,
     )
     kafka = kafka_positions_for(loaded.snapshot, kw)
     options = matrix_options_from(

@@ -172,7 +172,13 @@ def plan_command(
             reading.append(open_storage(kw["sink_path"], options))
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     loaded = load_for_verdict(
-        checkpoint, storage_option, deep=deep, sink_path=kw["sink_path"], delta_tables=kw["delta_table"] or ()
+        checkpoint,
+        storage_option,
+        deep=deep,
+        sink_path=kw["sink_path"],
+        delta_tables=kw["delta_table"] or (),
+        kw=kw,
+        optional_job=True,
     )
     snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:

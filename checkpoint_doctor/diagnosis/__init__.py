@@ -48,6 +48,7 @@ ALL_CHECKS = (
     checks_state.check_restorable_batch,
     checks_statefulness.check_state_suspected,
     checks_job.check_job,
+    checks_job.check_job_writer_and_sources,
     checks_sink.check_sink,
     checks_delta_sink.check_delta_sink,
     checks_writers.check_debris,

@@ -37,6 +37,7 @@ from checkpoint_doctor.model_delta import DeltaTable
 BY_TABLE_ID = "table-id"
 BY_FORMER_ID = "former-table-id"
 BY_TXN_APP_ID = "txn-app-id"
+BY_JOB_PATH = "job-path"
 ONLY_NAMED = "named"
 ONLY_BESIDE = "only-table-beside"
 SOURCE = "source"
@@ -57,6 +58,9 @@ class Candidate:
     #: Ids its log still shows it had before its current one (its first commit's ``metaData.id``:
     #: replaced since), read at the edge only for a Delta source no current id pairs.
     former_ids: frozenset[str] = frozenset()
+    #: The source index whose path it is in the changed query (``--job``): what that source reads on
+    #: restart, whatever its id (another id fails as a replaced table does).
+    job_source: int | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class DeltaPair:
             )
         if self.how == BY_TABLE_ID:
             return f"Delta source {self.source} paired with {t.url} by table id {t.table_id}"
+        if self.how == BY_JOB_PATH:
+            return f"Delta source {self.source} paired with {t.url}, the path the --job reads (table id {t.table_id})"
         if self.how == BY_FORMER_ID:
             return (
                 f"Delta source {self.source} paired with {t.url}, whose log still names the checkpoint's table "
@@ -206,7 +212,13 @@ def pair_tables(
             by_id.setdefault(c.table.table_id, c.table)
     pairs: list[DeltaPair] = []
     unpaired: list[tuple[int, str]] = []
+    # The changed query names the path each Delta source reads: that table is the one the restart
+    # reads, whatever lies beside the checkpoint with the old id.
+    by_job = {c.job_source: c.table for c in candidates if c.job_source is not None}
     for n, off in sources:
+        if n in by_job:
+            pairs.append(DeltaPair(SOURCE, by_job[n], BY_JOB_PATH, source=n))
+            continue
         table = by_id.get(off.reservoir_id)
         if table is not None:
             pairs.append(DeltaPair(SOURCE, table, BY_TABLE_ID, source=n))

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from checkpoint_doctor.diagnosis import real_time
 from checkpoint_doctor.diagnosis.changes import compare as changes
+from checkpoint_doctor.diagnosis.changes import sources as changed_sources
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import COMMITS, OFFSETS, Context
 from checkpoint_doctor.diagnosis.model import RestartPrediction
@@ -387,7 +388,8 @@ def _continuous(run: _Run) -> RestartPrediction:
     run.start_from = entry.file.path
     run.start_offsets = _sources(entry.record)
     run.notes.append(f"continuous processing resumes after the newest commit, at epoch {k + 1}")
-    return run.done()
+    failed = _source_kind_step(run)
+    return failed if failed is not None else run.done()
 
 
 #: The pinned conf Spark reads as an int when it restores the session confs (the others are
@@ -398,6 +400,10 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 def predict_restart(ctx: Context) -> RestartPrediction:
     """Return what the target Spark does when the query restarts on this checkpoint."""
     run = _Run(ctx)
+    job = ctx.options.job
+    if job is not None and job.unsupported is not None:
+        # StreamingQueryManager.createQuery checks the output mode before the checkpoint is read.
+        return run.done(ctx.target.unsupported_operation(job.unsupported), Code.OUTPUT_MODE_UNSUPPORTED)
     failed = _metadata_step(run)
     if failed is not None:
         return failed
@@ -568,6 +574,9 @@ def _commit_step(run: _Run, latest_path: str, seq: OffsetSeq) -> RestartPredicti
         )
         if unread is not None:
             return run.done(unread.error, Code.SOURCE_FILE_UNREADABLE)
+        moved = _base_path_step(run, previous, seq.sources)
+        if moved is not None:
+            return moved
         if commit.record is not None:
             run.watermark_ms = max(run.watermark_ms or 0, commit.record.next_batch_watermark_ms)
     elif k < latest - 1:
@@ -575,15 +584,56 @@ def _commit_step(run: _Run, latest_path: str, seq: OffsetSeq) -> RestartPredicti
     return None
 
 
+def _base_path_step(
+    run: _Run, start: tuple[SourceOffset, ...] | None, end: tuple[SourceOffset, ...] | None
+) -> RestartPrediction | None:
+    """The changed query (``--job``): its file source re-reads the batch's logged files with its own
+    path as basePath [exp: job-file-source-moved]."""
+    job = run.ctx.options.job
+    error = changed_sources.base_path_error(run.ctx, job, start, end) if job is not None else None
+    return run.done(error, Code.FILE_SOURCE_MOVED) if error is not None else None
+
+
+def _source_kind_step(run: _Run) -> RestartPrediction | None:
+    """The changed query (``--job``): each source's reader parses the offset at its place when the
+    batch (or epoch) is planned [exp: job-source-kind-changed, job-continuous-on]; the continuous rate
+    source then checks its partitions [exp: job-rate-partitions-changed], a Kafka source the
+    partitions its new subscription leaves out [exp: kafka-job-topic-changed]."""
+    ctx, job = run.ctx, run.ctx.options.job
+    if job is None:
+        return None
+    error = changed_sources.kind_error(ctx, job)
+    if error is not None:
+        return run.done(error, Code.SOURCE_KIND_CHANGED)
+    change = changed_sources.rate_partitions_change(ctx, job)
+    if change is not None:
+        return run.done(
+            ctx.target.rate_partitions_changed(change.in_checkpoint, change.in_job),
+            Code.RATE_PARTITIONS_CHANGED,
+        )
+    if not run.rerun:
+        # A new batch's range runs from the old offsets to the latest of the new subscription
+        # [exp: kafka-job-topic-changed]; a re-run batch reads the range its offsets file fixed.
+        for kafka in changed_sources.kafka_topics_changes(ctx, job):
+            if kafka.fail_on_data_loss:
+                return run.done(
+                    ctx.target.kafka_partitions_unsubscribed(kafka.names), Code.KAFKA_TOPICS_CHANGED
+                )
+    return None
+
+
 def _batch_step(run: _Run) -> RestartPrediction | None:
     """The first batch's reads: Kafka initial offsets, the file source's range, then the state."""
+    failed = _source_kind_step(run)
+    if failed is not None:
+        return failed
     failed = _kafka_step(run)
     if failed is None and not run.rerun:
         failed = _kafka_live_step(run)
     elif failed is None:
         _kafka_rerun_note(run)
     if failed is None and run.rerun:
-        failed = _file_source_range_step(run)
+        failed = _file_source_range_step(run) or _base_path_step(run, run.start_offsets, run.end_offsets)
     if failed is None:
         failed = _delta_step(run)
     return failed if failed is not None else _state_step(run)

@@ -247,6 +247,8 @@ class Row:
     picture: Picture | None
     #: Its Delta tables paired, or not (fleet/delta_report.py).
     delta: tuple[DeltaLine, ...] = ()
+    #: The --job that judged it (audit --job), as the operator named it.
+    job: str | None = None
 
 
 def _findings(record: Record) -> tuple[ShownFinding, ...]:
@@ -280,6 +282,7 @@ def _row(record: Record, rank: int) -> Row:
         codes=" ".join(record.codes),
         picture=None if error is not None else picture(record),
         delta=delta_lines(record),
+        job=checkpoint.job.job if checkpoint is not None and checkpoint.job is not None else None,
     )
 
 

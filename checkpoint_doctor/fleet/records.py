@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import CellDiagnosis, MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown
+    from checkpoint_doctor.fleet.jobs import JobPart
 
 
 class Verdict(TextEnum):
@@ -334,6 +335,8 @@ class CheckpointRecord(Record):
     #: Its Delta tables: which are its source and sink, which Delta source none pairs with
     #: (fleet/delta.py; the words are fleet/delta_report.py's). None: nothing Delta about it.
     delta: DeltaPairing | None = None
+    #: The changed query that judged it (``audit --job``, fleet/jobs.py). None: its own query.
+    job: JobPart | None = None
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -378,6 +381,8 @@ class CheckpointRecord(Record):
             body["kafka"] = self.kafka.to_json()
         if self.delta is not None:
             body["delta"] = self.delta.to_dict()
+        if self.job is not None:
+            body["job"] = self.job.to_json()
         return body
 
 

@@ -75,6 +75,7 @@ if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
+    from checkpoint_doctor.fleet.jobs import JobPart
 
 __all__ = [
     "ERROR",
@@ -172,11 +173,13 @@ def checkpoint_record(
     sink: FileSink | None = None,
     kafka: KafkaPart | None = None,
     delta: DeltaPairing | None = None,
+    job: JobPart | None = None,
 ) -> CheckpointRecord:
     """Return the record of a checkpoint diagnosed for its restart matrix (``timeline`` its
     :class:`~checkpoint_doctor.diagnosis.timeline.TimelineRow` values); ``sink`` says which file sink
     output was checked with it or why none; ``kafka`` what it says of its Kafka sources; ``delta``
-    which Delta tables were paired with it (fleet/delta.py)."""
+    which Delta tables were paired with it (fleet/delta.py); ``job`` the changed query that judged it
+    (``audit --job``, fleet/jobs.py)."""
     return CheckpointRecord(
         url=url,
         root=root,
@@ -193,6 +196,7 @@ def checkpoint_record(
         timeline=tuple(timeline),
         kafka=kafka,
         delta=delta,
+        job=job,
     )
 
 

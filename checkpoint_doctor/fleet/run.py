@@ -37,6 +37,7 @@ from checkpoint_doctor.fleet.discovery import (
     left_out,
     url_join,
 )
+from checkpoint_doctor.fleet.jobs import AuditJobs, record_hints, unmatched_notes
 from checkpoint_doctor.fleet.kafka import AuditKafka, kafka_part
 from checkpoint_doctor.fleet.pairing import SinkCandidate, sink_candidates
 from checkpoint_doctor.fleet.records import (
@@ -369,7 +370,11 @@ def _audit_checkpoint(
     sink_reads: SinkReads,
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
+    jobs: AuditJobs | None = None,
 ) -> Record:
+    if jobs is not None:
+        # The checkpoint's own query (audit --job), judged as diagnose --job judges it.
+        options = jobs.options_for(options, task.path, task.url)
     own = snapshot_from_listing(store, task.listing)
     snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
     # The broker's positions of this checkpoint's topics (a broker failure: this record unreadable)
@@ -396,6 +401,7 @@ def _audit_checkpoint(
         sink=sink,
         kafka=kafka_part(snapshot, live, options.base.now_ms),
         delta=pairing,
+        job=jobs.part(task.path, task.url) if jobs is not None else None,
     )
 
 
@@ -432,6 +438,7 @@ def audit_task(
     sink_reads: SinkReads | None = None,
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
+    jobs: AuditJobs | None = None,
 ) -> Record:
     """Audit one target through its store; never raises: a failure becomes the target's record.
 
@@ -439,14 +446,17 @@ def audit_task(
     none is read, the checkpoint's record says "sink not checked"); ``sink_reads`` shares the sink
     logs read between the tasks of one audit (None: this task's own); ``kafka`` the broker
     connection that reads the positions of Kafka sources (None: not checked); ``delta`` the Delta
-    tables under the roots to pair with (None: not paired)."""
+    tables under the roots to pair with (None: not paired); ``jobs`` the checkpoints' changed
+    queries (``audit --job``; None: none)."""
     reads = sink_reads if sink_reads is not None else SinkReads()
     try:
         if task.kind == TargetKind.SINK:
             return _audit_sink(store, task, reads)
         if sink_store_for is None:
             task = replace(task, sinks=())
-        return _audit_checkpoint(store, task, options, sink_store_for or _no_sink_store, reads, kafka, delta)
+        return _audit_checkpoint(
+            store, task, options, sink_store_for or _no_sink_store, reads, kafka, delta, jobs
+        )
     except CheckpointDoctorError as exc:
         return _unreadable(task, exc)
     except Exception as exc:  # noqa: BLE001 - one target's bug must not stop a fleet audit
@@ -475,6 +485,7 @@ def run_tasks(
     sink_reads: SinkReads | None = None,
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
+    job_facts: AuditJobs | None = None,
 ) -> list[Record]:
     """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
 
@@ -497,7 +508,7 @@ def run_tasks(
                 AuditTask(TargetKind.SINK, candidate.url, task.root, candidate.path, candidate.listing)
             )
 
-        return audit_task(store, task, options, sink_store_for, shared, kafka, delta)
+        return audit_task(store, task, options, sink_store_for, shared, kafka, delta, job_facts)
 
     if jobs <= 1 or total <= 1:
         for task in tasks:
@@ -594,10 +605,11 @@ class RecordStream:
     def add(self, record: Record) -> Record:
         """Return the finished record (linked, with its next step, stamped) and keep it."""
         done = linked(record, paired_sinks(self.records))
-        # A Delta table paired from farther away than diagnose looks is named in the next command.
+        # A Delta table paired from farther away than diagnose looks is named in the next command;
+        # a checkpoint judged with a --job names it (the audit's hints carry its --job-python).
         far = far_tables(done)
         hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
-        done = stamped(replace(done, next_step=next_step(done, hints)), self.clock())
+        done = stamped(replace(done, next_step=next_step(done, record_hints(hints, done))), self.clock())
         self.records.append(done)
         return done
 
@@ -610,6 +622,7 @@ def audit_plan(
     jobs: int | None = None,
     on_record: Callable[[Record], None] | None = None,
     kafka: AuditKafka | None = None,
+    job_facts: AuditJobs | None = None,
 ) -> None:
     """Audit a planned fleet on this machine into the stream: the records of the roots that failed,
     then the checkpoints, then the file sink outputs (a sink's record then names the checkpoints
@@ -640,6 +653,7 @@ def audit_plan(
             sink_reads=sink_reads,
             kafka=kafka,
             delta=delta,
+            job_facts=job_facts,
         )
 
 
@@ -696,11 +710,13 @@ def audit(
     clock: Callable[[], int] | None = None,
     on_record: Callable[[Record], None] | None = None,
     kafka: AuditKafka | None = None,
+    job_facts: AuditJobs | None = None,
 ) -> AuditResult:
     """Audit every checkpoint and file sink output under the roots, on this machine, with ``jobs``
     threads (None: :func:`default_jobs`). ``hints`` carry the flags the records' next steps repeat
     (default: :func:`audit_hints`); ``clock`` stamps them (epoch millis); ``on_record`` is told
-    each finished record; ``kafka`` reads the Kafka sources' live positions.
+    each finished record; ``kafka`` reads the Kafka sources' live positions; ``job_facts`` the
+    checkpoints' changed queries (``audit --job``).
 
     Raises:
         MissingDependencyError: a root's protocol needs an extra that is not installed.
@@ -713,5 +729,7 @@ def audit(
         hints if hints is not None else audit_hints(matrix_options, storage_options),
         clock or (lambda: int(time.time() * 1000)),
     )
-    audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record, kafka=kafka)
+    if job_facts is not None:
+        plan.notes.extend(unmatched_notes(plan.tasks, job_facts, plan.roots))
+    audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record, kafka=kafka, job_facts=job_facts)
     return finish(plan.roots, plan.notes, stream.records, delta_reads=plan.delta_reads)

@@ -81,6 +81,13 @@ KNOWN_CODES = frozenset(
         "CD406",
         "CD407",
         "CD408",
+        "CD220",
+        "CD221",
+        "CD222",
+        "CD223",
+        "CD420",
+        "CD421",
+        "CD630",
         "CD501",
         "CD502",
         "CD503",
@@ -173,6 +180,15 @@ TRIGGERED_ELSEWHERE = {
     "CD620",
     # 4.1's Kafka connector failing a re-run batch: the same fixtures and test
     "CD290",
+    # The changed query's sources, sink, output mode and trigger: the job-* fixtures with the job's
+    # facts (tests/diagnosis/test_job_changes.py; CD223: fixtures/kafka-jobs/, tests/kafka/test_kafka_job_changes.py)
+    "CD220",
+    "CD221",
+    "CD222",
+    "CD223",
+    "CD420",
+    "CD421",
+    "CD630",
 }
 
 

@@ -40,6 +40,28 @@ EXPECTED = {
     # state/ left for a stateless query (CD308); 4.0+ refuse the restart by the operator metadata
     # their own checkpoints hold (CD313), which a 3.5 checkpoint has not.
     "job-aggregation-removed": {"3.5": ["CD308"], "*": ["CD308", "CD313"]},
+    # Sources: the kind at a place, a file source's path, the continuous rate source's partitions.
+    "job-source-kind-changed": {"*": ["CD220"]},
+    "job-file-unchanged": {},
+    "job-file-source-moved": {"*": ["CD221"]},
+    "job-rate-partitions-changed": {"*": ["CD222"]},
+    "job-rate-rows-changed": {},
+    "job-rate-micro-batch-rows-changed": {},
+    "job-rate-source-partitions-changed": {},
+    # Sinks: a file sink's path, the output mode.
+    "job-file-sink-moved": {"*": ["CD420"]},
+    "job-output-mode-update": {},
+    "job-output-mode-complete": {},
+    "job-output-mode-complete-stateless": {"*": ["CD421"]},
+    # Triggers: the job's mode is the restart's; the mode's own codes follow (CD101, CD602, CD008).
+    "job-async-off": {"*": ["CD101", "CD630"]},
+    "job-async-on": {"*": ["CD630"]},
+    "job-async-on-stateful": {"*": ["CD602", "CD630"]},
+    "job-continuous-off": {"*": ["CD008", "CD220", "CD630"]},
+    "job-continuous-on": {"*": ["CD220", "CD630"]},
+    # The order of sources: each place holds the other kind's offset.
+    "job-two-kinds-unchanged": {},
+    "job-sources-reordered": {"*": ["CD220"]},
 }
 
 
@@ -203,3 +225,84 @@ def test_plan_without_pyspark_records_the_job_and_says_it_was_not_analysed(capsy
     code, out, _ = run_cli(capsys, "plan", cp, "--job", "examples.rate_job:build")
     assert code == 0, out
     assert "--job examples.rate_job:build not analysed (no pyspark here)" in " ".join(out.split())
+
+
+def _facts(sources: list[dict], sink: dict | None = None):
+    return job_facts_from_dict(
+        "jobs.x:build",
+        {"spark_version": "4.3.0", "sources": sources, "operators": [], "confs": {}, "sink": sink or {}},
+        1.0,
+    )
+
+
+def test_a_kafka_subscription_is_compared_by_topic_pattern_and_assignment(tmp_path):
+    from checkpoint_doctor.diagnosis.changes.sources import kafka_topics_changes
+    from checkpoint_doctor.diagnosis.context import Context
+    from checkpoint_doctor.diagnosis.versions import target
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    snapshot = load_checkpoint(str(FIXTURES / "kafka-jobs/spark-4.3.0/kafka-job-unchanged/checkpoint"))
+
+    def changes(options: dict[str, str]):
+        job = _facts([{"name": "kafka", "options": options}])
+        ctx = Context(snapshot, target("4.3"), DiagnoseOptions(spark="4.3", job=job, live_window_s=0))
+        return kafka_topics_changes(ctx, job)
+
+    assert changes({"subscribe": "events"}) == ()
+    assert changes({"subscribe": "orders, events"}) == ()
+    assert changes({"subscribePattern": "ev.*"}) == ()
+    assert changes({"subscribePattern": "ev"})[0].names == "events-0, events-1, events-2"
+    gone = changes({"assign": '{"events": [0, 2]}', "failOnDataLoss": "false"})
+    assert [(c.names, c.subscription, c.fail_on_data_loss) for c in gone] == [
+        ("events-1", 'assign={"events": [0, 2]}', False)
+    ]
+
+
+def test_a_file_sink_moved_names_the_compaction_its_new_log_lacks():
+    from checkpoint_doctor.diagnosis.changes.writer import SinkMove
+
+    move = SinkMove("/data/out", "/data/out2", 12, 10)
+    assert (move.first_compaction, move.next_compaction) == (9, 19)
+    assert "/data/out2/_spark_metadata/9.compact doesn't exist when compacting batch 19" in move.text
+    # Restarting at batch 5: the first compaction (9) needs batches 0..8, which the new log lacks too.
+    early = SinkMove("/data/out", "/data/out2", 5, 10)
+    assert (early.first_compaction, early.next_compaction) == (None, 9)
+    assert "9.compact" not in early.text
+
+
+def test_a_glob_file_source_path_is_matched_not_taken_as_a_base_path(tmp_path):
+    from checkpoint_doctor.diagnosis.changes.sources import base_path_error, file_source_moves
+    from checkpoint_doctor.diagnosis.context import Context
+    from checkpoint_doctor.diagnosis.versions import target
+
+    scenario = next(s for s in all_scenarios() if s.id == "spark-4.3.0/job-file-unchanged")
+    snapshot = scenario.read(tmp_path)
+    inp = scenario.data["written_with"]["input_path"]
+
+    def check(path: str):
+        job = _facts([{"name": f"FileSource[{path}]", "options": {"path": path}}])
+        ctx = Context(snapshot, target("4.3"), DiagnoseOptions(spark="4.3", job=job, live_window_s=0))
+        latest = snapshot.offsets.latest.record.sources
+        previous = snapshot.offsets.entries[-2].record.sources
+        return file_source_moves(ctx, job), base_path_error(ctx, job, previous, latest)
+
+    assert check(inp) == ((), None)
+    assert check(inp.rpartition("/")[0]) == ((), None)  # a parent directory holds the files too
+    moved, error = check(inp + "-moved")
+    assert not moved[0].glob and error is not None and error.search == "Wrong basePath"
+    moved, error = check(inp + "-moved/*.json")
+    assert moved[0].glob and error is None  # no basePath: the copies would be read again
+
+
+SINK_MOVED = [(s, r) for s, r in JOB_CASES if s.name == "job-file-sink-moved"]
+
+
+@pytest.mark.parametrize(("scenario", "restart"), SINK_MOVED, ids=[s.id for s, _ in SINK_MOVED])
+def test_the_moved_sinks_output_fails_its_readers_as_the_finding_says(scenario, restart, tmp_path):
+    # The oracle read the new path after the restart (sparklab read_after), as a consumer would.
+    result = diagnose(scenario.read(tmp_path), options_for_restart(scenario, restart))
+    (finding,) = [f for f in result.findings if f.code == "CD420"]
+    spark = restart["result"]["read_after"]["error"]["message"]
+    said = "_spark_metadata/9.compact doesn't exist (latestId: 12, compactInterval: 10)"
+    assert said in finding.message
+    assert f"<sink>/{said}" in spark, spark[:300]

@@ -26,13 +26,25 @@ def _without_times(data: dict) -> dict:
 
 @pytest.mark.spark
 @pytest.mark.parametrize("version", SPARK_VERSIONS)
-def test_the_runner_describes_each_job_as_recorded(version, monkeypatch):
+def test_the_runner_describes_each_job_as_recorded(version, monkeypatch, tmp_path):
     monkeypatch.chdir(REPO)
+    # The file jobs read their paths from the environment; Spark's file source wants its directory.
+    paths = {"input": str(tmp_path / "input"), "sink": str(tmp_path / "sink")}
+    for name in ("input", "input-moved"):
+        (tmp_path / name).mkdir()
+    monkeypatch.setenv("CHECKPOINT_DOCTOR_JOB_INPUT", paths["input"])
+    monkeypatch.setenv("CHECKPOINT_DOCTOR_JOB_SINK", paths["sink"])
+    # The Kafka jobs need the connector on the job python's classpath, as the probe of --stage jobs.
+    import kafka_fixtures  # scripts/ is on sys.path (tests.sparkrun)
+
+    jars = kafka_fixtures._spark_env(version)[kafka_fixtures.SPARK_JARS_ENV]
+    monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--jars {jars} pyspark-shell")
     recorded = json.loads((FIXTURES / "jobs" / f"facts-{version}.json").read_text())
     specs = [e["job"] for e in recorded]
     live = describe_jobs(specs, python=str(spark_python(version)))
     for spec, facts in zip(specs, live, strict=True):
-        assert _without_times(facts.to_dict()) == _without_times(job_facts_for(spec, version).to_dict())
+        want = job_facts_for(spec, version, paths)
+        assert _without_times(facts.to_dict()) == _without_times(want.to_dict()), spec
 
 
 @pytest.mark.spark
@@ -53,3 +65,35 @@ def test_diagnose_with_the_changed_job_says_what_spark_says(capsys, monkeypatch)
     assert f"query from --job {JOBS_FILE}:window_agg_key_added, as Spark 4.3.0 analysed it in" in " ".join(
         out.split()
     )
+
+
+@pytest.mark.spark
+def test_audit_with_jobs_asks_spark_once_and_judges_as_diagnose(capsys, monkeypatch, tmp_path):
+    """Two checkpoints, two jobs, one Spark process: each record is what diagnose --job says."""
+    from tests.scenarios import scenario_at
+
+    monkeypatch.chdir(REPO)
+    root = tmp_path / "root"
+    for rel, fixture in (("a", "job-source-kind-changed"), ("b", "job-output-mode-complete-stateless")):
+        scenario_at(FIXTURES / "spark-4.3.0" / fixture).copy_to(root / rel)
+    code, out, err = run_cli(
+        capsys,
+        "audit",
+        str(root),
+        "--job",
+        f"a/*={JOBS_FILE}:stateless_rate_source",
+        "--job",
+        f"b/*={JOBS_FILE}:stateless_complete",
+        "--job-python",
+        str(spark_python("4.3.0")),
+        "--format",
+        "json",
+    )
+    assert code == 4, out + err
+    records = {r["path"]: r for r in json.loads(out)["result"]["records"]}
+    assert records["a/checkpoint"]["codes"] == ["CD220"]
+    assert "For input string" in records["a/checkpoint"]["restart"]["summary"]
+    assert records["b/checkpoint"]["codes"] == ["CD421"]
+    assert "STREAMING_OUTPUT_MODE.UNSUPPORTED_OPERATION" in records["b/checkpoint"]["restart"]["summary"]
+    # One child described both jobs: the same analysis time is reported for each.
+    assert records["a/checkpoint"]["job"]["elapsed_s"] == records["b/checkpoint"]["job"]["elapsed_s"]

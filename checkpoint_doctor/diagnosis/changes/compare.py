@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from checkpoint_doctor.diagnosis.changes import sources, writer
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.changes.schemas import SchemaChange, schema_changes
 from checkpoint_doctor.diagnosis.codes import Code
@@ -140,6 +141,103 @@ def check_job(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
             f"The job sets {key}={value}, but the checkpoint pins {pinned}: Spark {ctx.target.line} "
             f'restores {pinned}{where} and logs "{warn}"',
             details=(("conf", key), ("in_job", value), ("pinned", pinned), ("restored_as", restored)),
+        )
+
+
+def check_job_writer_and_sources(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD220, CD221, CD222, CD420, CD421, CD630: the job's sources, sink, output mode and trigger
+    against the checkpoint (:mod:`.sources`, :mod:`.writer`)."""
+    job = ctx.options.job
+    if job is None:
+        return
+    if job.unsupported is not None:
+        yield Finding(
+            Code.OUTPUT_MODE_UNSUPPORTED,
+            f"Spark {job.spark_version} refuses the job's query in output mode {job.output_mode} at start(), "
+            f'before it reads the checkpoint: "{job.unsupported}"',
+            details=(("output_mode", job.output_mode), ("spark", job.unsupported)),
+        )
+    changed = writer.mode_change(ctx, job)
+    if changed is not None:
+        detected, wanted = changed
+        yield Finding(
+            Code.JOB_MODE_CHANGED,
+            f"The job runs in {wanted} mode (trigger {job.trigger or '?'}, async progress tracking "
+            f"{'on' if job.async_tracking else 'off'}); the checkpoint's logs show {detected} "
+            f"({ctx.detected.evidence}): the restart is predicted in {wanted} mode.",
+            details=(("in_checkpoint", detected), ("in_job", wanted)),
+        )
+    for change in sources.kind_changes(ctx, job):
+        yield Finding(
+            Code.SOURCE_KIND_CHANGED,
+            f"Source {change.index} of the job is a {change.job_source.text}, but the checkpoint's offsets "
+            f"hold a {sources.KIND_NAMES.get(change.in_checkpoint, change.in_checkpoint)} offset at its place "
+            f"({change.raw}): its reader cannot parse it.",
+            paths=(f"offsets/{ctx.latest}",) if ctx.latest is not None else (),
+            details=(
+                ("source", change.index),
+                ("in_checkpoint", change.in_checkpoint),
+                ("in_job", change.in_job),
+            ),
+        )
+    for move in sources.file_source_moves(ctx, job):
+        where = ", ".join(move.logged_dirs)
+        if move.glob:
+            text = (
+                f"Source {move.index} of the job reads the glob {move.job_path}, but the "
+                f"files its log lists are under {where}: with a glob Spark sets no basePath, so the restart "
+                "starts and takes every matched file the log does not list as new (a copy of a file already "
+                "read is read again)."
+            )
+        else:
+            text = (
+                f"Source {move.index} of the job reads {move.job_path}, but the files its log lists are under "
+                f"{where}: the restart re-reads the newest batch's logged files with "
+                f"basePath {move.job_path}, and Spark refuses a file outside it (Wrong basePath)."
+            )
+        yield Finding(
+            Code.FILE_SOURCE_MOVED,
+            text,
+            paths=(f"sources/{move.index}",),
+            details=(("source", move.index), ("in_job", move.job_path), ("in_log", move.logged_dirs)),
+        )
+    rate = sources.rate_partitions_change(ctx, job)
+    if rate is not None:
+        wanted_text = (
+            str(rate.in_job) if rate.in_job is not None else "not set (the cluster's default parallelism)"
+        )
+        yield Finding(
+            Code.RATE_PARTITIONS_CHANGED,
+            f"Source {rate.index} of the job is the continuous rate source with numPartitions {wanted_text}, "
+            f"but the checkpoint's offsets hold {rate.in_checkpoint} partition(s).",
+            paths=(f"offsets/{ctx.latest}",) if ctx.latest is not None else (),
+            details=(
+                ("source", rate.index),
+                ("in_checkpoint", rate.in_checkpoint),
+                ("in_job", rate.in_job),
+            ),
+        )
+    for kafka in sources.kafka_topics_changes(ctx, job):
+        if kafka.fail_on_data_loss:
+            then = "failOnDataLoss is true: Spark refuses the next batch (the partitions are 'gone')"
+        else:
+            then = (
+                "failOnDataLoss is false: Spark drops them with a warning and their unread records are never "
+                "read; the new subscription's partitions are read from their earliest offsets"
+            )
+        yield Finding(
+            Code.KAFKA_TOPICS_CHANGED,
+            f"Source {kafka.index} of the job is a Kafka source with {kafka.subscription}, which leaves out "
+            f"{kafka.names} of the checkpoint's offsets: {then}.",
+            paths=(f"offsets/{ctx.latest}",) if ctx.latest is not None else (),
+            details=(("source", kafka.index), ("left_out", kafka.names), ("in_job", kafka.subscription)),
+        )
+    move_sink = writer.sink_move(ctx, job, prediction.next_batch_id)
+    if move_sink is not None:
+        yield Finding(
+            Code.FILE_SINK_MOVED,
+            move_sink.text,
+            details=(("sink", move_sink.sink), ("in_job", move_sink.job_path)),
         )
 
 

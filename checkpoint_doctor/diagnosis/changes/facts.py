@@ -74,13 +74,20 @@ class JobFacts:
     elapsed_s: float
     #: ``asyncProgressTrackingEnabled`` among the writer's options.
     async_tracking: bool = False
+    #: Spark's refusal of the plan in its output mode (``UnsupportedOperationChecker``, run by
+    #: ``start()`` before the checkpoint is read), first line; None when Spark accepts it.
+    unsupported: str | None = None
 
     @property
     def mode(self) -> str:
         """Return the restart mode the job's trigger and options make: ``continuous`` for a
-        ContinuousTrigger, ``async`` with async progress tracking, else ``micro-batch``."""
-        if (self.trigger or "").startswith("ContinuousTrigger"):
+        ContinuousTrigger, ``real-time`` for a RealTimeTrigger, ``async`` with async progress
+        tracking, else ``micro-batch``."""
+        trigger = self.trigger or ""
+        if trigger.startswith("ContinuousTrigger"):
             return "continuous"
+        if trigger.startswith("RealTimeTrigger"):
+            return "real-time"
         return "async" if self.async_tracking else "micro-batch"
 
     @property
@@ -129,6 +136,7 @@ class JobFacts:
                 "trigger": self.trigger,
             },
             "mode": self.mode,
+            "unsupported": self.unsupported,
             "elapsed_s": self.elapsed_s,
         }
 
@@ -181,7 +189,15 @@ def job_facts_from_dict(job: str, data: dict[str, Any], elapsed_s: float) -> Job
         trigger=sink.get("trigger"),
         elapsed_s=round(float(elapsed_s), 2),
         async_tracking=_async_tracking(sink.get("options")),
+        unsupported=_first_line(data.get("unsupported")),
     )
+
+
+def _first_line(text: Any) -> str | None:
+    # An AnalysisException's text goes on with the plan after its first line.
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return text.strip().splitlines()[0]
 
 
 def _async_tracking(options: Any) -> bool:

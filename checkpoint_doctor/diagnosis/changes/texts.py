@@ -12,6 +12,7 @@ metadata the checkpoint holds (``STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -128,3 +129,77 @@ class ChangeTexts(SparkLine):
         """``OffsetSeqMetadata.setSessionConf``'s WARN when the session differs from a pinned conf."""
         restored = self.pinned_session_key(key)
         return f"Updating the value of conf '{restored}' in current session from '{session}' to '{pinned}'."
+
+    # ------------------------------------------------------------------ sources, sinks, modes
+    # The texts below are verbatim from the job-* restarts of issue 23's second part, the same on
+    # every line unless said (fixtures/spark-*/job-source-kind-changed, job-continuous-on,
+    # job-file-source-moved, job-rate-partitions-changed, job-output-mode-complete-stateless).
+
+    def source_offset_unreadable(self, in_checkpoint: str, in_job: str, raw: str) -> SparkError:
+        """The job's source at a place reads another kind of source's offset line when the next
+        batch or epoch is planned (its ``deserializeOffset``)."""
+        if in_job == "long" and not raw.strip().lstrip("-").isdigit():
+            # RateStreamMicroBatchStream.deserializeOffset: LongOffset(json.toLong).
+            text = f'For input string: "{raw}"'
+            return SparkError(text, text, "batch", headline=f"NumberFormatException: {text}")
+        if in_job == "rate-micro-batch" and raw.strip().lstrip("-").isdigit():
+            # RatePerMicroBatchStream.deserializeOffset: json4s extracts {offset, timestamp}.
+            found = "No usable value for offset\nDid not find value which can be converted into long"
+            return SparkError(
+                found, "No usable value for offset", "batch", headline=found.replace("\n", ": ")
+            )
+        if in_job == "continuous-rate" and raw.strip().lstrip("-").isdigit():
+            # RateStreamContinuousStream.deserializeOffset: json4s reads a partition map.
+            found = f"Expected object but got JInt({raw.strip()})"
+            return SparkError(found, found, "batch")
+        if in_job == "kafka":
+            # KafkaSourceOffset(JsonUtils.partitionOffsets): not recorded by a fixture.
+            text = f'Expected e.g. {{"topicA":{{"0":23,"1":-1}},"topicB":{{"0":-2}}}}, got {raw}'
+            return SparkError(text, "Expected e.g. {", "batch", headline=f"IllegalArgumentException: {text}")
+        text = (
+            f"the {in_job} source cannot read the {in_checkpoint} offset {raw} the checkpoint holds at "
+            "its place (Spark's words for this pair of sources are not recorded)"
+        )
+        return SparkError(text, raw, "batch", headline=f"the {in_job} source cannot read the offset {raw}")
+
+    def wrong_base_path(self, base_path: str, logged_file: str) -> SparkError:
+        """``PartitioningAwareFileIndex``: a file the log lists for the re-read batch is not under the
+        file source's new path (its ``basePath``)."""
+        # The root path is the logged URI as a Hadoop Path prints it (file:///x -> file:/x).
+        root = (
+            "file:/" + logged_file[len("file:///") :] if logged_file.startswith("file:///") else logged_file
+        )
+        text = f"Wrong basePath {base_path} for the root path: {root}"
+        return SparkError(text, "Wrong basePath", "init", headline=text)
+
+    def rate_partitions_changed(self, in_checkpoint: int, in_job: int | None) -> SparkError:
+        """``RateStreamContinuousStream.planInputPartitions`` with another ``numPartitions``."""
+        now = str(in_job) if in_job is not None else "N"
+        text = (
+            f"The previous run contained {in_checkpoint} partitions, but {now} partitions are currently "
+            "configured. The numPartitions option cannot be changed."
+        )
+        return SparkError(text, "The numPartitions option cannot be changed.", "batch", headline=text)
+
+    def unsupported_operation(self, message: str) -> SparkError:
+        """``UnsupportedOperationChecker`` refused the query in ``start()`` (the job probe asked it)."""
+        # 3.5 ends the sentence with ";" (the plan follows), 4.x with its SQLSTATE.
+        search = re.sub(r"\s*SQLSTATE: \w+$", "", message.strip()).rstrip(";").strip()
+        found = re.match(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]", search)
+        return SparkError(message, search, "start", found.group(1) if found else None)
+
+    def kafka_partitions_unsubscribed(self, names: str) -> SparkError:
+        """The connector's report of the partitions the old offsets hold and the new subscription's
+        latest offsets do not (``getOffsetRangesFromResolvedOffsets``' deleted partitions), with
+        ``failOnDataLoss`` true: worded as a deleted partition's (KAFKA_DATA_LOSS.PARTITIONS_DELETED
+        on 4.x, whose condition the query's exception does not print)."""
+        lost = "Some data may have been lost because they are not available in Kafka any more"
+        # Up to 4 partitions the Set keeps the offsets line's order; a larger one is a hash set.
+        ordered = names.count(",") < 4
+        if self.error_classes:
+            first = f"Reason: Partitions Set({names}) have been deleted."
+            return SparkError(f"{lost}; ... {first}", first if ordered else "have been deleted.", "batch")
+        first = f"Set({names}) are gone. Some data may have been missed."
+        return SparkError(
+            f"{first} {lost}", first if ordered else "are gone. Some data may have been missed.", "batch"
+        )

@@ -145,7 +145,7 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
         if restart.code == "table-replaced":
             text = (
                 f"Delta source {n} read table {off.reservoir_id}, but {table.url} is table {table.table_id} "
-                "(replaced, or deleted and written anew): the restart fails with "
+                "(replaced, deleted and written anew, or another table the query now reads): the restart fails with "
                 "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE."
             )
         elif restart.code == "versions-gone":
