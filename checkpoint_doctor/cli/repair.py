@@ -34,6 +34,7 @@ from checkpoint_doctor.render.hints import Hints, public_storage_options, storag
 
 if TYPE_CHECKING:
     from checkpoint_doctor.model import KafkaLive
+    from checkpoint_doctor.model_delta import DeltaTable
     from checkpoint_doctor.planning.plan import RepairPlan
     from checkpoint_doctor.reading.storage import Storage
 
@@ -388,7 +389,7 @@ def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
         reader.close()
 
 
-def _delta_again(plan: Any, options: dict[str, Any]) -> Any:
+def _delta_again(plan: RepairPlan, options: Mapping[str, Any]) -> tuple[DeltaTable, ...] | None:
     """Return the Delta tables a plan relies on, read again from their logs (None: it relies on none)."""
     from checkpoint_doctor.planning.preconditions import DeltaTablePre
 
