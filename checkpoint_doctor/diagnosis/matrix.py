@@ -33,11 +33,12 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis import cell_memo, diagnose_cell
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.line_rules import CellMemo
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.severity import effective_severity
@@ -358,10 +359,17 @@ def diagnose_cells(
     """
     shared = facts if facts is not None else SnapshotFacts(snapshot)
     detected = shared.mode.mode
+    # The cells of one mode share their options but the line, and a memo of what their line rules
+    # answered (diagnosis.line_rules): each mode's options are built once, not once per cell.
+    by_mode: dict[str | None, tuple[DiagnoseOptions, CellMemo]] = {}
     out = []
     for cell, role, label, situation in cells:
         mode = None if cell.mode == detected else cell.mode
-        result = diagnose(snapshot, replace(base, spark=cell.spark, mode=mode), shared)
+        found = by_mode.get(mode)
+        if found is None:
+            opts = replace(base, spark=cell.spark, mode=mode)
+            found = by_mode[mode] = (opts, cell_memo(shared, opts))
+        result = diagnose_cell(snapshot, found[0], target(cell.spark), shared, found[1])
         out.append(CellDiagnosis(cell, role, label, result, situation))
     return tuple(out)
 
@@ -485,6 +493,7 @@ def _assumptions(
     snapshot: CheckpointSnapshot,
     opts: MatrixOptions,
     if_stateful: Sequence[tuple[str, str]] = (),
+    proven: tuple[ProvenConf, ...] | None = None,
 ) -> list[str]:
     base = opts.base
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
@@ -499,7 +508,7 @@ def _assumptions(
         out.append(
             "the Spark line that wrote it is unknown (no pinned confs): every line counts as configured"
         )
-    for p in opts_proven(opts, snapshot):
+    for p in opts_proven(opts, snapshot) if proven is None else proven:
         out.append(f"{p.text}: the writer's session had it ({p.evidence}); every restart is judged with it")
     if base.stateful is None and facts.statefulness.verdict == UNKNOWN:
         out.append(stateful_assumption(facts.statefulness, facts.mode.mode, if_stateful))
@@ -527,24 +536,26 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         raise ValueError(f"unsupported Spark line {unknown[0]!r}; supported: {', '.join(LINES)}")
     facts = SnapshotFacts(snapshot)
     proven = opts_proven(opts, snapshot)
-    planned = plan_cells(facts, opts)
-    cells = diagnose_cells(snapshot, planned, with_confs(opts.base, proven), facts)
+    wrote = facts_writer_lines(facts)
+    planned = list(_plan(facts.mode.mode, wrote, opts.lines, opts.modes))
+    configured = with_confs(opts.base, proven)
+    cells = diagnose_cells(snapshot, planned, configured, facts)
     unset = _without_proven(snapshot, planned, cells, opts.base, proven, facts)
     if_stateful = _suspected_column(cells, facts.mode.mode) or stateful_by_line(
         snapshot,
         facts,
-        with_confs(opts.base, proven),
+        configured,
         dict.fromkeys(cell.spark for cell, *_ in planned),
     )
     return MatrixDiagnosis(
         checkpoint=snapshot.root,
         query_id=snapshot.query_id,
         writer=facts.writer,
-        writer_lines=facts_writer_lines(facts),
+        writer_lines=wrote,
         mode_detected=facts.mode.mode,
         cells=cells,
         findings=merge_findings(cells + unset, facts.mode.mode),
-        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful)),
+        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful, proven)),
         statefulness=facts.statefulness,
         named_lines=opts.lines,
         named_modes=opts.modes,

@@ -64,6 +64,10 @@ class SparkLine:
     def _at_least(self, line: str) -> bool:
         return _RANK[self.line] >= _RANK[line]
 
+    def older_than(self, line: str) -> bool:
+        """Whether this line is older than ``line`` (a restart on it is a downgrade)."""
+        return _RANK[self.line] < _RANK[line]
+
     @property
     def error_classes(self) -> bool:
         """4.0+ prefix errors with ``[ERROR_CLASS]`` and append ``SQLSTATE``."""

@@ -36,6 +36,21 @@ class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
         """4.0/4.1 validate the commit header against checkpointFormatVersion exactly."""
         return self.line in ("4.0", "4.1")
 
+    def reads_offsets_version(self, version: int) -> bool:
+        """Whether the offsets log reader accepts a ``v<version>`` header (asked as a yes/no: every
+        line answers alike for v1, so a restart matrix's cells share the answer)."""
+        return version <= self.max_offsets_version
+
+    def commit_version_rule(self, version: int, wanted: int) -> str | None:
+        """What the commit log reader makes of a ``v<version>`` header when the session's
+        checkpointFormatVersion is ``wanted``: None (read), ``mismatch`` (4.0/4.1: v1/v2 other than
+        the conf), ``exact-too-new`` (4.0/4.1: v3+), ``too-new`` (above this line's maximum)."""
+        if self.commits_exact_match:
+            if version != wanted and version <= 2:
+                return "mismatch"
+            return "exact-too-new" if version > 2 else None
+        return "too-new" if version > self.max_commits_version else None
+
     @property
     def max_commits_version(self) -> int:
         """Highest commit log version the reader accepts (exact-match lines: the conf value)."""
