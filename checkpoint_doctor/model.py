@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
+from checkpoint_doctor.records import frozen
+
 T = TypeVar("T")
 
 
@@ -40,7 +42,7 @@ class FileStat:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class DirEntries:
     """The files directly in one directory, as columns sorted by name (``path`` '' is the root).
 
@@ -181,7 +183,7 @@ class ParseFailure:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class LogEntry(Generic[T]):
     """A batch file of a metadata log: listed always, parsed when the snapshot depth asked for it.
 
@@ -209,7 +211,7 @@ class LogEntry(Generic[T]):
 # --------------------------------------------------------------------------------------- source offsets
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaRetention:
     """A topic's retention settings as the broker describes them (``DescribeConfigs``).
 
@@ -223,7 +225,7 @@ class KafkaRetention:
     cleanup_policy: str = "delete"
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaLive:
     """The topics' positions as a broker gave them (hashable: it rides in ``DiagnoseOptions``).
 
@@ -247,7 +249,7 @@ class KafkaLive:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaOffset:
     """``KafkaSourceOffset``: ``{"topic": {"partition": offset}}``, the next offset to read per partition."""
 
@@ -273,7 +275,7 @@ class KafkaOffset:
         return {"type": self.type, "topics": topics}
 
 
-@dataclass(frozen=True)
+@frozen
 class FileSourceOffset:
     """``FileStreamSourceOffset``: ``{"logOffset": n}``, the id of the entry in ``sources/<n>/``."""
 
@@ -289,7 +291,7 @@ class FileSourceOffset:
         return {"type": self.type, "log_offset": self.log_offset}
 
 
-@dataclass(frozen=True)
+@frozen
 class RatePerMicroBatchOffset:
     """``RatePerMicroBatchStreamOffset``: ``{"offset": rows, "timestamp": ms}``."""
 
@@ -306,7 +308,7 @@ class RatePerMicroBatchOffset:
         return {"type": self.type, "offset": self.offset, "timestamp_ms": self.timestamp_ms}
 
 
-@dataclass(frozen=True)
+@frozen
 class LongOffset:
     """``LongOffset``: a bare number (rate: seconds since start; socket and memory: a row index)."""
 
@@ -322,7 +324,7 @@ class LongOffset:
         return {"type": self.type, "value": self.value}
 
 
-@dataclass(frozen=True)
+@frozen
 class DeltaOffset:
     """Delta Lake ``DeltaSourceOffset``: table id (``reservoirId``), version and file index."""
 
@@ -349,7 +351,7 @@ class DeltaOffset:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ContinuousRateOffset:
     """Continuous ``RateStreamOffset``: partition -> (last value, run time ms)."""
 
@@ -373,7 +375,7 @@ DecodedOffset = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceOffset:
     """One source line of an offsets file.
 
@@ -412,7 +414,7 @@ class SourceOffset:
 # --------------------------------------------------------------------------------------- log records
 
 
-@dataclass(frozen=True)
+@frozen
 class OffsetSeqMetadata:
     """Line 2 of an offsets file (``OffsetSeqMetadata``; v2 adds ``sourceMetadataInfo``).
 
@@ -444,7 +446,7 @@ class OffsetSeqMetadata:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class OffsetSeq:
     """A parsed ``offsets/<batchId>`` file: header version, metadata line (None if blank), sources."""
 
@@ -461,7 +463,7 @@ class OffsetSeq:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class CommitRecord:
     """A parsed ``commits/<batchId>`` file (``CommitMetadata``).
 
@@ -492,7 +494,7 @@ class CommitRecord:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class QueryMetadata:
     """The ``metadata`` file: ``{"id": "<query id>"}``."""
 
@@ -512,7 +514,7 @@ class FileSourceEntry:
     batch_id: int
 
 
-@dataclass(frozen=True)
+@frozen
 class FileSourceLogBatch:
     """A ``sources/<n>/<k>`` (or ``<k>.compact``) file of the file source."""
 
@@ -520,7 +522,7 @@ class FileSourceLogBatch:
     entries: tuple[FileSourceEntry, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaInitialOffsets:
     """``sources/<n>/0`` of the Kafka source: the offsets chosen on the very first start."""
 
@@ -530,7 +532,7 @@ class KafkaInitialOffsets:
     legacy_format: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class RateStartTime:
     """``sources/<n>/0`` of the micro-batch ``rate`` source: its start time in ms."""
 
@@ -551,7 +553,7 @@ class SinkFileEntry:
     modification_time_ms: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class SinkLogBatch:
     """A ``_spark_metadata/<id>`` (or ``<id>.compact``) file of the file sink."""
 
@@ -559,7 +561,7 @@ class SinkLogBatch:
     entries: tuple[SinkFileEntry, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class OperatorStateMetadata:
     """``state/<op>/_metadata/metadata`` (4.0+): operator name and its stores with partition counts."""
 
@@ -578,7 +580,7 @@ class OperatorStateMetadata:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class StateSchemaHeader:
     """The header of ``state/<op>/0/[<store>/]_metadata/schema``: format version and field names,
     and (v1/v2) the key and value StructType JSON a restart's schema check compares with."""
@@ -598,7 +600,7 @@ class StateSchemaHeader:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class StateDataHeader:
     """The head of a state data file (``.delta``, ``.snapshot``, ``.changelog``): the compression stream
     it starts with (``spark.sql.streaming.stateStore.compression.codec``, lz4 by default)."""
@@ -607,7 +609,7 @@ class StateDataHeader:
     size: int
 
 
-@dataclass(frozen=True)
+@frozen
 class RocksDBCheckpointMetadata:
     """The ``metadata`` entry inside a RocksDB ``<version>.zip``: the SST files the version needs."""
 

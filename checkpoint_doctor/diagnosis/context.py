@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, REAL_TIME, is_async_pattern
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts, StoreVerdict
@@ -16,6 +14,7 @@ from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
 from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
+from checkpoint_doctor.records import frozen
 
 OFFSETS = "offsets"
 COMMITS = "commits"
@@ -29,7 +28,7 @@ LEGACY_STATE_FORMATS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class LogProblem:
     """Why Spark cannot use a log file it reads on restart: the finding code and Spark's error."""
 

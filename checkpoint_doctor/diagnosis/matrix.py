@@ -29,7 +29,7 @@ restart too: where it fails and the configured one starts, its failure is a warn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -52,6 +52,7 @@ from checkpoint_doctor.diagnosis.versions import LINES, at_root, target
 from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.records import frozen
 
 AS_CONFIGURED = "as-configured"
 PLAUSIBLE = "plausible"
@@ -71,7 +72,7 @@ class Cell(NamedTuple):
         return f"Spark {self.spark} ({self.mode})"
 
 
-@dataclass(frozen=True)
+@frozen
 class MatrixOptions:
     """The restarts to evaluate: named lines and modes narrow the matrix (empty: every plausible one);
     ``base`` carries everything else a single-cell diagnosis takes (its spark/mode are ignored)."""
@@ -85,7 +86,7 @@ class MatrixOptions:
     job_note: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CellDiagnosis:
     """One cell of the matrix: its role, its label in an operator's words, its diagnosis."""
 
@@ -130,7 +131,7 @@ class CellDiagnosis:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class MatrixDiagnosis:
     """A checkpoint diagnosed for every cell of the restart matrix, with merged findings."""
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
@@ -11,6 +10,7 @@ from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import KafkaLive, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.records import frozen
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
@@ -21,7 +21,7 @@ LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTE
 DEFAULT_LIVE_WINDOW_S = 600.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One observed fact about a checkpoint, with its evidence. Severity comes from the code."""
 
@@ -78,7 +78,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class RestartPrediction:
     """What Spark does when the query is restarted on this checkpoint.
 
@@ -149,7 +149,7 @@ class RestartPrediction:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class DiagnoseOptions:
     """What the operator tells diagnosis about the restart they plan.
 
@@ -180,7 +180,7 @@ class DiagnoseOptions:
     job: JobFacts | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagnosis:
     """The result of diagnosing one checkpoint for one Spark line and mode."""
 

@@ -7,7 +7,7 @@ stores, per-source files) live in their own small modules as mixins of :class:`S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from checkpoint_doctor.records import frozen
 
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 NEWEST = LINES[-1]
@@ -15,7 +15,7 @@ NEWEST = LINES[-1]
 _RANK = {line: i for i, line in enumerate(LINES)}
 
 
-@dataclass(frozen=True)
+@frozen
 class SparkError:
     """An error Spark raises on restart.
 
@@ -55,7 +55,7 @@ class SparkError:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class SparkLine:
     """A supported release line (``3.5`` .. ``4.3``)."""
 

@@ -9,7 +9,6 @@ Messages are templates here; :func:`qualify_root` turns a root URL into Spark's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.texts import ChangeTexts
@@ -18,11 +17,12 @@ from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
 from checkpoint_doctor.diagnosis.state.texts import StateTexts
 from checkpoint_doctor.model import ParseFailure
 from checkpoint_doctor.parsing.java_uuid import JavaUuidError
+from checkpoint_doctor.records import frozen
 
 __all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "at_root", "qualify_root", "target"]
 
 
-@dataclass(frozen=True)
+@frozen
 class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
     """A Spark release line and its restart rules (state store and source texts in the mixins)."""
 

@@ -27,6 +27,7 @@ from typing import Any
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
+from checkpoint_doctor.records import frozen
 
 _TEMP = re.compile(
     r"^\.(?P<target>.+)\.(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -81,7 +82,7 @@ def is_canonical_batch_name(name: str, batch_id: int) -> bool:
     return name == str(batch_id)
 
 
-@dataclass(frozen=True)
+@frozen
 class StateFileName:
     """A parsed state data file name."""
 
@@ -439,7 +440,7 @@ def _index_log_dir(layout: Layout, log: LogIndex, d: DirEntries) -> None:
         _index_log_file(log, f, [name], layout, compactible=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class _NameRoles:
     """The roles of the names of one state store data directory (shared by equal name sets)."""
 
