@@ -7,7 +7,6 @@ library (nothing from the package) and does no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeVar
 
 from checkpoint_doctor.records import frozen
@@ -15,7 +14,7 @@ from checkpoint_doctor.records import frozen
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FileStat:
     """One listed file: ``path`` relative to the listed root, POSIX style; ``mtime_ms`` epoch millis."""
 
@@ -154,7 +153,7 @@ class Listing:
         return f"Listing({self.file_count} files, {len(self.dirs)} dirs)"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ParseFailure:
     """Why a file could not be read as what its name says it is.
 
@@ -505,7 +504,7 @@ class QueryMetadata:
         return {"id": self.query_id}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FileSourceEntry:
     """One line of a file-source log (``FileEntry``): a discovered input file."""
 
@@ -543,7 +542,7 @@ class RateStartTime:
 SourceMetadataRecord = FileSourceLogBatch | KafkaInitialOffsets | RateStartTime
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SinkFileEntry:
     """One line of a file sink log (``SinkFileStatus``)."""
 

@@ -24,7 +24,8 @@ import reprlib
 from collections.abc import Callable
 from dataclasses import MISSING, FrozenInstanceError
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from types import CodeType, FunctionType
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -40,9 +41,30 @@ T = TypeVar("T")
 _FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", object())
 
 
+@overload
+def frozen(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def frozen(*, slots: bool = False) -> Callable[[type[T]], type[T]]: ...
+
+
 @dataclass_transform(frozen_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-def frozen(cls: type[T]) -> type[T]:
-    """Return ``cls`` as ``dataclass(frozen=True)`` would make it (see the module's docstring)."""
+def frozen(cls: type[T] | None = None, /, *, slots: bool = False) -> Any:
+    """Return ``cls`` as ``dataclass(frozen=True, slots=slots)`` would make it (see the module's
+    docstring); ``@frozen`` or ``@frozen(slots=True)``."""
+    if cls is None:
+        return lambda klass: _make(klass, frozen=True, slots=slots)
+    return _make(cls, frozen=True, slots=slots)
+
+
+@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
+def mutable(cls: type[T]) -> type[T]:
+    """Return ``cls`` as ``dataclass`` (not frozen, eq: no ``__hash__``) would make it."""
+    return _make(cls, frozen=False, slots=False)
+
+
+def _make(cls: type[T], *, frozen: bool, slots: bool) -> type[T]:
     _refuse_unsupported(cls)
     own = set(vars(cls))
     undocumented = not cls.__doc__
@@ -50,41 +72,61 @@ def frozen(cls: type[T]) -> type[T]:
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in own))
     # A subclass of a frozen dataclass must be frozen for dataclasses to accept it: there it compiles
     # __setattr__ and __delattr__ itself (two functions instead of six).
-    frozen_base = _frozen_base(cls)
+    frozen_base = _frozen_base(cls, frozen)
     dataclasses.dataclass(cls, init=False, repr=False, eq=False, frozen=frozen_base)
     fields = dataclasses.fields(cls)  # type: ignore[arg-type]
     if any(not f.init or f.kw_only is True for f in vars(cls)["__dataclass_fields__"].values()):
-        raise TypeError(
-            f"@frozen {cls.__qualname__}: InitVar, kw_only and init=False fields need dataclass()"
-        )
+        raise TypeError(f"{cls.__qualname__}: InitVar, kw_only and init=False fields need dataclass()")
+    names = tuple(f.name for f in fields)
+    if slots:
+        cls = _slotted(cls, names)
     if "__init__" not in own:
-        _set(cls, "__init__", _init(cls, fields))
+        _set(cls, "__init__", _lazy_init(cls, fields, frozen))
     if "__repr__" not in own:
         _set(cls, "__repr__", _repr(tuple(f.name for f in fields if f.repr)))
     if "__eq__" not in own:
         _set(cls, "__eq__", _eq(_key(tuple(f.name for f in fields if f.compare))))
-    if not explicit_hash:
+    if not frozen:
+        if not explicit_hash:
+            cls.__hash__ = None  # type: ignore[assignment]  # eq without frozen: unhashable
+    elif not explicit_hash:
         hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
         _set(cls, "__hash__", _hash(_key(hashed)))
-    if not frozen_base:
-        names = tuple(f.name for f in fields)
+    if frozen and not frozen_base:
         _set(cls, "__setattr__", _frozen_setattr(cls, names))
         _set(cls, "__delattr__", _frozen_delattr(cls, names))
+    if frozen and slots:
+        _set(cls, "__getstate__", _getstate(names))
+        _set(cls, "__setstate__", _setstate(names))
     if undocumented:
         import inspect  # as dataclasses does, for the few classes without a docstring
 
         cls.__doc__ = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
     params = vars(cls)["__dataclass_params__"]
-    params.init = params.repr = params.eq = params.frozen = True
+    params.init = params.repr = params.eq = True
+    params.frozen = frozen
     return cls
 
 
-def _frozen_base(cls: type) -> bool:
-    """Whether a base is a dataclass (every one frozen, as dataclasses requires of a frozen class)."""
+def _slotted(cls: type[T], names: tuple[str, ...]) -> type[T]:
+    """The class again with ``__slots__`` for its fields (what ``dataclass(slots=True)`` does)."""
+    body = dict(vars(cls))
+    body["__slots__"] = names
+    for name in (*names, "__dict__", "__weakref__"):
+        body.pop(name, None)
+    slotted = cast(Any, type(cls))(cls.__name__, cls.__bases__, body)
+    slotted.__qualname__ = cls.__qualname__
+    return cast("type[T]", slotted)
+
+
+def _frozen_base(cls: type, frozen: bool) -> bool:
+    """Whether a base is a dataclass; all must be frozen for a frozen class, none for another."""
     params = [vars(b)["__dataclass_params__"] for b in cls.__mro__[1:] if "__dataclass_params__" in vars(b)]
-    if any(not p.frozen for p in params):
+    if frozen and any(not p.frozen for p in params):
         raise TypeError("cannot inherit frozen dataclass from a non-frozen one")
-    return bool(params)
+    if not frozen and any(p.frozen for p in params):
+        raise TypeError("cannot inherit non-frozen dataclass from a frozen one")
+    return frozen and bool(params)
 
 
 def _refuse_unsupported(cls: type) -> None:
@@ -92,11 +134,11 @@ def _refuse_unsupported(cls: type) -> None:
         if name in vars(cls):
             raise TypeError(f"Cannot overwrite attribute {name} in class {cls.__name__}")
     if "__slots__" in vars(cls):
-        raise TypeError(f"@frozen {cls.__qualname__}: __slots__ needs dataclass(slots=True)")
+        raise TypeError(f"{cls.__qualname__}: __slots__ of its own needs dataclass()")
     for annotation in vars(cls).get("__annotations__", {}).values():
         text = annotation if isinstance(annotation, str) else repr(annotation)
         if "InitVar" in text or "KW_ONLY" in text:
-            raise TypeError(f"@frozen {cls.__qualname__}: InitVar and KW_ONLY need dataclass()")
+            raise TypeError(f"{cls.__qualname__}: InitVar and KW_ONLY need dataclass()")
 
 
 def _set(cls: type, name: str, fn: Callable[..., Any]) -> None:
@@ -104,27 +146,89 @@ def _set(cls: type, name: str, fn: Callable[..., Any]) -> None:
     setattr(cls, name, fn)
 
 
-def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[..., None]:
-    """The ``__init__`` dataclasses generates for a frozen class, compiled from the same source."""
+#: Calls of a class's ``__init__`` before its generated code is compiled: a command builds most of
+#: its value classes a few times or never (compiling is most of what making a class costs), the
+#: hot ones (a listing's files, a log's entries) thousands of times.
+COMPILE_AFTER = 16
+
+
+def _lazy_init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Callable[..., None]:
+    """Return an ``__init__`` with the generated one's signature that sets the fields as the
+    generated one does (in order, default factories called, then ``__post_init__``) and, after
+    :data:`COMPILE_AFTER` calls, compiles the generated one and makes it the class's.
+
+    The signature is a template's code object (one per number of fields, compiled once) with the
+    parameters renamed: ``def __init__(self, a, b=<default>): return __first__(self, a, b)``."""
+    names = [f.name for f in fields]
+    defaults = []
+    makers = []
+    for f in fields:
+        makers.append(None if f.default_factory is MISSING else f.default_factory)
+        if f.default is not MISSING:
+            defaults.append(f.default)
+        elif f.default_factory is not MISSING:
+            defaults.append(_FACTORY)
+        elif defaults:
+            raise TypeError(f"non-default argument {f.name!r} follows default argument")
+    plan = tuple(zip(names, makers, strict=True))
+    assign = object.__setattr__ if frozen else setattr
+    post_init = hasattr(cls, "__post_init__")
+    calls = 0
+
+    def first(self: Any, *args: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls > COMPILE_AFTER:
+            init = _init(cls, fields, frozen)
+            init.__qualname__ = f"{cls.__qualname__}.__init__"
+            setattr(cls, "__init__", init)  # noqa: B010 - the class's own, replacing this stub
+            init(self, *args)
+            return
+        for (name, make), value in zip(plan, args, strict=True):
+            assign(self, name, make() if make is not None and value is _FACTORY else value)
+        if post_init:
+            self.__post_init__()
+
+    template = _template(len(names))
+    code = template.replace(co_varnames=("self", *names, *template.co_varnames[len(names) + 1 :]))
+    stub = FunctionType(code, {"__first__": first}, "__init__", tuple(defaults) or None)
+    stub.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
+    return stub
+
+
+_TEMPLATES: dict[int, CodeType] = {}
+
+
+def _template(arity: int) -> CodeType:
+    """The code of ``def __init__(self, p0, ..., pN): return __first__(self, p0, ..., pN)``."""
+    code = _TEMPLATES.get(arity)
+    if code is None:
+        params = "".join(f", p{i}" for i in range(arity))
+        namespace: dict[str, Any] = {}
+        exec(f"def __init__(self{params}):\n return __first__(self{params})", {}, namespace)
+        code = _TEMPLATES[arity] = namespace["__init__"].__code__
+    return code
+
+
+def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...], frozen: bool) -> Callable[..., None]:
+    """The ``__init__`` dataclasses generates, compiled from the same source."""
     params, body = [], []
     env: dict[str, Any] = {"__object__": object, "__factory__": _FACTORY}
-    seen_default = False
     for f in fields:
         value = f.name
         if f.default is not MISSING:
             env[f"__default_{f.name}__"] = f.default
             params.append(f"{f.name}=__default_{f.name}__")
-            seen_default = True
         elif f.default_factory is not MISSING:
             env[f"__make_{f.name}__"] = f.default_factory
             params.append(f"{f.name}=__factory__")
             value = f"__make_{f.name}__() if {f.name} is __factory__ else {f.name}"
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
         else:
             params.append(f.name)
-        body.append(f"  __object__.__setattr__(self, {f.name!r}, {value})")
+        if frozen:
+            body.append(f"  __object__.__setattr__(self, {f.name!r}, {value})")
+        else:
+            body.append(f"  self.{f.name} = {value}")
     if hasattr(cls, "__post_init__"):
         body.append("  self.__post_init__()")
     source = f"def __init__(self, {', '.join(params)}):\n" + ("\n".join(body) or "  pass")
@@ -133,6 +237,21 @@ def _init(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> Callable[...
     fn: Callable[..., None] = namespace["__init__"]
     fn.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
     return fn
+
+
+def _getstate(names: tuple[str, ...]) -> Callable[[Any], list[Any]]:
+    def __getstate__(self: Any) -> list[Any]:
+        return [getattr(self, name) for name in names]
+
+    return __getstate__
+
+
+def _setstate(names: tuple[str, ...]) -> Callable[[Any, list[Any]], None]:
+    def __setstate__(self: Any, state: list[Any]) -> None:
+        for name, value in zip(names, state, strict=False):
+            object.__setattr__(self, name, value)
+
+    return __setstate__
 
 
 def _key(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:

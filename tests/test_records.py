@@ -11,7 +11,7 @@ from typing import ClassVar, Generic, TypeVar  # noqa: F401 - "ClassVar[str]" be
 
 import pytest
 
-from checkpoint_doctor.records import frozen
+from checkpoint_doctor.records import COMPILE_AFTER, frozen, mutable
 
 T = TypeVar("T")
 
@@ -190,3 +190,77 @@ def test_records_of_records_as_dataclasses_of_dataclasses():
 def test_a_class_without_a_docstring_gets_dataclass_s():
     mine, theirs = _pair({}, {"a": "int", "b": "str"})
     assert mine.__doc__ == theirs.__doc__ == "Value(a: 'int', b: 'str')"
+
+
+def test_slots_as_dataclass_slots_makes_them():
+    mine = frozen(slots=True)(
+        type("Stat", (), {"__annotations__": {"path": "str", "size": "int"}, "size": 0, "__doc__": "x"})
+    )
+    theirs = dataclass(frozen=True, slots=True)(
+        type("Stat", (), {"__annotations__": {"path": "str", "size": "int"}, "size": 0, "__doc__": "x"})
+    )
+    assert mine.__slots__ == theirs.__slots__ == ("path", "size")
+    a, b = mine("p", 3), theirs("p", 3)
+    assert not hasattr(a, "__dict__") and repr(a) == repr(b) and hash(a) == hash(b)
+    assert a.__getstate__() == b.__getstate__() == ["p", 3]
+    with pytest.raises(FrozenInstanceError):
+        a.size = 4
+    globals()["Stat"] = mine
+    try:
+        assert pickle.loads(pickle.dumps(a)) == a and copy.copy(a) == a
+    finally:
+        del globals()["Stat"]
+
+
+def test_mutable_as_dataclass_makes_it():
+    body = {"__doc__": "x", "items": field(default_factory=list), "count": 0}
+    annotations = {"name": "str", "items": "list[int]", "count": "int"}
+
+    def make(decorate):
+        return decorate(type("Index", (), {"__annotations__": dict(annotations), **body}))
+
+    mine, theirs = make(mutable), make(dataclass)
+    a, b = mine("x"), theirs("x")
+    a.count += 1
+    b.count += 1
+    a.items.append(1)
+    b.items.append(1)
+    assert repr(a).replace("Index", "") == repr(b).replace("Index", "") == "(name='x', items=[1], count=1)"
+    assert a == mine("x", [1], 1) and mine.__hash__ is None is theirs.__hash__
+    assert str(inspect.signature(mine)) == str(inspect.signature(theirs))
+    assert mine.__dataclass_params__.frozen is False and mine.__dataclass_params__.eq is True
+    with pytest.raises(TypeError, match="cannot inherit non-frozen dataclass from a frozen one"):
+        mutable(type("Sub", (frozen(type("Base", (), {"__doc__": "x"})),), {"__doc__": "x"}))
+
+
+def test_init_is_compiled_when_first_called_with_the_signature_before():
+    cls = frozen(type("Lazy", (), {"__annotations__": {"a": "int", "b": "int"}, "b": 2, "__doc__": "x"}))
+    stub = cls.__init__
+    assert str(inspect.signature(cls)) == "(a: 'int', b: 'int' = 2) -> None"
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'a'"):
+        cls()
+    assert cls(1).b == 2 and cls(1, b=3).b == 3 and cls(a=5).a == 5
+    assert cls.__init__ is stub  # a few instances: not compiled
+    made = [cls(i) for i in range(COMPILE_AFTER)]
+    assert cls.__init__ is not stub  # compiled after COMPILE_AFTER calls, then the class's own
+    assert made[-1] == cls(COMPILE_AFTER - 1) and cls(7, 8) == cls(a=7, b=8)
+    assert str(inspect.signature(cls)) == "(a: 'int', b: 'int' = 2) -> None"
+
+
+@pytest.mark.parametrize("calls", [1, COMPILE_AFTER + 2])
+def test_before_and_after_compiling_init_makes_the_same_instances(calls):
+    counter = iter(range(1000))
+
+    class Base:
+        def __post_init__(self) -> None:
+            object.__setattr__(self, "seen", next(counter))
+
+    def make(decorate):
+        ns = {"__annotations__": {"a": "int", "items": "list[int]"}, "items": field(default_factory=list)}
+        return decorate(type("Made", (Base,), {**ns, "__doc__": "x", "__module__": __name__}))
+
+    mine, theirs = make(frozen), make(dataclass(frozen=True))
+    for _ in range(calls):
+        a, b = mine(1), theirs(1)
+    assert (a.a, a.items, repr(a)) == (b.a, b.items, repr(b)) and a.items is not mine(1).items
+    assert isinstance(a.seen, int)

@@ -11,7 +11,7 @@ that order is the one Spark raises; everything else is reported as findings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from checkpoint_doctor.diagnosis import real_time
 from checkpoint_doctor.diagnosis.changes import compare as changes
@@ -27,9 +27,10 @@ from checkpoint_doctor.model import OffsetSeq, SourceOffset
 from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.layout import SINK_LOG, hadoop_crc_path
+from checkpoint_doctor.records import mutable
 
 
-@dataclass
+@mutable
 class _Run:
     """The prediction being built (mutable scratch, frozen into a RestartPrediction at the end)."""
 

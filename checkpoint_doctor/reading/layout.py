@@ -21,13 +21,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
-from checkpoint_doctor.records import frozen
+from checkpoint_doctor.records import frozen, mutable
 
 _TEMP = re.compile(
     r"^\.(?P<target>.+)\.(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -104,7 +104,7 @@ def parse_state_file_name(name: str) -> StateFileName | None:
     return None
 
 
-@dataclass
+@mutable
 class StoreIndex:
     """Files of one state store instance: (operator, partition, store name)."""
 
@@ -124,7 +124,7 @@ class StoreIndex:
     total_bytes: int = 0
 
 
-@dataclass
+@mutable
 class OperatorIndex:
     """Files of one stateful operator ``state/<op>/``."""
 
@@ -141,7 +141,7 @@ class OperatorIndex:
     total_bytes: int = 0
 
 
-@dataclass
+@mutable
 class LogIndex:
     """Batch files of one metadata log directory."""
 
@@ -158,7 +158,7 @@ class LogIndex:
     total_bytes: int = 0
 
 
-@dataclass
+@mutable
 class Layout:
     """The listing of a checkpoint, indexed by role. Mutable while built, then only read.
 
