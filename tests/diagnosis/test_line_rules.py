@@ -89,3 +89,17 @@ def test_the_matrix_computes_each_prediction_once_per_answer():
     assert {c.diagnosis.prediction.summary for c in cells if c.cell.mode == "micro-batch"} == {
         "FAILS before running any batch: batch 30 doesn't exist"
     }
+
+
+def test_no_check_or_rule_reads_the_line_from_the_options():
+    # The memo's soundness: a cell depends on its line only through its SparkTarget's answers.
+    # diagnosis/__init__.py builds the target from options.spark; nothing else may read it.
+    import re
+
+    package = Path(__file__).resolve().parents[2] / "checkpoint_doctor" / "diagnosis"
+    readers = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if re.search(r"\b(options|opts|base)\.spark\b", path.read_text())
+    }
+    assert readers <= {"__init__.py", "options.py", "line_rules.py"}, readers  # (the last states the rule)
