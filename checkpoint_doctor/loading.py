@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
@@ -23,11 +22,12 @@ from checkpoint_doctor.reading.pipeline import attach_sink
 from checkpoint_doctor.reading.sinks import NearbySink, nearby_sinks
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import open_storage, split_protocol
+from checkpoint_doctor.valueclasses import frozen
 
 OwnWrites = frozenset[tuple[str, int | str]]
 
 
-@dataclass(frozen=True)
+@frozen
 class VerdictInput:
     """A checkpoint loaded for a verdict: the snapshot (with its file sink when one was named or
     proven), what was found of that sink (None: nothing to say), the tool's own writes, the Delta

@@ -7,8 +7,9 @@ library (nothing from the package) and does no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
+
+from checkpoint_doctor.valueclasses import frozen
 
 T = TypeVar("T")
 
@@ -17,7 +18,7 @@ T = TypeVar("T")
 JsonObject: TypeAlias = dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FileStat:
     """One listed file: ``path`` relative to the listed root, POSIX style; ``mtime_ms`` epoch millis."""
 
@@ -44,7 +45,7 @@ class FileStat:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class DirEntries:
     """The files directly in one directory, as columns sorted by name (``path`` '' is the root).
 
@@ -156,7 +157,7 @@ class Listing:
         return f"Listing({self.file_count} files, {len(self.dirs)} dirs)"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class ParseFailure:
     """Why a file could not be read as what its name says it is.
 
@@ -185,7 +186,7 @@ class ParseFailure:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class LogEntry(Generic[T]):
     """A batch file of a metadata log: listed always, parsed when the snapshot depth asked for it.
 
@@ -213,7 +214,7 @@ class LogEntry(Generic[T]):
 # --------------------------------------------------------------------------------------- source offsets
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaRetention:
     """A topic's retention settings as the broker describes them (``DescribeConfigs``).
 
@@ -227,7 +228,7 @@ class KafkaRetention:
     cleanup_policy: str = "delete"
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaLive:
     """The topics' positions as a broker gave them (hashable: it rides in ``DiagnoseOptions``).
 
@@ -251,7 +252,7 @@ class KafkaLive:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaOffset:
     """``KafkaSourceOffset``: ``{"topic": {"partition": offset}}``, the next offset to read per partition."""
 
@@ -277,7 +278,7 @@ class KafkaOffset:
         return {"type": self.type, "topics": topics}
 
 
-@dataclass(frozen=True)
+@frozen
 class FileSourceOffset:
     """``FileStreamSourceOffset``: ``{"logOffset": n}``, the id of the entry in ``sources/<n>/``."""
 
@@ -293,7 +294,7 @@ class FileSourceOffset:
         return {"type": self.type, "log_offset": self.log_offset}
 
 
-@dataclass(frozen=True)
+@frozen
 class RatePerMicroBatchOffset:
     """``RatePerMicroBatchStreamOffset``: ``{"offset": rows, "timestamp": ms}``."""
 
@@ -310,7 +311,7 @@ class RatePerMicroBatchOffset:
         return {"type": self.type, "offset": self.offset, "timestamp_ms": self.timestamp_ms}
 
 
-@dataclass(frozen=True)
+@frozen
 class LongOffset:
     """``LongOffset``: a bare number (rate: seconds since start; socket and memory: a row index)."""
 
@@ -326,7 +327,7 @@ class LongOffset:
         return {"type": self.type, "value": self.value}
 
 
-@dataclass(frozen=True)
+@frozen
 class DeltaOffset:
     """Delta Lake ``DeltaSourceOffset``: table id (``reservoirId``), version and file index."""
 
@@ -353,7 +354,7 @@ class DeltaOffset:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class ContinuousRateOffset:
     """Continuous ``RateStreamOffset``: partition -> (last value, run time ms)."""
 
@@ -377,7 +378,7 @@ DecodedOffset = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceOffset:
     """One source line of an offsets file.
 
@@ -416,7 +417,7 @@ class SourceOffset:
 # --------------------------------------------------------------------------------------- log records
 
 
-@dataclass(frozen=True)
+@frozen
 class OffsetSeqMetadata:
     """Line 2 of an offsets file (``OffsetSeqMetadata``; v2 adds ``sourceMetadataInfo``).
 
@@ -448,7 +449,7 @@ class OffsetSeqMetadata:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class OffsetSeq:
     """A parsed ``offsets/<batchId>`` file: header version, metadata line (None if blank), sources."""
 
@@ -465,7 +466,7 @@ class OffsetSeq:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class CommitRecord:
     """A parsed ``commits/<batchId>`` file (``CommitMetadata``).
 
@@ -496,7 +497,7 @@ class CommitRecord:
         return out
 
 
-@dataclass(frozen=True)
+@frozen
 class QueryMetadata:
     """The ``metadata`` file: ``{"id": "<query id>"}``."""
 
@@ -507,7 +508,7 @@ class QueryMetadata:
         return {"id": self.query_id}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class FileSourceEntry:
     """One line of a file-source log (``FileEntry``): a discovered input file."""
 
@@ -516,7 +517,7 @@ class FileSourceEntry:
     batch_id: int
 
 
-@dataclass(frozen=True)
+@frozen
 class FileSourceLogBatch:
     """A ``sources/<n>/<k>`` (or ``<k>.compact``) file of the file source."""
 
@@ -524,7 +525,7 @@ class FileSourceLogBatch:
     entries: tuple[FileSourceEntry, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaInitialOffsets:
     """``sources/<n>/0`` of the Kafka source: the offsets chosen on the very first start."""
 
@@ -534,7 +535,7 @@ class KafkaInitialOffsets:
     legacy_format: bool = False
 
 
-@dataclass(frozen=True)
+@frozen
 class RateStartTime:
     """``sources/<n>/0`` of the micro-batch ``rate`` source: its start time in ms."""
 
@@ -545,7 +546,7 @@ class RateStartTime:
 SourceMetadataRecord = FileSourceLogBatch | KafkaInitialOffsets | RateStartTime
 
 
-@dataclass(frozen=True, slots=True)
+@frozen(slots=True)
 class SinkFileEntry:
     """One line of a file sink log (``SinkFileStatus``)."""
 
@@ -555,7 +556,7 @@ class SinkFileEntry:
     modification_time_ms: int | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class SinkLogBatch:
     """A ``_spark_metadata/<id>`` (or ``<id>.compact``) file of the file sink."""
 
@@ -563,7 +564,7 @@ class SinkLogBatch:
     entries: tuple[SinkFileEntry, ...]
 
 
-@dataclass(frozen=True)
+@frozen
 class OperatorStateMetadata:
     """``state/<op>/_metadata/metadata`` (4.0+): operator name and its stores with partition counts."""
 
@@ -582,7 +583,7 @@ class OperatorStateMetadata:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class StateSchemaHeader:
     """The header of ``state/<op>/0/[<store>/]_metadata/schema``: format version and field names,
     and (v1/v2) the key and value StructType JSON a restart's schema check compares with."""
@@ -602,7 +603,7 @@ class StateSchemaHeader:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class StateDataHeader:
     """The head of a state data file (``.delta``, ``.snapshot``, ``.changelog``): the compression stream
     it starts with (``spark.sql.streaming.stateStore.compression.codec``, lz4 by default)."""
@@ -611,7 +612,7 @@ class StateDataHeader:
     size: int
 
 
-@dataclass(frozen=True)
+@frozen
 class RocksDBCheckpointMetadata:
     """The ``metadata`` entry inside a RocksDB ``<version>.zip``: the SST files the version needs."""
 

@@ -7,11 +7,12 @@ that ``reading/delta.py`` builds from the log, locally or on an object store.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from checkpoint_doctor.valueclasses import frozen
 
-@dataclass(frozen=True)
+
+@frozen
 class DeltaCommit:
     """One commit file ``_delta_log/<version>.json`` (Delta PROTOCOL.md, Actions).
 
@@ -47,7 +48,7 @@ class DeltaCommit:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class DeltaTable:
     """A Delta table as its log stands now.
 

@@ -6,7 +6,8 @@ as a bucket name, so it reaches no bucket, but it was echoed in errors, JSON, au
 and metrics labels) or in its query (a presigned ``X-Amz-Signature``, an Azure SAS
 ``sig``). Botocore's DEBUG log prints the signed request's headers (``Authorization``,
 ``X-Amz-Security-Token`` from ``AWS_SESSION_TOKEN`` or ``--storage-option token=``) and its
-canonical request; :class:`RedactingFilter` on the root handler scrubs them before ``-vv`` prints.
+canonical request; :class:`~checkpoint_doctor.redaction_filter.RedactingFilter` on the root handler scrubs
+them before ``-vv`` prints.
 
 What is kept: a user name without a password (``hdfs://etl@namenode``, Azure's
 ``abfss://container@account``) names a place, not a credential; on S3 and GCS no user info is
@@ -15,7 +16,7 @@ valid, so all of it goes.
 
 from __future__ import annotations
 
-import logging
+import functools
 import re
 
 #: Words that make a storage option (or a URL query parameter) a secret, matched anywhere in its
@@ -51,11 +52,19 @@ _QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]+)=([^&;#\s'\"<>]*)")
 #: Header names a debug log prints with their values (``'Authorization': b'AWS4-HMAC...'`` in a
 #: request's repr, ``x-amz-security-token:IQo...`` in botocore's canonical request).
 _HEADERS = r"authorization|proxy-authorization|cookie|x-amz-security-token|x-amz-credential|x-amz-signature|x-ms-[a-z-]*key|x-goog-[a-z-]*token"
-_HEADER_REPR = re.compile(rf"""(['"]({_HEADERS})['"]\s*:\s*b?)(['"])(.*?)\3""", re.IGNORECASE)
-_HEADER_LINE = re.compile(rf"(^|\n)(\s*({_HEADERS})\s*:\s*)([^\n]*)", re.IGNORECASE)
-_AUTH_PARTS = re.compile(r"\b(Credential|Signature|SessionToken)=([^,\s'\"&]+)", re.IGNORECASE)
-#: botocore.auth's ``Signature:`` record, the hex on the next line.
-_SIGNATURE_LINE = re.compile(r"\b(Signature:\s*)([0-9a-fA-F]{16,})")
+
+
+@functools.cache
+def _log_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The patterns only a debug log needs, compiled when one is first redacted (not at start-up):
+    a header in a request's repr, a header line, the signature parts, botocore.auth's
+    ``Signature:`` record (the hex on the next line)."""
+    return (
+        re.compile(rf"""(['"]({_HEADERS})['"]\s*:\s*b?)(['"])(.*?)\3""", re.IGNORECASE),
+        re.compile(rf"(^|\n)(\s*({_HEADERS})\s*:\s*)([^\n]*)", re.IGNORECASE),
+        re.compile(r"\b(Credential|Signature|SessionToken)=([^,\s'\"&]+)", re.IGNORECASE),
+        re.compile(r"\b(Signature:\s*)([0-9a-fA-F]{16,})"),
+    )
 
 
 def is_secret(key: str) -> bool:
@@ -91,23 +100,8 @@ def redact(text: str) -> str:
 def redact_log(text: str) -> str:
     """Return a log message with URLs redacted (:func:`redact`) and credential headers masked."""
     text = redact(text)
-    text = _HEADER_REPR.sub(lambda m: f"{m.group(1)}{m.group(3)}{MASK}{m.group(3)}", text)
-    text = _HEADER_LINE.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _SIGNATURE_LINE.sub(lambda m: f"{m.group(1)}{MASK}", text)
-    return _AUTH_PARTS.sub(lambda m: f"{m.group(1)}={MASK}", text)
-
-
-class RedactingFilter(logging.Filter):
-    """Masks credentials in every record a handler emits (put on the root handler: records of
-    botocore, s3fs and aiohttp reach it by propagation, where logger filters do not apply)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        """Replace the record's message by its redacted text; never drops a record."""
-        try:
-            message = record.getMessage()
-        except Exception:  # noqa: BLE001 - a malformed third-party record is shown as logging would
-            return True
-        shown = redact_log(message)
-        if shown != message:
-            record.msg, record.args = shown, None
-        return True
+    header_repr, header_line, auth_parts, signature_line = _log_patterns()
+    text = header_repr.sub(lambda m: f"{m.group(1)}{m.group(3)}{MASK}{m.group(3)}", text)
+    text = header_line.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
+    text = signature_line.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    return auth_parts.sub(lambda m: f"{m.group(1)}={MASK}", text)

@@ -10,7 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from checkpoint_doctor.planning.plan import public_storage_options
-from checkpoint_doctor.redaction import RedactingFilter, is_secret, redact, redact_log
+from checkpoint_doctor.redaction import is_secret, redact, redact_log
+from checkpoint_doctor.redaction_filter import RedactingFilter
 from checkpoint_doctor.render.hints import storage_pairs
 
 
@@ -113,3 +114,25 @@ def test_debug_records_of_a_signed_request_are_masked() -> None:
     canonical = "CanonicalRequest:\nGET\n/b\nhost:h\nx-amz-security-token:IQoSECRET\n\nhost"
     assert redact_log(canonical) == canonical.replace("IQoSECRET", "***")
     assert redact_log("Signature:\n5801a64491dec8969588087fbe095b9c") == "Signature:\n***"
+
+
+def test_the_command_line_configures_logging_when_something_imports_it() -> None:
+    # A local verdict never imports logging (start-up, scripts/bench.py --section diagnose); the
+    # first import of it (fsspec, botocore, a thread pool) gets the command line's configuration.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from checkpoint_doctor.cli import app\n"
+        "app._current.log_level = 'INFO'\n"
+        "app._configure_logging()\n"
+        "assert 'logging' not in sys.modules\n"
+        "import logging\n"
+        "from importlib.machinery import SourceFileLoader\n"
+        "assert type(logging.__loader__) is SourceFileLoader, logging.__loader__\n"
+        "logging.getLogger('botocore.x').info('GET s3://AKIAX:SECRET@bkt/k?X-Amz-Signature=abc')\n"
+        "logging.getLogger('y').debug('not shown')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr == "INFO botocore.x: GET s3://***@bkt/k?X-Amz-Signature=***\n"

@@ -4,11 +4,30 @@ Commands are listed here explicitly; nothing registers itself on import. Each ge
 options (``--debug``, ``--log-level``, ``-q``, ``-v``), so they work before or after its name.
 """
 
+import contextlib
+import gc
 import importlib
+from collections.abc import Iterator
 
-import click
 
-from checkpoint_doctor.cli.app import cli, main, with_global_options
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while modules are imported: they build thousands of
+    long-lived objects and no garbage, and the collector walked them again and again (a twentieth
+    of a verdict's start-up, ``scripts/bench.py --section diagnose``). Restored after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+with _collector_paused():
+    import click
+
+    from checkpoint_doctor.cli.app import cli, main, with_global_options
 
 #: Each command and where it lives. A command's module is imported when the command runs (or its
 #: help is shown), not at start-up: ``diagnose`` does not pay for the audit's HTML report or the
@@ -72,7 +91,8 @@ def _load(name: str) -> click.Command | None:
         if where is None:
             return None
         module, _, attr = where.partition(":")
-        command = getattr(importlib.import_module(module), attr)
+        with _collector_paused():
+            command = getattr(importlib.import_module(module), attr)
         _loaded[name] = _with_examples(with_global_options(command))
     return _loaded[name]
 

@@ -9,9 +9,7 @@ The exit codes are :class:`~checkpoint_doctor.exit_codes.ExitCode` (the one defi
 from __future__ import annotations
 
 import functools
-import logging
 import sys
-import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +29,6 @@ from checkpoint_doctor.errors import (
     UsageError,
 )
 from checkpoint_doctor.exit_codes import ExitCode
-
-log = logging.getLogger("checkpoint_doctor")
 
 LOG_LEVELS = ("ERROR", "WARNING", "INFO", "DEBUG")
 
@@ -180,15 +176,67 @@ def _configure_logging() -> None:
             if _current.quiet
             else "WARNING"
         )
-    logging.basicConfig(
-        level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s", force=True
-    )
-    from checkpoint_doctor.redaction import RedactingFilter
+    _LoggingSetup.level = level
+    if "logging" in sys.modules:
+        _LoggingSetup.apply()
+    elif _LoggingSetup not in sys.meta_path:
+        # Nothing logs before ``logging`` is imported: it is configured right after it is (by
+        # fsspec, botocore, a thread pool...). A local verdict never imports it, and importing
+        # it was a twentieth of the verdict's start-up (``scripts/bench.py --section diagnose``).
+        sys.meta_path.insert(0, _LoggingSetup)
 
-    # On the handler, not a logger: botocore's records (Authorization, X-Amz-Security-Token at
-    # DEBUG) reach the root handler by propagation, where only handler filters apply.
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
+
+class _LoggingSetup:
+    """The logging configuration of the command line, applied when ``logging`` is imported: a
+    meta path finder that hands the import to the standard one and configures logging after."""
+
+    level = "WARNING"
+
+    @classmethod
+    def apply(cls) -> None:
+        import logging
+
+        from checkpoint_doctor.redaction_filter import RedactingFilter
+
+        logging.basicConfig(
+            level=cls.level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s", force=True
+        )
+        # On the handler, not a logger: botocore's records (Authorization, X-Amz-Security-Token at
+        # DEBUG) reach the root handler by propagation, where only handler filters apply.
+        for handler in logging.getLogger().handlers:
+            handler.addFilter(RedactingFilter())
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        """Find ``logging`` as Python does, with a loader that configures it once it has run."""
+        if name != "logging":
+            return None
+        if cls in sys.meta_path:
+            sys.meta_path.remove(cls)
+        from importlib.machinery import PathFinder
+
+        spec = PathFinder.find_spec(name, path)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ConfiguredAfter(spec.loader)  # type: ignore[assignment]
+        return spec
+
+
+class _ConfiguredAfter:
+    """The loader of ``logging``, then :meth:`_LoggingSetup.apply` (the module keeps its own loader)."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.loader, name)
+
+    def create_module(self, spec: Any) -> Any:
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module: Any) -> None:
+        module.__loader__ = module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        _LoggingSetup.apply()
 
 
 def with_global_options(command: click.Command) -> click.Command:
@@ -299,11 +347,15 @@ def _guarded(args: Sequence[str]) -> int:
         code = exit_code_for(exc)
         _report_error(type(exc).__name__, str(exc))
         if _current.debug:
+            import traceback
+
             traceback.print_exc()
         return code
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit code 16
         _report_error("InternalError", f"internal error: {type(exc).__name__}: {exc}")
         if _current.debug:
+            import traceback
+
             traceback.print_exc()
         else:
             click.echo("checkpoint-doctor: rerun with --debug for the traceback", err=True)
@@ -321,4 +373,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     document = _current.document
     if document is not None:
         echo_out(document.final(exit_code=code, generated_at_ms=now_ms()))
+    if argv is None and _current.command in READ_ONLY_COMMANDS:
+        _exit_now(code)
     return code
+
+
+#: Commands that read and print, nothing else: the process may end as soon as its output is out.
+READ_ONLY_COMMANDS = frozenset({"diagnose", "inspect", "explain"})
+
+
+def _exit_now(code: int) -> None:
+    """End the process (the console script's, ``argv`` None) without the interpreter's teardown:
+    clearing every module and collecting them was a tenth of a verdict's instructions (callgrind:
+    ``Py_FinalizeEx``, ``scripts/bench.py --section diagnose``). Only when the teardown has nothing
+    to do that anyone could see: no atexit callback (a thread pool, a temporary directory, a Spark
+    gateway registers one), no other thread, the output flushed; else the process ends as usual."""
+    import atexit
+    import os
+    import threading
+
+    callbacks = getattr(atexit, "_ncallbacks", None)
+    if callbacks is None or callbacks() or threading.active_count() > 1:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return  # a closed pipe or stream: the usual exit says so, as it did
+    os._exit(code)

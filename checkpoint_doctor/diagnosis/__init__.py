@@ -7,12 +7,14 @@
 from __future__ import annotations
 
 from dataclasses import fields
+from typing import cast
 
 from checkpoint_doctor.diagnosis import checks_logs, checks_writers
 from checkpoint_doctor.diagnosis.changes import compare as checks_job
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.line_rules import CellMemo, LineCheck, Question, restamped, traced
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.restart import predict_restart
 from checkpoint_doctor.diagnosis.sinks import checks as checks_sink
@@ -23,7 +25,7 @@ from checkpoint_doctor.diagnosis.sources import checks_files as checks_source_fi
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.state import checks as checks_state
 from checkpoint_doctor.diagnosis.state import checks_statefulness
-from checkpoint_doctor.diagnosis.versions import target
+from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 ALL_CHECKS = (
@@ -84,26 +86,143 @@ def diagnose(
     """Diagnose a snapshot for one Spark line and restart mode.
 
     ``facts`` are the snapshot's target-independent facts, shared when one snapshot is diagnosed for
-    several cells (:mod:`checkpoint_doctor.diagnosis.matrix`); None derives them here.
+    several cells (:mod:`checkpoint_doctor.diagnosis.matrix`); None derives them here. With shared
+    facts, the parts of an earlier cell whose line rules answer alike for this line are taken over
+    (:mod:`checkpoint_doctor.diagnosis.line_rules`).
 
     Raises:
         ValueError: for an unsupported Spark version string (the CLI validates it first).
     """
     opts = options or DiagnoseOptions()
-    ctx = Context(snapshot, target(opts.spark), opts, facts)
+    if facts is None:
+        return _diagnose(snapshot, opts, target(opts.spark), SnapshotFacts(snapshot))
+    return diagnose_cell(snapshot, opts, target(opts.spark), facts, cell_memo(facts, opts))
+
+
+def cell_memo(facts: SnapshotFacts, opts: DiagnoseOptions) -> CellMemo:
+    """Return the memo of the cells of ``facts``' snapshot diagnosed with ``opts`` but their line."""
+    key = (opts.mode, opts.spark is None, *[getattr(opts, name) for name in _MODE_KEY_FIELDS])
+    memo = facts.cells.get(key)
+    if memo is None:
+        memo = facts.cells[key] = CellMemo()
+    return memo
+
+
+def _mode_findings(ctx: Context) -> dict[object, tuple[Finding, ...]]:
+    key = tuple([getattr(ctx.options, name) for name in _MODE_KEY_FIELDS])
+    return ctx.facts.mode_findings.setdefault((ctx.mode, key), {})
+
+
+def _diagnose(
+    snapshot: CheckpointSnapshot, opts: DiagnoseOptions, real: SparkTarget, facts: SnapshotFacts
+) -> Diagnosis:
+    """One cell, every part computed."""
+    ctx = Context(snapshot, real, opts, facts)
     prediction = predict_restart(ctx)
     findings: list[Finding] = []
-    key = tuple([getattr(opts, name) for name in _MODE_KEY_FIELDS])
-    shared = ctx.facts.mode_findings.setdefault((ctx.mode, key), {})
-    for check in ALL_CHECKS:
-        if check in MODE_CHECKS:
+    shared = _mode_findings(ctx)
+    for check, per_mode in _CHECKS:
+        if per_mode:
             found = shared.get(check)
             if found is None:
                 found = shared[check] = tuple(check(ctx, prediction))
             findings.extend(found)
         else:
             findings.extend(check(ctx, prediction))
-    unique = list(dict.fromkeys(findings))
+    return _assemble(snapshot, facts, opts, real.line, prediction, findings, _assumptions(ctx, real.line))
+
+
+def diagnose_cell(
+    snapshot: CheckpointSnapshot,
+    opts: DiagnoseOptions,
+    real: SparkTarget,
+    facts: SnapshotFacts,
+    memo: CellMemo,
+) -> Diagnosis:
+    """Diagnose one cell of several sharing ``facts``, for the line of ``real`` (``opts.spark`` may
+    name another: the options are those of ``memo``'s cells). The parts whose line rules answer for
+    this line as for an earlier cell are taken over; the others are computed, their questions
+    recorded (:mod:`checkpoint_doctor.diagnosis.line_rules`)."""
+    line = real.line
+    index = memo.known_prediction(real)
+    if index is None:
+        return _first_cell(snapshot, _for_line(opts, line), real, facts, memo)
+    prediction = restamped(memo.predictions[index][1], line)
+    parts = [index]
+    findings: list[Finding] = []
+    ctx: Context | None = None
+    trace: list[Question] = []
+    for part in memo.plans[index]:
+        if part.__class__ is tuple:
+            findings.extend(part)
+            continue
+        check = cast(LineCheck, part)
+        known = check.known_index(real)
+        if known is None:
+            if ctx is None:
+                ctx = Context(snapshot, traced(real, trace), _for_line(opts, line), facts)
+            known = check.compute(ctx, prediction, trace)
+        parts.append(known)
+        findings.extend(check.known[known][1])
+    key = tuple(parts)
+    same = memo.diagnoses.get(key)
+    if same is not None:
+        return restamped(same, line, prediction=prediction)
+    assumptions = memo.assumptions
+    assert assumptions is not None  # set by the first cell
+    result = memo.diagnoses[key] = _assemble(snapshot, facts, opts, line, prediction, findings, assumptions)
+    return result
+
+
+def _for_line(opts: DiagnoseOptions, line: str) -> DiagnoseOptions:
+    return opts if opts.spark == line else restamped(opts, line)
+
+
+def _first_cell(
+    snapshot: CheckpointSnapshot,
+    opts: DiagnoseOptions,
+    real: SparkTarget,
+    facts: SnapshotFacts,
+    memo: CellMemo,
+) -> Diagnosis:
+    """A cell whose prediction is not an earlier cell's: everything computed, the questions of the
+    line rules recorded per part (the prediction, each check)."""
+    trace: list[Question] = []
+    ctx = Context(snapshot, traced(real, trace), opts, facts)
+    prediction = predict_restart(ctx)
+    questions = tuple(trace)
+    if memo.mode_findings is None:
+        memo.mode_findings = _mode_findings(ctx)
+    shared = memo.mode_findings
+    plan: list[tuple[Finding, ...] | LineCheck] = []
+    findings: list[Finding] = []
+    for check, per_mode in _CHECKS:
+        if per_mode:
+            found = shared.get(check)
+            if found is None:
+                found = shared[check] = tuple(check(ctx, prediction))
+            plan.append(found)
+        else:
+            start = len(trace)
+            found = tuple(check(ctx, prediction))
+            plan.append(LineCheck(check, tuple(trace[start:]), found) if len(trace) > start else found)
+        findings.extend(found)
+    index = memo.add(questions, prediction, plan)
+    if memo.assumptions is None:
+        memo.assumptions = _assumptions(ctx, real.line)
+    key = (index, *[0 for part in memo.plans[index] if part.__class__ is not tuple])
+    result = _assemble(snapshot, facts, opts, real.line, prediction, findings, memo.assumptions)
+    memo.diagnoses[key] = result
+    return result
+
+
+#: Each check with whether its findings depend on the mode and options only (MODE_CHECKS).
+_CHECKS = tuple((check, check in MODE_CHECKS) for check in ALL_CHECKS)
+
+
+def _assumptions(ctx: Context, line: str) -> tuple[str, ...]:
+    """What a cell assumed (the same for every line when the line is named: ``opts.spark``)."""
+    opts = ctx.options
     assumptions = [opts.job.summary] if opts.job is not None else []
     if opts.mode is None:
         assumptions.append(f"restart mode {ctx.mode}: detected from the logs ({ctx.detected.evidence})")
@@ -112,18 +231,32 @@ def diagnose(
     if opts.sources is None:
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:
-        assumptions.append(f"target Spark {ctx.target.line} (the newest supported; pass --spark)")
-    assumptions.extend(outside_notes(snapshot, opts))
+        assumptions.append(f"target Spark {line} (the newest supported; pass --spark)")
+    assumptions.extend(outside_notes(ctx.snapshot, opts))
+    return tuple(assumptions)
+
+
+def _assemble(
+    snapshot: CheckpointSnapshot,
+    facts: SnapshotFacts,
+    opts: DiagnoseOptions,
+    line: str,
+    prediction: RestartPrediction,
+    findings: list[Finding],
+    assumptions: tuple[str, ...],
+) -> Diagnosis:
+    unique = list(dict.fromkeys(findings))
+    detected = facts.mode.mode
     return Diagnosis(
         checkpoint=snapshot.root,
-        spark=ctx.target.line,
-        mode=ctx.mode,
-        mode_detected=ctx.detected.mode,
+        spark=line,
+        mode=opts.mode or detected,
+        mode_detected=detected,
         prediction=prediction,
         findings=tuple(sorted(unique, key=Finding.sort_key)),
-        assumptions=tuple(assumptions),
+        assumptions=assumptions,
         query_id=snapshot.query_id,
     )
 
 
-__all__ = ["ALL_CHECKS", "DiagnoseOptions", "Diagnosis", "Finding", "diagnose"]
+__all__ = ["ALL_CHECKS", "DiagnoseOptions", "Diagnosis", "Finding", "cell_memo", "diagnose", "diagnose_cell"]

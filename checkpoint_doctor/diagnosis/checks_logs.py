@@ -166,7 +166,7 @@ def check_offsets_metadata(ctx: Context, prediction: RestartPrediction) -> Itera
 def check_repartition_marker(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD012: 4.3 treats an uncommitted offsets/L pinning other shuffle partitions as a repartition."""
     latest, k = ctx.latest, ctx.committed
-    if not ctx.target.repartition_check or latest is None or k is None or latest <= k or latest == 0:
+    if latest is None or k is None or latest <= k or latest == 0:
         return
     cur, prev = ctx.offsets(latest), ctx.offsets(latest - 1)
     if cur is None or prev is None or cur.record is None or prev.record is None:
@@ -175,7 +175,7 @@ def check_repartition_marker(ctx: Context, prediction: RestartPrediction) -> Ite
         return
     a = prev.record.metadata.conf_value("spark.sql.shuffle.partitions")
     b = cur.record.metadata.conf_value("spark.sql.shuffle.partitions")
-    if a is not None and b is not None and a != b:
+    if a is not None and b is not None and a != b and ctx.target.repartition_check:
         yield Finding(
             Code.UNFINISHED_REPARTITION,
             f"{cur.file.path} pins spark.sql.shuffle.partitions={b} but {prev.file.path} pins {a}, and batch "

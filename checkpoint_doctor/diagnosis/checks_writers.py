@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.versions import LINES
 from checkpoint_doctor.reading.layout import crc_target, parse_state_file_name
 from checkpoint_doctor.reading.snapshot import DebrisFile
 
@@ -230,7 +229,7 @@ def check_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
     source evolution on a v1 offsets log (4.3); CD620 real-time mode on checkpoint format 1 (4.3);
     CD290 a re-run Kafka batch on 4.1."""
     writer = ctx.facts.writer
-    if writer.line is not None and LINES.index(writer.line) > LINES.index(ctx.target.line):
+    if writer.line is not None and ctx.target.older_than(writer.line):
         yield Finding(
             Code.WRITTEN_BY_NEWER_SPARK,
             f"the newest batch was written by Spark {writer.label} and the restart target is Spark {ctx.target.line}.",

@@ -8,9 +8,8 @@ breaks, what the operator can do, and which Spark texts to search for in a drive
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.enums import TextEnum
+from checkpoint_doctor.valueclasses import frozen
 
 
 class Severity(TextEnum):
@@ -117,7 +116,7 @@ class Code(TextEnum):
     JOB_MODE_CHANGED = "CD630"
 
 
-@dataclass(frozen=True)
+@frozen
 class CodeInfo:
     """What a finding code means."""
 

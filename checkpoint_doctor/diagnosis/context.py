@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, REAL_TIME, is_async_pattern
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts, StoreVerdict
 from checkpoint_doctor.diagnosis.lazy import cached
+from checkpoint_doctor.diagnosis.line_rules import untraced
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.state.chain import Restorability
 from checkpoint_doctor.diagnosis.state.statefulness import STATEFUL
@@ -15,6 +14,7 @@ from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
 from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
+from checkpoint_doctor.valueclasses import frozen
 
 OFFSETS = "offsets"
 COMMITS = "commits"
@@ -28,7 +28,7 @@ LEGACY_STATE_FORMATS = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class LogProblem:
     """Why Spark cannot use a log file it reads on restart: the finding code and Spark's error."""
 
@@ -48,7 +48,12 @@ class Context:
         facts: SnapshotFacts | None = None,
     ) -> None:
         self.snapshot = snapshot
+        #: The target's line rules: every question asked of it may be recorded (a restart matrix
+        #: replays them for the next line, :mod:`~checkpoint_doctor.diagnosis.line_rules`), so a
+        #: value cached on this object must not depend on it.
         self.target = target
+        #: The line the results are stamped with (not a question of the target's rules).
+        self.line = untraced(target).line
         self.options = options
         # Shared by every cell of a restart matrix: what the checkpoint is does not depend on the target.
         self.facts = facts if facts is not None else SnapshotFacts(snapshot)
@@ -105,9 +110,10 @@ class Context:
         """Return the commit entry of a batch."""
         return None if batch_id is None else self.snapshot.commits.get(batch_id)
 
-    @cached
+    @property
     def restart_start_entry(self) -> LogEntry[OffsetSeq] | None:
-        """Return the offsets file a restart uses as the start of batch L (L-1, or P when async)."""
+        """Return the offsets file a restart uses as the start of batch L (L-1, or P when async);
+        not cached: whether the restart is async is a question of the line in real-time mode."""
         latest = self.latest
         if latest is None or latest == 0:
             return None
@@ -227,8 +233,8 @@ class Context:
             if (
                 failure.kind == "unsupported-version"
                 and log == COMMITS
-                and t.commits_exact_match
                 and failure.version
+                and t.commits_exact_match
             ):
                 # 4.0/4.1 validate commit headers with validateVersionExactMatch whatever the number
                 # [exp: commit-too-new, commit-header-v7 on 4.0.5 and 4.1.4].
@@ -248,34 +254,34 @@ class Context:
         if record is None:
             return None
         version = record.version
-        if log == OFFSETS and version > t.max_offsets_version:
+        if log == OFFSETS and not t.reads_offsets_version(version):
             return LogProblem(
                 Code.LOG_VERSION_TOO_NEW,
                 t.too_new(entry.file.path, version, log=log),
                 f"offsets log v{version} needs Spark 4.2 or newer",
             )
         if log == COMMITS:
-            if t.commits_exact_match:
-                wanted = self.checkpoint_format_version
-                if version != wanted and version <= 2:
-                    return LogProblem(
-                        Code.COMMIT_VERSION_MISMATCH,
-                        t.too_new(entry.file.path, version, log=log, exact=wanted),
-                        f"commit log v{version} but checkpointFormatVersion is {wanted}",
-                    )
-                if version > 2:
-                    return LogProblem(
-                        Code.LOG_VERSION_TOO_NEW,
-                        t.too_new(entry.file.path, version, log=log, exact=wanted),
-                        f"commit log v{version} needs Spark 4.2 or newer",
-                    )
-            elif version > t.max_commits_version:
+            wanted = self.checkpoint_format_version
+            rule = t.commit_version_rule(version, wanted)
+            if rule == "mismatch":
+                return LogProblem(
+                    Code.COMMIT_VERSION_MISMATCH,
+                    t.too_new(entry.file.path, version, log=log, exact=wanted),
+                    f"commit log v{version} but checkpointFormatVersion is {wanted}",
+                )
+            if rule == "exact-too-new":
+                return LogProblem(
+                    Code.LOG_VERSION_TOO_NEW,
+                    t.too_new(entry.file.path, version, log=log, exact=wanted),
+                    f"commit log v{version} needs Spark 4.2 or newer",
+                )
+            if rule == "too-new":
                 return LogProblem(
                     Code.LOG_VERSION_TOO_NEW,
                     t.too_new(entry.file.path, version, log=log),
                     f"commit log v{version} needs Spark 4.0 or newer",
                 )
-            elif version == 3 and isinstance(record, CommitRecord) and record.sink_metadata_json is None:
+            if version == 3 and isinstance(record, CommitRecord) and record.sink_metadata_json is None:
                 # CommitMetadataV3 requires sinkMetadataMap; json4s fails extracting it
                 # [exp: commit-v3-without-sink-map on 4.2.1 and 4.3.0].
                 return LogProblem(

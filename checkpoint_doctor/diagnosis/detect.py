@@ -15,11 +15,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.diagnosis.versions import LINES
 from checkpoint_doctor.model import OffsetSeq
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.valueclasses import frozen
 
 MICRO_BATCH = "micro-batch"
 ASYNC = "async"
@@ -58,7 +57,7 @@ _KEYS_SINCE = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class ModeGuess:
     """The execution mode that wrote the logs, with the evidence in words."""
 
@@ -66,7 +65,7 @@ class ModeGuess:
     evidence: str
 
 
-@dataclass(frozen=True)
+@frozen
 class WriterGuess:
     """The Spark release line that most likely wrote the newest batch.
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ModeGuess, WriterGuess, detect_mode, detect_writer
@@ -45,6 +45,9 @@ class SnapshotFacts:
         #: Findings of the checks that depend on the restart mode and options only (not the line), by
         #: (mode, options without line and mode), then by check: see ``diagnosis.MODE_CHECKS``.
         self.mode_findings: dict[tuple[str, object], dict[object, tuple[Finding, ...]]] = {}
+        #: The cells diagnosed so far, by their options but the line: what a next line may take over
+        #: (:class:`~checkpoint_doctor.diagnosis.line_rules.CellMemo`, kept by ``diagnose``).
+        self.cells: dict[object, Any] = {}
 
     @cached_property
     def mode(self) -> ModeGuess:

@@ -29,16 +29,17 @@ restart too: where it fails and the configured one starts, its failure is a warn
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from checkpoint_doctor.diagnosis import diagnose
+from checkpoint_doctor.diagnosis import cell_memo, diagnose_cell
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.line_rules import CellMemo
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
 from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.severity import effective_severity
@@ -52,6 +53,7 @@ from checkpoint_doctor.diagnosis.versions import LINES, at_root, target
 from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, proven_confs, with_confs
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.valueclasses import frozen
 
 AS_CONFIGURED = "as-configured"
 PLAUSIBLE = "plausible"
@@ -71,7 +73,7 @@ class Cell(NamedTuple):
         return f"Spark {self.spark} ({self.mode})"
 
 
-@dataclass(frozen=True)
+@frozen
 class MatrixOptions:
     """The restarts to evaluate: named lines and modes narrow the matrix (empty: every plausible one);
     ``base`` carries everything else a single-cell diagnosis takes (its spark/mode are ignored)."""
@@ -85,7 +87,7 @@ class MatrixOptions:
     job_note: str | None = None
 
 
-@dataclass(frozen=True)
+@frozen
 class CellDiagnosis:
     """One cell of the matrix: its role, its label in an operator's words, its diagnosis."""
 
@@ -130,7 +132,7 @@ class CellDiagnosis:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class MatrixDiagnosis:
     """A checkpoint diagnosed for every cell of the restart matrix, with merged findings."""
 
@@ -362,10 +364,17 @@ def diagnose_cells(
     """
     shared = facts if facts is not None else SnapshotFacts(snapshot)
     detected = shared.mode.mode
+    # The cells of one mode share their options but the line, and a memo of what their line rules
+    # answered (diagnosis.line_rules): each mode's options are built once, not once per cell.
+    by_mode: dict[str | None, tuple[DiagnoseOptions, CellMemo]] = {}
     out = []
     for cell, role, label, situation in cells:
         mode = None if cell.mode == detected else cell.mode
-        result = diagnose(snapshot, replace(base, spark=cell.spark, mode=mode), shared)
+        found = by_mode.get(mode)
+        if found is None:
+            opts = replace(base, spark=cell.spark, mode=mode)
+            found = by_mode[mode] = (opts, cell_memo(shared, opts))
+        result = diagnose_cell(snapshot, found[0], target(cell.spark), shared, found[1])
         out.append(CellDiagnosis(cell, role, label, result, situation))
     return tuple(out)
 
@@ -489,6 +498,7 @@ def _assumptions(
     snapshot: CheckpointSnapshot,
     opts: MatrixOptions,
     if_stateful: Sequence[tuple[str, str]] = (),
+    proven: tuple[ProvenConf, ...] | None = None,
 ) -> list[str]:
     base = opts.base
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
@@ -503,7 +513,7 @@ def _assumptions(
         out.append(
             "the Spark line that wrote it is unknown (no pinned confs): every line counts as configured"
         )
-    for p in opts_proven(opts, snapshot):
+    for p in opts_proven(opts, snapshot) if proven is None else proven:
         out.append(f"{p.text}: the writer's session had it ({p.evidence}); every restart is judged with it")
     if base.stateful is None and facts.statefulness.verdict == UNKNOWN:
         out.append(stateful_assumption(facts.statefulness, facts.mode.mode, if_stateful))
@@ -531,24 +541,26 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         raise ValueError(f"unsupported Spark line {unknown[0]!r}; supported: {', '.join(LINES)}")
     facts = SnapshotFacts(snapshot)
     proven = opts_proven(opts, snapshot)
-    planned = plan_cells(facts, opts)
-    cells = diagnose_cells(snapshot, planned, with_confs(opts.base, proven), facts)
+    wrote = facts_writer_lines(facts)
+    planned = list(_plan(facts.mode.mode, wrote, opts.lines, opts.modes))
+    configured = with_confs(opts.base, proven)
+    cells = diagnose_cells(snapshot, planned, configured, facts)
     unset = _without_proven(snapshot, planned, cells, opts.base, proven, facts)
     if_stateful = _suspected_column(cells, facts.mode.mode) or stateful_by_line(
         snapshot,
         facts,
-        with_confs(opts.base, proven),
+        configured,
         dict.fromkeys(cell.spark for cell, *_ in planned),
     )
     return MatrixDiagnosis(
         checkpoint=snapshot.root,
         query_id=snapshot.query_id,
         writer=facts.writer,
-        writer_lines=facts_writer_lines(facts),
+        writer_lines=wrote,
         mode_detected=facts.mode.mode,
         cells=cells,
         findings=merge_findings(cells + unset, facts.mode.mode),
-        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful)),
+        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful, proven)),
         statefulness=facts.statefulness,
         named_lines=opts.lines,
         named_modes=opts.modes,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
@@ -12,6 +11,7 @@ from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import KafkaLive, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.valueclasses import frozen
 
 #: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
@@ -22,7 +22,7 @@ LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTE
 DEFAULT_LIVE_WINDOW_S = 600.0
 
 
-@dataclass(frozen=True)
+@frozen
 class Finding:
     """One observed fact about a checkpoint, with its evidence. Severity comes from the code."""
 
@@ -79,7 +79,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class RestartPrediction:
     """What Spark does when the query is restarted on this checkpoint.
 
@@ -150,7 +150,7 @@ class RestartPrediction:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class DiagnoseOptions:
     """What the operator tells diagnosis about the restart they plan.
 
@@ -194,7 +194,7 @@ class DiagnoseOptions:
         return tuple({t.url: t for t in (*named, *paired)}.values())
 
 
-@dataclass(frozen=True)
+@frozen
 class Diagnosis:
     """The result of diagnosing one checkpoint for one Spark line and mode."""
 

@@ -11,7 +11,7 @@ that order is the one Spark raises; everything else is reported as findings.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from checkpoint_doctor.diagnosis import real_time
 from checkpoint_doctor.diagnosis.changes import compare as changes
@@ -28,9 +28,10 @@ from checkpoint_doctor.model import OffsetSeq, SourceOffset
 from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.reading.layout import SINK_LOG, hadoop_crc_path
+from checkpoint_doctor.valueclasses import mutable
 
 
-@dataclass
+@mutable
 class _Run:
     """The prediction being built (mutable scratch, frozen into a RestartPrediction at the end)."""
 
@@ -48,7 +49,7 @@ class _Run:
 
     def done(self, error: SparkError | None = None, *caused_by: str) -> RestartPrediction:
         return RestartPrediction(
-            spark=self.ctx.target.line,
+            spark=self.ctx.line,
             mode=self.ctx.mode,
             starts=error is None,
             next_batch_id=self.next_batch_id,
@@ -193,7 +194,8 @@ def _repartition_check(run: _Run) -> RestartPrediction | None:
     t = ctx.target
     latest, k = ctx.latest, ctx.committed
     # Not in async mode: an async restart of such a log ran fine on 4.3.0 (async-tail-uncommitted).
-    if not t.repartition_check or ctx.is_async or latest is None or k is None or latest <= k:
+    # The line is asked last: a matrix cell replays only the questions asked (diagnosis.line_rules).
+    if ctx.is_async or latest is None or k is None or latest <= k or not t.repartition_check:
         return None
     entry = ctx.offsets(latest)
     assert entry is not None
@@ -279,7 +281,7 @@ def _sources_created_step(run: _Run) -> RestartPrediction | None:
     )
     if problems:
         return run.done(problems[0].error, Code.SOURCE_FILE_UNREADABLE)
-    if ctx.target.source_evolution_needs_v2 and _source_evolution_on(ctx):
+    if _source_evolution_on(ctx) and ctx.target.source_evolution_needs_v2:
         latest = ctx.offsets(ctx.latest)
         if latest is not None and latest.record is not None and latest.record.version == 1:
             return run.done(ctx.target.source_evolution_on_v1(), Code.SOURCE_EVOLUTION_NEEDS_V2_OFFSETS)
@@ -315,7 +317,7 @@ def _kafka_rerun_npe(run: _Run) -> RestartPrediction | None:
     """4.1's Kafka connector fails a re-run batch in its progress metrics (SPARK-55271): the batch runs,
     then the query stops. A real-time restart plans the batch anew, so it is not a re-run."""
     ctx = run.ctx
-    if ctx.target.kafka_rerun_metrics_npe and run.rerun and checks_kafka.kafka_sources(run.end_offsets):
+    if run.rerun and checks_kafka.kafka_sources(run.end_offsets) and ctx.target.kafka_rerun_metrics_npe:
         return run.done(ctx.target.kafka_rerun_metrics_error(), Code.KAFKA_RERUN_METRICS_NPE)
     return None
 

@@ -7,7 +7,7 @@ stores, per-source files) live in their own small modules as mixins of :class:`S
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from checkpoint_doctor.valueclasses import frozen
 
 LINES = ("3.5", "4.0", "4.1", "4.2", "4.3")
 NEWEST = LINES[-1]
@@ -15,7 +15,7 @@ NEWEST = LINES[-1]
 _RANK = {line: i for i, line in enumerate(LINES)}
 
 
-@dataclass(frozen=True)
+@frozen
 class SparkError:
     """An error Spark raises on restart.
 
@@ -55,7 +55,7 @@ class SparkError:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class SparkLine:
     """A supported release line (``3.5`` .. ``4.3``)."""
 
@@ -63,6 +63,10 @@ class SparkLine:
 
     def _at_least(self, line: str) -> bool:
         return _RANK[self.line] >= _RANK[line]
+
+    def older_than(self, line: str) -> bool:
+        """Whether this line is older than ``line`` (a restart on it is a downgrade)."""
+        return _RANK[self.line] < _RANK[line]
 
     @property
     def error_classes(self) -> bool:

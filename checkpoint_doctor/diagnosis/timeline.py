@@ -22,13 +22,13 @@ A file sink's log has one row kind, ``sink``: present, ``compact``, ``folded`` (
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.state.chain import version_present
 from checkpoint_doctor.model import LogEntry
 from checkpoint_doctor.parsing.text import EMPTY, HEADER_ONLY, TRUNCATED_JSON, UNSUPPORTED_VERSION
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.valueclasses import frozen
 
 TIMELINE_LENGTH = 12
 
@@ -70,7 +70,7 @@ _FAILURE_STATE = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class TimelineRow:
     """One batch id of the timeline (see the module docstring for the states)."""
 
@@ -92,7 +92,7 @@ class TimelineRow:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class SinkRow:
     """One batch id of a file sink log's timeline."""
 

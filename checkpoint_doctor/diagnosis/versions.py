@@ -9,7 +9,6 @@ Messages are templates here; :func:`qualify_root` turns a root URL into Spark's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.texts import ChangeTexts
@@ -18,11 +17,12 @@ from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
 from checkpoint_doctor.diagnosis.state.texts import StateTexts
 from checkpoint_doctor.model import ParseFailure
 from checkpoint_doctor.parsing.java_uuid import JavaUuidError
+from checkpoint_doctor.valueclasses import frozen
 
 __all__ = ["LINES", "NEWEST", "SparkError", "SparkTarget", "at_root", "qualify_root", "target"]
 
 
-@dataclass(frozen=True)
+@frozen
 class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
     """A Spark release line and its restart rules (state store and source texts in the mixins)."""
 
@@ -35,6 +35,21 @@ class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
     def commits_exact_match(self) -> bool:
         """4.0/4.1 validate the commit header against checkpointFormatVersion exactly."""
         return self.line in ("4.0", "4.1")
+
+    def reads_offsets_version(self, version: int) -> bool:
+        """Whether the offsets log reader accepts a ``v<version>`` header (asked as a yes/no: every
+        line answers alike for v1, so a restart matrix's cells share the answer)."""
+        return version <= self.max_offsets_version
+
+    def commit_version_rule(self, version: int, wanted: int) -> str | None:
+        """What the commit log reader makes of a ``v<version>`` header when the session's
+        checkpointFormatVersion is ``wanted``: None (read), ``mismatch`` (4.0/4.1: v1/v2 other than
+        the conf), ``exact-too-new`` (4.0/4.1: v3+), ``too-new`` (above this line's maximum)."""
+        if self.commits_exact_match:
+            if version != wanted and version <= 2:
+                return "mismatch"
+            return "exact-too-new" if version > 2 else None
+        return "too-new" if version > self.max_commits_version else None
 
     @property
     def max_commits_version(self) -> int:
@@ -458,19 +473,20 @@ def at_root(value: Any, root: str) -> Any:
     # Called on every finding and cell of an audit's matrices: the root is qualified once,
     # containers are rebuilt by comprehension and numbers (lists of missing versions, batch ids)
     # pass without a call.
-    qualified = qualify_root(root)
+    return _at_root(value, qualify_root(root))
 
-    def sub(v: Any) -> Any:
-        if type(v) in _PLAIN:
-            return v
-        if isinstance(v, str):
-            return v.replace(ROOT_TOKEN, qualified) if ROOT_TOKEN in v else v
-        if isinstance(v, dict):
-            return {k: x if type(x) in _PLAIN else sub(x) for k, x in v.items()}
-        if isinstance(v, list):
-            return [x if type(x) in _PLAIN else sub(x) for x in v]
-        if isinstance(v, tuple):
-            return tuple([x if type(x) in _PLAIN else sub(x) for x in v])
+
+def _at_root(v: Any, qualified: str) -> Any:
+    # A module function, not a closure calling itself: that closure was a reference cycle per
+    # call, the only garbage the cyclic collector found in an audit (bench: audit).
+    if type(v) in _PLAIN:
         return v
-
-    return sub(value)
+    if isinstance(v, str):
+        return v.replace(ROOT_TOKEN, qualified) if ROOT_TOKEN in v else v
+    if isinstance(v, dict):
+        return {k: x if type(x) in _PLAIN else _at_root(x, qualified) for k, x in v.items()}
+    if isinstance(v, list):
+        return [x if type(x) in _PLAIN else _at_root(x, qualified) for x in v]
+    if isinstance(v, tuple):
+        return tuple([x if type(x) in _PLAIN else _at_root(x, qualified) for x in v])
+    return v

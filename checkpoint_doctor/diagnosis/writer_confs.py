@@ -20,16 +20,17 @@ wins over what the logs prove.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.valueclasses import frozen
 
 CHECKPOINT_FORMAT_VERSION = "spark.sql.streaming.stateStore.checkpointFormatVersion"
 SOURCE_EVOLUTION = "spark.sql.streaming.queryEvolution.enableSourceEvolution"
 
 
-@dataclass(frozen=True)
+@frozen
 class ProvenConf:
     """A session conf the writer ran with, and the file that proves it."""
 

@@ -23,7 +23,7 @@ apply of that checkpoint (wherever its backups went), rewritten only under the c
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from checkpoint_doctor.digest import sha256_hex
@@ -32,6 +32,7 @@ from checkpoint_doctor.errors import JournalError, StorageError, TargetExistsErr
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES, DocumentError, parse_json_document
 from checkpoint_doctor.reading.storage import Storage
+from checkpoint_doctor.valueclasses import mutable
 
 JOURNAL = "journal.jsonl"
 PLAN = "plan.json"
@@ -131,7 +132,7 @@ def listing_rows(listing: Listing) -> list[list[Any]]:
     return [[f.path, f.size, f.etag or f.mtime_ms] for f in listing.files]
 
 
-@dataclass
+@mutable
 class Journal:
     """An open journal in a backup location."""
 

@@ -24,6 +24,7 @@ from checkpoint_doctor.model import (
 )
 from checkpoint_doctor.parsing.source_offsets import decode_offset
 from checkpoint_doctor.parsing.text import (
+    DECODER,
     EMPTY,
     INVALID_CONTENT,
     MALFORMED_HEADER,
@@ -59,25 +60,39 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
     if first is None:
         raise CheckpointParseError(path, EMPTY, "empty file (Spark: Incomplete log file)")
     version = parse_version_line(first, max_version=FILE_STREAM_LOG_VERSION, path=path)
-    entries = []
-    for i, obj in _json_lines(lines, path=path):
-        if not isinstance(obj.get("path"), str):
+    entries: list[SinkFileEntry] = []
+    append = entries.append
+    decode = DECODER.raw_decode
+    for i, line in enumerate(lines, start=2):
+        # parse_json_value's common case inline: a line that starts with its value (raw_decode
+        # reads the first value as Jackson does); anything else, errors included, goes through it.
+        try:
+            obj = decode(line)[0]
+        except (ValueError, RecursionError):
+            obj = parse_json_value(line, path=path, line=i)
+        if not isinstance(obj, dict):
+            raise CheckpointParseError(path, INVALID_CONTENT, "entry is not a JSON object", line=i)
+        file = obj.get("path")
+        if not isinstance(file, str):
             raise CheckpointParseError(path, INVALID_CONTENT, "entry without 'path'", line=i)
-        entries.append(
-            SinkFileEntry(
-                path=str(obj["path"]),
-                size=json_long(obj, "size", path=path, line=i),
-                action=str(obj.get("action", "add")),
-                # SinkFileStatus.modificationTime: when the task wrote the file (pairs a sink
-                # with the checkpoint whose batch planned it; see diagnosis/sinks/pairing.py).
-                modification_time_ms=(
-                    json_long(obj, "modificationTime", path=path, line=i)
-                    if "modificationTime" in obj
-                    else None
-                ),
-            )
-        )
+        # json_long's common case inline (a compact file lists every file the sink wrote).
+        size = obj.get("size", 0)
+        if type(size) is not int or not _LONG_MIN <= size <= _LONG_MAX:
+            size = json_long(obj, "size", path=path, line=i)
+        # SinkFileStatus.modificationTime: when the task wrote the file (pairs a sink with the
+        # checkpoint whose batch planned it; see diagnosis/sinks/pairing.py).
+        written = obj.get("modificationTime", _ABSENT)
+        if written is _ABSENT:
+            written = None
+        elif type(written) is not int or not _LONG_MIN <= written <= _LONG_MAX:
+            written = json_long(obj, "modificationTime", path=path, line=i)
+        action = obj.get("action", "add")
+        append(SinkFileEntry(str(file), size, action if type(action) is str else str(action), written))
     return SinkLogBatch(version=version, entries=tuple(entries))
+
+
+_ABSENT = object()
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 
 
 def _parse_file_source_log(lines: Iterable[str], *, version: int, path: str) -> FileSourceLogBatch:

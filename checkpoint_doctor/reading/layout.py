@@ -21,12 +21,13 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
+from checkpoint_doctor.valueclasses import frozen, mutable
 
 _TEMP = re.compile(
     r"^\.(?P<target>.+)\.(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -81,7 +82,7 @@ def is_canonical_batch_name(name: str, batch_id: int) -> bool:
     return name == str(batch_id)
 
 
-@dataclass(frozen=True)
+@frozen
 class StateFileName:
     """A parsed state data file name."""
 
@@ -103,7 +104,7 @@ def parse_state_file_name(name: str) -> StateFileName | None:
     return None
 
 
-@dataclass
+@mutable
 class StoreIndex:
     """Files of one state store instance: (operator, partition, store name)."""
 
@@ -123,7 +124,7 @@ class StoreIndex:
     total_bytes: int = 0
 
 
-@dataclass
+@mutable
 class OperatorIndex:
     """Files of one stateful operator ``state/<op>/``."""
 
@@ -140,7 +141,7 @@ class OperatorIndex:
     total_bytes: int = 0
 
 
-@dataclass
+@mutable
 class LogIndex:
     """Batch files of one metadata log directory."""
 
@@ -157,7 +158,7 @@ class LogIndex:
     total_bytes: int = 0
 
 
-@dataclass
+@mutable
 class Layout:
     """The listing of a checkpoint, indexed by role. Mutable while built, then only read.
 
@@ -439,7 +440,7 @@ def _index_log_dir(layout: Layout, log: LogIndex, d: DirEntries) -> None:
         _index_log_file(log, f, [name], layout, compactible=False)
 
 
-@dataclass(frozen=True)
+@frozen
 class _NameRoles:
     """The roles of the names of one state store data directory (shared by equal name sets)."""
 

@@ -10,7 +10,6 @@ log proves it is the checkpoint's is judged by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.errors import CheckpointDoctorError
@@ -18,12 +17,13 @@ from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.pipeline import SinkArg, read_sink
 from checkpoint_doctor.reading.snapshot import SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage
+from checkpoint_doctor.valueclasses import frozen
 
 #: Sibling directories looked at for a file sink output next to a local checkpoint.
 SIBLINGS_LOOKED_AT = 64
 
 
-@dataclass(frozen=True)
+@frozen
 class NearbySink:
     """A file sink output found next to a checkpoint: its URL, its log, and what
     :func:`~checkpoint_doctor.reading.pipeline.attach_sink` takes to pair it."""

@@ -14,7 +14,7 @@ import bisect
 import functools
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Generic, TypeVar
 
 from checkpoint_doctor.errors import StorageError
@@ -38,6 +38,7 @@ from checkpoint_doctor.reading.layout import (
     SINK_LOG,
     hadoop_crc_path,
 )
+from checkpoint_doctor.valueclasses import frozen
 
 T = TypeVar("T")
 
@@ -59,7 +60,7 @@ UNREADABLE = "unreadable"
 Content = bytes | StorageError
 
 
-@dataclass(frozen=True)
+@frozen
 class BatchLog(Generic[T]):
     """``offsets/``, ``commits/``, a ``sources/<n>/`` log or a sink's ``_spark_metadata/``.
 
@@ -122,7 +123,7 @@ class BatchLog(Generic[T]):
         return tuple(e.failure for e in self.entries if e.failure is not None)
 
 
-@dataclass(frozen=True)
+@frozen
 class FileRecord(Generic[T]):
     """A single non-batch file with its parse result (``metadata``, operator metadata, schema)."""
 
@@ -136,7 +137,7 @@ class FileRecord(Generic[T]):
         return self.record is not None or self.failure is not None
 
 
-@dataclass(frozen=True)
+@frozen
 class StateStore:
     """One state store instance: ``state/<op>/<partition>/[<store>/]``."""
 
@@ -186,7 +187,7 @@ class StateStore:
         return tuple(sorted(vs))
 
 
-@dataclass(frozen=True)
+@frozen
 class StateOperator:
     """A stateful operator ``state/<op>/`` with its stores and metadata."""
 
@@ -213,7 +214,7 @@ class StateOperator:
         return kinds.pop() if len(kinds) == 1 else "mixed"
 
 
-@dataclass(frozen=True)
+@frozen
 class StateDir:
     """``state/``: whether it exists, and its operators."""
 
@@ -227,7 +228,7 @@ class StateDir:
         return sum(o.file_count for o in self.operators) + len(self.other_files)
 
 
-@dataclass(frozen=True)
+@frozen
 class DebrisFile:
     """A file Spark ignores: a temp file, an orphan Hadoop ``.crc``, an unknown name."""
 
@@ -240,7 +241,7 @@ class DebrisFile:
         return {"kind": self.kind, "target": self.target, **self.file.to_dict()}
 
 
-@dataclass(frozen=True)
+@frozen
 class SinkLog:
     """A file sink's ``_spark_metadata`` log, listed from ``--sink-path``."""
 
@@ -328,7 +329,7 @@ def derive_compact_interval(default_interval: int, latest_compact_id: int) -> in
     return n
 
 
-@dataclass(frozen=True)
+@frozen
 class CheckpointSnapshot:
     """Everything in one checkpoint, as read at one moment. Paths are relative to ``root``.
 

@@ -162,3 +162,60 @@ def test_other_parsers_return_a_value_or_raise_parse_error(data):
 @given(file_like_bytes)
 def test_decode_offset_never_raises(data):
     decode_offset(data.decode("utf-8", "replace"))
+
+
+def _sink_log_reference(data: bytes, path: str) -> tuple[str, object]:
+    """Each line through parse_json_value, one by one, as the sink log reader did before its fast
+    path (bench: audit): the result, or the error's kind and line."""
+    from checkpoint_doctor.model import SinkFileEntry
+    from checkpoint_doctor.parsing.compactible import _json_lines
+    from checkpoint_doctor.parsing.text import decode_text, iter_lines, json_long
+
+    try:
+        lines = iter_lines(decode_text(data, path=path))
+        next(lines)
+        out = []
+        for i, obj in _json_lines(lines, path=path):
+            if not isinstance(obj.get("path"), str):
+                raise CheckpointParseError(path, "invalid-content", "entry without 'path'", line=i)
+            out.append(
+                SinkFileEntry(
+                    str(obj["path"]),
+                    json_long(obj, "size", path=path, line=i),
+                    str(obj.get("action", "add")),
+                    json_long(obj, "modificationTime", path=path, line=i)
+                    if "modificationTime" in obj
+                    else None,
+                )
+            )
+        return "ok", tuple(out)
+    except CheckpointParseError as exc:
+        return exc.kind, exc.line
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"path":"a","size":1,"modificationTime":5,"action":"add"}\n{"path":"b","size":2}',
+        ' \t{"path":"a","size":1}',  # leading whitespace: Jackson skips it
+        '{"path":"a","size":1} trailing words',  # Jackson ignores what follows the value
+        '{"path":"a","size":1}\n\n{"path":"b"}',  # an empty line: end of input
+        '{"path":"a","size":NaN}',
+        '{"path":"a","size":1.5e3,"modificationTime":null,"action":7}',
+        '{"path":"a","size":99999999999999999999}',
+        '[{"path":"a"}]',
+        '{"path":"a","size":"1"}',
+        '{"path":"a", "size":',
+        '{"path":"a"}\r\n{"path":"b"}\r{"path":"c"}',
+        '{"size":1}',
+        '{"path":"a","size":true}',
+        "[" * 100_000,
+    ],
+)
+def test_sink_log_fast_path_reads_every_line_as_jackson_would(body):
+    data = ("v1\n" + body).encode()
+    try:
+        got: tuple[str, object] = ("ok", parse_sink_log(data, path="_spark_metadata/0").entries)
+    except CheckpointParseError as exc:
+        got = (exc.kind, exc.line)
+    assert got == _sink_log_reference(data, "_spark_metadata/0")

@@ -5,13 +5,13 @@ describe_writer`` in a subprocess on a Spark line and carried here as typed valu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.redaction import is_secret
+from checkpoint_doctor.valueclasses import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class JobSource:
     """One streaming relation of the job's plan, in Spark's source order: its short name
     (``kafka``, ``rate-micro-batch``, ``parquet``...) and its options (secrets hidden)."""
@@ -30,7 +30,7 @@ class JobSource:
 _IDENTITY_OPTIONS = frozenset({"subscribe", "subscribepattern", "assign", "path", "table"})
 
 
-@dataclass(frozen=True)
+@frozen
 class JobOperator:
     """A stateful operator with the id ``IncrementalExecution`` gives it and the key and value
     schemas (StructType JSON) its state store keeps; None where not derived."""
@@ -58,7 +58,7 @@ _SHORT_NAMES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class JobFacts:
     """What the job would run, as the Spark line ``spark_version`` analysed it in ``elapsed_s``."""
 

@@ -10,12 +10,12 @@ non-nullable stored one; the jobs whose schemas differ only there are not judged
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.model import StateSchemaHeader
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.valueclasses import frozen
 
 
 def _shape(data_type: Any) -> Any:
@@ -71,7 +71,7 @@ def _ddl(data_type: Any) -> str:
     return str(kind)
 
 
-@dataclass(frozen=True)
+@frozen
 class SchemaChange:
     """A stateful operator whose key (``part`` "key") or value schema is not the stored one."""
 

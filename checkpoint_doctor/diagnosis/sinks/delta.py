@@ -12,12 +12,11 @@ restarts recorded in ``fixtures/delta/`` (tests/delta/test_recorded_restarts.py)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.valueclasses import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class DeltaSinkRestart:
     """The Delta sink's first batch after a restart.
 

@@ -30,11 +30,11 @@ A tolerance of :data:`CLOCK_SKEW_MS` allows for executor clocks (files) versus t
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, detect_mode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
+from checkpoint_doctor.valueclasses import frozen
 
 T = TypeVar("T")
 
@@ -49,7 +49,7 @@ MAX_BATCH_MS = 3_600_000
 MAX_REASONS = 3
 
 
-@dataclass(frozen=True)
+@frozen
 class PairingEvidence:
     """Whether a sink log matches a checkpoint's logs: ``proven``, or ``reasons`` why not;
     ``contradicted`` when a fact shows the sink is another query's (not merely unproven)."""
@@ -189,7 +189,7 @@ def pairing_evidence(snapshot: CheckpointSnapshot, sink: SinkLog) -> PairingEvid
     return PairingEvidence(True, (ids, *agree))
 
 
-@dataclass(frozen=True)
+@frozen
 class SinkChoice(Generic[T]):
     """What the logs of the file sinks looked at for one checkpoint say: each candidate (a URL, a
     fleet's candidate, ...) with its evidence, proven ones apart. Exactly one proven is paired;

@@ -19,11 +19,11 @@ or renamed, which needs column mapping) is not modelled. Proven by the restarts 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+from checkpoint_doctor.valueclasses import frozen
 
 #: The delta-spark release this project pairs with each Spark line (scripts/jars.py DELTA_FOR); a
 #: line without one has no Delta (no delta-spark_4.3 artifact is published).
@@ -50,7 +50,7 @@ def _fail_on_data_loss(options: Mapping[str, str]) -> bool:
     return not any(k.lower() == "failondataloss" and str(v).lower() == "false" for k, v in options.items())
 
 
-@dataclass(frozen=True)
+@frozen
 class DeltaSourceRestart:
     """A Delta source's restart: refused with ``error``, or reading ``versions`` (first, last) on.
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.diagnosis.versions import SparkTarget
@@ -43,6 +42,7 @@ from checkpoint_doctor.model import (
 from checkpoint_doctor.parsing.compactible import is_kafka_initial_offsets
 from checkpoint_doctor.parsing.text import iter_lines
 from checkpoint_doctor.reading.snapshot import BatchLog, CheckpointSnapshot, derive_compact_interval
+from checkpoint_doctor.valueclasses import frozen
 
 RATE = "rate"
 FILE = "file"
@@ -52,7 +52,7 @@ DEFAULT_COMPACT_INTERVAL = 10
 COMPACT_INTERVAL_CONF = "spark.sql.streaming.fileSource.log.compactInterval"
 
 
-@dataclass(frozen=True)
+@frozen
 class SourceFileProblem:
     """A file of ``sources/<n>/`` that is missing or unreadable, and what Spark says reading it."""
 

@@ -15,10 +15,10 @@ in the Admin client whatever ``failOnDataLoss`` says. Proven by the restarts rec
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from checkpoint_doctor.model import KafkaOffset
+from checkpoint_doctor.valueclasses import frozen
 
 #: ``{topic: {partition: (earliest, latest)}}``; a topic the broker does not list maps to None.
 LivePositions = Mapping[str, Mapping[int, tuple[int, int]] | None]
@@ -28,7 +28,7 @@ LivePositions = Mapping[str, Mapping[int, tuple[int, int]] | None]
 _LOST = "Some data may have been lost because they are not available in Kafka any more"
 
 
-@dataclass(frozen=True)
+@frozen
 class PartitionRead:
     """One partition of the next batch: where it starts and ends, and records passed over."""
 
@@ -43,7 +43,7 @@ class PartitionRead:
         return max(0, self.end - max(self.start, self.start + self.skipped))
 
 
-@dataclass(frozen=True)
+@frozen
 class KafkaRestart:
     """The restart of one Kafka source: refused with ``error``, or the next batch's reads."""
 

@@ -18,9 +18,9 @@ fast the topic grows, which a single look cannot tell: it is named, not timed. A
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
 
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
+from checkpoint_doctor.valueclasses import frozen
 
 #: The bound a countdown follows.
 TIME = "retention.ms"
@@ -32,7 +32,7 @@ GONE = "already deleted"
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
+@frozen
 class Countdown:
     """When retention may first delete a Kafka source's unread records.
 

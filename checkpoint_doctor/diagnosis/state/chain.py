@@ -20,13 +20,12 @@ State version = batch id + 1: batch ``B`` loads version ``B`` and commits ``B+1`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.reading.snapshot import StateDir, StateStore
+from checkpoint_doctor.valueclasses import frozen
 
 
-@dataclass(frozen=True)
+@frozen
 class Restorability:
     """Whether one store can load one state version, and what is missing if not."""
 

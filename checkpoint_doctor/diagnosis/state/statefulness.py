@@ -19,17 +19,16 @@ Three answers, each with its evidence in words:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, ModeGuess
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.valueclasses import frozen
 
 STATEFUL = "stateful"
 STATELESS = "stateless"
 UNKNOWN = "unknown"
 
 
-@dataclass(frozen=True)
+@frozen
 class Statefulness:
     """Whether the query had stateful operators, and why we think so."""
 

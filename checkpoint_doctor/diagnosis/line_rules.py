@@ -1,0 +1,191 @@
+"""A restart matrix's cells share everything but their Spark line's rules. Pure.
+
+A cell's diagnosis is a pure function of the snapshot, the options, the restart mode and the
+target :class:`~checkpoint_doctor.diagnosis.versions.SparkTarget`; the only thing that differs
+between the cells of one mode is the target, and diagnosis sees a target only through the questions
+it asks of it (``target.repartition_check``, ``target.reads_offsets_version(1)``,
+``target.batch_missing(30)``...). So the first cell of a mode is diagnosed with a
+:class:`TracedTarget` that records each question and its answer, per part of the diagnosis (the
+prediction, then each check); the next line asks only those questions again, in the same order,
+and wherever its answers are the same, that part's result is the same: it is taken over, and only
+the parts whose line rules answer otherwise are computed again (and recorded in turn). A matrix of
+five lines thus runs the line-independent work (restorability, debris, statefulness, sink pairing,
+the logs' tail) once per mode, and per cell only the line-specific rules (bench: matrix).
+
+What makes this sound: nothing but the target may make a cell depend on its line. Diagnosis never
+reads ``options.spark`` (the cells' options differ only in it and the mode, both part of the key),
+a value :class:`~checkpoint_doctor.diagnosis.context.Context` caches never depends on the target
+(it would be read without being asked again), and the line stamped on a result (``spark``) is read
+from the untraced target. ``tests/diagnosis/test_line_rules.py`` diagnoses every fixture's matrix
+both ways and compares them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.versions import SparkTarget
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.diagnosis.context import Context
+
+_Stamped = TypeVar("_Stamped", RestartPrediction, Diagnosis, DiagnoseOptions)
+Check = Callable[["Context", RestartPrediction], Iterable[Finding]]
+
+#: One question asked of a target: (attribute, call arguments or None for an attribute read,
+#: keyword arguments, answer).
+Question = tuple[str, tuple[Any, ...] | None, tuple[tuple[str, Any], ...], Any]
+
+
+class TracedTarget:
+    """A SparkTarget that records the questions asked of it (and their answers) in ``trace``."""
+
+    __slots__ = ("real", "trace")
+
+    def __init__(self, real: SparkTarget, trace: list[Question]) -> None:
+        self.real = real
+        self.trace = trace
+
+
+def _read(name: str) -> property:
+    def get(self: TracedTarget) -> Any:
+        value = getattr(self.real, name)
+        self.trace.append((name, None, (), value))
+        return value
+
+    return property(get)
+
+
+def _call(name: str) -> Callable[..., Any]:
+    def call(self: TracedTarget, *args: Any, **kwargs: Any) -> Any:
+        value = getattr(self.real, name)(*args, **kwargs)
+        self.trace.append((name, args, tuple(kwargs.items()), value))
+        return value
+
+    call.__name__ = name
+    return call
+
+
+def _build() -> None:
+    """Give TracedTarget every public attribute of SparkTarget (its mixins' included)."""
+    seen: set[str] = set()
+    for klass in SparkTarget.__mro__:
+        for name, value in vars(klass).items():
+            if name.startswith("_") or name in seen:
+                continue
+            seen.add(name)
+            if isinstance(value, property):
+                setattr(TracedTarget, name, _read(name))
+            elif callable(value):
+                setattr(TracedTarget, name, _call(name))
+    for name in getattr(SparkTarget, "__dataclass_fields__", {}):
+        setattr(TracedTarget, name, _read(name))
+
+
+_build()
+
+
+def traced(real: SparkTarget, trace: list[Question]) -> SparkTarget:
+    """Return ``real`` recording the questions asked of it into ``trace`` (typed as a target)."""
+    return cast(SparkTarget, TracedTarget(real, trace))
+
+
+def untraced(target: SparkTarget) -> SparkTarget:
+    """Return the target behind a traced one (a plain target as it is)."""
+    return target.real if isinstance(target, TracedTarget) else target
+
+
+def answers_alike(trace: tuple[Question, ...], target: SparkTarget) -> bool:
+    """Return whether ``target`` answers every question of ``trace``, in order, as it was answered."""
+    for name, args, kwargs, answer in trace:
+        if args is None:
+            value = getattr(target, name)
+        elif kwargs:
+            value = getattr(target, name)(*args, **dict(kwargs))
+        else:
+            value = getattr(target, name)(*args)
+        if value != answer:
+            return False
+    return True
+
+
+def restamped(value: _Stamped, line: str, **changes: Any) -> _Stamped:
+    """Return a copy of a cell's options, prediction or diagnosis stamped with another line (``spark``).
+
+    ``dataclasses.replace`` would build it field by field through ``__init__``; these frozen values
+    have no ``__post_init__`` and keep their fields in ``__dict__``, so the copy is that dict with
+    ``spark`` set: a tenth of the time, asked for most cells of every matrix (bench: matrix)."""
+    copy = object.__new__(type(value))
+    state = copy.__dict__
+    state.update(value.__dict__)
+    state["spark"] = line
+    state.update(changes)
+    return copy
+
+
+class LineCheck:
+    """A check whose findings depend on the line (it asked the target something): its findings so
+    far, each with the questions that led to them."""
+
+    __slots__ = ("check", "known")
+
+    def __init__(self, check: Check, questions: tuple[Question, ...], findings: tuple[Finding, ...]) -> None:
+        self.check = check
+        self.known = [(questions, findings)]
+
+    def known_index(self, target: SparkTarget) -> int | None:
+        """Return the index of earlier findings whose questions ``target`` answers alike."""
+        for index, (questions, _) in enumerate(self.known):
+            if answers_alike(questions, target):
+                return index
+        return None
+
+    def compute(self, ctx: Context, prediction: RestartPrediction, trace: list[Question]) -> int:
+        """Run the check on ``ctx`` (its target records into ``trace``); keep and index its findings."""
+        start = len(trace)
+        found = tuple(self.check(ctx, prediction))
+        self.known.append((tuple(trace[start:]), found))
+        return len(self.known) - 1
+
+
+#: A cell's checks given one prediction, in order: the findings of consecutive checks that asked the
+#: target nothing (the same for every line), and the checks that asked it something.
+Plan = tuple[tuple[Finding, ...] | LineCheck, ...]
+
+
+class CellMemo:
+    """The cells diagnosed so far for one snapshot, mode and options: the predictions, each with
+    the questions its line rules asked and the plan of the checks given it, and the diagnoses by
+    the parts they are made of (the prediction's index, then each line check's)."""
+
+    __slots__ = ("assumptions", "diagnoses", "mode_findings", "plans", "predictions")
+
+    def __init__(self) -> None:
+        self.predictions: list[tuple[tuple[Question, ...], RestartPrediction]] = []
+        self.plans: list[Plan] = []
+        self.diagnoses: dict[tuple[int, ...], Diagnosis] = {}
+        #: The findings of the checks that depend on the mode and options only (``MODE_CHECKS``).
+        self.mode_findings: dict[object, tuple[Finding, ...]] | None = None
+        #: The cells' assumptions (none depends on a named line).
+        self.assumptions: tuple[str, ...] | None = None
+
+    def known_prediction(self, target: SparkTarget) -> int | None:
+        """Return the index of an earlier prediction whose questions ``target`` answers alike."""
+        for index, (questions, _) in enumerate(self.predictions):
+            if answers_alike(questions, target):
+                return index
+        return None
+
+    def add(self, questions: tuple[Question, ...], prediction: RestartPrediction, plan: list[Any]) -> int:
+        """Keep a prediction computed anew and its checks' plan (static findings merged); return its index."""
+        merged: list[tuple[Finding, ...] | LineCheck] = []
+        for part in plan:
+            if isinstance(part, tuple) and merged and isinstance(merged[-1], tuple):
+                merged[-1] = merged[-1] + part
+            else:
+                merged.append(part)
+        self.predictions.append((questions, prediction))
+        self.plans.append(tuple(merged))
+        return len(self.predictions) - 1

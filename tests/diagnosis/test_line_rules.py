@@ -1,0 +1,149 @@
+"""A restart matrix's cells take over the parts of earlier cells whose line rules answer alike
+(diagnosis.line_rules): every cell must equal the same cell diagnosed on its own."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.line_rules import answers_alike, traced, untraced
+from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_cells, plan_cells
+from checkpoint_doctor.diagnosis.versions import LINES, target
+from checkpoint_doctor.reading.pipeline import load_checkpoint
+from tests.scenarios import FIXTURES
+
+QUIET = DiagnoseOptions(live_window_s=0)
+#: Options that lead the prediction and the checks down other paths (state named, sources counted).
+BASES = (QUIET, replace(QUIET, stateful=True), replace(QUIET, stateful=False, sources=1))
+
+
+def _checkpoints() -> list[Path]:
+    found = sorted(p for p in FIXTURES.glob("*/*/checkpoint") if p.is_dir())
+    found += sorted(p for p in FIXTURES.glob("*/*/*/checkpoint") if p.is_dir())
+    return found
+
+
+CHECKPOINTS = _checkpoints()
+
+
+def test_the_fixtures_are_found():
+    # Spark's own fixtures on every line, Kafka's and real-time mode's: hundreds of checkpoints.
+    assert len(CHECKPOINTS) > 500
+    assert {p.relative_to(FIXTURES).parts[0] for p in CHECKPOINTS} >= {"spark-3.5.9", "spark-4.3.0", "kafka"}
+
+
+def _compare(path: Path, snapshot, base: DiagnoseOptions) -> int:
+    """Diagnose every line and mode of a checkpoint as the matrix does and each cell alone; return
+    how many cells were compared."""
+    compared = 0
+    facts = SnapshotFacts(snapshot)
+    detected = facts.mode.mode
+    planned = plan_cells(facts, MatrixOptions(base=base))
+    modes = {cell.mode for cell, *_ in planned}
+    # Every line and mode, including the modes the matrix would not plan.
+    everything = [(cell, *rest) for cell, *rest in planned]
+    for cell, *rest in planned:
+        for other in modes - {cell.mode}:
+            everything.append((cell._replace(mode=other), *rest))
+    for c in diagnose_cells(snapshot, everything, base, facts):
+        mode = None if c.cell.mode == detected else c.cell.mode
+        alone = diagnose(snapshot, replace(base, spark=c.cell.spark, mode=mode))
+        assert c.diagnosis == alone, (str(path), c.cell, base)
+        compared += 1
+    return compared
+
+
+@pytest.mark.parametrize("group", sorted({p.relative_to(FIXTURES).parts[0] for p in CHECKPOINTS}))
+def test_every_cell_of_every_fixture_equals_the_cell_diagnosed_alone(group):
+    compared = 0
+    for path in (p for p in CHECKPOINTS if p.relative_to(FIXTURES).parts[0] == group):
+        snapshot = load_checkpoint(str(path))
+        for base in BASES:
+            compared += _compare(path, snapshot, base)
+    assert compared > 0
+
+
+@pytest.mark.parametrize("line", sorted(p.name for p in (FIXTURES / "delta").glob("spark-*")))
+def test_with_its_delta_tables_paired_every_cell_equals_the_cell_alone(line):
+    # The Delta checks speak each line's Delta release (3.3/4.0 vs 4.4 words): a cell may take over
+    # another line's parts only where those answers are alike.
+    from checkpoint_doctor.loading import load_for_verdict
+
+    compared, paired = 0, 0
+    for path in sorted((FIXTURES / "delta" / line).glob("*/checkpoint")):
+        loaded = load_for_verdict(str(path), None, lambda path=path: load_checkpoint(str(path)))
+        paired += loaded.delta is not None and bool(loaded.delta.pairs)
+        base = replace(QUIET, delta_pairing=loaded.delta, delta=loaded.delta_named)
+        compared += _compare(path, loaded.snapshot, base)
+    assert compared > 0 and paired >= 12
+
+
+def test_with_the_changed_query_every_cell_equals_the_cell_alone():
+    # --job: the job's sources, operators, confs, sink and trigger judged on every line and mode.
+    import json
+
+    from checkpoint_doctor.diagnosis.changes.options import with_job
+    from tests.scenarios import job_facts_for
+
+    compared = 0
+    for scenario in sorted(FIXTURES.glob("spark-*/job-*/scenario.json")):
+        data = json.loads(scenario.read_text())
+        path = scenario.parent / "checkpoint"
+        snapshot = load_checkpoint(str(path))
+        for spec in {
+            r["query"][4:] for r in data.get("restarts", []) if str(r.get("query", "")).startswith("job:")
+        }:
+            job = job_facts_for(spec, data["spark_version"])
+            base = with_job(MatrixOptions(base=QUIET), job).base
+            compared += _compare(path, snapshot, base)
+    assert compared > 500
+
+
+def test_a_traced_target_records_each_question_and_a_replay_checks_the_answers():
+    trace: list = []
+    t = traced(target("4.1"), trace)
+    assert t.repartition_check is False
+    assert t.reads_offsets_version(2) is False
+    assert t.batch_missing(7).search == "batch 7 doesn't exist"
+    assert untraced(t) is target("4.1")
+    questions = tuple(trace)
+    assert [q[0] for q in questions] == ["repartition_check", "reads_offsets_version", "batch_missing"]
+    # 4.0 answers every question as 4.1 did; 4.2 checks the repartition and reads v2 offsets.
+    assert answers_alike(questions, target("4.0"))
+    assert not answers_alike(questions, target("4.2"))
+    assert all(answers_alike(questions[:0], target(line)) for line in LINES)
+
+
+def test_the_matrix_computes_each_prediction_once_per_answer():
+    # async-tail written by 4.3: a synchronous restart fails the same way on every line (batch 30
+    # does not exist), so its five cells share one prediction; only the downgrade finding differs.
+    path = FIXTURES / "spark-4.3.0" / "async-tail" / "checkpoint"
+    snapshot = load_checkpoint(str(path))
+    facts = SnapshotFacts(snapshot)
+    planned = plan_cells(facts, MatrixOptions(base=QUIET))
+    cells = diagnose_cells(snapshot, planned, QUIET, facts)
+    assert len(cells) == 10
+    memos = list(facts.cells.values())
+    assert len(memos) == 2  # one per mode
+    assert [len(m.predictions) for m in memos] == [1, 1]
+    assert {c.diagnosis.prediction.summary for c in cells if c.cell.mode == "micro-batch"} == {
+        "FAILS before running any batch: batch 30 doesn't exist"
+    }
+
+
+def test_no_check_or_rule_reads_the_line_from_the_options():
+    # The memo's soundness: a cell depends on its line only through its SparkTarget's answers.
+    # diagnosis/__init__.py builds the target from options.spark; nothing else may read it.
+    import re
+
+    package = Path(__file__).resolve().parents[2] / "checkpoint_doctor" / "diagnosis"
+    readers = {
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if re.search(r"\b(options|opts|base)\.spark\b", path.read_text())
+    }
+    assert readers <= {"__init__.py", "options.py", "line_rules.py"}, readers  # (the last states the rule)
