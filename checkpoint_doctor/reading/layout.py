@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field
-from typing import Any
+from typing import Any, TypeVar
 
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
 from checkpoint_doctor.valueclasses import frozen, mutable
+
+T = TypeVar("T")
+_UNSET = object()
 
 _TEMP = re.compile(
     r"^\.(?P<target>.+)\.(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -122,6 +125,14 @@ class StoreIndex:
     other: list[FileStat] = field(default_factory=list)
     file_count: int = 0
     total_bytes: int = 0
+    #: The shared classification ``data`` was taken from, when it is all of ``data``.
+    roles: NameRoles | None = None
+
+    def shared_roles(self) -> NameRoles | None:
+        """Return the classification of the store directory's names when ``data`` is exactly its data
+        (what is derived from it is shared by every store of that name set), else None."""
+        roles = self.roles
+        return roles if roles is not None and len(self.data) == len(roles.data) else None
 
 
 @mutable
@@ -386,7 +397,7 @@ def index_listing(listing: Listing) -> Layout:
                 pid = java_parse_int(op_part[2])
                 if pid is not None and op_part[2] == str(pid):
                     op.partition_dirs.add(pid)
-    roles_cache: dict[tuple[str, ...], _NameRoles] = {}
+    roles_cache: dict[tuple[str, ...], NameRoles] = {}
     for column in listing.columns:
         if column.path in LOG_DIRS:
             _index_log_dir(layout, getattr(layout, column.path), column)
@@ -401,7 +412,7 @@ def index_listing(listing: Listing) -> Layout:
         layout.state_exists = True
         roles = roles_cache.get(column.names)
         if roles is None:
-            roles = roles_cache[column.names] = _NameRoles.of(column.names)
+            roles = roles_cache[column.names] = NameRoles.of(column.names)
         _index_store_dir(layout, ctx, column, roles)
     return layout
 
@@ -484,9 +495,28 @@ def _index_log_name(
     _index_log_file(log, f, [name], layout, compactible=False)
 
 
+def data_versions(data: Iterable[tuple[StateFileName, str]]) -> tuple[tuple[Any, ...], ...]:
+    """Return the versions of a store's data files: deltas, snapshots, zips, changelogs (unique-id
+    free), then (version, id) of the checkpoint-format-2 zips and changelogs, each sorted."""
+    kinds: dict[str, list[Any]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
+    v2: dict[str, list[Any]] = {"zip": [], "changelog": []}
+    for parsed, _ in data:
+        if parsed.unique_id is None:
+            kinds[parsed.kind].append(parsed.version)
+        else:
+            v2[parsed.kind].append((parsed.version, parsed.unique_id))
+    return (
+        *(tuple(sorted(kinds[k])) for k in ("delta", "snapshot", "zip", "changelog")),
+        tuple(sorted(v2["zip"])),
+        tuple(sorted(v2["changelog"])),
+    )
+
+
 @frozen
-class _NameRoles:
-    """The roles of the names of one state store data directory (shared by equal name sets)."""
+class NameRoles:
+    """The roles of the names of one state store data directory (shared by equal name sets), and
+    what the read plan and the assembly derive from its data files (``memo``: the partitions of an
+    operator are mostly at the same versions, so each is derived once per name set)."""
 
     data: tuple[tuple[StateFileName, str], ...]
     crc: tuple[int, ...]
@@ -496,9 +526,28 @@ class _NameRoles:
     orphan_crcs: tuple[tuple[int, str], ...]
     #: The indexes of the files that are not the store's own (Hadoop .crc side files, temps).
     skipped: tuple[int, ...] = ()
+    memo: dict[object, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def versions(self) -> tuple[tuple[Any, ...], ...]:
+        """Return :func:`data_versions` of the data files."""
+        return self.derived("versions", data_versions)
+
+    def parsed(self) -> dict[str, StateFileName]:
+        """Return the parsed name of each data file, by file name."""
+        found = self.memo.get("parsed")
+        if found is None:
+            found = self.memo["parsed"] = {name: parsed for parsed, name in self.data}
+        return found
+
+    def derived(self, key: object, derive: Callable[[tuple[tuple[StateFileName, str], ...]], T]) -> T:
+        """Return ``derive(data)``, computed once per ``key`` for this name set."""
+        found = self.memo.get(key, _UNSET)
+        if found is _UNSET:
+            found = self.memo[key] = derive(self.data)
+        return found
 
     @staticmethod
-    def of(names: tuple[str, ...]) -> _NameRoles:
+    def of(names: tuple[str, ...]) -> NameRoles:
         present = set(names)
         data, crc, temps, other, orphans = [], [], [], [], []
         checksums = 0
@@ -518,12 +567,12 @@ class _NameRoles:
             else:
                 other.append(i)
         skipped = (*crc, *(i for i, _ in temps))
-        return _NameRoles(
+        return NameRoles(
             tuple(data), tuple(crc), tuple(temps), checksums, tuple(other), tuple(orphans), skipped
         )
 
 
-def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: _NameRoles) -> None:
+def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: NameRoles) -> None:
     """Index a state store data directory from its shared name classification."""
     sizes = d.sizes
     op = ctx.op
@@ -544,6 +593,8 @@ def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: _Name
         store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
     store.file_count += len(sizes) - len(skipped)
     store.total_bytes += total - sum(map(sizes.__getitem__, skipped))
+    if not store.data:
+        store.roles = roles
     store.data.extend(roles.data)
     store.spark_checksums += roles.spark_checksums
     store.other.extend(d.stat(i) for i in roles.other)
