@@ -39,7 +39,7 @@ from checkpoint_doctor.fleet.discovery import (
 )
 from checkpoint_doctor.fleet.jobs import AuditJobs, record_hints, unmatched_notes
 from checkpoint_doctor.fleet.kafka import AuditKafka, kafka_part
-from checkpoint_doctor.fleet.pairing import SinkCandidate, sink_candidates
+from checkpoint_doctor.fleet.pairing import SinkCandidate, newest_sink_id, sink_candidates
 from checkpoint_doctor.fleet.records import (
     ROOT,
     AuditNote,
@@ -158,10 +158,11 @@ def plan_tasks(
         for t in found.targets
         if t.kind == TargetKind.SINK
     ]
+    newest = [newest_sink_id(listing) for _, _, listing in sinks]  # once per sink, not per checkpoint
     tasks = []
     for t in found.targets:
         listing = index.slice(t.path)
-        candidates = sink_candidates(t.path, listing, sinks) if t.kind != TargetKind.SINK else ()
+        candidates = sink_candidates(t.path, listing, sinks, newest) if t.kind != TargetKind.SINK else ()
         tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
     return tasks, [audit_note(root_url, n) for n in found.notes]
 
