@@ -18,6 +18,7 @@ import stat as stat_mod
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
@@ -141,6 +142,8 @@ def _temp_beside(
             os.unlink(tmp)
 
 
+_first = itemgetter(0)
+
 #: A directory to list: real path, relative path as shown, whether a name on the way was escaped,
 #: its device, and the (device, inode) of every directory from the root down to it.
 _Pending = tuple[str, str, bool, int, frozenset[tuple[int, int]]]
@@ -170,6 +173,7 @@ class _Walk:
         # DirEntry caches it); rows are sorted and split into columns in C.
         path, rel, renamed, dev, chain = item
         rows: list[tuple[str, int, int]] = []
+        append = rows.append
         subdirs: list[_Pending] = []
         try:
             with os.scandir(path) as it:
@@ -190,7 +194,7 @@ class _Walk:
                             # Renamed or deleted between readdir and stat (a live writer's temp
                             # file): it is not part of this listing.
                             continue
-                        rows.append((name, st.st_size, st.st_mtime_ns))
+                        append((name, st.st_size, st.st_mtime_ns // 1_000_000))
                         if moved:
                             self.alias(f"{rel}/{name}" if rel else name, entry.path)
                         continue
@@ -216,9 +220,10 @@ class _Walk:
             self.dirs.append(sub[1])
             stack.append(sub)
         if rows:
-            rows.sort()
-            names, sizes, mtimes_ns = zip(*rows, strict=True)
-            self.columns.append(DirEntries(rel, names, sizes, tuple([m // 1_000_000 for m in mtimes_ns])))
+            # By name (unique in a directory), compared as strings: half the time of comparing rows.
+            rows.sort(key=_first)
+            names, sizes, mtimes_ms = zip(*rows, strict=True)
+            self.columns.append(DirEntries(rel, names, sizes, mtimes_ms))
 
     @staticmethod
     def _link(
@@ -236,7 +241,7 @@ class _Walk:
         except OSError:
             return False  # dangling, or a loop the kernel refuses (ELOOP)
         if stat_mod.S_ISREG(st.st_mode):
-            rows.append((child.rpartition("/")[2], st.st_size, st.st_mtime_ns))
+            rows.append((child.rpartition("/")[2], st.st_size, st.st_mtime_ns // 1_000_000))
             return True
         key = (st.st_dev, st.st_ino)
         if not stat_mod.S_ISDIR(st.st_mode) or key in chain:
