@@ -602,16 +602,20 @@ class RecordStream:
         self.hints = hints
         self.clock = clock
         self.records: list[Record] = []
+        #: ``paired_sinks(self.records)``, kept as records are added (not recounted per record).
+        self._paired: dict[str, list[str]] = {}
 
     def add(self, record: Record) -> Record:
         """Return the finished record (linked, with its next step, stamped) and keep it."""
-        done = linked(record, paired_sinks(self.records))
+        done = linked(record, self._paired)
         # A Delta table paired from farther away than diagnose looks is named in the next command;
         # a checkpoint judged with a --job names it (the audit's hints carry its --job-python).
         far = far_tables(done)
         hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
         done = stamped(replace(done, next_step=next_step(done, record_hints(hints, done))), self.clock())
         self.records.append(done)
+        for url, checkpoints in paired_sinks((done,)).items():
+            self._paired.setdefault(url, []).extend(checkpoints)
         return done
 
 
