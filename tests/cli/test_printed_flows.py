@@ -5,6 +5,8 @@ fixture of every line, following only what the output prints."""
 from __future__ import annotations
 
 import shlex
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +120,21 @@ def test_sink_damage_plans_the_option_it_shows(tmp_path, capsys):
     assert code == 0
     assert "Strategy    quarantine" in out and "1. quarantine (chosen)" in out
     assert "does not make the restart start" not in out
+
+
+# ------------------------------------------------------------- Delta: the tables beside the checkpoint
+
+DELTA = Path(__file__).resolve().parents[2] / "fixtures" / "delta"
+
+
+def test_a_recreated_source_table_paired_beside_is_planned_without_naming_it(tmp_path, capsys, monkeypatch):
+    """The only table beside the checkpoint, another id than the offsets' (recreated: its log starts at
+    0 again), is read whole as a named one: delta-table re-points to it as of version 0."""
+    shutil.copytree(DELTA / "spark-4.2.1" / "delta-source-stateless-recreated", tmp_path / "job")
+    monkeypatch.chdir(tmp_path / "job")
+
+    code, out, _ = run(capsys, ["plan", "checkpoint", "--accept-data-loss", "-o", "plan.json"])
+
+    assert code == ExitCode.OK, out
+    assert "not possible" not in out and "Strategy    delta-table" in out
+    assert "as of version 0" in " ".join(out.split())
