@@ -138,3 +138,19 @@ def test_a_recreated_source_table_paired_beside_is_planned_without_naming_it(tmp
     assert code == ExitCode.OK, out
     assert "not possible" not in out and "Strategy    delta-table" in out
     assert "as of version 0" in " ".join(out.split())
+
+
+def test_a_plan_that_only_writes_rows_twice_asks_consent_for_that_not_for_data_loss(
+    tmp_path, capsys, monkeypatch
+):
+    shutil.copytree(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    monkeypatch.chdir(tmp_path / "job")
+
+    code, out, _ = run(capsys, ["plan", "checkpoint", "--live-window", "0", "-o", "plan.json"])
+
+    assert code == ExitCode.ERRORS and "data loss" not in out, out
+    assert "To plan it anyway, accepting the rows written twice named above:" in out
+    command = printed(out, "named above:")
+    assert command == ["plan", "checkpoint", "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)
+    assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
