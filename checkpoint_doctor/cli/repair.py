@@ -153,6 +153,9 @@ def plan_command(
     **kw: Any,
 ) -> None:
     """Propose a repair plan (read-only): ranked options, consequences, steps, preconditions."""
+    from dataclasses import replace
+
+    from checkpoint_doctor.diagnosis.codes import Code
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
@@ -224,6 +227,11 @@ def plan_command(
         consent=None
         if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in plan.unresolved)
         else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
+        live=replace(hints, live_window=0.0).plan(
+            checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"
+        )
+        if {u["code"] for u in plan.unresolved} & {Code.LIVE_WRITER, Code.FRESH_TEMP_FILE}
+        else None,
     )
     with layout(terminal_width()):
         emit(

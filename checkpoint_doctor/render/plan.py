@@ -93,6 +93,9 @@ class PlanFollowUp:
     written: bool = False
     write: str | None = None
     consent: str | None = None
+    #: The same plan without the live-writer check (``--live-window 0``), when only a writer that
+    #: may be live (CD501, CD502) stopped it: a copy just made looks like one.
+    live: str | None = None
 
 
 def _consent_cost(plan: RepairPlan) -> str:
@@ -118,7 +121,11 @@ def _plan_ending(plan: RepairPlan, follow: PlanFollowUp, hints: Hints) -> list[s
         return blocks
     if follow.output:
         blocks.append(f"Nothing to apply: no plan file was written to {follow.output}.")
-    if follow.consent:
+    if follow.live:
+        blocks.append(
+            f"If no query writes to it (a copy just made), plan it without the live check:\n  {follow.live}"
+        )
+    elif follow.consent:
         blocks.append(
             f"To plan it anyway, accepting the {_consent_cost(plan)} named above:\n  {follow.consent}"
         )

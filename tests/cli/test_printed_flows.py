@@ -4,6 +4,7 @@ fixture of every line, following only what the output prints."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from pathlib import Path
@@ -125,6 +126,99 @@ def test_sink_damage_plans_the_option_it_shows(tmp_path, capsys):
 # ------------------------------------------------------------- Delta: the tables beside the checkpoint
 
 DELTA = Path(__file__).resolve().parents[2] / "fixtures" / "delta"
+#: Labels of the commands a plan prints for the next plan, in the order they are followed.
+NEXT_PLAN = (
+    "plan it without the live check:",  # a copy just made looks like a live query (CD501)
+    "named above:",  # To plan it anyway, accepting the data loss / the rows written twice named above
+)
+
+
+def fresh_copy(scenario: Path, dest: Path) -> None:
+    """Copy a scenario as ``cp -r`` does: every file written now (the live-writer check sees a copy
+    with few files as a query that just wrote them)."""
+    shutil.copytree(scenario, dest)
+    for path in dest.rglob("*"):
+        os.utime(path)
+
+
+def walk_and_undo(capsys, checkpoint: str) -> tuple[int, str]:
+    """Follow the printed commands from a ``diagnose`` with no flag to an applied plan, its undo and
+    ``history``; return diagnose's exit code and how the walk ended."""
+    first, out, _ = run(capsys, ["diagnose", checkpoint])
+    before = out
+    if "Repair options:" not in out:
+        return first, "no repair"
+    command = printed(out, "Repair options:")
+    for _ in range(1 + len(NEXT_PLAN)):
+        assert command[0] == "plan" and "-o" in command, command
+        code, out, err = run(capsys, command)
+        assert code in (ExitCode.OK, ExitCode.WARNINGS, ExitCode.ERRORS), f"{shlex.join(command)}: {err}"
+        if "Plan written to" in out:
+            break
+        follow = [label for label in NEXT_PLAN if label in out]
+        if not follow:
+            assert "No plan can be applied:" in out and "Unresolved" in out, out
+            return first, "none, said why"
+        command = printed(out, follow[0])
+    else:
+        raise AssertionError(f"no plan written for {checkpoint}:\n{out}")
+    code, out, err = run(capsys, [*printed(out, "Apply it with:"), "--yes"])
+    assert code not in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.INTERNAL), err
+    assert "Applied plan" in out, out
+    code, out, err = run(capsys, [*printed(out, "Undo with:"), "--yes"])
+    assert code == ExitCode.OK, f"{out}{err}"
+    code, out, _ = run(capsys, ["history", checkpoint])
+    assert code == ExitCode.OK and " undone " in out, out
+    again, out, _ = run(capsys, ["diagnose", checkpoint])
+    assert (again, out) == (first, before)  # undo gave back what the diagnosis read
+    return first, "applied"
+
+
+@pytest.mark.parametrize("line", ["3.5.9", "4.0.5", "4.1.4", "4.2.1"])
+def test_every_delta_scenario_copied_and_typed_as_an_operator_does_walks_to_its_way_back(
+    line, tmp_path, capsys, monkeypatch
+):
+    """Each Delta scenario copied with ``cp -r``, then, in the copy, ``diagnose checkpoint`` with no
+    flag: a refused restart (exit 4) ends in an applied plan (undone again) or says why none exists
+    (deleted rows: a job option), the rolled-back checkpoint beside its sink (CD407, exit 1) too."""
+    ends: dict[str, tuple[int, str]] = {}
+    for scenario in sorted((DELTA / f"spark-{line}").iterdir()):
+        if not (scenario / "checkpoint").is_dir():
+            continue  # delta-sink-checkpoint-lost: its checkpoint is what was lost
+        fresh_copy(scenario, tmp_path / scenario.name)
+        monkeypatch.chdir(tmp_path / scenario.name)
+        ends[scenario.name] = walk_and_undo(capsys, "checkpoint")
+    for name, (code, end) in ends.items():
+        if "rows-" in name:
+            assert (code, end) == (ExitCode.ERRORS, "none, said why"), name
+        elif name.endswith(("-log-cleaned", "-replaced", "-recreated")) and "sink" not in name:
+            assert (code, end) == (ExitCode.ERRORS, "applied"), name
+        elif name == "delta-sink-rolled-back":
+            assert (code, end) == (ExitCode.WARNINGS, "applied"), name
+        else:
+            assert code in (ExitCode.OK, ExitCode.WARNINGS) and end == "no repair", (name, code, end)
+
+
+def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
+    tmp_path, capsys, monkeypatch
+):
+    fresh_copy(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    monkeypatch.chdir(tmp_path / "job")
+
+    code, out, _ = run(capsys, ["diagnose", "checkpoint"])
+    assert code == ExitCode.WARNINGS and "CD501" in out and "pass --live-window 0" in " ".join(out.split())
+    code, out, _ = run(capsys, printed(out, "Repair options:"))
+    assert code == ExitCode.ERRORS and "CD407" not in out  # a live writer stops the plan first
+    command = printed(out, "plan it without the live check:")
+    cp = str(tmp_path / "job" / "checkpoint")
+    assert command == ["plan", cp, "--live-window", "0", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)
+    # delta-sink-txn skips nothing: its consent is for rows written twice, not for data loss
+    assert "To plan it anyway, accepting the rows written twice named above:" in out, out
+    command = printed(out, "named above:")
+    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)
+    assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
 
 
 def test_a_recreated_source_table_paired_beside_is_planned_without_naming_it(tmp_path, capsys, monkeypatch):
