@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
 from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
-from checkpoint_doctor.render.hints import Hints, command, explain
+from checkpoint_doctor.render.hints import Hints, explain
 from checkpoint_doctor.render.layout import (
     bullets,
     fill,
@@ -141,7 +141,7 @@ def delta_steps(checkpoint: str, pairing: DeltaPairing | None, hints: Hints) -> 
     above = parent.rpartition("/")[0]
     if above and not above.endswith((":/", ":")):
         lines.append(f"or pair it by id with any Delta table below {above}:")
-        lines.append("  " + command("audit", above, *hints.storage_flags()))
+        lines.append("  " + hints.audit(above))
     else:
         lines.append(f"  ({FLAG} PATH: the path of the table the query reads)")
     return ["\n".join(lines)]

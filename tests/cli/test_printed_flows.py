@@ -248,3 +248,29 @@ def test_a_plan_that_only_writes_rows_twice_asks_consent_for_that_not_for_data_l
     assert command == ["plan", "checkpoint", "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
     code, out, _ = run(capsys, command)
     assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
+
+
+def test_an_unpaired_delta_source_moved_away_from_its_table_is_paired_by_the_printed_audit(
+    tmp_path, capsys, monkeypatch
+):
+    """The checkpoint moved away from its table: diagnose says so and prints an audit of the directory
+    above, with the flags that shaped its answer; run as printed, it pairs the table by id and its next
+    step (with --delta-table) gives the refusal the table causes."""
+    scenario = DELTA / "spark-4.2.1" / "delta-source-stateless-rows-deleted"
+    fresh_copy(scenario / "checkpoint", tmp_path / "jobs" / "events" / "checkpoint")
+    fresh_copy(scenario / "source", tmp_path / "tables" / "events")
+    checkpoint = str(tmp_path / "jobs" / "events" / "checkpoint")
+    monkeypatch.chdir(tmp_path)
+
+    code, out, _ = run(capsys, ["diagnose", checkpoint, "--live-window", "0", "--spark", "4.2"])
+    assert code == ExitCode.OK and "CD210" not in out and "not paired" in out
+    audit = printed(out, f"or pair it by id with any Delta table below {tmp_path / 'jobs'}:")
+    assert audit == ["audit", str(tmp_path / "jobs"), "--spark", "4.2", "--live-window", "0"]
+    code, out, _ = run(capsys, audit)  # the table is not below jobs/: nothing pairs it, said so
+    assert code == ExitCode.OK and "1 Delta source(s) paired with no table" in " ".join(out.split())
+    code, out, _ = run(capsys, ["audit", str(tmp_path), "--spark", "4.2", "--live-window", "0"])
+    assert code == ExitCode.ERRORS and "CD210" in out
+    plan = printed(out, "Next steps")
+    assert plan[-2:] == ["--delta-table", str(tmp_path / "tables" / "events")]
+    code, out, _ = run(capsys, plan)
+    assert code == ExitCode.ERRORS and 'skipChangeCommits", "true"' in out
