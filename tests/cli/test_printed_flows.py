@@ -4,9 +4,12 @@ fixture of every line, following only what the output prints."""
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shlex
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -141,10 +144,10 @@ def fresh_copy(scenario: Path, dest: Path) -> None:
         os.utime(path)
 
 
-def walk_and_undo(capsys, checkpoint: str) -> tuple[int, str]:
-    """Follow the printed commands from a ``diagnose`` with no flag to an applied plan, its undo and
-    ``history``; return diagnose's exit code and how the walk ended."""
-    first, out, _ = run(capsys, ["diagnose", checkpoint])
+def walk_and_undo(capsys, checkpoint: str, *flags: str) -> tuple[int, str]:
+    """Follow the printed commands from a ``diagnose`` (with no flag but ``flags``) to an applied
+    plan, its undo and ``history``; return diagnose's exit code and how the walk ended."""
+    first, out, _ = run(capsys, ["diagnose", checkpoint, *flags])
     before = out
     if "Repair options:" not in out:
         return first, "no repair"
@@ -169,8 +172,10 @@ def walk_and_undo(capsys, checkpoint: str) -> tuple[int, str]:
     assert code == ExitCode.OK, f"{out}{err}"
     code, out, _ = run(capsys, ["history", checkpoint])
     assert code == ExitCode.OK and " undone " in out, out
-    again, out, _ = run(capsys, ["diagnose", checkpoint])
-    assert (again, out) == (first, before)  # undo gave back what the diagnosis read
+    again, out, _ = run(capsys, ["diagnose", checkpoint, *flags])
+    # undo gave back what the diagnosis read (a --job's analysis time aside)
+    timed = re.compile(r"analysed it in\s+[0-9.]+\s+s")
+    assert (again, timed.sub("", out)) == (first, timed.sub("", before))
     return first, "applied"
 
 
@@ -274,3 +279,63 @@ def test_an_unpaired_delta_source_moved_away_from_its_table_is_paired_by_the_pri
     assert plan[-2:] == ["--delta-table", str(tmp_path / "tables" / "events")]
     code, out, _ = run(capsys, plan)
     assert code == ExitCode.ERRORS and 'skipChangeCommits", "true"' in out
+
+
+# ------------------------------------------------------------- the changed query: diagnose --job
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def recorded_job_python(tmp_path: Path, version: str = "4.3.0") -> str:
+    """A job python that answers the job probe with what Spark ``version`` said of each job function
+    of fixtures/jobs/changes.py (fixtures/jobs/facts-<v>.json), whatever path names the file: no JVM.
+    The file jobs' scratch paths become those of ``paths.json`` beside it (tests.scenarios.job_facts_for)."""
+    facts = REPO / "fixtures" / "jobs" / f"facts-{version}.json"
+    script = tmp_path / "python"
+    (tmp_path / "paths.json").write_text("{}")
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"known = {{e['job'].rpartition(':')[2]: e for e in json.load(open({str(facts)!r}))}}\n"
+        f"paths = json.load(open({str(tmp_path / 'paths.json')!r}))\n"
+        "def answer(spec):\n"
+        "    entry = known[spec.rpartition(':')[2]]\n"
+        "    text = json.dumps(entry['facts'])\n"
+        "    for name, probed in (entry.get('probe_paths') or {}).items():\n"
+        "        if paths.get(name):\n"
+        "            text = text.replace(json.dumps(probed)[1:-1], paths[name])\n"
+        "    return {**entry, 'job': spec, 'facts': json.loads(text)}\n"
+        "print(json.dumps([answer(s) for s in sys.argv[3:]]))  # -m checkpoint_doctor.execution.job_probe SPEC...\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def _job_scenarios() -> list[Path]:
+    return sorted(p for p in (REPO / "fixtures" / "spark-4.3.0").glob("job-*") if (p / "checkpoint").is_dir())
+
+
+def test_every_changed_query_fixture_walks_from_diagnose_job_to_its_way_back_or_says_why(
+    tmp_path, capsys, monkeypatch
+):
+    """diagnose --job with the job of each job-* fixture (its job python answering with what Spark
+    4.3.0 said of the job), then every printed command: each carries --job and --job-python and runs
+    as printed; a refused restart (exit 4) ends in an applied plan (undone again) or says why none."""
+    python = recorded_job_python(tmp_path)
+    ends: dict[str, tuple[int, str]] = {}
+    for scenario in _job_scenarios():
+        data = json.loads((scenario / "scenario.json").read_text(encoding="utf-8"))
+        (restart,) = [r for r in data["restarts"] if r["spark"] == "4.3.0"][:1]
+        job = str(REPO / restart["query"].removeprefix("job:"))
+        copy = tmp_path / scenario.name
+        shutil.copytree(scenario, copy)
+        paths = {"input": data["written_with"].get("input_path"), "sink": str(copy / "sink")}
+        (tmp_path / "paths.json").write_text(json.dumps(paths))
+        monkeypatch.chdir(copy)
+        code, end = walk_and_undo(capsys, "checkpoint", "--job", job, "--job-python", python)
+        started = restart["result"]["started"]
+        assert (code == ExitCode.ERRORS) == (not started), (scenario.name, code, end)
+        ends[scenario.name] = (code, end)
+    assert ends["job-aggregation-added"] == (ExitCode.ERRORS, "applied")  # reset-state, with consent
+    assert ends["job-async-off"] == (ExitCode.ERRORS, "applied")  # bridge
+    assert ends["job-grouping-key-added"] == (ExitCode.ERRORS, "none, said why")
