@@ -20,6 +20,7 @@ from checkpoint_doctor.cli.options import (
     parse_storage_options,
     storage_options,
     terminal_width,
+    with_near_matches,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import (
@@ -534,6 +535,16 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
+    if not rows:
+        listing = store.list_tree(missing_ok=True)
+        if not listing.files and not listing.dirs:
+            # A mistyped path has no applies either: say it is not there, not "no apply was recorded".
+            from checkpoint_doctor.errors import CheckpointNotFoundError
+
+            missing = CheckpointNotFoundError(
+                store.url, "list", "no such file or directory", hint="check the path"
+            )
+            raise with_near_matches(missing, normalize_url(checkpoint))
     # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
     data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))
