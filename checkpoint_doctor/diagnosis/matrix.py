@@ -116,6 +116,14 @@ class CellDiagnosis:
                 return str(f.detail("if_stateful"))
         return None
 
+    @property
+    def delta_not_judged(self) -> bool:
+        """Whether this restart's line has no Delta Lake release, so its Delta sources were not
+        judged (its STARTS says nothing of them)."""
+        from checkpoint_doctor.diagnosis.sources.checks_delta import NOT_JUDGED
+
+        return NOT_JUDGED.format(line=self.cell.spark) in self.diagnosis.prediction.notes
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with the checkpoint's root as Spark prints it)."""
         restart = self.diagnosis.restart_dict()

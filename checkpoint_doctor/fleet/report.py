@@ -138,7 +138,8 @@ def combined_exit_code(records: Iterable[Record]) -> int:
 
 def line_verdicts(matrix: MatrixDiagnosis) -> str:
     """Return the counted cells of a restart matrix per Spark line, compactly: ``4.3 ok``,
-    ``3.5-4.1 ok; 4.2-4.3 FAILS`` or ``3.5-4.3 FAILS (micro-batch)`` (the modes that fail)."""
+    ``3.5-4.1 ok; 4.2-4.3 FAILS``, ``3.5-4.3 FAILS (micro-batch)`` (the modes that fail) or
+    ``4.2 FAILS; 4.3 Delta not judged`` (no Delta Lake release for 4.3)."""
     groups: list[tuple[str, list[str]]] = []
     counted = matrix.counted_cells
     for line in dict.fromkeys(c.cell.spark for c in counted):
@@ -146,7 +147,14 @@ def line_verdicts(matrix: MatrixDiagnosis) -> str:
         failing = [c.cell.mode for c in matrix.failing_cells if c.cell.spark == line]
         stateless_only = any(fails_if_stateful(c) for c in on_line)
         verdict = (
-            ("ok if stateless" if stateless_only else "ok")
+            # A line with no Delta Lake release (4.3) did not judge the Delta sources: not "ok".
+            (
+                "Delta not judged"
+                if all(c.delta_not_judged for c in on_line)
+                else "ok if stateless"
+                if stateless_only
+                else "ok"
+            )
             if not failing
             else "FAILS" + (f" ({', '.join(failing)})" if len(failing) < len(on_line) else "")
         )

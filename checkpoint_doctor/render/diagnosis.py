@@ -201,6 +201,8 @@ def _cell_text(cell: CellDiagnosis, root: str, configured: bool) -> str:
         text = text[: MAX_CELL - 3] + "..."
     if (cell.if_stateful or "").startswith("FAILS"):
         text += " ?"
+    if cell.delta_not_judged:
+        text += " ~"
     return ("* " if configured else "  ") + text
 
 
@@ -239,6 +241,11 @@ def render_matrix_table(matrix: MatrixDiagnosis, width: int | None = None) -> st
         legend.append("downgrade rows (older than the writer) are shown, not counted")
     if any((c.if_stateful or "").startswith("FAILS") for c in cells):
         legend.append("? fails if the query has stateful operators (CD310)")
+    unjudged = list(dict.fromkeys(c.cell.spark for c in cells if c.delta_not_judged))
+    if unjudged:
+        legend.append(
+            f"~ Delta sources not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}"
+        )
     # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
     with layout(width or line_width()):
         body = table(heads, rows, keep=(0,))

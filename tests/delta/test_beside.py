@@ -245,3 +245,19 @@ def test_a_replaced_source_beside_another_table_is_paired_by_the_id_its_log_stil
         ("former-table-id", str(job / "source"))
     ]
     assert "CD208" in record["codes"]
+
+
+def test_a_line_without_delta_does_not_say_ok_for_a_delta_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Delta Lake release exists for Spark 4.3: its cell is marked and the legend says its Delta
+    sources were not judged; the audit's line column says so instead of '4.3 ok'."""
+    shutil.copytree(LINE / "delta-source-stateless-log-cleaned", tmp_path / "orders")
+    main(["diagnose", str(tmp_path / "orders" / "checkpoint"), "--live-window", "0"])
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("4.3")]
+    assert row.endswith("STARTS new batch 2 ~")
+    assert "~ Delta sources not judged: no Delta Lake release exists for Spark 4.3" in out
+    main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
+    (record,) = json.loads(capsys.readouterr().out)["result"]["records"]
+    assert record["lines"] == "4.2 FAILS; 4.3 Delta not judged"
