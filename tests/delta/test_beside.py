@@ -261,3 +261,23 @@ def test_a_line_without_delta_does_not_say_ok_for_a_delta_source(
     main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
     (record,) = json.loads(capsys.readouterr().out)["result"]["records"]
     assert record["lines"] == "4.2 FAILS; 4.3 Delta not judged"
+
+
+def test_a_replaced_table_beside_wins_over_a_copy_of_the_old_table_elsewhere_in_an_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """clicks' source was replaced in place (its first version still names the old id) and another job
+    of the fleet reads a copy of the old table (same id): the audit pairs clicks with the table beside
+    it, as diagnose does, and says CD208, not 'ok' against the copy."""
+    shutil.copytree(LINE / "delta-source-stateless-replaced", tmp_path / "clicks")
+    shutil.copytree(LINE / "delta-source-stateless", tmp_path / "pageviews")
+    main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
+    records = {r["path"]: r for r in json.loads(capsys.readouterr().out)["result"]["records"]}
+    clicks = records["clicks/checkpoint"]
+    assert [(p["how"], p["table"]) for p in clicks["delta"]["pairs"]] == [
+        ("former-table-id", str(tmp_path / "clicks" / "source"))
+    ]
+    assert clicks["verdict"] == "error" and clicks["codes"] == ["CD208"]
+    assert records["pageviews/checkpoint"]["verdict"] == "ok"
+    main(["diagnose", str(tmp_path / "clicks" / "checkpoint"), "--live-window", "0", "--format", "json"])
+    assert "CD208" in {f["code"] for f in json.loads(capsys.readouterr().out)["result"]["findings"]}
