@@ -148,10 +148,14 @@ def delta_steps(checkpoint: str, pairing: DeltaPairing | None, hints: Hints) -> 
 
 
 def render_diagnosis(
-    diagnosis: Diagnosis, hints: Hints | None = None, delta_pairing: DeltaPairing | None = None
+    diagnosis: Diagnosis,
+    hints: Hints | None = None,
+    delta_pairing: DeltaPairing | None = None,
+    also: Sequence[str] = (),
 ) -> str:
     """Return one restart's diagnosis as text: the prediction first, then findings, then the next
-    commands (with the flags that shaped this answer)."""
+    commands (with the flags that shaped this answer). ``also``: assumptions of the whole answer
+    that the restart's own do not hold (what was checked of a file sink)."""
     d = diagnosis
     head = key_values(
         [
@@ -169,8 +173,9 @@ def render_diagnosis(
         render_prediction(d.prediction, d.checkpoint),
         render_findings(d.findings, d.checkpoint),
     ]
-    if d.assumptions:
-        blocks.append(section("Assumptions", bullets(list(d.assumptions))))
+    assumptions = [*d.assumptions, *(a for a in also if a not in d.assumptions)]
+    if assumptions:
+        blocks.append(section("Assumptions", bullets(assumptions)))
     blocks += delta_steps(d.checkpoint, delta_pairing, hints or Hints())
     blocks += _next_steps(d.checkpoint, d.findings, not d.prediction.starts, hints or Hints())
     return "\n\n".join(blocks) + "\n"
