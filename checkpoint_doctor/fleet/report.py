@@ -424,6 +424,16 @@ def _lines(record: Record) -> str:
     return (record.lines if isinstance(record, CheckpointRecord) else "") or "-"
 
 
+def unpaired_delta_sources(records: Iterable[Record]) -> list[tuple[str, str]]:
+    """Return each Delta source no table under the roots pairs with: (checkpoint URL, its words)."""
+    out = []
+    for r in records:
+        pairing = r.delta if isinstance(r, CheckpointRecord) else None
+        for n, table_id in pairing.unpaired if pairing is not None else ():
+            out.append((r.url, f"Delta source {n} (table {table_id})"))
+    return out
+
+
 def render_audit(
     roots: Sequence[str],
     records: Sequence[Record],
@@ -492,6 +502,17 @@ def render_audit(
         steps = [r.next_step for r in shown if r.next_step]
         if steps:
             blocks.append(section("Next steps", "\n".join(f"  {c}" for c in steps)))
+    unpaired = unpaired_delta_sources(records)
+    if unpaired:
+        # Counted in the head (Delta); named here, an ok record among them included: its restart was
+        # judged without its table's log.
+        listed = unpaired[:NOTES_SHOWN]
+        more = f" (first {NOTES_SHOWN} of {len(unpaired)})" if len(unpaired) > NOTES_SHOWN else ""
+        body = [f"  {url}: {what}" for url, what in listed]
+        body.append(
+            "  (judged without the table's log: diagnose each with --delta-table and the table it reads)"
+        )
+        blocks.append(section(f"Delta sources paired with no table{more}", "\n".join(body)))
     blocks.append(
         section("By verdict", table(["verdict", "count"], [[name.value, v[name]] for name in VERDICTS]))
     )

@@ -281,3 +281,19 @@ def test_a_replaced_table_beside_wins_over_a_copy_of_the_old_table_elsewhere_in_
     assert records["pageviews/checkpoint"]["verdict"] == "ok"
     main(["diagnose", str(tmp_path / "clicks" / "checkpoint"), "--live-window", "0", "--format", "json"])
     assert "CD208" in {f["code"] for f in json.loads(capsys.readouterr().out)["result"]["findings"]}
+
+
+def test_the_audit_text_names_the_checkpoints_whose_delta_source_no_table_pairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Counted in the head, and named (an ok record is not listed without -v): which checkpoint was
+    judged without its table's log."""
+    checkpoint = tmp_path / "legacy" / "checkpoint"  # its table (another line's) is not under the root
+    shutil.copytree(FIXTURES / "spark-3.5.9" / "delta-source-count" / "checkpoint", checkpoint)
+    shutil.copytree(LINE / "delta-source-stateless-log-cleaned", tmp_path / "orders")
+    main(["audit", str(tmp_path), "--live-window", "0"])
+    out = capsys.readouterr().out
+    assert "1 Delta source(s) paired with no table" in " ".join(out.split())
+    section = out[out.index("Delta sources paired with no table\n") :]
+    assert section.splitlines()[1].startswith(f"  {checkpoint}: Delta source 0 (table ")
+    assert str(tmp_path / "orders" / "checkpoint") not in section.split("\n\n")[0]
