@@ -506,13 +506,12 @@ def render_audit(
     if unpaired:
         # Counted in the head (Delta); named here, an ok record among them included: its restart was
         # judged without its table's log.
-        listed = unpaired[:NOTES_SHOWN]
-        more = f" (first {NOTES_SHOWN} of {len(unpaired)})" if len(unpaired) > NOTES_SHOWN else ""
-        body = [f"  {url}: {what}" for url, what in listed]
+        first = f" (first {NOTES_SHOWN} of {len(unpaired)})" if len(unpaired) > NOTES_SHOWN else ""
+        body = [f"  {url}: {what}" for url, what in unpaired[:NOTES_SHOWN]]
         body.append(
             "  (judged without the table's log: diagnose each with --delta-table and the table it reads)"
         )
-        blocks.append(section(f"Delta sources paired with no table{more}", "\n".join(body)))
+        blocks.append(section(f"Delta sources paired with no table{first}", "\n".join(body)))
     blocks.append(
         section("By verdict", table(["verdict", "count"], [[name.value, v[name]] for name in VERDICTS]))
     )
