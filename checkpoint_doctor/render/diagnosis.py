@@ -249,7 +249,7 @@ def render_matrix_table(matrix: MatrixDiagnosis, width: int | None = None) -> st
     unjudged = list(dict.fromkeys(c.cell.spark for c in cells if c.delta_not_judged))
     if unjudged:
         legend.append(
-            f"~ Delta sources not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}"
+            f"~ Delta tables not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}"
         )
     # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
     with layout(width or line_width()):

@@ -257,7 +257,7 @@ def test_a_line_without_delta_does_not_say_ok_for_a_delta_source(
     out = capsys.readouterr().out
     (row,) = [line for line in out.splitlines() if line.startswith("4.3")]
     assert row.endswith("STARTS new batch 2 ~")
-    assert "~ Delta sources not judged: no Delta Lake release exists for Spark 4.3" in out
+    assert "~ Delta tables not judged: no Delta Lake release exists for Spark 4.3" in out
     main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
     (record,) = json.loads(capsys.readouterr().out)["result"]["records"]
     assert record["lines"] == "4.2 FAILS; 4.3 Delta not judged"
@@ -297,3 +297,13 @@ def test_the_audit_text_names_the_checkpoints_whose_delta_source_no_table_pairs(
     section = out[out.index("Delta sources paired with no table\n") :]
     assert section.splitlines()[1].startswith(f"  {checkpoint}: Delta source 0 (table ")
     assert str(tmp_path / "orders" / "checkpoint") not in section.split("\n\n")[0]
+
+
+def test_a_delta_sink_is_not_judged_on_a_line_without_delta(tmp_path: Path) -> None:
+    """CD407 concerns the lines whose Delta sink skips the batch ids it holds; 4.3 has no Delta sink."""
+    shutil.copytree(LINE / "delta-sink-rolled-back", tmp_path / "ingest")
+    got = cd.diagnose(str(tmp_path / "ingest" / "checkpoint"), live_window_s=0)
+    (finding,) = [f for f in got.findings if f.code == "CD407"]
+    assert {spark for spark, _ in finding.cells} == {"4.2"}
+    (cell,) = [c for c in got.cells if c.cell.spark == "4.3"]
+    assert cell.delta_not_judged and "CD407" not in cell.diagnosis.codes
