@@ -19,7 +19,7 @@ class ExitCode(IntEnum):
     WARNINGS = 1
     """Warnings only: every restart that counts starts, but something deserves a look."""
     USAGE = 2
-    """The command line, a plan file or an option value is wrong (nothing was read or changed)."""
+    """The command line, a plan file, an apply journal or an option value is wrong (nothing was read or changed)."""
     ERRORS = 4
     """An error finding: a restart that counts fails, or data is at risk."""
     UNREADABLE = 8

@@ -34,7 +34,8 @@ def complete_sources(
     read: TableRead | None = None,
 ) -> DeltaPairing:
     """Return the pairing with each table paired as a source read on from the checkpoint's version
-    (its commits since: what the restart reads and Delta checks). ``read(url, from_version)`` reads
+    (its commits since: what the restart reads and Delta checks; another table than the checkpoint's,
+    every commit still in its log). ``read(url, from_version)`` reads
     a table (default: :func:`~checkpoint_doctor.reading.delta.read_table` through the storage layer);
     a table already read with its commits is kept. A table that cannot be read is unpaired, named."""
     versions = source_versions(snapshot)
@@ -55,7 +56,11 @@ def complete_sources(
             pairs.append(pair)
             continue
         offset = sources.get(pair.source)
-        version = versions.get(offset.reservoir_id) if offset is not None else None
+        # Another table at the source's path (replaced, recreated: CD208) is read whole, as a named
+        # one is: the way back (delta-table) starts at the version where it begins, which the
+        # checkpoint's version of the old table says nothing of (a recreated log starts at 0 again).
+        same = offset is not None and offset.reservoir_id == table.table_id
+        version = versions.get(offset.reservoir_id) if offset is not None and same else None
         if table.url not in done:
             try:
                 done[table.url] = reader(table.url, version)

@@ -19,6 +19,7 @@ import click
 from checkpoint_doctor import __version__
 from checkpoint_doctor.errors import (
     CheckpointDoctorError,
+    JournalError,
     MissingDependencyError,
     MissingStorageBackendError,
     NotACheckpointError,
@@ -76,7 +77,9 @@ def exit_code_for(exc: CheckpointDoctorError) -> int:
         return ExitCode.REFUSED
     if isinstance(exc, (StorageError, NotACheckpointError, MissingStorageBackendError)):
         return ExitCode.UNREADABLE
-    if isinstance(exc, (UsageError, PlanFormatError, MissingDependencyError, SparkStartError)):
+    # A journal undo cannot read is a file named on the command line that is wrong, like a plan file
+    # (its refusals, UndoRefusedError, are REFUSED above): nothing was restored.
+    if isinstance(exc, (UsageError, PlanFormatError, JournalError, MissingDependencyError, SparkStartError)):
         return ExitCode.USAGE
     return ExitCode.ERRORS
 

@@ -85,7 +85,8 @@ def diagnose_command(
     else:
         with layout(terminal_width()):
             if len(result.cells) == 1:
-                emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing))
+                sink = (result.sink_assumption,) if result.sink_assumption else ()
+                emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing, sink))
             else:
                 emit(render_matrix(result, hints=hints))
     if result.exit_code:

@@ -20,6 +20,7 @@ from checkpoint_doctor.cli.options import (
     parse_storage_options,
     storage_options,
     terminal_width,
+    with_near_matches,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import (
@@ -153,6 +154,9 @@ def plan_command(
     **kw: Any,
 ) -> None:
     """Propose a repair plan (read-only): ranked options, consequences, steps, preconditions."""
+    from dataclasses import replace
+
+    from checkpoint_doctor.diagnosis.codes import Code
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
@@ -224,6 +228,11 @@ def plan_command(
         consent=None
         if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in plan.unresolved)
         else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
+        live=replace(hints, live_window=0.0).plan(
+            checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"
+        )
+        if {u["code"] for u in plan.unresolved} & {Code.LIVE_WRITER, Code.FRESH_TEMP_FILE}
+        else None,
     )
     with layout(terminal_width()):
         emit(
@@ -526,6 +535,16 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     options = parse_storage_options(storage_option)
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
+    if not rows:
+        listing = store.list_tree(missing_ok=True)
+        if not listing.files and not listing.dirs:
+            # A mistyped path has no applies either: say it is not there, not "no apply was recorded".
+            from checkpoint_doctor.errors import CheckpointNotFoundError
+
+            missing = CheckpointNotFoundError(
+                store.url, "list", "no such file or directory", hint="check the path"
+            )
+            raise with_near_matches(missing, normalize_url(checkpoint))
     # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
     data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))

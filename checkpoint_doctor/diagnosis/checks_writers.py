@@ -39,6 +39,11 @@ def _written_mtimes(ctx: Context) -> list[int]:
     return out
 
 
+#: How a checkpoint no query writes to is told from a live one (CD501): a copy just made has fresh
+#: files too, and nothing in it says it is a copy.
+NOT_LIVE = ": if no query writes to it (a copy just made looks the same), pass --live-window 0"
+
+
 def _age_text(age_ms: int) -> str:
     if age_ms < 0:
         return f"{-age_ms / 1000:.0f} s in the future (a clock ahead of this machine's)"
@@ -57,7 +62,7 @@ def _planned_recently(ctx: Context, window_ms: int, now: int) -> Finding | None:
     return Finding(
         Code.LIVE_WRITER,
         f"batch {entry.batch_id} was planned {_age_text(age)} ({entry.file.path}), within the live window "
-        f"of {ctx.options.live_window_s:.0f} s.",
+        f"of {ctx.options.live_window_s:.0f} s{NOT_LIVE}.",
         paths=(entry.file.path,),
         batch_ids=(entry.batch_id,),
         details=(("age_s", round(age / 1000, 1)), ("evidence", "batchTimestampMs")),
@@ -78,7 +83,7 @@ def _changed_recently(ctx: Context, window_ms: int, now: int) -> Finding | None:
     return Finding(
         Code.LIVE_WRITER,
         f"files of the checkpoint were modified {_age_text(now - newest)}, within the live window of "
-        f"{ctx.options.live_window_s:.0f} s.",
+        f"{ctx.options.live_window_s:.0f} s{NOT_LIVE}.",
         details=(("age_s", round((now - newest) / 1000, 1)), ("evidence", "mtime")),
     )
 

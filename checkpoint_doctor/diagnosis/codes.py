@@ -895,7 +895,9 @@ _ALL = (
         "Spark takes no lock on a checkpoint; two writers corrupt it (CONCURRENT_STREAM_LOG_UPDATE, "
         "'Multiple streaming queries are concurrently using').",
         "The newest batch was planned, or files changed, within the live window.",
-        "Stop the query before any repair; checkpoint-doctor refuses to repair while this is reported.",
+        "Stop the query before any repair: plan and apply refuse to change the checkpoint while this is "
+        "reported. A checkpoint no query writes to looks the same when its files were just written (a "
+        "copy, a restore): pass --live-window 0 to diagnose, plan and audit it.",
         "Multiple streaming queries are concurrently using",
     ),
     _c(

@@ -10,7 +10,9 @@ version is the batch id (``DeltaSink.addBatch``). So a table is paired:
   (``table-id``);
 * as **sink** when its transactions hold the query id as appId (``txn-app-id``, with the batch id);
 * as source ``n`` when no table has that id but one table's log shows it had it before (its first
-  commit's ``metaData.id``; ``former-table-id``): replaced since, with ``CREATE OR REPLACE``;
+  commit's ``metaData.id``; ``former-table-id``): replaced since, with ``CREATE OR REPLACE``; such a
+  table beside the checkpoint also wins over a table with that id found farther away (an audit's
+  roots): that one is a copy of the old table, and the restart reads the path beside;
 * as source ``n`` when no table has that id, exactly one Delta source is left unpaired and exactly
   one table that was named with ``--delta-table`` (``named``), or else found right beside the
   checkpoint and written by no stream (``only-table-beside``; no ``txn``), pairs with nothing
@@ -194,6 +196,40 @@ class DeltaPairing:
         }
 
 
+def _by_job_or_id(
+    sources: Sequence[tuple[int, DeltaOffset]], candidates: Sequence[Candidate]
+) -> tuple[list[DeltaPair], list[tuple[int, str]]]:
+    """Pair each source with the table its ``--job`` reads, else with the table that has its id (one
+    beside the checkpoint or named first); return the pairs and the sources left (index, id)."""
+    by_id: dict[str, Candidate] = {}
+    for c in sorted(candidates, key=lambda c: not (c.beside or c.named)):  # near ones first
+        if c.table.table_id is not None:
+            by_id.setdefault(c.table.table_id, c)
+
+    def replaced_beside(reservoir_id: str) -> bool:
+        # A table beside the checkpoint whose log shows the source's id before it was replaced is the
+        # path the query reads: a table with that id farther away (an audit's) is a copy of the old.
+        return any(
+            c.beside and reservoir_id in c.former_ids and c.table.table_id != reservoir_id for c in candidates
+        )
+
+    pairs: list[DeltaPair] = []
+    unpaired: list[tuple[int, str]] = []
+    # The changed query names the path each Delta source reads: that table is the one the restart
+    # reads, whatever lies beside the checkpoint with the old id.
+    by_job = {c.job_source: c.table for c in candidates if c.job_source is not None}
+    for n, off in sources:
+        if n in by_job:
+            pairs.append(DeltaPair(SOURCE, by_job[n], BY_JOB_PATH, source=n))
+            continue
+        match = by_id.get(off.reservoir_id)
+        if match is not None and (match.beside or match.named or not replaced_beside(off.reservoir_id)):
+            pairs.append(DeltaPair(SOURCE, match.table, BY_TABLE_ID, source=n))
+        else:
+            unpaired.append((n, off.reservoir_id))
+    return pairs, unpaired
+
+
 def pair_tables(
     sources: Sequence[tuple[int, DeltaOffset]],
     query_id: str | None,
@@ -206,24 +242,7 @@ def pair_tables(
     """Pair the checkpoint's Delta ``sources`` (source index, newest offset) and its query id with
     the candidate tables (see the module docstring). ``taken``: URLs of tables another checkpoint
     of the same audit pairs with (never a spare)."""
-    by_id: dict[str, DeltaTable] = {}
-    for c in candidates:
-        if c.table.table_id is not None:
-            by_id.setdefault(c.table.table_id, c.table)
-    pairs: list[DeltaPair] = []
-    unpaired: list[tuple[int, str]] = []
-    # The changed query names the path each Delta source reads: that table is the one the restart
-    # reads, whatever lies beside the checkpoint with the old id.
-    by_job = {c.job_source: c.table for c in candidates if c.job_source is not None}
-    for n, off in sources:
-        if n in by_job:
-            pairs.append(DeltaPair(SOURCE, by_job[n], BY_JOB_PATH, source=n))
-            continue
-        table = by_id.get(off.reservoir_id)
-        if table is not None:
-            pairs.append(DeltaPair(SOURCE, table, BY_TABLE_ID, source=n))
-        else:
-            unpaired.append((n, off.reservoir_id))
+    pairs, unpaired = _by_job_or_id(sources, candidates)
     # A table whose log shows it had the source's id before it was replaced (CREATE OR REPLACE keeps
     # the log): the path the query reads, whatever else lies beside it.
     for n, reservoir_id in list(unpaired):

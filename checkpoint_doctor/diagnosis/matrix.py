@@ -116,6 +116,14 @@ class CellDiagnosis:
                 return str(f.detail("if_stateful"))
         return None
 
+    @property
+    def delta_not_judged(self) -> bool:
+        """Whether this restart's line has no Delta Lake release, so its Delta sources were not
+        judged (its STARTS says nothing of them)."""
+        from checkpoint_doctor.diagnosis.sources.checks_delta import NOT_JUDGED
+
+        return NOT_JUDGED.format(line=self.cell.spark) in self.diagnosis.prediction.notes
+
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with the checkpoint's root as Spark prints it)."""
         restart = self.diagnosis.restart_dict()
@@ -158,6 +166,9 @@ class MatrixDiagnosis:
     job_note: str | None = None
     #: The Delta tables paired with the checkpoint at the edge (found beside it, named), or None.
     delta_pairing: DeltaPairing | None = None
+    #: What was checked of a file sink (found beside the checkpoint, named, or not checked): one of
+    #: ``assumptions``, which a one-cell answer says too.
+    sink_assumption: str | None = None
 
     @property
     def job_assumptions(self) -> tuple[str, ...]:
@@ -528,14 +539,23 @@ def _assumptions(
         out.append(stateful_assumption(facts.statefulness, facts.mode.mode, if_stateful))
     if base.sources is None:
         out.append("source count not checked (pass --sources N)")
-    if opts.sink_note is not None:
-        out.append(opts.sink_note)
-    elif snapshot.sink is None:
-        out.append(
-            "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
-        )
+    sink = _sink_assumption(snapshot, opts)
+    if sink is not None:
+        out.append(sink)
     out.extend(outside_notes(snapshot, base))
     return out
+
+
+def _sink_assumption(snapshot: CheckpointSnapshot, opts: MatrixOptions) -> str | None:
+    from checkpoint_doctor.diagnosis.changes.writer import writes_file_sink
+
+    if opts.sink_note is not None:
+        return opts.sink_note
+    job = opts.base.job
+    if snapshot.sink is None and (job is None or writes_file_sink(job)):
+        # A --job that writes no file sink (noop, Delta, Kafka...) has no sink log to check.
+        return "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
+    return None
 
 
 def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None = None) -> MatrixDiagnosis:
@@ -578,6 +598,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         job=opts.base.job,
         job_note=opts.job_note,
         delta_pairing=opts.base.delta_pairing,
+        sink_assumption=_sink_assumption(snapshot, opts),
     )
 
 

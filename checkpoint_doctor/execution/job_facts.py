@@ -36,8 +36,20 @@ def describe_jobs(
     """Return the facts of each job, in order, as the interpreter ``python``'s Spark sees them.
 
     Raises:
-        UsageError: the child failed, timed out, or a job could not be built (the message names it).
+        UsageError: a job's file does not exist (said before the child starts), the child failed,
+            timed out, or a job could not be built (the message names it).
     """
+    from checkpoint_doctor.execution.catch_up.job import parse_job_spec
+
+    for spec in specs:
+        # Said before the child starts its JVM (seconds), as the child would say it after.
+        job = parse_job_spec(spec)
+        if job.is_path and not Path(job.target).expanduser().is_file():
+            raise UsageError(
+                f"--job {spec}: job file {job.target} does not exist",
+                hint="name the job's file (PATH.py:FUNCTION, from the current directory) or its module "
+                "(MODULE:FUNCTION)",
+            )
     if python is None and importlib.util.find_spec("pyspark") is None:
         raise MissingDependencyError("--job", "spark", "pyspark")
     exe = python or sys.executable

@@ -291,9 +291,10 @@ class DeltaIndex:
         unread = [(u, self.unread[u]) for u in sorted(beside) if u in self.unread]
         if not sources and not chosen and not unread:
             return None
-        ids = {c.table.table_id for c in chosen.values()}
-        if any(off.reservoir_id not in ids for _, off in sources):
-            # A source no current id pairs: the first version of a table beside may show it.
+        near = {c.table.table_id for c in chosen.values() if c.beside}
+        if any(off.reservoir_id not in near for _, off in sources):
+            # A source no table beside pairs by its current id: the first version of a table beside
+            # may show it (replaced since), which a copy of the old table elsewhere does not outweigh.
             for url, c in list(chosen.items()):
                 if c.beside:
                     chosen[url] = replace(c, former_ids=self._former_ids(url))

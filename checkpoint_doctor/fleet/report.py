@@ -138,7 +138,8 @@ def combined_exit_code(records: Iterable[Record]) -> int:
 
 def line_verdicts(matrix: MatrixDiagnosis) -> str:
     """Return the counted cells of a restart matrix per Spark line, compactly: ``4.3 ok``,
-    ``3.5-4.1 ok; 4.2-4.3 FAILS`` or ``3.5-4.3 FAILS (micro-batch)`` (the modes that fail)."""
+    ``3.5-4.1 ok; 4.2-4.3 FAILS``, ``3.5-4.3 FAILS (micro-batch)`` (the modes that fail) or
+    ``4.2 FAILS; 4.3 Delta not judged`` (no Delta Lake release for 4.3)."""
     groups: list[tuple[str, list[str]]] = []
     counted = matrix.counted_cells
     for line in dict.fromkeys(c.cell.spark for c in counted):
@@ -146,7 +147,14 @@ def line_verdicts(matrix: MatrixDiagnosis) -> str:
         failing = [c.cell.mode for c in matrix.failing_cells if c.cell.spark == line]
         stateless_only = any(fails_if_stateful(c) for c in on_line)
         verdict = (
-            ("ok if stateless" if stateless_only else "ok")
+            # A line with no Delta Lake release (4.3) did not judge the Delta sources: not "ok".
+            (
+                "Delta not judged"
+                if all(c.delta_not_judged for c in on_line)
+                else "ok if stateless"
+                if stateless_only
+                else "ok"
+            )
             if not failing
             else "FAILS" + (f" ({', '.join(failing)})" if len(failing) < len(on_line) else "")
         )
@@ -416,6 +424,16 @@ def _lines(record: Record) -> str:
     return (record.lines if isinstance(record, CheckpointRecord) else "") or "-"
 
 
+def unpaired_delta_sources(records: Iterable[Record]) -> list[tuple[str, str]]:
+    """Return each Delta source no table under the roots pairs with: (checkpoint URL, its words)."""
+    out = []
+    for r in records:
+        pairing = r.delta if isinstance(r, CheckpointRecord) else None
+        for n, table_id in pairing.unpaired if pairing is not None else ():
+            out.append((r.url, f"Delta source {n} (table {table_id})"))
+    return out
+
+
 def render_audit(
     roots: Sequence[str],
     records: Sequence[Record],
@@ -484,6 +502,16 @@ def render_audit(
         steps = [r.next_step for r in shown if r.next_step]
         if steps:
             blocks.append(section("Next steps", "\n".join(f"  {c}" for c in steps)))
+    unpaired = unpaired_delta_sources(records)
+    if unpaired:
+        # Counted in the head (Delta); named here, an ok record among them included: its restart was
+        # judged without its table's log.
+        first = f" (first {NOTES_SHOWN} of {len(unpaired)})" if len(unpaired) > NOTES_SHOWN else ""
+        body = [f"  {url}: {what}" for url, what in unpaired[:NOTES_SHOWN]]
+        body.append(
+            "  (judged without the table's log: diagnose each with --delta-table and the table it reads)"
+        )
+        blocks.append(section(f"Delta sources paired with no table{first}", "\n".join(body)))
     blocks.append(
         section("By verdict", table(["verdict", "count"], [[name.value, v[name]] for name in VERDICTS]))
     )

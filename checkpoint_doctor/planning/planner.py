@@ -32,6 +32,10 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 STRATEGIES = FAMILIES
 #: What to do about an error whose only repair can lose data (the CLI prints the command).
 CONSENT_MANUAL = "re-run plan with --accept-data-loss to plan it anyway"
+#: How an unresolved error whose repair needs consent begins: rows written twice only (nothing
+#: skipped: delta-sink-txn), or data lost.
+TWICE_REASON = "its repair writes rows twice: "
+LOSS_REASON = "its repair can lose data: "
 
 
 def _cells(diagnosis: Diagnosis, opts: PlanOptions) -> tuple[Cell, ...]:
@@ -192,7 +196,7 @@ def _unresolved(
     if needs_consent is not None:
         twice = all(x.startswith(DUPLICATES) for x in needs_consent.losses)
         for code in list(out):
-            what = "its repair writes rows twice: " if twice else "its repair can lose data: "
+            what = TWICE_REASON if twice else LOSS_REASON
             out[code]["reason"] = what + "; ".join(x.removeprefix(DUPLICATES) for x in needs_consent.losses)
             out[code]["manual"] = CONSENT_MANUAL
     return list(out.values())

@@ -37,7 +37,7 @@ from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
-from checkpoint_doctor.reading.storage import Storage, open_storage
+from checkpoint_doctor.reading.storage import Storage, open_parent, open_storage
 
 #: Sibling directories of a local checkpoint whose ``_delta_log/`` is looked for.
 SIBLINGS_LOOKED_AT = 64
@@ -61,14 +61,6 @@ class NearbyTables:
     looked_at: str = ""
     #: Each table's ``_delta_log`` file names, as listed (URL -> names): nothing is listed twice.
     logs: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-
-def _parent(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> Storage | None:
-    url = checkpoint_url.rstrip("/")
-    parent = url.rpartition("/")[0]
-    if not parent or parent.endswith((":/", ":")):
-        return None
-    return open_storage(parent, storage_options)
 
 
 def _looked_at(siblings: int, parent_is_table: bool, more: int) -> str:
@@ -117,10 +109,10 @@ def nearby_tables(checkpoint_url: str, storage_options: Mapping[str, Any] | None
     """Find and read (for pairing) the Delta tables beside a checkpoint (see the module docstring).
     Never raises: what cannot be listed is not looked at, a table that cannot be read is named."""
     try:
-        store = _parent(checkpoint_url, storage_options)
-        if store is None:
+        parent = open_parent(checkpoint_url, storage_options)
+        if parent is None:
             return NearbyTables()
-        own = checkpoint_url.rstrip("/").rpartition("/")[2]
+        store, own = parent
         siblings, parent_is_table = _sibling_names(store, own)
     except CheckpointDoctorError:
         return NearbyTables()

@@ -16,7 +16,7 @@ from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.pipeline import SinkArg, read_sink
 from checkpoint_doctor.reading.snapshot import SinkLog
-from checkpoint_doctor.reading.storage import Storage, open_storage
+from checkpoint_doctor.reading.storage import open_parent, open_storage
 from checkpoint_doctor.valueclasses import frozen
 
 #: Sibling directories looked at for a file sink output next to a local checkpoint.
@@ -33,26 +33,18 @@ class NearbySink:
     arg: SinkArg
 
 
-def _parent_store(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> Storage | None:
-    url = checkpoint_url.rstrip("/")
-    parent = url.rpartition("/")[0]
-    if not parent or parent.endswith((":/", ":")):
-        return None
-    return open_storage(parent, storage_options)
-
-
 def nearby_sink_urls(checkpoint_url: str, storage_options: Mapping[str, Any] | None = None) -> list[str]:
     """Return the file sink outputs next to a checkpoint: its parent (``out/_checkpoint``) and, on
     local disk, its sibling directories (``job/checkpoint`` next to ``job/sink``, the first
     :data:`SIBLINGS_LOOKED_AT` by name). On an object store only the parent is looked at: probing
     each sibling's ``_spark_metadata`` would cost a request per sibling."""
-    store = _parent_store(checkpoint_url, storage_options)
-    if store is None:
+    parent = open_parent(checkpoint_url, storage_options)
+    if parent is None:
         return []
+    store, own = parent
     found = [store.url] if store.exists(SINK_LOG) else []
     if not store.is_local:
         return found
-    own = checkpoint_url.rstrip("/").rpartition("/")[2]
     try:
         siblings = [name for name in store.subdirs() if name != own]
     except CheckpointDoctorError:
@@ -68,9 +60,10 @@ def nearby_sinks(checkpoint_url: str, storage_options: Mapping[str, Any] | None 
     could be read. On an object store the parent's ``_spark_metadata`` is listed once and read (two
     round trips, no existence probe first). Never raises: what cannot be read is not a candidate."""
     try:
-        store = _parent_store(checkpoint_url, storage_options)
-        if store is None:
+        parent = open_parent(checkpoint_url, storage_options)
+        if parent is None:
             return []
+        store = parent[0]
         if not store.is_local:
             listing = store.child(SINK_LOG).list_tree(missing_ok=True)
             if not listing.files and not listing.dirs:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
 from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
-from checkpoint_doctor.render.hints import Hints, command, explain
+from checkpoint_doctor.render.hints import Hints, explain
 from checkpoint_doctor.render.layout import (
     bullets,
     fill,
@@ -141,17 +141,21 @@ def delta_steps(checkpoint: str, pairing: DeltaPairing | None, hints: Hints) -> 
     above = parent.rpartition("/")[0]
     if above and not above.endswith((":/", ":")):
         lines.append(f"or pair it by id with any Delta table below {above}:")
-        lines.append("  " + command("audit", above, *hints.storage_flags()))
+        lines.append("  " + hints.audit(above))
     else:
         lines.append(f"  ({FLAG} PATH: the path of the table the query reads)")
     return ["\n".join(lines)]
 
 
 def render_diagnosis(
-    diagnosis: Diagnosis, hints: Hints | None = None, delta_pairing: DeltaPairing | None = None
+    diagnosis: Diagnosis,
+    hints: Hints | None = None,
+    delta_pairing: DeltaPairing | None = None,
+    also: Sequence[str] = (),
 ) -> str:
     """Return one restart's diagnosis as text: the prediction first, then findings, then the next
-    commands (with the flags that shaped this answer)."""
+    commands (with the flags that shaped this answer). ``also``: assumptions of the whole answer
+    that the restart's own do not hold (what was checked of a file sink)."""
     d = diagnosis
     head = key_values(
         [
@@ -169,8 +173,9 @@ def render_diagnosis(
         render_prediction(d.prediction, d.checkpoint),
         render_findings(d.findings, d.checkpoint),
     ]
-    if d.assumptions:
-        blocks.append(section("Assumptions", bullets(list(d.assumptions))))
+    assumptions = [*d.assumptions, *(a for a in also if a not in d.assumptions)]
+    if assumptions:
+        blocks.append(section("Assumptions", bullets(assumptions)))
     blocks += delta_steps(d.checkpoint, delta_pairing, hints or Hints())
     blocks += _next_steps(d.checkpoint, d.findings, not d.prediction.starts, hints or Hints())
     return "\n\n".join(blocks) + "\n"
@@ -201,6 +206,8 @@ def _cell_text(cell: CellDiagnosis, root: str, configured: bool) -> str:
         text = text[: MAX_CELL - 3] + "..."
     if (cell.if_stateful or "").startswith("FAILS"):
         text += " ?"
+    if cell.delta_not_judged:
+        text += " ~"
     return ("* " if configured else "  ") + text
 
 
@@ -239,6 +246,11 @@ def render_matrix_table(matrix: MatrixDiagnosis, width: int | None = None) -> st
         legend.append("downgrade rows (older than the writer) are shown, not counted")
     if any((c.if_stateful or "").startswith("FAILS") for c in cells):
         legend.append("? fails if the query has stateful operators (CD310)")
+    unjudged = list(dict.fromkeys(c.cell.spark for c in cells if c.delta_not_judged))
+    if unjudged:
+        legend.append(
+            f"~ Delta tables not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}"
+        )
     # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
     with layout(width or line_width()):
         body = table(heads, rows, keep=(0,))

@@ -144,6 +144,22 @@ class Hints:
         """Return ``plan`` for the same restarts."""
         return command("plan", checkpoint, *self.restart_flags(), *extra, *self.storage_flags())
 
+    def audit(self, root: str) -> str:
+        """Return ``audit`` of a root with the flags of this answer that ``audit`` takes (the lines,
+        modes, live window, broker and storage: the same restarts judged the same way)."""
+        words: list[str] = []
+        for line in self.lines:
+            words += ["--spark", line]
+        for mode in self.modes:
+            words += ["--mode", mode]
+        if self.live_window is not None:
+            words += ["--live-window", f"{self.live_window:g}"]
+        if self.kafka_bootstrap:
+            words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
+            for pair in self.kafka_options:
+                words += ["--kafka-option", pair]
+        return command("audit", root, *words, *self.storage_flags())
+
     def inspect(self, checkpoint: str) -> str:
         """Return ``inspect`` of a checkpoint."""
         sink = ["--sink-path", self.sink_path] if self.sink_path else []

@@ -93,6 +93,20 @@ class PlanFollowUp:
     written: bool = False
     write: str | None = None
     consent: str | None = None
+    #: The same plan without the live-writer check (``--live-window 0``), when only a writer that
+    #: may be live (CD501, CD502) stopped it: a copy just made looks like one.
+    live: str | None = None
+
+
+def _consent_cost(plan: RepairPlan) -> str:
+    """What ``--accept-data-loss`` accepts here: rows written twice when that is all (delta-sink-txn
+    skips nothing), else data loss."""
+    from checkpoint_doctor.planning.planner import CONSENT_MANUAL, TWICE_REASON
+
+    reasons = [str(u["reason"]) for u in plan.unresolved if u["manual"] == CONSENT_MANUAL]
+    return (
+        "rows written twice" if reasons and all(r.startswith(TWICE_REASON) for r in reasons) else "data loss"
+    )
 
 
 def _plan_ending(plan: RepairPlan, follow: PlanFollowUp, hints: Hints) -> list[str]:
@@ -107,8 +121,14 @@ def _plan_ending(plan: RepairPlan, follow: PlanFollowUp, hints: Hints) -> list[s
         return blocks
     if follow.output:
         blocks.append(f"Nothing to apply: no plan file was written to {follow.output}.")
-    if follow.consent:
-        blocks.append(f"To plan it anyway, accepting the data loss named above:\n  {follow.consent}")
+    if follow.live:
+        blocks.append(
+            f"If no query writes to it (a copy just made), plan it without the live check:\n  {follow.live}"
+        )
+    elif follow.consent:
+        blocks.append(
+            f"To plan it anyway, accepting the {_consent_cost(plan)} named above:\n  {follow.consent}"
+        )
     elif plan.unresolved:
         blocks.append(
             "No plan can be applied: no change checkpoint-doctor can make repairs the errors above; "

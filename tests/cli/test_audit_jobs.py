@@ -198,3 +198,17 @@ def test_the_python_api_takes_the_jobs_and_gives_the_command_lines_answer(
     api = cd.diagnose(cp, job=job_facts_for(spec, "4.3.0"), now_ms=now).to_dict()
     cli_doc = json.loads(out)["result"]
     assert api["restart"] == cli_doc["restart"] and api["findings"] == cli_doc["findings"]
+
+
+@pytest.mark.parametrize("command", ["audit", "diagnose", "plan"])
+def test_a_job_file_that_does_not_exist_is_said_before_the_job_python_runs(command, fleet, tmp_path, capsys):
+    """One line at once, not after a JVM start: the job python (here one that counts its runs) is not run."""
+    python, calls = _fake_python(tmp_path / "py", [])
+    target = str(fleet) if command == "audit" else str(fleet / "plain/unchanged/checkpoint")
+    job = "*=jobs/etl.py:build" if command == "audit" else "jobs/etl.py:build"
+
+    code, out, err = run_cli(capsys, command, target, "--job", job, "--job-python", python)
+
+    assert code == 2, out + err
+    assert "--job jobs/etl.py:build: job file jobs/etl.py does not exist" in err
+    assert len(err.strip().splitlines()) == 1 and not calls.exists()

@@ -206,7 +206,7 @@ def test_a_malformed_journal_is_an_error_naming_it(
 
     code, _out, err = run(capsys, "undo", str(journal))
 
-    assert code == 4
+    assert code == 2  # README "Exit codes": the command line or a file it names is wrong; nothing restored
     assert err == f"checkpoint-doctor: error: journal {journal} {problem}\n"
 
 
@@ -344,3 +344,11 @@ def test_a_dangling_symlink_root_is_not_suggested_as_itself(tmp_path: Path, caps
         err
         == f"checkpoint-doctor: error: cannot list {tmp_path / 'ckpt'}: no such file or directory; check the path\n"
     )
+
+
+def test_a_journal_that_is_not_there_is_a_usage_error_naming_it(tmp_path: Path, capsys) -> None:
+    code, _out, err = run(capsys, "undo", str(tmp_path / "journal.jsonl"), "--yes")
+
+    assert code == 2
+    assert err.startswith(f"checkpoint-doctor: error: no journal at {tmp_path / 'journal.jsonl'}")
+    assert len(err.splitlines()) == 1

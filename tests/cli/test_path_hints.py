@@ -65,3 +65,12 @@ def test_a_missing_storage_package_is_unreadable_and_names_the_install(capsys):
     doc = json.loads(out)
     assert code == doc["exit_code"] == ExitCode.UNREADABLE
     assert "pip install 'checkpoint-doctor[gcs]'" in doc["error"]["message"]
+
+
+def test_history_of_a_mistyped_path_says_it_is_not_there_not_that_nothing_was_applied(tmp_path, capsys):
+    root, orders, _ = fleet(tmp_path)
+    code, out, err = run(capsys, "history", str(root / "ordrs" / "checkpoint"))
+    assert code == ExitCode.UNREADABLE and out == "" and err.count("\n") == 1
+    assert "no such file or directory" in err and f"did you mean {orders}?" in err
+    code, out, _ = run(capsys, "history", str(orders))  # there, never applied: said so, exit 0
+    assert code == ExitCode.OK and out.startswith(f"No apply was recorded for {orders}")

@@ -4,7 +4,13 @@ fixture of every line, following only what the output prints."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import shlex
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +124,218 @@ def test_sink_damage_plans_the_option_it_shows(tmp_path, capsys):
     assert code == 0
     assert "Strategy    quarantine" in out and "1. quarantine (chosen)" in out
     assert "does not make the restart start" not in out
+
+
+# ------------------------------------------------------------- Delta: the tables beside the checkpoint
+
+DELTA = Path(__file__).resolve().parents[2] / "fixtures" / "delta"
+#: Labels of the commands a plan prints for the next plan, in the order they are followed.
+NEXT_PLAN = (
+    "plan it without the live check:",  # a copy just made looks like a live query (CD501)
+    "named above:",  # To plan it anyway, accepting the data loss / the rows written twice named above
+)
+
+
+def fresh_copy(scenario: Path, dest: Path) -> None:
+    """Copy a scenario as ``cp -r`` does: every file written now (the live-writer check sees a copy
+    with few files as a query that just wrote them)."""
+    shutil.copytree(scenario, dest)
+    for path in dest.rglob("*"):
+        os.utime(path)
+
+
+def walk_and_undo(capsys, checkpoint: str, *flags: str) -> tuple[int, str]:
+    """Follow the printed commands from a ``diagnose`` (with no flag but ``flags``) to an applied
+    plan, its undo and ``history``; return diagnose's exit code and how the walk ended."""
+    first, out, _ = run(capsys, ["diagnose", checkpoint, *flags])
+    before = out
+    if "Repair options:" not in out:
+        return first, "no repair"
+    command = printed(out, "Repair options:")
+    for _ in range(1 + len(NEXT_PLAN)):
+        assert command[0] == "plan" and "-o" in command, command
+        code, out, err = run(capsys, command)
+        assert code in (ExitCode.OK, ExitCode.WARNINGS, ExitCode.ERRORS), f"{shlex.join(command)}: {err}"
+        if "Plan written to" in out:
+            break
+        follow = [label for label in NEXT_PLAN if label in out]
+        if not follow:
+            assert "No plan can be applied:" in out and "Unresolved" in out, out
+            return first, "none, said why"
+        command = printed(out, follow[0])
+    else:
+        raise AssertionError(f"no plan written for {checkpoint}:\n{out}")
+    code, out, err = run(capsys, [*printed(out, "Apply it with:"), "--yes"])
+    assert code not in (ExitCode.USAGE, ExitCode.REFUSED, ExitCode.INTERNAL), err
+    assert "Applied plan" in out, out
+    code, out, err = run(capsys, [*printed(out, "Undo with:"), "--yes"])
+    assert code == ExitCode.OK, f"{out}{err}"
+    code, out, _ = run(capsys, ["history", checkpoint])
+    assert code == ExitCode.OK and " undone " in out, out
+    again, out, _ = run(capsys, ["diagnose", checkpoint, *flags])
+    # undo gave back what the diagnosis read (a --job's analysis time aside)
+    timed = re.compile(r"analysed it in\s+[0-9.]+\s+s")
+    assert (again, timed.sub("", out)) == (first, timed.sub("", before))
+    return first, "applied"
+
+
+@pytest.mark.parametrize("line", ["3.5.9", "4.0.5", "4.1.4", "4.2.1"])
+def test_every_delta_scenario_copied_and_typed_as_an_operator_does_walks_to_its_way_back(
+    line, tmp_path, capsys, monkeypatch
+):
+    """Each Delta scenario copied with ``cp -r``, then, in the copy, ``diagnose checkpoint`` with no
+    flag: a refused restart (exit 4) ends in an applied plan (undone again) or says why none exists
+    (deleted rows: a job option), the rolled-back checkpoint beside its sink (CD407, exit 1) too."""
+    ends: dict[str, tuple[int, str]] = {}
+    for scenario in sorted((DELTA / f"spark-{line}").iterdir()):
+        if not (scenario / "checkpoint").is_dir():
+            continue  # delta-sink-checkpoint-lost: its checkpoint is what was lost
+        fresh_copy(scenario, tmp_path / scenario.name)
+        monkeypatch.chdir(tmp_path / scenario.name)
+        ends[scenario.name] = walk_and_undo(capsys, "checkpoint")
+    for name, (code, end) in ends.items():
+        if "rows-" in name:
+            assert (code, end) == (ExitCode.ERRORS, "none, said why"), name
+        elif name.endswith(("-log-cleaned", "-replaced", "-recreated")) and "sink" not in name:
+            assert (code, end) == (ExitCode.ERRORS, "applied"), name
+        elif name == "delta-sink-rolled-back":
+            assert (code, end) == (ExitCode.WARNINGS, "applied"), name
+        else:
+            assert code in (ExitCode.OK, ExitCode.WARNINGS) and end == "no repair", (name, code, end)
+
+
+def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
+    tmp_path, capsys, monkeypatch
+):
+    fresh_copy(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    monkeypatch.chdir(tmp_path / "job")
+
+    code, out, _ = run(capsys, ["diagnose", "checkpoint"])
+    assert code == ExitCode.WARNINGS and "CD501" in out and "pass --live-window 0" in " ".join(out.split())
+    code, out, _ = run(capsys, printed(out, "Repair options:"))
+    assert code == ExitCode.ERRORS and "CD407" not in out  # a live writer stops the plan first
+    command = printed(out, "plan it without the live check:")
+    cp = str(tmp_path / "job" / "checkpoint")
+    assert command == ["plan", cp, "--live-window", "0", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)
+    # delta-sink-txn skips nothing: its consent is for rows written twice, not for data loss
+    assert "To plan it anyway, accepting the rows written twice named above:" in out, out
+    command = printed(out, "named above:")
+    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)
+    assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
+
+
+def test_a_recreated_source_table_paired_beside_is_planned_without_naming_it(tmp_path, capsys, monkeypatch):
+    """The only table beside the checkpoint, another id than the offsets' (recreated: its log starts at
+    0 again), is read whole as a named one: delta-table re-points to it as of version 0."""
+    shutil.copytree(DELTA / "spark-4.2.1" / "delta-source-stateless-recreated", tmp_path / "job")
+    monkeypatch.chdir(tmp_path / "job")
+
+    code, out, _ = run(capsys, ["plan", "checkpoint", "--accept-data-loss", "-o", "plan.json"])
+
+    assert code == ExitCode.OK, out
+    assert "not possible" not in out and "Strategy    delta-table" in out
+    assert "as of version 0" in " ".join(out.split())
+
+
+def test_a_plan_that_only_writes_rows_twice_asks_consent_for_that_not_for_data_loss(
+    tmp_path, capsys, monkeypatch
+):
+    shutil.copytree(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    monkeypatch.chdir(tmp_path / "job")
+
+    code, out, _ = run(capsys, ["plan", "checkpoint", "--live-window", "0", "-o", "plan.json"])
+
+    assert code == ExitCode.ERRORS and "data loss" not in out, out
+    assert "To plan it anyway, accepting the rows written twice named above:" in out
+    command = printed(out, "named above:")
+    assert command == ["plan", "checkpoint", "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    code, out, _ = run(capsys, command)
+    assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
+
+
+def test_an_unpaired_delta_source_moved_away_from_its_table_is_paired_by_the_printed_audit(
+    tmp_path, capsys, monkeypatch
+):
+    """The checkpoint moved away from its table: diagnose says so and prints an audit of the directory
+    above, with the flags that shaped its answer; run as printed, it pairs the table by id and its next
+    step (with --delta-table) gives the refusal the table causes."""
+    scenario = DELTA / "spark-4.2.1" / "delta-source-stateless-rows-deleted"
+    fresh_copy(scenario / "checkpoint", tmp_path / "jobs" / "events" / "checkpoint")
+    fresh_copy(scenario / "source", tmp_path / "tables" / "events")
+    checkpoint = str(tmp_path / "jobs" / "events" / "checkpoint")
+    monkeypatch.chdir(tmp_path)
+
+    code, out, _ = run(capsys, ["diagnose", checkpoint, "--live-window", "0", "--spark", "4.2"])
+    assert code == ExitCode.OK and "CD210" not in out and "not paired" in out
+    audit = printed(out, f"or pair it by id with any Delta table below {tmp_path / 'jobs'}:")
+    assert audit == ["audit", str(tmp_path / "jobs"), "--spark", "4.2", "--live-window", "0"]
+    code, out, _ = run(capsys, audit)  # the table is not below jobs/: nothing pairs it, said so
+    assert code == ExitCode.OK and "1 Delta source(s) paired with no table" in " ".join(out.split())
+    code, out, _ = run(capsys, ["audit", str(tmp_path), "--spark", "4.2", "--live-window", "0"])
+    assert code == ExitCode.ERRORS and "CD210" in out
+    plan = printed(out, "Next steps")
+    assert plan[-2:] == ["--delta-table", str(tmp_path / "tables" / "events")]
+    code, out, _ = run(capsys, plan)
+    assert code == ExitCode.ERRORS and 'skipChangeCommits", "true"' in out
+
+
+# ------------------------------------------------------------- the changed query: diagnose --job
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def recorded_job_python(tmp_path: Path, version: str = "4.3.0") -> str:
+    """A job python that answers the job probe with what Spark ``version`` said of each job function
+    of fixtures/jobs/changes.py (fixtures/jobs/facts-<v>.json), whatever path names the file: no JVM.
+    The file jobs' scratch paths become those of ``paths.json`` beside it (tests.scenarios.job_facts_for)."""
+    facts = REPO / "fixtures" / "jobs" / f"facts-{version}.json"
+    script = tmp_path / "python"
+    (tmp_path / "paths.json").write_text("{}")
+    script.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"known = {{e['job'].rpartition(':')[2]: e for e in json.load(open({str(facts)!r}))}}\n"
+        f"paths = json.load(open({str(tmp_path / 'paths.json')!r}))\n"
+        "def answer(spec):\n"
+        "    entry = known[spec.rpartition(':')[2]]\n"
+        "    text = json.dumps(entry['facts'])\n"
+        "    for name, probed in (entry.get('probe_paths') or {}).items():\n"
+        "        if paths.get(name):\n"
+        "            text = text.replace(json.dumps(probed)[1:-1], paths[name])\n"
+        "    return {**entry, 'job': spec, 'facts': json.loads(text)}\n"
+        "print(json.dumps([answer(s) for s in sys.argv[3:]]))  # -m checkpoint_doctor.execution.job_probe SPEC...\n"
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def _job_scenarios() -> list[Path]:
+    return sorted(p for p in (REPO / "fixtures" / "spark-4.3.0").glob("job-*") if (p / "checkpoint").is_dir())
+
+
+def test_every_changed_query_fixture_walks_from_diagnose_job_to_its_way_back_or_says_why(
+    tmp_path, capsys, monkeypatch
+):
+    """diagnose --job with the job of each job-* fixture (its job python answering with what Spark
+    4.3.0 said of the job), then every printed command: each carries --job and --job-python and runs
+    as printed; a refused restart (exit 4) ends in an applied plan (undone again) or says why none."""
+    python = recorded_job_python(tmp_path)
+    ends: dict[str, tuple[int, str]] = {}
+    for scenario in _job_scenarios():
+        data = json.loads((scenario / "scenario.json").read_text(encoding="utf-8"))
+        (restart,) = [r for r in data["restarts"] if r["spark"] == "4.3.0"][:1]
+        job = str(REPO / restart["query"].removeprefix("job:"))
+        copy = tmp_path / scenario.name
+        shutil.copytree(scenario, copy)
+        paths = {"input": data["written_with"].get("input_path"), "sink": str(copy / "sink")}
+        (tmp_path / "paths.json").write_text(json.dumps(paths))
+        monkeypatch.chdir(copy)
+        code, end = walk_and_undo(capsys, "checkpoint", "--job", job, "--job-python", python)
+        started = restart["result"]["started"]
+        assert (code == ExitCode.ERRORS) == (not started), (scenario.name, code, end)
+        ends[scenario.name] = (code, end)
+    assert ends["job-aggregation-added"] == (ExitCode.ERRORS, "applied")  # reset-state, with consent
+    assert ends["job-async-off"] == (ExitCode.ERRORS, "applied")  # bridge
+    assert ends["job-grouping-key-added"] == (ExitCode.ERRORS, "none, said why")

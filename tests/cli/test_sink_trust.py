@@ -97,3 +97,28 @@ def test_a_mistyped_sink_path_is_a_usage_error_naming_the_near_match(tmp_path, c
         )
         assert code == ExitCode.USAGE and out == "" and err.count("\n") == 1
         assert f"--sink-path {typo} does not exist; did you mean {typo.parent / 'sink'}?" in err
+
+
+def test_one_restart_in_detail_says_which_file_sink_it_checked_as_the_matrix_does(
+    tmp_path: Path, capsys
+) -> None:
+    """``--spark``/``--mode`` (and ``--job``) narrow the answer to one restart: it still says the sink
+    found beside the checkpoint was checked, or that none was."""
+    found = copied(tmp_path, "file-sink-rollback", "stateless")
+    code, out, _ = run(
+        capsys, "diagnose", str(found["file-sink-rollback"] / "checkpoint"), "--spark", "4.3", *FIXED
+    )
+    sink = found["file-sink-rollback"] / "sink"
+    flat = " ".join(out.split())
+    assert code == ExitCode.ERRORS and f"- file sink {sink} found next to the checkpoint and checked" in flat
+    code, out, _ = run(capsys, "diagnose", str(found["stateless"] / "checkpoint"), "--spark", "4.3", *FIXED)
+    assert "- file sink not checked (pass --sink-path" in out
+    # a --job that writes no file sink (noop) has no sink log to check: nothing said of one
+    from tests.cli.test_printed_flows import REPO, recorded_job_python
+
+    python = recorded_job_python(tmp_path)
+    job = f"{REPO}/fixtures/jobs/changes.py:stateless"
+    code, out, _ = run(
+        capsys, "diagnose", str(found["stateless"] / "checkpoint"), "--job", job, "--job-python", python
+    )
+    assert code == ExitCode.OK and "file sink" not in out

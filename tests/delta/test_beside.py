@@ -245,3 +245,65 @@ def test_a_replaced_source_beside_another_table_is_paired_by_the_id_its_log_stil
         ("former-table-id", str(job / "source"))
     ]
     assert "CD208" in record["codes"]
+
+
+def test_a_line_without_delta_does_not_say_ok_for_a_delta_source(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Delta Lake release exists for Spark 4.3: its cell is marked and the legend says its Delta
+    sources were not judged; the audit's line column says so instead of '4.3 ok'."""
+    shutil.copytree(LINE / "delta-source-stateless-log-cleaned", tmp_path / "orders")
+    main(["diagnose", str(tmp_path / "orders" / "checkpoint"), "--live-window", "0"])
+    out = capsys.readouterr().out
+    (row,) = [line for line in out.splitlines() if line.startswith("4.3")]
+    assert row.endswith("STARTS new batch 2 ~")
+    assert "~ Delta tables not judged: no Delta Lake release exists for Spark 4.3" in out
+    main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
+    (record,) = json.loads(capsys.readouterr().out)["result"]["records"]
+    assert record["lines"] == "4.2 FAILS; 4.3 Delta not judged"
+
+
+def test_a_replaced_table_beside_wins_over_a_copy_of_the_old_table_elsewhere_in_an_audit(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """clicks' source was replaced in place (its first version still names the old id) and another job
+    of the fleet reads a copy of the old table (same id): the audit pairs clicks with the table beside
+    it, as diagnose does, and says CD208, not 'ok' against the copy."""
+    shutil.copytree(LINE / "delta-source-stateless-replaced", tmp_path / "clicks")
+    shutil.copytree(LINE / "delta-source-stateless", tmp_path / "pageviews")
+    main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
+    records = {r["path"]: r for r in json.loads(capsys.readouterr().out)["result"]["records"]}
+    clicks = records["clicks/checkpoint"]
+    assert [(p["how"], p["table"]) for p in clicks["delta"]["pairs"]] == [
+        ("former-table-id", str(tmp_path / "clicks" / "source"))
+    ]
+    assert clicks["verdict"] == "error" and clicks["codes"] == ["CD208"]
+    assert records["pageviews/checkpoint"]["verdict"] == "ok"
+    main(["diagnose", str(tmp_path / "clicks" / "checkpoint"), "--live-window", "0", "--format", "json"])
+    assert "CD208" in {f["code"] for f in json.loads(capsys.readouterr().out)["result"]["findings"]}
+
+
+def test_the_audit_text_names_the_checkpoints_whose_delta_source_no_table_pairs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Counted in the head, and named (an ok record is not listed without -v): which checkpoint was
+    judged without its table's log."""
+    checkpoint = tmp_path / "legacy" / "checkpoint"  # its table (another line's) is not under the root
+    shutil.copytree(FIXTURES / "spark-3.5.9" / "delta-source-count" / "checkpoint", checkpoint)
+    shutil.copytree(LINE / "delta-source-stateless-log-cleaned", tmp_path / "orders")
+    main(["audit", str(tmp_path), "--live-window", "0"])
+    out = capsys.readouterr().out
+    assert "1 Delta source(s) paired with no table" in " ".join(out.split())
+    section = out[out.index("Delta sources paired with no table\n") :]
+    assert section.splitlines()[1].startswith(f"  {checkpoint}: Delta source 0 (table ")
+    assert str(tmp_path / "orders" / "checkpoint") not in section.split("\n\n")[0]
+
+
+def test_a_delta_sink_is_not_judged_on_a_line_without_delta(tmp_path: Path) -> None:
+    """CD407 concerns the lines whose Delta sink skips the batch ids it holds; 4.3 has no Delta sink."""
+    shutil.copytree(LINE / "delta-sink-rolled-back", tmp_path / "ingest")
+    got = cd.diagnose(str(tmp_path / "ingest" / "checkpoint"), live_window_s=0)
+    (finding,) = [f for f in got.findings if f.code == "CD407"]
+    assert {spark for spark, _ in finding.cells} == {"4.2"}
+    (cell,) = [c for c in got.cells if c.cell.spark == "4.3"]
+    assert cell.delta_not_judged and "CD407" not in cell.diagnosis.codes

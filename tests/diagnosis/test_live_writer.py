@@ -55,8 +55,9 @@ def test_a_file_changed_within_the_window_counts_as_live(tmp_path: Path) -> None
     (finding,) = _live(cp, now_ms=now)
 
     assert finding.code == "CD501" and finding.detail("evidence") == "mtime"
-    assert (
-        finding.message == "files of the checkpoint were modified 30 s ago, within the live window of 600 s."
+    assert finding.message == (
+        "files of the checkpoint were modified 30 s ago, within the live window of 600 s: if no query writes "
+        "to it (a copy just made looks the same), pass --live-window 0."
     )
 
 

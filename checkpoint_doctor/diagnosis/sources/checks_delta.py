@@ -113,6 +113,11 @@ def restart_error(
     return None
 
 
+#: The note of a restart on a line with no Delta Lake release (4.3): its Delta sources and sink are
+#: not judged, so its STARTS says nothing of them (no delta-spark_4.3 artifact is published).
+NOT_JUDGED = "Delta tables not judged on Spark {line}: no Delta Lake release exists for it"
+
+
 def reads_notes(
     ctx: Context,
     next_batch_id: int | None,
@@ -122,8 +127,10 @@ def reads_notes(
 ) -> list[str]:
     """What each Delta source reads on restart, as the table's log says."""
     judged = ctx.options.delta or (ctx.options.delta_pairing is not None and ctx.options.delta_pairing.pairs)
-    if judged and not ctx.target.has_delta and delta_sources(start or end):
-        return [f"Delta sources not judged on Spark {ctx.target.line}: no Delta Lake release exists for it"]
+    if judged and not ctx.target.has_delta:
+        pairing = context_pairing(ctx)
+        if delta_sources(start or end) or (pairing is not None and pairing.sink_tables):
+            return [NOT_JUDGED.format(line=ctx.target.line)]
     out = []
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:

@@ -84,6 +84,13 @@ def for_code(code: str) -> tuple[Strategy, ...]:
     return _BY_CODE.get(code, ())
 
 
+#: What to do about a writer that may be live (CD501, CD502): both findings come from times within
+#: ``--live-window``, so a checkpoint no query writes to (a copy just made) is planned with it at 0.
+LIVE_MANUAL = (
+    "stop the query, wait for the live window to pass, and plan again (or, if none writes to it, plan "
+    "with --live-window 0)"
+)
+
 #: What the operator can do when no option applies, per finding code (why no honest repair exists).
 MANUAL: dict[str, str] = {
     Code.LOG_VERSION_TOO_NEW: "restart on the Spark line that wrote the checkpoint, or start a new checkpoint",
@@ -97,8 +104,8 @@ MANUAL: dict[str, str] = {
     Code.STATE_MISSING: "restore state/ from a backup, or start a new checkpoint and rebuild state from the sources",
     Code.SINK_LOG_FILE_MISSING: "restore the missing _spark_metadata files from a backup",
     Code.SINK_LOG_FILE_UNREADABLE: "restore the damaged _spark_metadata file from a backup",
-    Code.LIVE_WRITER: "stop the query, wait for the live window to pass, and plan again",
-    Code.FRESH_TEMP_FILE: "stop the query, wait for the live window to pass, and plan again",
+    Code.LIVE_WRITER: LIVE_MANUAL,
+    Code.FRESH_TEMP_FILE: LIVE_MANUAL,
     Code.INTERLEAVED_RUNS: "make sure only one query uses this checkpoint, then plan again",
     Code.ASYNC_STATEFUL: "restart without asyncProgressTrackingEnabled (stateful queries do not support it)",
     Code.KAFKA_POSITIONS_GONE: (

@@ -11,6 +11,7 @@ above this package sees an ``OSError`` or a botocore exception.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "Storage",
     "first_failure",
     "normalize_url",
+    "open_parent",
     "open_storage",
     "parse_storage_options",
     "printable_name",
@@ -64,3 +66,21 @@ def open_storage(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     if protocol in S3_PROTOCOLS:
         return open_s3(url, rest, options)
     return open_fsspec(url, protocol, options)
+
+
+def open_parent(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Storage, str] | None:
+    """Open the directory that holds ``url`` and return it with ``url``'s name in it; None at the
+    root of a bucket or file system. A local path is made absolute first, as :func:`open_storage`
+    makes it: ``checkpoint``, ``.`` and ``~/ckpt`` have a parent like ``/jobs/orders/checkpoint``
+    (what lies beside a checkpoint must not depend on how its path was typed).
+
+    Raises:
+        the errors of :func:`open_storage`.
+    """
+    protocol, rest = split_protocol(url)
+    if protocol == "file" and "://" not in url:
+        url = os.path.abspath(os.path.expanduser(rest))
+    parent, _, own = url.rstrip("/").rpartition("/")
+    if not parent or parent.endswith((":/", ":")):
+        return None
+    return open_storage(parent, storage_options), own
