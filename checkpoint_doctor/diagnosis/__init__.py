@@ -11,6 +11,7 @@ from typing import cast
 
 from checkpoint_doctor.diagnosis import checks_logs, checks_writers
 from checkpoint_doctor.diagnosis.changes import compare as checks_job
+from checkpoint_doctor.diagnosis.checks_writers import older_target
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.line_rules import CellMemo, LineCheck, Question, restamped, traced
@@ -54,6 +55,7 @@ ALL_CHECKS = (
     checks_sink.check_sink,
     checks_delta_sink.check_delta_sink,
     checks_writers.check_debris,
+    checks_writers.check_older_target,
     checks_writers.check_target,
 )
 
@@ -146,7 +148,7 @@ def diagnose_cell(
     line = real.line
     index = memo.known_prediction(real)
     if index is None:
-        return _first_cell(snapshot, _for_line(opts, line), real, facts, memo)
+        return _with_line(_first_cell(snapshot, _for_line(opts, line), real, facts, memo), facts, real, memo)
     prediction = restamped(memo.predictions[index][1], line)
     parts = [index]
     findings: list[Finding] = []
@@ -166,12 +168,25 @@ def diagnose_cell(
         findings.extend(check.known[known][1])
     key = tuple(parts)
     same = memo.diagnoses.get(key)
-    if same is not None:
-        return restamped(same, line, prediction=prediction)
-    assumptions = memo.assumptions
-    assert assumptions is not None  # set by the first cell
-    result = memo.diagnoses[key] = _assemble(snapshot, facts, opts, line, prediction, findings, assumptions)
-    return result
+    if same is None:
+        assumptions = memo.assumptions
+        assert assumptions is not None  # set by the first cell
+        same = memo.diagnoses[key] = _assemble(snapshot, facts, opts, line, prediction, findings, assumptions)
+    return _with_line(restamped(same, line, prediction=prediction), facts, real, memo)
+
+
+def _with_line(diagnosis: Diagnosis, facts: SnapshotFacts, real: SparkTarget, memo: CellMemo) -> Diagnosis:
+    """Add a cell's findings that name its line (``LINE_CHECKS``, left out of the memo's parts, which
+    are thus the same for every line: computed once) in their place: their codes are theirs only,
+    so sorting by ``Finding.sort_key`` puts them where a cell diagnosed alone has them."""
+    extra = memo.per_line.get(real.line)
+    if extra is None:
+        extra = memo.per_line[real.line] = older_target(facts.writer, real)
+    if not extra:
+        return diagnosis
+    return restamped(
+        diagnosis, real.line, findings=tuple(sorted((*diagnosis.findings, *extra), key=Finding.sort_key))
+    )
 
 
 def _for_line(opts: DiagnoseOptions, line: str) -> DiagnoseOptions:
@@ -196,7 +211,7 @@ def _first_cell(
     shared = memo.mode_findings
     plan: list[tuple[Finding, ...] | LineCheck] = []
     findings: list[Finding] = []
-    for check, per_mode in _CHECKS:
+    for check, per_mode in _CELL_CHECKS:
         if per_mode:
             found = shared.get(check)
             if found is None:
@@ -218,6 +233,13 @@ def _first_cell(
 
 #: Each check with whether its findings depend on the mode and options only (MODE_CHECKS).
 _CHECKS = tuple((check, check in MODE_CHECKS) for check in ALL_CHECKS)
+
+#: The checks whose findings name the cell's line: a function of the writer and the line, added to
+#: each cell of a matrix rather than making every line's cell differ (``_with_line``).
+LINE_CHECKS = (checks_writers.check_older_target,)
+
+#: The checks of a matrix's cells, diagnosed with the memo (:func:`diagnose_cell`).
+_CELL_CHECKS = tuple(pair for pair in _CHECKS if pair[0] not in LINE_CHECKS)
 
 
 def _assumptions(ctx: Context, line: str) -> tuple[str, ...]:

@@ -199,11 +199,12 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
     prev = ctx.snapshot.offsets.newest_below(latest)
     prev_id = prev.batch_id if prev is not None else None
     paths = (f"offsets/{latest}",) + ((prev.file.path,) if prev is not None else ())
+    offsets_text, commits_text = range_text(ctx.offsets_ids), range_text(ctx.commit_ids)
     details = (
         ("latest", latest),
         ("previous", prev_id),
-        ("offsets", range_text(ctx.offsets_ids)),
-        ("commits", range_text(ctx.commit_ids)),
+        ("offsets", offsets_text),
+        ("commits", commits_text),
         ("async_restart_works", True),
         ("sync_restart_works", ctx.offsets(latest - 1) is not None),
     )
@@ -217,7 +218,7 @@ def check_offsets_tail(ctx: Context, prediction: RestartPrediction) -> Iterator[
         )
         yield Finding(
             code,
-            f"offsets ({range_text(ctx.offsets_ids)}) and commits ({range_text(ctx.commit_ids)}) are the sparse "
+            f"offsets ({offsets_text}) and commits ({commits_text}) are the sparse "
             f"logs of async progress tracking; {then}.",
             paths=paths,
             batch_ids=(latest,),

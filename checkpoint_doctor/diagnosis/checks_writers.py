@@ -8,7 +8,9 @@ from collections.abc import Iterator
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.detect import WriterGuess
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.versions import SparkTarget
 from checkpoint_doctor.reading.layout import crc_target, parse_state_file_name
 from checkpoint_doctor.reading.snapshot import DebrisFile
 
@@ -229,17 +231,29 @@ def check_debris(ctx: Context, prediction: RestartPrediction) -> Iterator[Findin
             )
 
 
-def check_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
-    """CD601 restart on an older Spark than wrote it; CD602 async progress tracking on state; CD603
-    source evolution on a v1 offsets log (4.3); CD620 real-time mode on checkpoint format 1 (4.3);
-    CD290 a re-run Kafka batch on 4.1."""
-    writer = ctx.facts.writer
-    if writer.line is not None and ctx.target.older_than(writer.line):
-        yield Finding(
-            Code.WRITTEN_BY_NEWER_SPARK,
-            f"the newest batch was written by Spark {writer.label} and the restart target is Spark {ctx.target.line}.",
-            details=(("written_by", writer.line), ("target", ctx.target.line)),
+def check_older_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD601 restart on an older Spark than wrote it: :func:`older_target`."""
+    return iter(older_target(ctx.facts.writer, ctx.target))
+
+
+def older_target(writer: WriterGuess, target: SparkTarget) -> tuple[Finding, ...]:
+    """CD601 restart on an older Spark than wrote it. Apart from :func:`check_target` and a function
+    of the writer and the line only: it names the line, so a restart matrix adds it to each line's
+    cell instead of diagnosing every line's cell anew (``diagnosis.diagnose_cell``)."""
+    if writer.line is not None and target.older_than(writer.line):
+        return (
+            Finding(
+                Code.WRITTEN_BY_NEWER_SPARK,
+                f"the newest batch was written by Spark {writer.label} and the restart target is Spark {target.line}.",
+                details=(("written_by", writer.line), ("target", target.line)),
+            ),
         )
+    return ()
+
+
+def check_target(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD602 async progress tracking on state; CD603 source evolution on a v1 offsets log (4.3);
+    CD620 real-time mode on checkpoint format 1 (4.3); CD290 a re-run Kafka batch on 4.1."""
     if ctx.is_async and ctx.stateful is True:
         yield Finding(
             Code.ASYNC_STATEFUL,

@@ -214,7 +214,13 @@ class Context:
 
     @property
     def auto_snapshot_repair(self) -> bool:
-        """Whether the target falls back to older RocksDB snapshots (4.3, on unless disabled)."""
+        """Whether the target falls back to older RocksDB snapshots (4.2+, on unless disabled).
+
+        Without RocksDB stores the answer changes nothing (``chain.check_version`` falls back only
+        in RocksDB stores) and the line is not asked: a restart matrix's lines then share the
+        state's verdicts (bench: matrix)."""
+        if not self.facts.rocksdb:
+            return False
         value = self.session_conf("spark.sql.streaming.stateStore.autoSnapshotRepair.enabled")
         return self.target.auto_snapshot_repair and (value is None or value.lower() == "true")
 

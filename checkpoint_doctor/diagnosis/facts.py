@@ -135,7 +135,7 @@ class SnapshotFacts:
         """Return, in operator then store order, the stores that cannot load ``version`` or load it
         only by skipping their newest snapshot; memoized, since every line of a restart matrix asks
         the same question of thousands of stores (one per operator, partition and store name)."""
-        if auto_repair and not self._rocksdb:
+        if auto_repair and not self.rocksdb:
             auto_repair = False  # only RocksDB stores fall back to older snapshots: same answer
         key = (version, auto_repair)
         found = self._notable.get(key)
@@ -151,7 +151,8 @@ class SnapshotFacts:
         return found
 
     @cached_property
-    def _rocksdb(self) -> bool:
+    def rocksdb(self) -> bool:
+        """Whether any state store is a RocksDB one (the only ones auto snapshot repair concerns)."""
         return any(store.provider == "rocksdb" for op in self.snapshot.state.operators for store in op.stores)
 
     def _skipped_snapshot(self, store: StateStore, version: int) -> tuple[str, ...]:

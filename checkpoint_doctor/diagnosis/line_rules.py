@@ -160,7 +160,7 @@ class CellMemo:
     the questions its line rules asked and the plan of the checks given it, and the diagnoses by
     the parts they are made of (the prediction's index, then each line check's)."""
 
-    __slots__ = ("assumptions", "diagnoses", "mode_findings", "plans", "predictions")
+    __slots__ = ("assumptions", "diagnoses", "mode_findings", "per_line", "plans", "predictions")
 
     def __init__(self) -> None:
         self.predictions: list[tuple[tuple[Question, ...], RestartPrediction]] = []
@@ -170,6 +170,8 @@ class CellMemo:
         self.mode_findings: dict[object, tuple[Finding, ...]] | None = None
         #: The cells' assumptions (none depends on a named line).
         self.assumptions: tuple[str, ...] | None = None
+        #: The findings that name a line (``diagnosis.LINE_CHECKS``), by line.
+        self.per_line: dict[str, tuple[Finding, ...]] = {}
 
     def known_prediction(self, target: SparkTarget) -> int | None:
         """Return the index of an earlier prediction whose questions ``target`` answers alike."""

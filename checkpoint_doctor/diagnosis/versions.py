@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.texts import ChangeTexts
+from checkpoint_doctor.diagnosis.sources.delta import delta_release, new_wording
 from checkpoint_doctor.diagnosis.sources.texts import SourceTexts
 from checkpoint_doctor.diagnosis.spark_line import LINES, NEWEST, SparkError
 from checkpoint_doctor.diagnosis.state.texts import StateTexts
@@ -111,6 +112,19 @@ class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
         written by 4.2.1, restarted on 4.3.0].
         """
         return self._at_least("4.3")
+
+    @property
+    def has_delta(self) -> bool:
+        """Whether a delta-spark release exists for this line (none for 4.3): Delta sources are judged."""
+        return delta_release(self.line) is not None
+
+    @property
+    def delta_new_wording(self) -> bool:
+        """Whether this line's Delta release (4.4+) words ``DELTA_MISSING_FILES_UNEXPECTED_VERSION`` in
+        one sentence. Asked only where that error is said: the rest of a Delta source's restart is the
+        same on every line with a release, so a restart matrix's lines share it."""
+        release = delta_release(self.line)
+        return release is not None and new_wording(release)
 
     @property
     def real_time_trigger(self) -> bool:

@@ -54,19 +54,28 @@ def _nearness(a: str, b: str) -> int:
     return shared
 
 
+def newest_sink_id(listing: Listing) -> int | None:
+    """Return the newest batch id of a sink output's ``_spark_metadata`` (None: no batch file)."""
+    return max(_ids(listing, (SINK_LOG,)), default=None)
+
+
 def sink_candidates(
-    checkpoint_path: str, checkpoint_listing: Listing, sinks: Sequence[tuple[str, str, Listing]]
+    checkpoint_path: str,
+    checkpoint_listing: Listing,
+    sinks: Sequence[tuple[str, str, Listing]],
+    newest: Sequence[int | None] | None = None,
 ) -> tuple[SinkCandidate, ...]:
     """Return the sinks (url, root-relative path, listing) whose batch ids meet the checkpoint's,
-    nearest first, at most :data:`MAX_CANDIDATES`."""
+    nearest first, at most :data:`MAX_CANDIDATES` (``newest``: each sink's :func:`newest_sink_id`,
+    computed once by a caller that pairs many checkpoints)."""
     ids = _ids(checkpoint_listing, ("offsets", "commits"))
     if not ids:
         return ()
     low, high = min(ids), max(ids)
     found = []
-    for url, path, listing in sinks:
-        sink_ids = _ids(listing, (SINK_LOG,))
-        if sink_ids and low <= max(sink_ids) <= high + 1:
+    for i, (url, path, listing) in enumerate(sinks):
+        top = newest[i] if newest is not None else newest_sink_id(listing)
+        if top is not None and low <= top <= high + 1:
             found.append(SinkCandidate(url, path, listing, _nearness(checkpoint_path + "/x", path + "/x")))
     found.sort(key=lambda c: (-c.nearness, c.path))
     return tuple(found[:MAX_CANDIDATES])

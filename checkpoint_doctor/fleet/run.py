@@ -39,7 +39,7 @@ from checkpoint_doctor.fleet.discovery import (
 )
 from checkpoint_doctor.fleet.jobs import AuditJobs, record_hints, unmatched_notes
 from checkpoint_doctor.fleet.kafka import AuditKafka, kafka_part
-from checkpoint_doctor.fleet.pairing import SinkCandidate, sink_candidates
+from checkpoint_doctor.fleet.pairing import SinkCandidate, newest_sink_id, sink_candidates
 from checkpoint_doctor.fleet.records import (
     ROOT,
     AuditNote,
@@ -158,10 +158,11 @@ def plan_tasks(
         for t in found.targets
         if t.kind == TargetKind.SINK
     ]
+    newest = [newest_sink_id(listing) for _, _, listing in sinks]  # once per sink, not per checkpoint
     tasks = []
     for t in found.targets:
         listing = index.slice(t.path)
-        candidates = sink_candidates(t.path, listing, sinks) if t.kind != TargetKind.SINK else ()
+        candidates = sink_candidates(t.path, listing, sinks, newest) if t.kind != TargetKind.SINK else ()
         tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
     return tasks, [audit_note(root_url, n) for n in found.notes]
 
@@ -601,16 +602,20 @@ class RecordStream:
         self.hints = hints
         self.clock = clock
         self.records: list[Record] = []
+        #: ``paired_sinks(self.records)``, kept as records are added (not recounted per record).
+        self._paired: dict[str, list[str]] = {}
 
     def add(self, record: Record) -> Record:
         """Return the finished record (linked, with its next step, stamped) and keep it."""
-        done = linked(record, paired_sinks(self.records))
+        done = linked(record, self._paired)
         # A Delta table paired from farther away than diagnose looks is named in the next command;
         # a checkpoint judged with a --job names it (the audit's hints carry its --job-python).
         far = far_tables(done)
         hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
         done = stamped(replace(done, next_step=next_step(done, record_hints(hints, done))), self.clock())
         self.records.append(done)
+        for url, checkpoints in paired_sinks((done,)).items():
+            self._paired.setdefault(url, []).extend(checkpoints)
         return done
 
 

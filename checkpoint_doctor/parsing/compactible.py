@@ -9,6 +9,7 @@ Also the other ``sources/<n>/0`` files: Kafka initial offsets (a leading NUL byt
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable, Iterator
 
 from checkpoint_doctor.errors import CheckpointParseError
@@ -63,7 +64,16 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
     entries: list[SinkFileEntry] = []
     append = entries.append
     decode = DECODER.raw_decode
+    canonical = _CANONICAL.fullmatch
     for i, line in enumerate(lines, start=2):
+        # A line exactly as Spark writes it (SinkFileStatus serialised by json4s, its path without
+        # an escape) is read by a regular expression at a third of the JSON decoder's time; any
+        # other line goes through the decoder (bench: audit, a compact file lists every file).
+        match = canonical(line)
+        if match is not None:
+            file, size, written, action = match.groups()
+            append(SinkFileEntry(file, int(size), action, int(written)))
+            continue
         # parse_json_value's common case inline: a line that starts with its value (raw_decode
         # reads the first value as Jackson does); anything else, errors included, goes through it.
         try:
@@ -93,6 +103,16 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
 
 _ABSENT = object()
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+#: A JSON non-negative integer that fits a long (no leading zero: JSON has none; 18 digits at most).
+_NUMBER = r"(?:0|[1-9][0-9]{0,17})"
+#: A sink log line as FileStreamSinkLog writes it (json4s ``Serialization.write`` of a
+#: ``SinkFileStatus``: these keys in this order, no spaces): path (a JSON string without escapes
+#: or control characters, so its text is its value), size, modificationTime, action.
+_CANONICAL = re.compile(
+    rf'\{{"path":"([^"\\\x00-\x1f]*)","size":({_NUMBER}),"isDir":false,"modificationTime":({_NUMBER}),'
+    rf'"blockReplication":{_NUMBER},"blockSize":{_NUMBER},"action":"(add|delete)"\}}'
+)
 
 
 def _parse_file_source_log(lines: Iterable[str], *, version: int, path: str) -> FileSourceLogBatch:

@@ -32,7 +32,9 @@ from checkpoint_doctor.reading.layout import (
     Area,
     Layout,
     LogIndex,
+    StateFileName,
     StoreIndex,
+    data_versions,
     index_listing,
     index_sink_listing,
     orphan_crcs,
@@ -103,16 +105,22 @@ def _record(
     return FileRecord(f, rec, fail)
 
 
-def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
-    kinds: dict[str, list[int]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
-    v2: dict[str, list[tuple[int, str]]] = {"zip": [], "changelog": []}
+def _store(store: StoreIndex, contents: Mapping[str, Content], read: Mapping[str, list[str]]) -> StateStore:
+    """Assemble one store (``read``: the names of the files read, by directory)."""
+    roles = store.shared_roles()
     zip_meta = []
     headers = []
-    for parsed, name in store.data:
-        if parsed.unique_id is None:
-            kinds[parsed.kind].append(parsed.version)
-        else:
-            v2[parsed.kind].append((parsed.version, parsed.unique_id))
+    data: list[tuple[StateFileName, str]]
+    if roles is not None:
+        # The versions are its name set's (shared by the partitions at the same versions); of its
+        # data files only the ones read are looked at.
+        deltas, snapshots, zips, changelogs, zips_v2, changelogs_v2 = roles.versions()
+        parsed_names = roles.parsed()
+        data = [(parsed_names[name], name) for name in read.get(store.path, ()) if name in parsed_names]
+    else:
+        deltas, snapshots, zips, changelogs, zips_v2, changelogs_v2 = data_versions(store.data)
+        data = store.data
+    for parsed, name in data:
         path = f"{store.path}/{name}"
         if path not in contents:
             continue
@@ -129,12 +137,12 @@ def _store(store: StoreIndex, contents: Mapping[str, Content]) -> StateStore:
         partition_id=store.partition_id,
         store_name=store.store_name,
         path=store.path,
-        deltas=tuple(sorted(kinds["delta"])),
-        snapshots=tuple(sorted(kinds["snapshot"])),
-        zips=tuple(sorted(kinds["zip"])),
-        changelogs=tuple(sorted(kinds["changelog"])),
-        zips_v2=tuple(sorted(v2["zip"])),
-        changelogs_v2=tuple(sorted(v2["changelog"])),
+        deltas=deltas,
+        snapshots=snapshots,
+        zips=zips,
+        changelogs=changelogs,
+        zips_v2=zips_v2,
+        changelogs_v2=changelogs_v2,
         sst_files=tuple(sorted(f.name for f in store.ssts)),
         spark_checksums=store.spark_checksums,
         file_count=store.file_count,
@@ -170,10 +178,15 @@ def assemble_snapshot(
 ) -> CheckpointSnapshot:
     """Parse the read files and combine everything into one :class:`CheckpointSnapshot`."""
     operators = []
+    read: dict[str, list[str]] = {}
+    if layout.operators:
+        for path in contents:
+            parent, _, name = path.rpartition("/")
+            read.setdefault(parent, []).append(name)
     for op_id in sorted(layout.operators):
         op = layout.operators[op_id]
         stores = tuple(
-            _store(op.stores[k], contents)
+            _store(op.stores[k], contents, read)
             for k in sorted(op.stores, key=lambda k: (k[1] != "default", k[1], k[0]))
         )
         operators.append(

@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import field
-from typing import Any
+from typing import Any, TypeVar
 
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
 from checkpoint_doctor.valueclasses import frozen, mutable
+
+T = TypeVar("T")
+_UNSET = object()
 
 _TEMP = re.compile(
     r"^\.(?P<target>.+)\.(?P<uuid>[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})"
@@ -122,6 +125,14 @@ class StoreIndex:
     other: list[FileStat] = field(default_factory=list)
     file_count: int = 0
     total_bytes: int = 0
+    #: The shared classification ``data`` was taken from, when it is all of ``data``.
+    roles: NameRoles | None = None
+
+    def shared_roles(self) -> NameRoles | None:
+        """Return the classification of the store directory's names when ``data`` is exactly its data
+        (what is derived from it is shared by every store of that name set), else None."""
+        roles = self.roles
+        return roles if roles is not None and len(self.data) == len(roles.data) else None
 
 
 @mutable
@@ -386,7 +397,7 @@ def index_listing(listing: Listing) -> Layout:
                 pid = java_parse_int(op_part[2])
                 if pid is not None and op_part[2] == str(pid):
                     op.partition_dirs.add(pid)
-    roles_cache: dict[tuple[str, ...], _NameRoles] = {}
+    roles_cache: dict[tuple[str, ...], NameRoles] = {}
     for column in listing.columns:
         if column.path in LOG_DIRS:
             _index_log_dir(layout, getattr(layout, column.path), column)
@@ -401,7 +412,7 @@ def index_listing(listing: Listing) -> Layout:
         layout.state_exists = True
         roles = roles_cache.get(column.names)
         if roles is None:
-            roles = roles_cache[column.names] = _NameRoles.of(column.names)
+            roles = roles_cache[column.names] = NameRoles.of(column.names)
         _index_store_dir(layout, ctx, column, roles)
     return layout
 
@@ -409,40 +420,103 @@ def index_listing(listing: Listing) -> Layout:
 def _index_log_dir(layout: Layout, log: LogIndex, d: DirEntries) -> None:
     """Index ``offsets/`` or ``commits/`` directly: the same rules as :func:`_index_log_file`, with
     canonical batch names parsed in C and only batch files getting a FileStat (half the files of a
-    log directory are Hadoop .crc files, which only matter when their data file is gone)."""
+    log directory are Hadoop .crc files, which only matter when their data file is gone).
+
+    The names are sorted, so the hidden ones (``.<batch>.crc`` side files, temp files) are one run:
+    its checksum files are taken in bulk, the rest one by one in name order (bench: audit)."""
     log.exists = True
-    names, sizes = d.names, d.sizes
+    names, sizes, mtimes, etags = d.names, d.sizes, d.mtimes_ms, d.etags
     log.file_count += len(names)
     log.total_bytes += sum(sizes)
     present = set(names)
     prefix = d.path + "/"
-    for i, name in enumerate(names):
-        if name[:1] == ".":
-            if name.endswith(".crc"):
-                layout.hadoop_crcs.add(prefix + name)
-                target = crc_target(name)
-                if target is not None and target not in present:
-                    layout.store_orphan_crcs.append((d.stat(i), prefix + target))
-                continue
-            target = temp_target(name)
-            if target is not None:
-                layout.temps.append((d.stat(i), prefix + target))
-            else:
-                log.other.append(d.stat(i))
-            continue
+    lo = bisect.bisect_left(names, ".")
+    hi = bisect.bisect_left(names, "/", lo)  # '/' sorts right after '.', and is in no name
+    for i in range(lo):
+        _index_log_name(layout, log, d, i, present, prefix)
+    hidden = names[lo:hi]
+    crcs = [name for name in hidden if name.endswith(".crc")]
+    gone: list[str] = []
+    if crcs:
+        layout.hadoop_crcs.update([prefix + name for name in crcs])
+        gone = [name for name in crcs if len(name) > 5 and name[1:-4] not in present]
+    if len(crcs) != len(hidden) or gone:
+        # Temp files, other hidden files, orphan checksums: one by one, in name order.
+        orphaned = set(gone)
+        for i in range(lo, hi):
+            name = names[i]
+            if name in orphaned or not name.endswith(".crc"):
+                _index_log_name(layout, log, d, i, present, prefix, crcs_done=True)
+    batches = log.batches
+    for i in range(hi, len(names)):
+        name = names[i]
         if name.isdigit() and name.isascii() and (name[0] != "0" or name == "0") and len(name) < 19:
-            log.batches[int(name)] = d.stat(i)
+            batches[int(name)] = FileStat(
+                prefix + name, sizes[i], mtimes[i], etags[i] if etags is not None else None
+            )
             continue
-        f = d.stat(i)
-        layout.present.add(f.path)
-        log.file_count -= 1
-        log.total_bytes -= f.size
-        _index_log_file(log, f, [name], layout, compactible=False)
+        _index_log_name(layout, log, d, i, present, prefix)
+
+
+def _index_log_name(
+    layout: Layout,
+    log: LogIndex,
+    d: DirEntries,
+    i: int,
+    present: set[str],
+    prefix: str,
+    *,
+    crcs_done: bool = False,
+) -> None:
+    """Index the ``i``-th file of a log directory (``crcs_done``: its checksum files are already in
+    ``layout.hadoop_crcs``, only their orphans are left to record)."""
+    name = d.names[i]
+    if name[:1] == ".":
+        if name.endswith(".crc"):
+            if not crcs_done:
+                layout.hadoop_crcs.add(prefix + name)
+            target = crc_target(name)
+            if target is not None and target not in present:
+                layout.store_orphan_crcs.append((d.stat(i), prefix + target))
+            return
+        target = temp_target(name)
+        if target is not None:
+            layout.temps.append((d.stat(i), prefix + target))
+        else:
+            log.other.append(d.stat(i))
+        return
+    if name.isdigit() and name.isascii() and (name[0] != "0" or name == "0") and len(name) < 19:
+        log.batches[int(name)] = d.stat(i)
+        return
+    f = d.stat(i)
+    layout.present.add(f.path)
+    log.file_count -= 1
+    log.total_bytes -= f.size
+    _index_log_file(log, f, [name], layout, compactible=False)
+
+
+def data_versions(data: Iterable[tuple[StateFileName, str]]) -> tuple[tuple[Any, ...], ...]:
+    """Return the versions of a store's data files: deltas, snapshots, zips, changelogs (unique-id
+    free), then (version, id) of the checkpoint-format-2 zips and changelogs, each sorted."""
+    kinds: dict[str, list[Any]] = {"delta": [], "snapshot": [], "zip": [], "changelog": []}
+    v2: dict[str, list[Any]] = {"zip": [], "changelog": []}
+    for parsed, _ in data:
+        if parsed.unique_id is None:
+            kinds[parsed.kind].append(parsed.version)
+        else:
+            v2[parsed.kind].append((parsed.version, parsed.unique_id))
+    return (
+        *(tuple(sorted(kinds[k])) for k in ("delta", "snapshot", "zip", "changelog")),
+        tuple(sorted(v2["zip"])),
+        tuple(sorted(v2["changelog"])),
+    )
 
 
 @frozen
-class _NameRoles:
-    """The roles of the names of one state store data directory (shared by equal name sets)."""
+class NameRoles:
+    """The roles of the names of one state store data directory (shared by equal name sets), and
+    what the read plan and the assembly derive from its data files (``memo``: the partitions of an
+    operator are mostly at the same versions, so each is derived once per name set)."""
 
     data: tuple[tuple[StateFileName, str], ...]
     crc: tuple[int, ...]
@@ -450,9 +524,30 @@ class _NameRoles:
     spark_checksums: int
     other: tuple[int, ...]
     orphan_crcs: tuple[tuple[int, str], ...]
+    #: The indexes of the files that are not the store's own (Hadoop .crc side files, temps).
+    skipped: tuple[int, ...] = ()
+    memo: dict[object, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def versions(self) -> tuple[tuple[Any, ...], ...]:
+        """Return :func:`data_versions` of the data files."""
+        return self.derived("versions", data_versions)
+
+    def parsed(self) -> dict[str, StateFileName]:
+        """Return the parsed name of each data file, by file name."""
+        found = self.memo.get("parsed")
+        if found is None:
+            found = self.memo["parsed"] = {name: parsed for parsed, name in self.data}
+        return found
+
+    def derived(self, key: object, derive: Callable[[tuple[tuple[StateFileName, str], ...]], T]) -> T:
+        """Return ``derive(data)``, computed once per ``key`` for this name set."""
+        found = self.memo.get(key, _UNSET)
+        if found is _UNSET:
+            found = self.memo[key] = derive(self.data)
+        return found
 
     @staticmethod
-    def of(names: tuple[str, ...]) -> _NameRoles:
+    def of(names: tuple[str, ...]) -> NameRoles:
         present = set(names)
         data, crc, temps, other, orphans = [], [], [], [], []
         checksums = 0
@@ -471,10 +566,13 @@ class _NameRoles:
                 checksums += 1
             else:
                 other.append(i)
-        return _NameRoles(tuple(data), tuple(crc), tuple(temps), checksums, tuple(other), tuple(orphans))
+        skipped = (*crc, *(i for i, _ in temps))
+        return NameRoles(
+            tuple(data), tuple(crc), tuple(temps), checksums, tuple(other), tuple(orphans), skipped
+        )
 
 
-def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: _NameRoles) -> None:
+def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: NameRoles) -> None:
     """Index a state store data directory from its shared name classification."""
     sizes = d.sizes
     op = ctx.op
@@ -482,9 +580,11 @@ def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: _Name
     total = sum(sizes)
     op.total_bytes += total
     op.store_crcs += len(roles.crc)
-    skipped = [*roles.crc, *(i for i, _ in roles.temps)]
-    layout.temps.extend((d.stat(i), d.full_path(target)) for i, target in roles.temps)
-    layout.store_orphan_crcs.extend((d.stat(i), d.full_path(target)) for i, target in roles.orphan_crcs)
+    skipped = roles.skipped
+    if roles.temps:
+        layout.temps.extend((d.stat(i), d.full_path(target)) for i, target in roles.temps)
+    if roles.orphan_crcs:
+        layout.store_orphan_crcs.extend((d.stat(i), d.full_path(target)) for i, target in roles.orphan_crcs)
     if len(skipped) == len(sizes):
         return
     op.partition_dirs.add(ctx.part_id)
@@ -492,7 +592,9 @@ def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: _Name
     if store is None:
         store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
     store.file_count += len(sizes) - len(skipped)
-    store.total_bytes += total - sum(sizes[i] for i in skipped)
+    store.total_bytes += total - sum(map(sizes.__getitem__, skipped))
+    if not store.data:
+        store.roles = roles
     store.data.extend(roles.data)
     store.spark_checksums += roles.spark_checksums
     store.other.extend(d.stat(i) for i in roles.other)
@@ -569,7 +671,8 @@ def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
     """
     out = list(layout.store_orphan_crcs)
     by_dir: dict[str, DirEntries] | None = None
-    for path in sorted(layout.hadoop_crcs):
+    # Any order: the result is sorted by path (a log directory's hold most of them and are skipped).
+    for path in layout.hadoop_crcs:
         parent, _, name = path.rpartition("/")
         target = crc_target(name)
         if target is None or parent in LOG_DIRS:

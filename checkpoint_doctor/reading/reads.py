@@ -5,11 +5,14 @@ pipeline (:mod:`checkpoint_doctor.reading.pipeline`) reads them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
 from typing import TypeVar
 
 from checkpoint_doctor.reading.layout import (
     Layout,
     LogIndex,
+    StateFileName,
     StoreIndex,
     parse_state_file_name,
 )
@@ -49,16 +52,37 @@ def head_only(path: str) -> bool:
 def _state_data_reads(store: StoreIndex, version: int) -> list[str]:
     """The data files of the version the next batch loads (its delta, snapshot or changelog): the
     files a crash mid-write or an overwrite damages, checked for their stream header."""
-    return [f"{store.path}/{name}" for p, name in store.data if p.kind != "zip" and p.version == version]
+    roles = store.shared_roles()
+    names = (
+        roles.derived(("data", version), partial(_data_names, version=version))
+        if roles is not None
+        else _data_names(store.data, version)
+    )
+    return [f"{store.path}/{name}" for name in names]
+
+
+def _data_names(data: Sequence[tuple[StateFileName, str]], version: int) -> tuple[str, ...]:
+    return tuple(name for p, name in data if p.kind != "zip" and p.version == version)
 
 
 def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
-    zips = [(p.version, f"{store.path}/{name}") for p, name in store.data if p.kind == "zip"]
+    roles = store.shared_roles()
+    names = (
+        roles.derived(("zips", version), partial(_zip_names, version=version))
+        if roles is not None
+        else _zip_names(store.data, version)
+    )
+    return [f"{store.path}/{name}" for name in names]
+
+
+def _zip_names(data: Sequence[tuple[StateFileName, str]], version: int) -> tuple[str, ...]:
+    """The zips a RocksDB restart loads: the newest at or below ``version`` and the newest of all."""
+    zips = [(p.version, name) for p, name in data if p.kind == "zip"]
     if not zips:
-        return []
+        return ()
     newest_at = max((v for v, _ in zips if v <= version), default=None)
     wanted = {newest_at, max(v for v, _ in zips)} - {None}
-    return [path for v, path in zips if v in wanted]
+    return tuple(name for v, name in zips if v in wanted)
 
 
 def _log_reads(log: LogIndex, other: LogIndex, deep: bool) -> list[str]:

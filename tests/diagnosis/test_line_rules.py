@@ -147,3 +147,29 @@ def test_no_check_or_rule_reads_the_line_from_the_options():
         if re.search(r"\b(options|opts|base)\.spark\b", path.read_text())
     }
     assert readers <= {"__init__.py", "options.py", "line_rules.py"}, readers  # (the last states the rule)
+
+
+def test_what_each_line_does_if_stateful_equals_the_line_asked_alone():
+    # stateful_by_line computes one prediction per distinct answer of the lines' rules: each line's
+    # outcome must be the one a Context of that line alone predicts.
+    from checkpoint_doctor.diagnosis.context import Context
+    from checkpoint_doctor.diagnosis.state.checks_statefulness import if_stateful, stateful_by_line
+
+    compared = 0
+    for path in CHECKPOINTS:
+        snapshot = load_checkpoint(str(path))
+        facts = SnapshotFacts(snapshot)
+        for base in BASES:
+            shared = stateful_by_line(snapshot, facts, base, LINES)
+            alone = tuple(
+                (
+                    line,
+                    if_stateful(
+                        Context(snapshot, target(line), replace(base, spark=line, mode=None), facts)
+                    ).summary,
+                )
+                for line, _ in shared
+            )
+            assert shared == alone, (str(path), base)
+            compared += len(shared)
+    assert compared > 500

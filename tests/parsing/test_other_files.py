@@ -219,3 +219,65 @@ def test_sink_log_fast_path_reads_every_line_as_jackson_would(body):
     except CheckpointParseError as exc:
         got = (exc.kind, exc.line)
     assert got == _sink_log_reference(data, "_spark_metadata/0")
+
+
+def _slow_sink_log(data: bytes, path: str, monkeypatch: pytest.MonkeyPatch):
+    """parse_sink_log with its regular-expression path for Spark's own lines switched off."""
+    import re
+
+    from checkpoint_doctor.parsing import compactible
+
+    with monkeypatch.context() as m:
+        m.setattr(compactible, "_CANONICAL", re.compile(r"(?!)"))
+        try:
+            return compactible.parse_sink_log(data, path=path)
+        except CheckpointParseError as exc:
+            return exc.kind, exc.reason, exc.line
+
+
+def _fast_sink_log(data: bytes, path: str):
+    try:
+        return parse_sink_log(data, path=path)
+    except CheckpointParseError as exc:
+        return exc.kind, exc.reason, exc.line
+
+
+def test_every_fixture_sink_log_reads_the_same_through_the_fast_path(monkeypatch):
+    # A line as Spark writes it is read by a regular expression, any other by the JSON decoder:
+    # the entries must be the decoder's, for every sink log real Spark wrote.
+    from checkpoint_doctor.parsing.compactible import _CANONICAL
+    from tests.scenarios import FIXTURES
+
+    files = [p for p in FIXTURES.rglob("_spark_metadata/*") if p.is_file() and not p.name.startswith(".")]
+    assert len(files) > 100
+    fast = 0
+    for f in files:
+        data = f.read_bytes()
+        assert _fast_sink_log(data, str(f)) == _slow_sink_log(data, str(f), monkeypatch), f
+        fast += sum(1 for line in data.decode(errors="replace").split("\n") if _CANONICAL.fullmatch(line))
+    assert fast > 1000  # real Spark's lines take the fast path
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"path":"file:///o/a.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"delete"}',
+        '{"path":"file:///o/a\\"b.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a\\u00e9.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a\tb","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":01,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":-1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":99999999999999999999,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":1,"isDir":true,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"} trailing',
+        '{"path":"file:///o/a.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"ADD"}',
+        '{"path":"file:///o/a.parquet","size":1.5,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        ' {"path":"file:///o/a.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"}',
+        '{"path":"file:///o/a.parquet","size":1,"isDir":false,"modificationTime":2,"blockReplication":1,"blockSize":3,"action":"add"',
+        '{"path":"file:///o/a.parquet","size":1,"isDir":false,"blockReplication":1,"blockSize":3,"action":"add"}',
+    ],
+)
+def test_a_sink_log_line_reads_the_same_through_the_fast_path(line, monkeypatch):
+    data = ("v1\n" + line).encode()
+    assert _fast_sink_log(data, "_spark_metadata/0") == _slow_sink_log(data, "_spark_metadata/0", monkeypatch)

@@ -19,7 +19,6 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sinks.delta import predict
 from checkpoint_doctor.diagnosis.sources.checks_delta import context_pairing
-from checkpoint_doctor.diagnosis.sources.delta import delta_release
 
 
 def _ranges(ids: tuple[int, ...]) -> str:
@@ -31,7 +30,7 @@ def check_delta_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Fi
     are skipped without an error); CD408: a table other queries wrote gets every batch again."""
     query_id = ctx.snapshot.query_id
     pairing = context_pairing(ctx)
-    if pairing is None or prediction.next_batch_id is None or delta_release(ctx.target.line) is None:
+    if pairing is None or prediction.next_batch_id is None or not ctx.target.has_delta:
         return  # a line with no Delta Lake release (4.3) writes no Delta sink: the note says so
     for table in pairing.sink_tables:
         restart = predict(query_id, prediction.next_batch_id, table)

@@ -16,7 +16,7 @@ from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, delta_release, predict
+from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
@@ -80,7 +80,8 @@ def restarts(
     pairing = context_pairing(ctx)
     if pairing is None or not any(p.source is not None for p in pairing.pairs):
         return []
-    if delta_release(ctx.target.line) is None:
+    target = ctx.target
+    if not target.has_delta:
         return []
     if rerun:
         current, before = end, start
@@ -91,7 +92,7 @@ def restarts(
     previous = dict(delta_sources(before))
     pairs = pair(delta_sources(current), pairing)
     return [
-        (n, off, t, predict(off, t, ctx.target.line, None, previous.get(n)))
+        (n, off, t, predict_worded(off, t, lambda: target.delta_new_wording, None, previous.get(n)))
         for n, off, t in pairs
         if t is not None
     ]
@@ -126,7 +127,7 @@ def reads_notes(
 ) -> list[str]:
     """What each Delta source reads on restart, as the table's log says."""
     judged = ctx.options.delta or (ctx.options.delta_pairing is not None and ctx.options.delta_pairing.pairs)
-    if judged and delta_release(ctx.target.line) is None:
+    if judged and not ctx.target.has_delta:
         pairing = context_pairing(ctx)
         if delta_sources(start or end) or (pairing is not None and pairing.sink_tables):
             return [NOT_JUDGED.format(line=ctx.target.line)]

@@ -18,7 +18,7 @@ or renamed, which needs column mapping) is not modelled. Proven by the restarts 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset
@@ -35,7 +35,7 @@ def delta_release(line: str) -> str | None:
     return DELTA_FOR_LINE.get(line)
 
 
-def _new_wording(release: str) -> bool:
+def new_wording(release: str) -> bool:
     """Delta 4.4 rewrote DELTA_MISSING_FILES_UNEXPECTED_VERSION into one sentence."""
     major, minor = (int(p) for p in release.split(".")[:2])
     return (major, minor) >= (4, 4)
@@ -76,8 +76,12 @@ def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
 
 
 def missing_versions(release: str, start: int, earliest: int) -> SparkError:
+    return _missing_versions(new_wording(release), start, earliest)
+
+
+def _missing_versions(new: bool, start: int, earliest: int) -> SparkError:
     cls = "DELTA_MISSING_FILES_UNEXPECTED_VERSION"
-    if _new_wording(release):
+    if new:
         text = f"Delta stream cannot resume from version {start}; transaction log starts at {earliest}."
         search = f"cannot resume from version {start}; transaction log starts at {earliest}"
     else:
@@ -138,10 +142,23 @@ def predict(
     Raises:
         ValueError: ``line`` has no Delta release (4.3).
     """
-    opts = dict(options or {})
     release = delta_release(line)
     if release is None:
         raise ValueError(f"no Delta Lake release for Spark {line}")
+    return predict_worded(offset, table, lambda: new_wording(release), options, previous)
+
+
+def predict_worded(
+    offset: DeltaOffset,
+    table: DeltaTable,
+    new_wording: Callable[[], bool],
+    options: Mapping[str, str] | None = None,
+    previous: DeltaOffset | None = None,
+) -> DeltaSourceRestart:
+    """:func:`predict` on a line that has a Delta release, its wording of the one error whose words
+    differ between releases asked only when that error is said (``new_wording()``, the line's
+    ``SparkTarget.delta_new_wording``: a restart matrix's lines share everything else)."""
+    opts = dict(options or {})
     if table.table_id is not None and table.table_id != offset.reservoir_id:
         return DeltaSourceRestart(different_table(offset, table), code="table-replaced")
     # An offset names the next version to read (index -1: none of its files read yet) or the version
@@ -156,7 +173,7 @@ def predict(
     if table.earliest_version > start:
         if _fail_on_data_loss(opts):
             return DeltaSourceRestart(
-                missing_versions(release, start, table.earliest_version),
+                _missing_versions(new_wording(), start, table.earliest_version),
                 code="versions-gone",
                 from_version=start,
             )

@@ -8,6 +8,7 @@ from dataclasses import replace
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
+from checkpoint_doctor.diagnosis.line_rules import Question, answers_alike, restamped, traced
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.restart import predict_restart
 from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
@@ -39,10 +40,20 @@ def stateful_by_line(
         return ()
     if not snapshot.offsets.ids:
         return ()  # a fresh query plans batch 0 and creates its state: nothing is missing
+    # The lines whose rules answer this prediction's questions alike share its outcome, as a restart
+    # matrix's cells share theirs (diagnosis.line_rules): computed once per distinct answer.
+    known: list[tuple[tuple[Question, ...], str]] = []
+    detected = replace(base, mode=None)
     out = []
     for line in lines:
-        ctx = Context(snapshot, target(line), replace(base, spark=line, mode=None), facts)
-        out.append((line, if_stateful(ctx).summary))
+        real = target(line)
+        summary = next((what for questions, what in known if answers_alike(questions, real)), None)
+        if summary is None:
+            trace: list[Question] = []
+            ctx = Context(snapshot, traced(real, trace), restamped(detected, line), facts)
+            summary = if_stateful(ctx).summary
+            known.append((tuple(trace), summary))
+        out.append((line, summary))
     return tuple(out)
 
 

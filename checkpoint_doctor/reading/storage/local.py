@@ -18,6 +18,7 @@ import stat as stat_mod
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator
+from operator import itemgetter
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
 from checkpoint_doctor.model import DirEntries, FileStat, Listing
@@ -141,6 +142,8 @@ def _temp_beside(
             os.unlink(tmp)
 
 
+_first = itemgetter(0)
+
 #: A directory to list: real path, relative path as shown, whether a name on the way was escaped,
 #: its device, and the (device, inode) of every directory from the root down to it.
 _Pending = tuple[str, str, bool, int, frozenset[tuple[int, int]]]
@@ -170,6 +173,7 @@ class _Walk:
         # DirEntry caches it); rows are sorted and split into columns in C.
         path, rel, renamed, dev, chain = item
         rows: list[tuple[str, int, int]] = []
+        append = rows.append
         subdirs: list[_Pending] = []
         try:
             with os.scandir(path) as it:
@@ -190,7 +194,7 @@ class _Walk:
                             # Renamed or deleted between readdir and stat (a live writer's temp
                             # file): it is not part of this listing.
                             continue
-                        rows.append((name, st.st_size, st.st_mtime_ns))
+                        append((name, st.st_size, st.st_mtime_ns // 1_000_000))
                         if moved:
                             self.alias(f"{rel}/{name}" if rel else name, entry.path)
                         continue
@@ -216,9 +220,10 @@ class _Walk:
             self.dirs.append(sub[1])
             stack.append(sub)
         if rows:
-            rows.sort()
-            names, sizes, mtimes_ns = zip(*rows, strict=True)
-            self.columns.append(DirEntries(rel, names, sizes, tuple([m // 1_000_000 for m in mtimes_ns])))
+            # By name (unique in a directory), compared as strings: half the time of comparing rows.
+            rows.sort(key=_first)
+            names, sizes, mtimes_ms = zip(*rows, strict=True)
+            self.columns.append(DirEntries(rel, names, sizes, mtimes_ms))
 
     @staticmethod
     def _link(
@@ -236,7 +241,7 @@ class _Walk:
         except OSError:
             return False  # dangling, or a loop the kernel refuses (ELOOP)
         if stat_mod.S_ISREG(st.st_mode):
-            rows.append((child.rpartition("/")[2], st.st_size, st.st_mtime_ns))
+            rows.append((child.rpartition("/")[2], st.st_size, st.st_mtime_ns // 1_000_000))
             return True
         key = (st.st_dev, st.st_ino)
         if not stat_mod.S_ISDIR(st.st_mode) or key in chain:
@@ -249,6 +254,30 @@ class _Walk:
         self.dirs.sort()
         self.unlisted.sort()
         return Listing(dirs=tuple(self.dirs), columns=tuple(self.columns), unlisted=tuple(self.unlisted))
+
+
+def _read_fd(fd: int, limit: int | None, size_hint: int) -> bytes:
+    """Read ``limit`` bytes of a regular file's descriptor, or to its end (``limit`` None), fewer at
+    its end: what ``BufferedReader.read`` returns, without the file object."""
+    if limit is not None:
+        data = os.read(fd, limit)
+        if len(data) == limit or not data:
+            return data
+        parts = [data]
+        got = len(data)
+        while got < limit:
+            chunk = os.read(fd, limit - got)
+            if not chunk:
+                break
+            parts.append(chunk)
+            got += len(chunk)
+        return b"".join(parts)
+    parts = []
+    chunk = os.read(fd, max(size_hint + 1, 1 << 16))
+    while chunk:
+        parts.append(chunk)
+        chunk = os.read(fd, 1 << 16)
+    return b"".join(parts)
 
 
 class LocalStorage(RootedPaths):
@@ -316,26 +345,30 @@ class LocalStorage(RootedPaths):
     def _read(self, rel: str, max_bytes: int | None, *, head: bool) -> bytes:
         url = self.url_of(rel)
         with translated(url, "read"):
+            # The descriptor read directly: a file object and its buffer cost more than the read of
+            # a small file (an audit reads thousands: the log tails and a state header per store).
             fd = os.open(self.full_path(rel), _READ_FLAGS)
-            with open(fd, "rb", closefd=True) as fh:
+            try:
                 st = os.fstat(fd)
                 if stat_mod.S_ISDIR(st.st_mode):
                     raise IsADirectoryError(errno.EISDIR, "is a directory")
                 if not stat_mod.S_ISREG(st.st_mode):
                     raise StorageError(url, "read", "not a regular file", hint="remove it or move it away")
                 if max_bytes is None:
-                    return fh.read()
+                    return _read_fd(fd, None, st.st_size)
                 if head:
-                    return fh.read(min(st.st_size + 1, max_bytes))
+                    return _read_fd(fd, min(st.st_size + 1, max_bytes), st.st_size)
                 if st.st_size > max_bytes:
                     raise FileTooLargeError(url, st.st_size, max_bytes)
                 # Ask for what the stat says plus one byte (a read of n bytes allocates n up front).
-                data = fh.read(min(st.st_size, max_bytes) + 1)
+                data = _read_fd(fd, min(st.st_size, max_bytes) + 1, st.st_size)
                 if len(data) > st.st_size:  # grew since the stat: read on, still bounded
-                    data += fh.read(max_bytes + 1 - len(data))
+                    data += _read_fd(fd, max_bytes + 1 - len(data), 0)
                 if len(data) > max_bytes:
                     raise FileTooLargeError(url, len(data), max_bytes)
                 return data
+            finally:
+                os.close(fd)
 
     def _read_all(
         self, rels: Iterable[str], max_bytes: int | None, *, head: bool
