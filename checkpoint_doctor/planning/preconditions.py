@@ -83,6 +83,23 @@ class Precondition:
 
 
 @dataclass(frozen=True)
+class OutsidePre(Precondition):
+    """A precondition on the world outside the checkpoint (a broker's positions, a table's log): the
+    snapshot holds none of it, so :meth:`check` passes and the I/O edge reads that world again at
+    apply time for the kind's own ``check_live``."""
+
+    def check(
+        self,
+        snapshot: CheckpointSnapshot,
+        now_ms: int | None,
+        sinks: dict[str, FileStat],
+        own: Own = frozenset(),
+    ) -> str | None:
+        """The checkpoint holds none of it: ``check_live`` judges the world read again."""
+        return None
+
+
+@dataclass(frozen=True)
 class QueryIdPre(Precondition):
     """The query id in ``metadata`` (None: metadata absent or unreadable)."""
 
@@ -328,7 +345,7 @@ class SinkPairedPre(Precondition):
 
 
 @dataclass(frozen=True)
-class KafkaPositionsPre(Precondition):
+class KafkaPositionsPre(OutsidePre):
     """The Kafka positions a plan moves to still exist on the broker, and the records it skips are
     still the ones the operator consented to (retention keeps deleting while a plan waits).
 
@@ -388,16 +405,6 @@ class KafkaPositionsPre(Precondition):
             f"earliest and latest" + (f" ({', '.join(moved)} unchanged)" if moved else "")
         )
 
-    def check(
-        self,
-        snapshot: CheckpointSnapshot,
-        now_ms: int | None,
-        sinks: dict[str, FileStat],
-        own: Own = frozenset(),
-    ) -> str | None:
-        """The checkpoint holds none of it: :meth:`check_live` judges the broker's answer."""
-        return None
-
     def check_live(self, kafka: KafkaLive | None) -> str | None:
         """Return why the broker's positions (read again now) violate the plan, or None."""
         if kafka is None:
@@ -428,7 +435,7 @@ class KafkaPositionsPre(Precondition):
 
 
 @dataclass(frozen=True)
-class DeltaTablePre(Precondition):
+class DeltaTablePre(OutsidePre):
     """A Delta table a plan relies on is still the table it was planned from: the same table id and
     the same earliest version in its log (log cleanup moving on changes which versions a plan skips;
     a replaced table changes what a re-pointed source reads), and no version the plan saw removed
@@ -472,16 +479,6 @@ class DeltaTablePre(Precondition):
             f"the Delta table {self.url} is still table {self.table_id} with its log starting at version "
             f"{self.earliest} and reaching at least {self.latest}"
         )
-
-    def check(
-        self,
-        snapshot: CheckpointSnapshot,
-        now_ms: int | None,
-        sinks: dict[str, FileStat],
-        own: Own = frozenset(),
-    ) -> str | None:
-        """The checkpoint holds none of it: :meth:`check_live` judges the table read again."""
-        return None
 
     def check_live(self, tables: tuple[DeltaTable, ...] | None) -> str | None:
         """Return why the table's log (read again now) violates the plan, or None."""
