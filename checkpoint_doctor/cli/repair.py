@@ -159,7 +159,7 @@ def plan_command(
     from checkpoint_doctor.diagnosis.codes import Code
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
     from checkpoint_doctor.planning import PlanOptions
-    from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
+    from checkpoint_doctor.planning.matrix_plan import plan_exit_code, plan_for_matrix
     from checkpoint_doctor.planning.planner import CONSENT_MANUAL
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.layout import json_document, layout
@@ -241,7 +241,7 @@ def plan_command(
             else render_plan(plan, output, hints, follow)
         )
     if plan.unresolved:
-        raise CommandFailed(ExitCode.ERRORS)
+        raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
 

@@ -18,6 +18,7 @@ from typing import Any
 from checkpoint_doctor.diagnosis.codes import ERROR
 from checkpoint_doctor.diagnosis.matrix import AS_CONFIGURED, Cell, CellDiagnosis, MatrixDiagnosis
 from checkpoint_doctor.diagnosis.writer_confs import with_confs
+from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.planning.planner import plan_repair
 from checkpoint_doctor.planning.request import PlanOptions
@@ -81,3 +82,18 @@ def plan_for_matrix(
             *(matrix.delta_pairing.lines() if matrix.delta_pairing is not None else ()),
         ),
     )
+
+
+def plan_exit_code(plan: RepairPlan, matrix: MatrixDiagnosis) -> int:
+    """Return what ``plan`` exits with when something is left unresolved: what ``diagnose`` exits
+    with for what is left, so the two commands agree on one checkpoint. 1 when every code left is
+    one the matrix rates a warning (a rolled-back sink's CD407 waiting for consent); 4 when any is an
+    error there or is new after the plan (an error the plan itself would meet). A plan without a
+    step (a live writer stopped it) leaves the whole diagnosis as it is: ``diagnose``'s own code."""
+    if not plan.unresolved:
+        return ExitCode.OK
+    errors = {f.code for f in matrix.findings if f.severity == ERROR}
+    warnings = {f.code for f in matrix.findings if f.severity != ERROR}
+    left = {u["code"] for u in plan.unresolved}
+    code = ExitCode.ERRORS if left & errors or not left <= warnings else ExitCode.WARNINGS
+    return code if plan.steps else max(code, matrix.exit_code)
