@@ -13,8 +13,12 @@ from checkpoint_doctor.model import KafkaLive, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.valueclasses import frozen
 
-#: Codes about a possibly live writer are reported before everything else: no repair may go ahead.
-LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE, Code.INTERLEAVED_RUNS})
+#: Codes about a possibly live writer: no repair may go ahead (plan proposes none, apply refuses).
+LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE})
+#: Codes about the writers, reported before everything else. Interleaved runs (CD503) are history
+#: the offsets files keep for good: a writer live now shows as CD501/CD502 too, so CD503 alone does
+#: not stop a repair (it would stop every plan on that checkpoint forever).
+WRITER_CODES = LIVE_WRITER_CODES | {Code.INTERLEAVED_RUNS}
 
 
 #: How recent a planned batch or a temp file must be for a query to count as live (seconds;
@@ -55,9 +59,9 @@ class Finding:
         return default
 
     def sort_key(self) -> tuple[int, int, str, tuple[int, ...], tuple[str, ...]]:
-        """Live-writer findings first, then by severity, code and evidence."""
+        """Writer findings first, then by severity, code and evidence."""
         return (
-            0 if self.code in LIVE_WRITER_CODES else 1,
+            0 if self.code in WRITER_CODES else 1,
             SEVERITY_ORDER[self.severity],
             self.code,
             self.batch_ids,

@@ -134,6 +134,13 @@ def _plan_ending(plan: RepairPlan, follow: PlanFollowUp, hints: Hints) -> list[s
             "No plan can be applied: no change checkpoint-doctor can make repairs the errors above; "
             "their 'what you can do' says what can."
         )
+    elif not plan.options:
+        restart = (plan.expected or {}).get("restart")
+        said = "Nothing to repair: no error needs a change" + (f" (restart: {restart})" if restart else "")
+        blocks.append(
+            hang(said + ". Every finding, warnings included:", "", "")
+            + f"\n  {hints.diagnose(plan.checkpoint)}"
+        )
     return blocks
 
 

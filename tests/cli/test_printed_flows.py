@@ -346,3 +346,25 @@ def test_every_changed_query_fixture_walks_from_diagnose_job_to_its_way_back_or_
     assert ends["job-aggregation-added"] == (ExitCode.ERRORS, "applied")  # reset-state, with consent
     assert ends["job-async-off"] == (ExitCode.ERRORS, "applied")  # bridge
     assert ends["job-grouping-key-added"] == (ExitCode.ERRORS, "none, said why")
+
+
+def test_interleaved_runs_in_the_logs_do_not_stop_a_repair_forever(tmp_path, capsys):
+    """CD503 is history the offsets keep (batchTimestampMs going backwards once): it used to count
+    as a live writer, so no plan on that checkpoint could ever proceed. With the metadata file lost
+    too (CD001, fatal on 4.2+), the printed flow reaches an applied plan and CD503 stays a warning."""
+    cp = tmp_path / "checkpoint"
+    shutil.copytree(Path("fixtures/spark-4.3.0/interleaved-runs/checkpoint"), cp)
+    (cp / "metadata").unlink()
+
+    code, out, _ = run(capsys, ["plan", str(cp), "--live-window", "0", "-o", str(tmp_path / "plan.json")])
+    assert code == ExitCode.OK and "Strategy    recreate-metadata" in out, out
+    code, out, _ = run(capsys, [*printed(out, "Apply it with:"), "--yes"])
+    assert code == ExitCode.WARNINGS and "STARTS" in out, out  # apply exits as diagnose after it
+    code, out, _ = run(capsys, ["diagnose", str(cp), "--live-window", "0"])
+    assert code == ExitCode.WARNINGS and "CD503" in out and "CD001" not in out, out
+
+    # Without another finding, plan says there is nothing to repair and names the command that shows
+    # the warning, instead of an unresolved CD503 that "plan again" never resolves.
+    code, out, _ = run(capsys, ["plan", str(cp), "--live-window", "0"])
+    assert code == ExitCode.OK and "Unresolved" not in out, out
+    assert printed(out, "warnings included:") == ["diagnose", str(cp), "--live-window", "0"]

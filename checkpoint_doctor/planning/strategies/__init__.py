@@ -106,7 +106,10 @@ MANUAL: dict[str, str] = {
     Code.SINK_LOG_FILE_UNREADABLE: "restore the damaged _spark_metadata file from a backup",
     Code.LIVE_WRITER: LIVE_MANUAL,
     Code.FRESH_TEMP_FILE: LIVE_MANUAL,
-    Code.INTERLEAVED_RUNS: "make sure only one query uses this checkpoint, then plan again",
+    Code.INTERLEAVED_RUNS: (
+        "make sure only one query uses this checkpoint (its offsets keep the interleaving: the warning "
+        "stays after any repair)"
+    ),
     Code.ASYNC_STATEFUL: "restart without asyncProgressTrackingEnabled (stateful queries do not support it)",
     Code.KAFKA_POSITIONS_GONE: (
         "recreate the topic, then plan again with --kafka-bootstrap-servers (its partitions are read "
