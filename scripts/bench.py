@@ -68,7 +68,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
+# This checkout's package is measured, unless PYTHONPATH names another (an A/B run against an older
+# checkout: ``PYTHONPATH=<that checkout> python scripts/bench.py``); inserted first, REPO would win.
+if str(REPO) not in sys.path and not os.environ.get("PYTHONPATH"):
     sys.path.insert(0, str(REPO))
 
 Row = tuple[str, str, str, str, str]
