@@ -173,3 +173,58 @@ def test_what_each_line_does_if_stateful_equals_the_line_asked_alone():
             assert shared == alone, (str(path), base)
             compared += len(shared)
     assert compared > 500
+
+
+#: Every restart mode, whatever the checkpoint's (a matrix plans only the plausible ones).
+EVERY_MODE = ("micro-batch", "async", "continuous", "real-time")
+
+
+@pytest.mark.parametrize("group", sorted({p.relative_to(FIXTURES).parts[0] for p in CHECKPOINTS}))
+def test_every_cell_in_every_mode_equals_the_cell_diagnosed_alone(group):
+    # The modes' first cells of a line share the checks that ask neither the mode nor the
+    # prediction (diagnosis.MODE_FREE_CHECKS): every mode's cell, diagnosed with one SnapshotFacts
+    # after the others, must be the cell diagnosed alone.
+    from checkpoint_doctor.diagnosis.matrix import Cell
+
+    compared = 0
+    for path in (p for p in CHECKPOINTS if p.relative_to(FIXTURES).parts[0] == group):
+        snapshot = load_checkpoint(str(path))
+        facts = SnapshotFacts(snapshot)
+        detected = facts.mode.mode
+        planned = [
+            (Cell(line, mode), "plausible", "", ("", ""))
+            for line in LINES
+            for mode in EVERY_MODE
+            if mode != "real-time" or target(line).real_time_trigger
+        ]
+        for c in diagnose_cells(snapshot, planned, QUIET, facts):
+            mode = None if c.cell.mode == detected else c.cell.mode
+            alone = diagnose(snapshot, replace(QUIET, spark=c.cell.spark, mode=mode))
+            assert c.diagnosis == alone, (str(path), c.cell)
+            compared += 1
+    assert compared > 0
+
+
+def test_the_mode_free_checks_ask_neither_the_mode_nor_the_prediction():
+    # What MODE_FREE_CHECKS claims, check by check: in every mode's Context, given any mode's
+    # prediction, a check finds the same (on every fixture, a line of each rule set).
+    from checkpoint_doctor.diagnosis import MODE_FREE_CHECKS
+    from checkpoint_doctor.diagnosis.context import Context
+    from checkpoint_doctor.diagnosis.restart import predict_restart
+
+    compared = 0
+    for path in CHECKPOINTS:
+        snapshot = load_checkpoint(str(path))
+        facts = SnapshotFacts(snapshot)
+        for base in BASES:
+            for line in ("3.5", "4.3"):
+                contexts = [
+                    Context(snapshot, target(line), replace(base, spark=line, mode=mode), facts)
+                    for mode in EVERY_MODE
+                ]
+                predictions = [predict_restart(ctx) for ctx in contexts]
+                for check in MODE_FREE_CHECKS:
+                    found = {tuple(check(ctx, p)) for ctx in contexts for p in predictions}
+                    assert len(found) == 1, (str(path), check.__name__, line, base)
+                    compared += 1
+    assert compared > 5000
