@@ -14,7 +14,7 @@ from checkpoint_doctor.diagnosis import checks_logs, checks_writers
 from checkpoint_doctor.diagnosis.changes import compare as checks_job
 from checkpoint_doctor.diagnosis.checks_writers import older_target
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.detect import REAL_TIME
+from checkpoint_doctor.diagnosis.detect import CONTINUOUS, REAL_TIME
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.line_rules import (
     CellMemo,
@@ -101,6 +101,18 @@ MODE_FREE_CHECKS = frozenset(
         checks_sources.check_source_count,
         checks_sources.check_source_identity,
         checks_state.check_state_present,
+    }
+)
+
+#: Checks that ask the restart mode only whether it is continuous (``ctx.is_continuous``), and never
+#: the prediction: shared like MODE_FREE_CHECKS by the modes that answer alike (micro-batch, async
+#: and real-time restarts, or continuous ones).
+CONTINUITY_CHECKS = frozenset(
+    {
+        checks_logs.check_offsets_metadata,
+        checks_logs.check_log_holes,
+        checks_logs.check_continuous,
+        checks_state.check_restorable_batch,
     }
 )
 
@@ -257,32 +269,36 @@ def _first_cell(
     shared = memo.mode_findings
     # The checks that ask neither the mode nor the prediction: another mode's cell of this line
     # asked them already (the same questions of the line's rules, the same findings).
-    free = facts.mode_free.setdefault(
+    free: dict[object, tuple[tuple[Question, ...], tuple[Finding, ...]]] = facts.mode_free.setdefault(
         (real.line, tuple([getattr(opts, name) for name in _MODE_KEY_FIELDS])), {}
     )
     # In real-time mode, whether the restart is async is a question of the line (4.3 makes a
     # stateless real-time query async by default): the MODE_CHECKS that ask it are line checks there.
     lines_alike = ctx.mode != REAL_TIME
+    continuous = ctx.mode == CONTINUOUS
     plan: list[tuple[Finding, ...] | LineCheck] = []
     findings: list[Finding] = []
-    for check, per_mode, mode_free in _CELL_CHECKS:
+    for check, per_mode, shares in _CELL_CHECKS:
+        # What the modes share a check's findings by: the check (MODE_FREE_CHECKS), or the check
+        # and whether the restart is continuous (CONTINUITY_CHECKS); None: not shared.
+        share = None if not shares else check if shares == 1 else (check, continuous)
         if per_mode and lines_alike:
             found = shared.get(check)
             if found is None:
-                known = free.get(check) if mode_free else None
+                known = free.get(share) if share is not None else None
                 found = shared[check] = tuple(check(ctx, prediction)) if known is None else known[1]
-                if mode_free and known is None:
-                    free[check] = ((), found)
+                if share is not None and known is None:
+                    free[share] = ((), found)
             plan.append(found)
-        elif mode_free and check in free:
-            asked, found = free[check]
+        elif share is not None and share in free:
+            asked, found = free[share]
             plan.append(LineCheck(check, asked, found) if asked else found)
         else:
             start = len(trace)
             found = tuple(check(ctx, prediction))
             asked = tuple(trace[start:]) if len(trace) > start else ()
-            if mode_free:
-                free[check] = (asked, found)
+            if share is not None:
+                free[share] = (asked, found)
             plan.append(LineCheck(check, asked, found) if asked else found)
         findings.extend(found)
     index = memo.add(questions, prediction, plan)
@@ -296,8 +312,12 @@ def _first_cell(
 
 
 #: Each check with whether its findings depend on the mode and options only (MODE_CHECKS), and
-#: whether they depend on neither the mode nor the prediction (MODE_FREE_CHECKS).
-_CHECKS = tuple((check, check in MODE_CHECKS, check in MODE_FREE_CHECKS) for check in ALL_CHECKS)
+#: what the modes share them by: 1, nothing (MODE_FREE_CHECKS); 2, whether the restart is
+#: continuous (CONTINUITY_CHECKS); 0, not shared.
+_CHECKS = tuple(
+    (check, check in MODE_CHECKS, 1 if check in MODE_FREE_CHECKS else 2 if check in CONTINUITY_CHECKS else 0)
+    for check in ALL_CHECKS
+)
 
 #: The checks whose findings name the cell's line: a function of the writer and the line, added to
 #: each cell of a matrix rather than making every line's cell differ (``_with_line``).
