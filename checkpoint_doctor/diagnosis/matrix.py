@@ -601,7 +601,9 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
     configured = with_confs(opts.base, proven)
     cells = diagnose_cells(snapshot, planned, configured, facts)
     unset = _without_proven(snapshot, planned, cells, opts.base, proven, facts)
-    if_stateful = _suspected_column(cells, facts.mode.mode) or stateful_by_line(
+    # CD310's cells (statefulness suspected: check_state_suspected), else asked once per line.
+    suspected = _suspected_column(cells, facts.mode.mode) if facts.statefulness.suspected else ()
+    if_stateful = suspected or stateful_by_line(
         snapshot,
         facts,
         configured,
