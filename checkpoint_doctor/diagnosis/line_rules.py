@@ -10,7 +10,10 @@ prediction, then each check); the next line asks only those questions again, in 
 and wherever its answers are the same, that part's result is the same: it is taken over, and only
 the parts whose line rules answer otherwise are computed again (and recorded in turn). A matrix of
 five lines thus runs the line-independent work (restorability, debris, statefulness, sink pairing,
-the logs' tail) once per mode, and per cell only the line-specific rules (bench: matrix).
+the logs' tail) once per mode, and per cell only the line-specific rules (bench: matrix). A line
+that answers every question of a diagnosis's parts alike takes that diagnosis whole
+(``CellMemo.wholes``, without going through its parts); the checks that ask neither the mode nor
+the prediction are shared by the modes' first cells of a line (``diagnosis.MODE_FREE_CHECKS``).
 
 What makes this sound: nothing but the target may make a cell depend on its line. Diagnosis never
 reads ``options.spark`` (the cells' options differ only in it and the mode, both part of the key),
