@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import fields
 from typing import cast
 
@@ -13,8 +14,16 @@ from checkpoint_doctor.diagnosis import checks_logs, checks_writers
 from checkpoint_doctor.diagnosis.changes import compare as checks_job
 from checkpoint_doctor.diagnosis.checks_writers import older_target
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.detect import CONTINUOUS, REAL_TIME
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import CellMemo, LineCheck, Question, restamped, traced
+from checkpoint_doctor.diagnosis.line_rules import (
+    CellMemo,
+    LineCheck,
+    Question,
+    answers_alike,
+    restamped,
+    traced,
+)
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.restart import predict_restart
@@ -61,7 +70,8 @@ ALL_CHECKS = (
 
 #: Checks that read only the snapshot, the options and the restart mode, never the target line nor
 #: the prediction: a restart matrix runs each once per mode instead of once per cell (their findings
-#: are memoized in the shared :class:`SnapshotFacts`).
+#: are memoized in the shared :class:`SnapshotFacts`). Except in real-time mode, where ``is_async``
+#: asks the line (``_first_cell`` runs them as line checks there).
 MODE_CHECKS = frozenset(
     {
         checks_writers.check_live_writer,
@@ -72,6 +82,36 @@ MODE_CHECKS = frozenset(
         checks_sources.check_source_count,
         checks_sources.check_source_identity,
         checks_state.check_state_present,
+        checks_state.check_restorable_batch,
+    }
+)
+
+#: Checks that read neither the restart mode (``ctx.mode``, ``is_async``, ``is_continuous``,
+#: ``is_real_time``, ``restart_start_entry``, ``tail_gap_code``) nor the prediction: a restart
+#: matrix runs each once per line for every mode (their findings and the questions they asked of
+#: the line's rules are kept in the shared :class:`SnapshotFacts`). The restorability, debris, sink
+#: and source checks ask the prediction (the batch the restart runs) and are not among them.
+#: ``tests/diagnosis/test_line_rules.py`` holds every fixture's cells in every mode to the cell alone.
+MODE_FREE_CHECKS = frozenset(
+    {
+        checks_writers.check_live_writer,
+        checks_writers.check_interleaved_runs,
+        checks_logs.check_metadata,
+        checks_logs.check_repartition_marker,
+        checks_sources.check_source_count,
+        checks_sources.check_source_identity,
+        checks_state.check_state_present,
+    }
+)
+
+#: Checks that ask the restart mode only whether it is continuous (``ctx.is_continuous``), and never
+#: the prediction: shared like MODE_FREE_CHECKS by the modes that answer alike (micro-batch, async
+#: and real-time restarts, or continuous ones).
+CONTINUITY_CHECKS = frozenset(
+    {
+        checks_logs.check_offsets_metadata,
+        checks_logs.check_log_holes,
+        checks_logs.check_continuous,
         checks_state.check_restorable_batch,
     }
 )
@@ -123,7 +163,7 @@ def _diagnose(
     prediction = predict_restart(ctx)
     findings: list[Finding] = []
     shared = _mode_findings(ctx)
-    for check, per_mode in _CHECKS:
+    for check, per_mode, _ in _CHECKS:
         if per_mode:
             found = shared.get(check)
             if found is None:
@@ -146,9 +186,13 @@ def diagnose_cell(
     this line as for an earlier cell are taken over; the others are computed, their questions
     recorded (:mod:`checkpoint_doctor.diagnosis.line_rules`)."""
     line = real.line
+    for questions, whole in memo.wholes:
+        if answers_alike(questions, real):
+            return _with_line(whole, line, facts, real, memo)
     index = memo.known_prediction(real)
     if index is None:
-        return _with_line(_first_cell(snapshot, _for_line(opts, line), real, facts, memo), facts, real, memo)
+        first = _first_cell(snapshot, _for_line(opts, line), real, facts, memo)
+        return _with_line(first, line, facts, real, memo)
     prediction = restamped(memo.predictions[index][1], line)
     parts = [index]
     findings: list[Finding] = []
@@ -172,21 +216,35 @@ def diagnose_cell(
         assumptions = memo.assumptions
         assert assumptions is not None  # set by the first cell
         same = memo.diagnoses[key] = _assemble(snapshot, facts, opts, line, prediction, findings, assumptions)
-    return _with_line(restamped(same, line, prediction=prediction), facts, real, memo)
+        memo.add_whole(key, same)
+    return _with_line(same, line, facts, real, memo)
 
 
-def _with_line(diagnosis: Diagnosis, facts: SnapshotFacts, real: SparkTarget, memo: CellMemo) -> Diagnosis:
-    """Add a cell's findings that name its line (``LINE_CHECKS``, left out of the memo's parts, which
-    are thus the same for every line: computed once) in their place: their codes are theirs only,
-    so sorting by ``Finding.sort_key`` puts them where a cell diagnosed alone has them."""
-    extra = memo.per_line.get(real.line)
+def _with_line(
+    diagnosis: Diagnosis, line: str, facts: SnapshotFacts, real: SparkTarget, memo: CellMemo
+) -> Diagnosis:
+    """Return a memo's diagnosis as the cell of ``line``: stamped with it, and with the cell's findings
+    that name its line (``LINE_CHECKS``, left out of the memo's parts, which are thus the same for
+    every line: computed once) in their place: their codes are theirs only, so inserting them where
+    ``Finding.sort_key`` orders them puts them where a cell diagnosed alone has them (the memo's
+    findings are sorted; a stable sort would put an equal key after them: ``bisect_right``)."""
+    prediction = diagnosis.prediction
+    if prediction.spark != line:
+        prediction = restamped(prediction, line)
+    extra = facts.per_line.get(line)
     if extra is None:
-        extra = memo.per_line[real.line] = older_target(facts.writer, real)
+        extra = facts.per_line[line] = older_target(facts.writer, real)
     if not extra:
-        return diagnosis
-    return restamped(
-        diagnosis, real.line, findings=tuple(sorted((*diagnosis.findings, *extra), key=Finding.sort_key))
-    )
+        return restamped(diagnosis, line, prediction=prediction)
+    if len(extra) > 1:
+        findings = sorted((*diagnosis.findings, *extra), key=Finding.sort_key)
+    else:
+        keys = memo.sort_keys.get(id(diagnosis))
+        if keys is None:
+            keys = memo.sort_keys[id(diagnosis)] = [f.sort_key() for f in diagnosis.findings]
+        findings = list(diagnosis.findings)
+        findings.insert(bisect_right(keys, extra[0].sort_key()), extra[0])
+    return restamped(diagnosis, line, prediction=prediction, findings=tuple(findings))
 
 
 def _for_line(opts: DiagnoseOptions, line: str) -> DiagnoseOptions:
@@ -209,41 +267,69 @@ def _first_cell(
     if memo.mode_findings is None:
         memo.mode_findings = _mode_findings(ctx)
     shared = memo.mode_findings
+    # The checks that ask neither the mode nor the prediction: another mode's cell of this line
+    # asked them already (the same questions of the line's rules, the same findings).
+    free: dict[object, tuple[tuple[Question, ...], tuple[Finding, ...]]] = facts.mode_free.setdefault(
+        (real.line, tuple([getattr(opts, name) for name in _MODE_KEY_FIELDS])), {}
+    )
+    # In real-time mode, whether the restart is async is a question of the line (4.3 makes a
+    # stateless real-time query async by default): the MODE_CHECKS that ask it are line checks there.
+    lines_alike = ctx.mode != REAL_TIME
+    continuous = ctx.mode == CONTINUOUS
     plan: list[tuple[Finding, ...] | LineCheck] = []
     findings: list[Finding] = []
-    for check, per_mode in _CELL_CHECKS:
-        if per_mode:
+    for check, per_mode, shares in _CELL_CHECKS:
+        # What the modes share a check's findings by: the check (MODE_FREE_CHECKS), or the check
+        # and whether the restart is continuous (CONTINUITY_CHECKS); None: not shared.
+        share = None if not shares else check if shares == 1 else (check, continuous)
+        if per_mode and lines_alike:
             found = shared.get(check)
             if found is None:
-                found = shared[check] = tuple(check(ctx, prediction))
+                known = free.get(share) if share is not None else None
+                found = shared[check] = tuple(check(ctx, prediction)) if known is None else known[1]
+                if share is not None and known is None:
+                    free[share] = ((), found)
             plan.append(found)
+        elif share is not None and share in free:
+            asked, found = free[share]
+            plan.append(LineCheck(check, asked, found) if asked else found)
         else:
             start = len(trace)
             found = tuple(check(ctx, prediction))
-            plan.append(LineCheck(check, tuple(trace[start:]), found) if len(trace) > start else found)
+            asked = tuple(trace[start:]) if len(trace) > start else ()
+            if share is not None:
+                free[share] = (asked, found)
+            plan.append(LineCheck(check, asked, found) if asked else found)
         findings.extend(found)
     index = memo.add(questions, prediction, plan)
     if memo.assumptions is None:
-        memo.assumptions = _assumptions(ctx, real.line)
+        memo.assumptions = _assumptions(ctx, real.line, shared=True)
     key = (index, *[0 for part in memo.plans[index] if part.__class__ is not tuple])
     result = _assemble(snapshot, facts, opts, real.line, prediction, findings, memo.assumptions)
     memo.diagnoses[key] = result
+    memo.add_whole(key, result)
     return result
 
 
-#: Each check with whether its findings depend on the mode and options only (MODE_CHECKS).
-_CHECKS = tuple((check, check in MODE_CHECKS) for check in ALL_CHECKS)
+#: Each check with whether its findings depend on the mode and options only (MODE_CHECKS), and
+#: what the modes share them by: 1, nothing (MODE_FREE_CHECKS); 2, whether the restart is
+#: continuous (CONTINUITY_CHECKS); 0, not shared.
+_CHECKS = tuple(
+    (check, check in MODE_CHECKS, 1 if check in MODE_FREE_CHECKS else 2 if check in CONTINUITY_CHECKS else 0)
+    for check in ALL_CHECKS
+)
 
 #: The checks whose findings name the cell's line: a function of the writer and the line, added to
 #: each cell of a matrix rather than making every line's cell differ (``_with_line``).
 LINE_CHECKS = (checks_writers.check_older_target,)
 
 #: The checks of a matrix's cells, diagnosed with the memo (:func:`diagnose_cell`).
-_CELL_CHECKS = tuple(pair for pair in _CHECKS if pair[0] not in LINE_CHECKS)
+_CELL_CHECKS = tuple(kinds for kinds in _CHECKS if kinds[0] not in LINE_CHECKS)
 
 
-def _assumptions(ctx: Context, line: str) -> tuple[str, ...]:
-    """What a cell assumed (the same for every line when the line is named: ``opts.spark``)."""
+def _assumptions(ctx: Context, line: str, shared: bool = False) -> tuple[str, ...]:
+    """What a cell assumed (the same for every line when the line is named: ``opts.spark``);
+    ``shared``: a matrix's cell, whose notes on the world outside are the other modes' too."""
     opts = ctx.options
     assumptions = [opts.job.summary] if opts.job is not None else []
     if opts.mode is None:
@@ -254,7 +340,7 @@ def _assumptions(ctx: Context, line: str) -> tuple[str, ...]:
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:
         assumptions.append(f"target Spark {line} (the newest supported; pass --spark)")
-    assumptions.extend(outside_notes(ctx.snapshot, opts))
+    assumptions.extend(ctx.facts.outside_notes(opts) if shared else outside_notes(ctx.snapshot, opts))
     return tuple(assumptions)
 
 

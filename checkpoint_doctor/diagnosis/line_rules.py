@@ -10,7 +10,10 @@ prediction, then each check); the next line asks only those questions again, in 
 and wherever its answers are the same, that part's result is the same: it is taken over, and only
 the parts whose line rules answer otherwise are computed again (and recorded in turn). A matrix of
 five lines thus runs the line-independent work (restorability, debris, statefulness, sink pairing,
-the logs' tail) once per mode, and per cell only the line-specific rules (bench: matrix).
+the logs' tail) once per mode, and per cell only the line-specific rules (bench: matrix). A line
+that answers every question of a diagnosis's parts alike takes that diagnosis whole
+(``CellMemo.wholes``, without going through its parts); the checks that ask neither the mode nor
+the prediction are shared by the modes' first cells of a line (``diagnosis.MODE_FREE_CHECKS``).
 
 What makes this sound: nothing but the target may make a cell depend on its line. Diagnosis never
 reads ``options.spark`` (the cells' options differ only in it and the mode, both part of the key),
@@ -111,6 +114,23 @@ def answers_alike(trace: tuple[Question, ...], target: SparkTarget) -> bool:
     return True
 
 
+def distinct(questions: Iterable[Question]) -> tuple[Question, ...]:
+    """Return the questions once each, in order: a target's rules are pure functions of its line,
+    so a question asked again has the answer it had (arguments that cannot be hashed are kept)."""
+    seen: set[Any] = set()
+    out = []
+    for question in questions:
+        try:
+            asked = question[:3]
+            if asked in seen:
+                continue
+            seen.add(asked)
+        except TypeError:
+            pass
+        out.append(question)
+    return tuple(out)
+
+
 def restamped(value: _Stamped, line: str, **changes: Any) -> _Stamped:
     """Return a copy of a cell's options, prediction or diagnosis stamped with another line (``spark``).
 
@@ -160,7 +180,7 @@ class CellMemo:
     the questions its line rules asked and the plan of the checks given it, and the diagnoses by
     the parts they are made of (the prediction's index, then each line check's)."""
 
-    __slots__ = ("assumptions", "diagnoses", "mode_findings", "per_line", "plans", "predictions")
+    __slots__ = ("assumptions", "diagnoses", "mode_findings", "plans", "predictions", "sort_keys", "wholes")
 
     def __init__(self) -> None:
         self.predictions: list[tuple[tuple[Question, ...], RestartPrediction]] = []
@@ -170,8 +190,11 @@ class CellMemo:
         self.mode_findings: dict[object, tuple[Finding, ...]] | None = None
         #: The cells' assumptions (none depends on a named line).
         self.assumptions: tuple[str, ...] | None = None
-        #: The findings that name a line (``diagnosis.LINE_CHECKS``), by line.
-        self.per_line: dict[str, tuple[Finding, ...]] = {}
+        #: Each diagnosis with every question its parts asked (once each): a line that answers them
+        #: all alike is that diagnosis, taken over whole without going through its parts.
+        self.wholes: list[tuple[tuple[Question, ...], Diagnosis]] = []
+        #: The sort keys of a diagnosis's findings, by its id (kept alive in ``diagnoses``).
+        self.sort_keys: dict[int, list[Any]] = {}
 
     def known_prediction(self, target: SparkTarget) -> int | None:
         """Return the index of an earlier prediction whose questions ``target`` answers alike."""
@@ -191,3 +214,13 @@ class CellMemo:
         self.predictions.append((questions, prediction))
         self.plans.append(tuple(merged))
         return len(self.predictions) - 1
+
+    def add_whole(self, key: tuple[int, ...], diagnosis: Diagnosis) -> None:
+        """Keep the diagnosis of the parts ``key`` (the prediction's index, then each line check's)
+        with the questions of all of them."""
+        questions = list(self.predictions[key[0]][0])
+        checks = (part for part in self.plans[key[0]] if part.__class__ is not tuple)
+        for check, index in zip(checks, key[1:], strict=True):
+            questions.extend(cast(LineCheck, check).known[index][0])
+        # A few questions are replayed faster than told apart (the restart's reads ask each file's).
+        self.wholes.append((distinct(questions) if len(questions) > 8 else tuple(questions), diagnosis))

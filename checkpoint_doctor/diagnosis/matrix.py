@@ -39,9 +39,8 @@ from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severi
 from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import CellMemo
+from checkpoint_doctor.diagnosis.line_rules import CellMemo, restamped
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
-from checkpoint_doctor.diagnosis.outside import outside_notes
 from checkpoint_doctor.diagnosis.severity import effective_severity
 from checkpoint_doctor.diagnosis.state.checks_statefulness import (
     per_line,
@@ -383,7 +382,8 @@ def diagnose_cells(
         mode = None if cell.mode == detected else cell.mode
         found = by_mode.get(mode)
         if found is None:
-            opts = replace(base, spark=cell.spark, mode=mode)
+            # ``dataclasses.replace`` costs a fifth of a memo-hit cell (restamped: the fields' dict).
+            opts = restamped(base, cell.spark, mode=mode)
             found = by_mode[mode] = (opts, cell_memo(shared, opts))
         result = diagnose_cell(snapshot, found[0], target(cell.spark), shared, found[1])
         out.append(CellDiagnosis(cell, role, label, result, situation))
@@ -425,11 +425,15 @@ def _sentence(text: str) -> str:
 def _quote(finding: Finding, cells: Sequence[CellDiagnosis]) -> str | None:
     """Return what Spark says in the cells whose restart this finding makes fail, grouped by text:
     ``a restart with asyncProgressTrackingEnabled off on Spark 4.3 fails: batch 30 doesn't exist``."""
+    return _quote_failing([c for c in cells if c.fails and finding.code in c.diagnosis.prediction.caused_by])
+
+
+def _quote_failing(failing: Sequence[CellDiagnosis]) -> str | None:
+    """:func:`_quote` of the cells it names (those a finding makes fail)."""
     texts: dict[str, list[CellDiagnosis]] = {}
-    for c in cells:
+    for c in failing:
         pred = c.diagnosis.prediction
-        if c.fails and finding.code in pred.caused_by:
-            texts.setdefault(pred.error.summary if pred.error is not None else pred.summary, []).append(c)
+        texts.setdefault(pred.error.summary if pred.error is not None else pred.summary, []).append(c)
     if not texts:
         return None
     return "; ".join(f"a restart {describe(group)} fails: {text}" for text, group in texts.items())
@@ -470,32 +474,53 @@ def _copy(finding: Finding, **changes: Any) -> Finding:
 
 def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Finding, ...]:
     """Merge the cells' findings: one finding per fact naming its cells, with its effective severity."""
-    ordered = sorted(cells, key=lambda c: _PRIORITY[c.role])
+    # Downgrades are shown in the matrix, their findings are not merged.
+    ordered = sorted((c for c in cells if c.role != DOWNGRADE), key=lambda c: _PRIORITY[c.role])
     groups: dict[tuple[str, tuple[str, ...], tuple[int, ...]], tuple[Finding, list[CellDiagnosis]]] = {}
+    # What each counted cell is, asked once per cell rather than once per finding (bench: matrix):
+    # its role, its cell and, when it fails, the codes that make it fail.
+    shown: dict[int, tuple[bool, tuple[str, str], tuple[str, ...] | None]] = {}
     for c in ordered:
+        pred = c.diagnosis.prediction
+        shown[id(c)] = (
+            c.role == AS_CONFIGURED,
+            (c.cell.spark, c.cell.mode),
+            None if pred.starts else pred.caused_by,
+        )
         for f in c.diagnosis.findings:
             key = (f.code, f.paths, f.batch_ids)
-            groups.setdefault(key, (f, []))[1].append(c)
+            group = groups.get(key)
+            if group is None:
+                groups[key] = (f, [c])
+            else:
+                group[1].append(c)
     merged = []
-    for first, where in groups.values():
-        counted = [c for c in where if c.counted]
-        if not counted:
-            continue  # downgrade-only: shown in the matrix, not a finding
-        configured = any(c.role == AS_CONFIGURED for c in counted)
-        quote = _quote(first, counted)
+    for first, counted in groups.values():
+        code = first.code
+        configured = fails_configured = fails_plausible = False
+        failing = []
+        for c in counted:
+            role_configured, _, caused_by = shown[id(c)]
+            configured = configured or role_configured
+            if caused_by is not None and code in caused_by:
+                failing.append(c)
+                if role_configured:
+                    fails_configured = True
+                else:
+                    fails_plausible = True
+        quote = _quote_failing(failing) if failing else None
         # Spark's words end the first sentence; the finding (often a path: ``commits/.3.crc
         # remains``) is labelled rather than starting a sentence in lower case.
         message = f"{_sentence(quote.rstrip('.'))}. Cause: {first.message}" if quote else first.message
-        failing = [c for c in counted if c.fails and first.code in c.diagnosis.prediction.caused_by]
         severity: Severity | None = effective_severity(
-            first.code,
-            fails_configured=any(c.role == AS_CONFIGURED for c in failing),
-            fails_plausible=any(c.role != AS_CONFIGURED for c in failing),
+            code,
+            fails_configured=fails_configured,
+            fails_plausible=fails_plausible,
             met_configured=configured,
         )
         if severity == first.severity:
             severity = None  # the code's own: not stored, so a finding's JSON stays as it was
-        if first.code == Code.STATE_MAY_BE_GONE:
+        if code == Code.STATE_MAY_BE_GONE:
             message = _state_message(first, cells, detected)
         elif not configured:
             message = message if quote else _sentence(f"{describe(counted)}: {first.message}")
@@ -503,7 +528,7 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
             _copy(
                 first,
                 message=message,
-                cells=tuple(dict.fromkeys((c.cell.spark, c.cell.mode) for c in counted)),
+                cells=tuple(dict.fromkeys([shown[id(c)][1] for c in counted])),
                 effective_severity=severity,
             )
         )
@@ -519,7 +544,9 @@ def _assumptions(
     opts: MatrixOptions,
     if_stateful: Sequence[tuple[str, str]] = (),
     proven: tuple[ProvenConf, ...] | None = None,
+    sink: str | None = None,
 ) -> list[str]:
+    """The matrix's assumptions (``sink``: :func:`_sink_assumption`'s, computed once by the caller)."""
     base = opts.base
     out = [f"mode {facts.mode.mode}: detected from the logs ({facts.mode.evidence})"]
     if base.job is not None:
@@ -539,10 +566,9 @@ def _assumptions(
         out.append(stateful_assumption(facts.statefulness, facts.mode.mode, if_stateful))
     if base.sources is None:
         out.append("source count not checked (pass --sources N)")
-    sink = _sink_assumption(snapshot, opts)
     if sink is not None:
         out.append(sink)
-    out.extend(outside_notes(snapshot, base))
+    out.extend(facts.outside_notes(base))
     return out
 
 
@@ -575,12 +601,15 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
     configured = with_confs(opts.base, proven)
     cells = diagnose_cells(snapshot, planned, configured, facts)
     unset = _without_proven(snapshot, planned, cells, opts.base, proven, facts)
-    if_stateful = _suspected_column(cells, facts.mode.mode) or stateful_by_line(
+    # CD310's cells (statefulness suspected: check_state_suspected), else asked once per line.
+    suspected = _suspected_column(cells, facts.mode.mode) if facts.statefulness.suspected else ()
+    if_stateful = suspected or stateful_by_line(
         snapshot,
         facts,
         configured,
         dict.fromkeys(cell.spark for cell, *_ in planned),
     )
+    sink = _sink_assumption(snapshot, opts)
     return MatrixDiagnosis(
         checkpoint=snapshot.root,
         query_id=snapshot.query_id,
@@ -589,7 +618,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         mode_detected=facts.mode.mode,
         cells=cells,
         findings=merge_findings(cells + unset, facts.mode.mode),
-        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful, proven)),
+        assumptions=tuple(_assumptions(facts, snapshot, opts, if_stateful, proven, sink)),
         statefulness=facts.statefulness,
         named_lines=opts.lines,
         named_modes=opts.modes,
@@ -598,7 +627,7 @@ def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None 
         job=opts.base.job,
         job_note=opts.job_note,
         delta_pairing=opts.base.delta_pairing,
-        sink_assumption=_sink_assumption(snapshot, opts),
+        sink_assumption=sink,
     )
 
 

@@ -173,3 +173,116 @@ def test_what_each_line_does_if_stateful_equals_the_line_asked_alone():
             assert shared == alone, (str(path), base)
             compared += len(shared)
     assert compared > 500
+
+
+#: Every restart mode, whatever the checkpoint's (a matrix plans only the plausible ones).
+EVERY_MODE = ("micro-batch", "async", "continuous", "real-time")
+
+
+@pytest.mark.parametrize("group", sorted({p.relative_to(FIXTURES).parts[0] for p in CHECKPOINTS}))
+def test_every_cell_in_every_mode_equals_the_cell_diagnosed_alone(group):
+    # The modes' first cells of a line share the checks that ask neither the mode nor the
+    # prediction (diagnosis.MODE_FREE_CHECKS): every mode's cell, diagnosed with one SnapshotFacts
+    # after the others, must be the cell diagnosed alone.
+    from checkpoint_doctor.diagnosis.matrix import Cell
+
+    compared = 0
+    for path in (p for p in CHECKPOINTS if p.relative_to(FIXTURES).parts[0] == group):
+        snapshot = load_checkpoint(str(path))
+        facts = SnapshotFacts(snapshot)
+        detected = facts.mode.mode
+        planned = [
+            (Cell(line, mode), "plausible", "", ("", ""))
+            for line in LINES
+            for mode in EVERY_MODE
+            if mode != "real-time" or target(line).real_time_trigger
+        ]
+        for c in diagnose_cells(snapshot, planned, QUIET, facts):
+            mode = None if c.cell.mode == detected else c.cell.mode
+            alone = diagnose(snapshot, replace(QUIET, spark=c.cell.spark, mode=mode))
+            assert c.diagnosis == alone, (str(path), c.cell)
+            compared += 1
+    assert compared > 0
+
+
+def _asking_context():
+    """A Context subclass recording each question asked of the restart mode into ``asked``."""
+    from checkpoint_doctor.diagnosis.context import Context
+
+    class Asking(Context):
+        asked: list[str]
+
+        def __init__(self, *args):
+            self.asked = []
+            self.inner = 0
+            super().__init__(*args)
+
+    def question(name):
+        real = getattr(Context, name)
+
+        def get(self):
+            # The outermost question only (``is_continuous`` asks the mode in turn).
+            if not self.inner:
+                self.asked.append(name)
+            self.inner += 1
+            try:
+                return real.fget(self)
+            finally:
+                self.inner -= 1
+
+        return property(get)
+
+    # (tail_gap_code asks is_async and is_continuous in turn)
+    for name in ("is_async", "is_real_time", "is_continuous", "restart_start_entry"):
+        setattr(Asking, name, question(name))
+
+    def mode_get(self):
+        if not self.inner:
+            self.asked.append("mode")
+        return self.__dict__["_mode"]
+
+    def mode_set(self, value):
+        self.__dict__["_mode"] = value
+
+    Asking.mode = property(mode_get, mode_set)
+    return Asking
+
+
+class _Unread:
+    """A prediction no field of which may be read."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"the check read prediction.{name}")
+
+
+def test_the_mode_free_checks_ask_neither_the_mode_nor_the_prediction():
+    # What MODE_FREE_CHECKS and CONTINUITY_CHECKS claim, check by check, on every fixture, in every
+    # mode, on a line of each rule set: no read of the prediction; no question of the mode (only
+    # whether it is continuous); and the same findings in every mode (but continuous).
+    from checkpoint_doctor.diagnosis import CONTINUITY_CHECKS, MODE_FREE_CHECKS
+
+    asking = _asking_context()
+    unread = _Unread()
+    compared = 0
+    for path in CHECKPOINTS:
+        snapshot = load_checkpoint(str(path))
+        facts = SnapshotFacts(snapshot)
+        for base in BASES:
+            for line in ("3.5", "4.3"):
+                contexts = [
+                    asking(snapshot, target(line), replace(base, spark=line, mode=mode), facts)
+                    for mode in EVERY_MODE
+                ]
+                for check in MODE_FREE_CHECKS | CONTINUITY_CHECKS:
+                    found = set()
+                    for ctx in contexts:
+                        ctx.asked.clear()
+                        found.add(tuple(check(ctx, unread)))
+                        allowed = {"is_continuous"} if check in CONTINUITY_CHECKS else set()
+                        assert set(ctx.asked) <= allowed, (str(path), check.__name__, ctx.asked)
+                    if check in CONTINUITY_CHECKS:
+                        assert len(found) <= 2, (str(path), check.__name__, line, base)
+                    else:
+                        assert len(found) == 1, (str(path), check.__name__, line, base)
+                    compared += 1
+    assert compared > 5000
