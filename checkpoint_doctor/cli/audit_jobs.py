@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from checkpoint_doctor.cli.options import job_python_option, job_timeout_option
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.fleet.jobs import AuditJobs, distinct_specs, jobs_text, parse_assignment
 from checkpoint_doctor.fleet.jobs import unmatched_notes as _unmatched_notes
@@ -31,19 +32,12 @@ def audit_job_options(func: Any) -> Any:
                 "distinct job is analysed once by Spark (nothing is run or read) and its checkpoints are "
                 "judged as 'diagnose --job' judges them.",
             ),
-            click.option(
-                "--job-python",
-                metavar="PYTHON",
-                help="Interpreter whose pyspark describes the --job queries (default: this one); its Spark "
-                "line is the default --spark of their checkpoints.",
+            job_python_option(
+                "the --job queries (default: this one); its Spark line is the default --spark of their "
+                "checkpoints"
             ),
-            click.option(
-                "--job-timeout",
-                type=click.FloatRange(min=1),
-                default=180.0,
-                show_default=True,
-                metavar="SECONDS",
-                help="Give up describing the --job queries after this long (all of them: one Spark start).",
+            job_timeout_option(
+                "Give up describing the --job queries after this long (all of them: one Spark start)."
             ),
         ]
     ):

@@ -143,24 +143,29 @@ def diagnosis_options(func: F) -> F:
                 "DataStreamWriter, not started. Spark analyses it (nothing is run or read) and the "
                 "restart is judged with its sources, stateful operators, confs and trigger.",
             ),
-            click.option(
-                "--job-python",
-                metavar="PYTHON",
-                help="Interpreter whose pyspark describes --job (default: this one); its Spark line is "
-                "the default --spark.",
-            ),
-            click.option(
-                "--job-timeout",
-                type=click.FloatRange(min=1),
-                default=180.0,
-                show_default=True,
-                metavar="SECONDS",
-                help="Give up describing --job after this long.",
-            ),
+            job_python_option("--job (default: this one); its Spark line is the default --spark"),
+            job_timeout_option("Give up describing --job after this long."),
         ]
     ):
         func = opt(func)
     return func
+
+
+def job_python_option(what: str) -> Callable[[F], F]:
+    """``--job-python``: the interpreter whose pyspark describes ``what`` (diagnose's and audit's)."""
+    return click.option("--job-python", metavar="PYTHON", help=f"Interpreter whose pyspark describes {what}.")
+
+
+def job_timeout_option(text: str) -> Callable[[F], F]:
+    """``--job-timeout``: how long describing the job may take (one Spark start)."""
+    return click.option(
+        "--job-timeout",
+        type=click.FloatRange(min=1),
+        default=180.0,
+        show_default=True,
+        metavar="SECONDS",
+        help=text,
+    )
 
 
 def kafka_options() -> list[Callable[[F], F]]:
