@@ -7,6 +7,7 @@ library (nothing from the package) and does no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from checkpoint_doctor.valueclasses import frozen
@@ -45,29 +46,204 @@ class FileStat:
         return out
 
 
-@frozen
+#: Stats a file of a directory listed without them: its index -> (size, mtime in epoch millis).
+StatFile: TypeAlias = Callable[[int], tuple[int, int | None]]
+
+
+class _Unstatted:
+    """The sizes and mtimes of a directory listed without them, fetched when first asked for
+    (shared by the slices of a listing that hold the directory). A file gone since the listing has
+    size 0 and no mtime: the listing named it, and reading it says it is gone."""
+
+    __slots__ = ("columns", "count", "one", "stat_file")
+
+    def __init__(self, stat_file: StatFile, count: int) -> None:
+        self.stat_file = stat_file
+        self.count = count
+        #: (sizes, mtimes) once every file was stat'ed
+        self.columns: tuple[tuple[int, ...], tuple[int | None, ...]] | None = None
+        #: the files stat'ed one by one before that (their stat is kept: one answer per file)
+        self.one: dict[int, tuple[int, int | None]] = {}
+
+    def file(self, index: int) -> tuple[int, int | None]:
+        columns = self.columns
+        if columns is not None:
+            return columns[0][index], columns[1][index]
+        found = self.one.get(index)
+        if found is None:
+            found = self.one[index] = self.stat_file(index)
+        return found
+
+    def all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
+        columns = self.columns
+        if columns is None:
+            one, stat_file = self.one, self.stat_file
+            rows = [one.get(i) or stat_file(i) for i in range(self.count)]
+            columns = self.columns = (tuple(r[0] for r in rows), tuple(r[1] for r in rows))
+        return columns
+
+
 class DirEntries:
     """The files directly in one directory, as columns sorted by name (``path`` '' is the root).
 
     Fast local walks produce listings in this form, so that indexing and fingerprinting work per
     directory instead of building an object per file (a state store partition holds hundreds of
     files whose roles depend only on their names).
+
+    A directory may be listed without its files' sizes and mtimes (:meth:`unstatted`: a local walk
+    reads names only, a stat costs three times a name): they are fetched, once, when ``sizes``,
+    ``mtimes_ms`` or :meth:`stat` first asks. Most of an audited tree is state store and sink data
+    files whose names say all the diagnosis needs (bench: audit). Immutable, compared and hashed
+    as the tuple of its fields.
     """
+
+    __slots__ = ("_columns", "_unstatted", "etags", "names", "path")
 
     path: str
     names: tuple[str, ...]
-    sizes: tuple[int, ...]
-    mtimes_ms: tuple[int | None, ...]
-    etags: tuple[str | None, ...] | None = None
+    etags: tuple[str | None, ...] | None
+    _columns: tuple[tuple[int, ...], tuple[int | None, ...]] | None
+    _unstatted: _Unstatted | None
+
+    def __init__(
+        self,
+        path: str,
+        names: tuple[str, ...],
+        sizes: tuple[int, ...],
+        mtimes_ms: tuple[int | None, ...],
+        etags: tuple[str | None, ...] | None = None,
+    ) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "etags", etags)
+        object.__setattr__(self, "_columns", (sizes, mtimes_ms))
+        object.__setattr__(self, "_unstatted", None)
+
+    @classmethod
+    def unstatted(cls, path: str, names: tuple[str, ...], stat_file: StatFile) -> DirEntries:
+        """Return the entries of a directory whose sizes and mtimes ``stat_file(index)`` gives when
+        first asked for."""
+        out = cls(path, names, (), ())
+        object.__setattr__(out, "_columns", None)
+        object.__setattr__(out, "_unstatted", _Unstatted(stat_file, len(names)))
+        return out
+
+    def rerooted(self, path: str) -> DirEntries:
+        """Return the same files under another directory path (a slice of a listing); the sizes
+        and mtimes of an unstatted directory are still fetched once for both."""
+        out = DirEntries(path, self.names, (), (), self.etags)
+        object.__setattr__(out, "_columns", self._columns)
+        object.__setattr__(out, "_unstatted", self._unstatted)
+        return out
+
+    def _all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
+        columns = self._columns
+        if columns is None:
+            assert self._unstatted is not None
+            columns = self._unstatted.all()
+            object.__setattr__(self, "_columns", columns)
+        return columns
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Return the size of each file."""
+        return self._all()[0]
+
+    @property
+    def mtimes_ms(self) -> tuple[int | None, ...]:
+        """Return the modification time of each file, epoch millis (None: not known)."""
+        return self._all()[1]
 
     def full_path(self, name: str) -> str:
         """Return the path of a file of this directory, relative to the listed root."""
         return f"{self.path}/{name}" if self.path else name
 
     def stat(self, index: int) -> FileStat:
-        """Return the FileStat of the ``index``-th file."""
+        """Return the FileStat of the ``index``-th file (an unstatted directory stats that file
+        alone)."""
         etag = self.etags[index] if self.etags is not None else None
-        return FileStat(self.full_path(self.names[index]), self.sizes[index], self.mtimes_ms[index], etag)
+        columns = self._columns
+        if columns is None:
+            assert self._unstatted is not None
+            size, mtime = self._unstatted.file(index)
+        else:
+            size, mtime = columns[0][index], columns[1][index]
+        return FileStat(self.full_path(self.names[index]), size, mtime, etag)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.path, self.names, self.sizes, self.mtimes_ms, self.etags)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DirEntries):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"DirEntries(path={self.path!r}, names={self.names!r}, sizes={self.sizes!r}, "
+            f"mtimes_ms={self.mtimes_ms!r}, etags={self.etags!r})"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DirEntries is immutable: cannot assign {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"DirEntries is immutable: cannot delete {name}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (an audit task sent to a Spark executor) with its stats: the executor may not
+        # see this machine's disk.
+        return DirEntries, (self.path, self.names, self.sizes, self.mtimes_ms, self.etags)
+
+
+class ByteCount:
+    """A total size, summed when first asked for: files counted as they were indexed, plus whole
+    directories less some of their files (a state store directory is listed without its files'
+    sizes, and only ``inspect`` shows its bytes). Added to while built, then only read; compared
+    and hashed as its value."""
+
+    __slots__ = ("_dirs", "_known", "_value")
+
+    def __init__(self, known: int = 0) -> None:
+        self._known = known
+        self._dirs: list[tuple[DirEntries, tuple[int, ...]]] = []
+        self._value: int | None = None
+
+    def add(self, size: int) -> None:
+        """Count one file's size."""
+        self._known += size
+        self._value = None
+
+    def add_dir(self, d: DirEntries, skipped: tuple[int, ...] = ()) -> None:
+        """Count the files of a directory, less the ``skipped`` indexes (sized when first asked)."""
+        self._dirs.append((d, skipped))
+        self._value = None
+
+    @property
+    def value(self) -> int:
+        """Return the total."""
+        value = self._value
+        if value is None:
+            value = self._known
+            for d, skipped in self._dirs:
+                sizes = d.sizes
+                value += sum(sizes) - sum(map(sizes.__getitem__, skipped))
+            self._value = value
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ByteCount):
+            return self.value == other.value
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"ByteCount({self.value})"
 
 
 class Listing:

@@ -146,7 +146,7 @@ def _store(store: StoreIndex, contents: Mapping[str, Content], read: Mapping[str
         sst_files=tuple(sorted(f.name for f in store.ssts)),
         spark_checksums=store.spark_checksums,
         file_count=store.file_count,
-        total_bytes=store.total_bytes,
+        listed_bytes=store.listed_bytes,
         zip_metadata=tuple(sorted(zip_meta, key=lambda x: x[0])),
         schema=_record(parse_schema_header, store.schema, contents),
         data_headers=tuple(sorted(headers, key=lambda x: x[0])),
@@ -197,7 +197,7 @@ def assemble_snapshot(
                 metadata=_record(parse_operator_metadata, op.metadata, contents),
                 metadata_v2_batches=tuple(sorted(op.metadata_v2)),
                 file_count=op.file_count,
-                total_bytes=op.total_bytes,
+                listed_bytes=op.listed_bytes,
             )
         )
     sink_log = None
