@@ -686,8 +686,10 @@ def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
     # Any order: the result is sorted by path (a log directory's hold most of them and are skipped).
     for path in layout.hadoop_crcs:
         parent, _, name = path.rpartition("/")
+        if parent in LOG_DIRS:
+            continue
         target = crc_target(name)
-        if target is None or parent in LOG_DIRS:
+        if target is None:
             continue
         target_path = f"{parent}/{target}" if parent else target
         if target_path not in layout.present:

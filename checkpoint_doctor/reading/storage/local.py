@@ -272,44 +272,68 @@ class _Walk:
     def _scan(self, item: _Pending, subdirs: list[_Pending]) -> DirEntries | None:
         # The hot loop of a local inspect and of the audit's listing (bench: audit): one scandir
         # per directory. Outside the metadata logs a file's size and mtime are stat'ed when first
-        # asked for (DirEntries.unstatted): most files of an audited tree are state store and sink
-        # data files whose names are all the diagnosis reads, and a stat costs three names.
-        path, rel, renamed, dev, chain = item
+        # asked for (DirEntries.unstatted): most files of an audited tree are state store, sink
+        # and table data files whose names are all the diagnosis reads, and a stat costs three names.
+        path, rel, renamed, _, _ = item
         eager = _stat_eagerly(rel)
-        names: list[str] = []
-        append = names.append
-        #: the files listed with their stat (a log directory's, links) or under another real name
-        rows: list[_Row] = []
         with os.scandir(path) as it:
-            for entry in it:
-                name = real = entry.name
-                moved = renamed
-                if not name.isascii():
-                    name = printable_name(real)
-                    moved = moved or name != real
-                # is_dir/is_file come from the directory entry's type (no syscall); sockets and
-                # FIFOs are not files of a checkpoint. A file's path is built only when it needs
-                # an alias.
-                if entry.is_file(follow_symlinks=False):
-                    if eager:
-                        if not _stat_row(entry, name, rows):
-                            continue
-                    elif name is real:
-                        append(name)
-                    else:
-                        rows.append((name, real, None))
-                    if moved:
-                        self.alias(f"{rel}/{name}" if rel else name, entry.path)
-                    continue
-                child = f"{rel}/{name}" if rel else name
-                if entry.is_dir(follow_symlinks=False):
-                    key = (dev, entry.inode())
-                    subdirs.append((entry.path, child, moved, dev, chain | {key}))
-                elif not (entry.is_symlink() and self._link(entry, child, moved, chain, rows, subdirs)):
-                    continue
-                if moved:
-                    self.alias(child, entry.path)
+            entries = list(it)
+        rows: list[_Row] = []
+        if not eager and not renamed:
+            # The names of the files, ASCII as Spark writes them, taken in one comprehension; the
+            # few other entries (directories, links) one by one.
+            names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+            if "".join(names).isascii():
+                if len(names) < len(entries):
+                    others = [e for e in entries if not e.is_file(follow_symlinks=False)]
+                    self._entries(others, item, [], rows, subdirs, eager=False)
+                return _column(path, rel, names, rows) if names or rows else None
+        names = []
+        self._entries(entries, item, names, rows, subdirs, eager=eager)
         return _column(path, rel, names, rows) if names or rows else None
+
+    def _entries(
+        self,
+        entries: list[os.DirEntry[str]],
+        item: _Pending,
+        names: list[str],
+        rows: list[_Row],
+        subdirs: list[_Pending],
+        *,
+        eager: bool,
+    ) -> None:
+        """Take the entries of a directory one by one: a file's name goes to ``names`` (to ``rows``
+        with its stat when ``eager``, or when its name is shown escaped), a directory or a link to
+        one to ``subdirs``."""
+        _, rel, renamed, dev, chain = item
+        append = names.append
+        for entry in entries:
+            name = real = entry.name
+            moved = renamed
+            if not name.isascii():
+                name = printable_name(real)
+                moved = moved or name != real
+            # is_dir/is_file come from the directory entry's type (no syscall); sockets and FIFOs
+            # are not files of a checkpoint. A file's path is built only when it needs an alias.
+            if entry.is_file(follow_symlinks=False):
+                if eager:
+                    if not _stat_row(entry, name, rows):
+                        continue
+                elif name is real:
+                    append(name)
+                else:
+                    rows.append((name, real, None))
+                if moved:
+                    self.alias(f"{rel}/{name}" if rel else name, entry.path)
+                continue
+            child = f"{rel}/{name}" if rel else name
+            if entry.is_dir(follow_symlinks=False):
+                key = (dev, entry.inode())
+                subdirs.append((entry.path, child, moved, dev, chain | {key}))
+            elif not (entry.is_symlink() and self._link(entry, child, moved, chain, rows, subdirs)):
+                continue
+            if moved:
+                self.alias(child, entry.path)
 
     @staticmethod
     def _link(
