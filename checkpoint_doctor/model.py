@@ -7,7 +7,7 @@ library (nothing from the package) and does no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from checkpoint_doctor.valueclasses import frozen
@@ -46,8 +46,10 @@ class FileStat:
         return out
 
 
-#: Stats a file of a directory listed without them: its index -> (size, mtime in epoch millis).
-StatFile: TypeAlias = Callable[[int], tuple[int, int | None]]
+#: A file's (size, mtime in epoch millis), as a directory listed without them gets it.
+Stat: TypeAlias = tuple[int, int | None]
+#: Stats the files at these indexes of a directory listed without their sizes and mtimes.
+StatFiles: TypeAlias = Callable[[Sequence[int]], list[Stat]]
 
 
 class _Unstatted:
@@ -55,30 +57,33 @@ class _Unstatted:
     (shared by the slices of a listing that hold the directory). A file gone since the listing has
     size 0 and no mtime: the listing named it, and reading it says it is gone."""
 
-    __slots__ = ("columns", "count", "one", "stat_file")
+    __slots__ = ("columns", "count", "one", "stat_files")
 
-    def __init__(self, stat_file: StatFile, count: int) -> None:
-        self.stat_file = stat_file
+    def __init__(self, stat_files: StatFiles, count: int, known: dict[int, Stat]) -> None:
+        self.stat_files = stat_files
         self.count = count
         #: (sizes, mtimes) once every file was stat'ed
         self.columns: tuple[tuple[int, ...], tuple[int | None, ...]] | None = None
-        #: the files stat'ed one by one before that (their stat is kept: one answer per file)
-        self.one: dict[int, tuple[int, int | None]] = {}
+        #: the files stat'ed before that, one by one or while listed (one answer per file)
+        self.one = known
 
-    def file(self, index: int) -> tuple[int, int | None]:
+    def file(self, index: int) -> Stat:
         columns = self.columns
         if columns is not None:
             return columns[0][index], columns[1][index]
         found = self.one.get(index)
         if found is None:
-            found = self.one[index] = self.stat_file(index)
+            found = self.one[index] = self.stat_files((index,))[0]
         return found
 
     def all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
         columns = self.columns
         if columns is None:
-            one, stat_file = self.one, self.stat_file
-            rows = [one.get(i) or stat_file(i) for i in range(self.count)]
+            one = self.one
+            missing = [i for i in range(self.count) if i not in one]
+            if missing:
+                one = {**one, **dict(zip(missing, self.stat_files(missing), strict=True))}
+            rows = [one[i] for i in range(self.count)]
             columns = self.columns = (tuple(r[0] for r in rows), tuple(r[1] for r in rows))
         return columns
 
@@ -120,12 +125,14 @@ class DirEntries:
         object.__setattr__(self, "_unstatted", None)
 
     @classmethod
-    def unstatted(cls, path: str, names: tuple[str, ...], stat_file: StatFile) -> DirEntries:
-        """Return the entries of a directory whose sizes and mtimes ``stat_file(index)`` gives when
-        first asked for."""
+    def unstatted(
+        cls, path: str, names: tuple[str, ...], stat_files: StatFiles, known: dict[int, Stat] | None = None
+    ) -> DirEntries:
+        """Return the entries of a directory whose sizes and mtimes ``stat_files(indexes)`` gives
+        when first asked for (``known``: those of the files already stat'ed, by index)."""
         out = cls(path, names, (), ())
         object.__setattr__(out, "_columns", None)
-        object.__setattr__(out, "_unstatted", _Unstatted(stat_file, len(names)))
+        object.__setattr__(out, "_unstatted", _Unstatted(stat_files, len(names), dict(known or {})))
         return out
 
     def rerooted(self, path: str) -> DirEntries:
@@ -279,7 +286,12 @@ class Listing:
         """Return every file, sorted by path."""
         if self._files is None:
             assert self._columns is not None
-            out = [d.stat(i) for d in self._columns for i in range(len(d.names))]
+            out = []
+            for d in self._columns:
+                full, etags = d.full_path, d.etags
+                # Every file: an unstatted directory is stat'ed at once, not file by file.
+                for i, (name, size, mtime) in enumerate(zip(d.names, d.sizes, d.mtimes_ms, strict=True)):
+                    out.append(FileStat(full(name), size, mtime, etags[i] if etags is not None else None))
             out.sort(key=lambda f: f.path)
             self._files = tuple(out)
         return self._files
