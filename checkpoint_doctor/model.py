@@ -2,7 +2,9 @@
 
 Field names are snake_case with units; the Spark JSON key each comes from is named in the docstring.
 Every value has ``to_dict()`` returning JSON-safe data. This module imports only the standard
-library (nothing from the package) and does no I/O.
+library (nothing from the package) and does no I/O of its own: a directory listed without its files'
+sizes and mtimes (:meth:`DirEntries.unstatted`) calls the function its storage gave when they are
+first asked for.
 """
 
 from __future__ import annotations
