@@ -132,9 +132,14 @@ class DirEntries:
     ) -> DirEntries:
         """Return the entries of a directory whose sizes and mtimes ``stat_files(indexes)`` gives
         when first asked for (``known``: those of the files already stat'ed, by index)."""
-        out = cls(path, names, (), ())
-        object.__setattr__(out, "_columns", None)
-        object.__setattr__(out, "_unstatted", _Unstatted(stat_files, len(names), dict(known or {})))
+        # Made field by field (one per directory of a listing: a fleet's thousands).
+        out = object.__new__(cls)
+        setattr_ = object.__setattr__
+        setattr_(out, "path", path)
+        setattr_(out, "names", names)
+        setattr_(out, "etags", None)
+        setattr_(out, "_columns", None)
+        setattr_(out, "_unstatted", _Unstatted(stat_files, len(names), dict(known) if known else {}))
         return out
 
     def rerooted(self, path: str) -> DirEntries:

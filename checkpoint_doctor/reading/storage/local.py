@@ -219,13 +219,16 @@ def _stat_in(directory: str, names: tuple[str, ...]) -> StatFiles:
 
 def _column(directory: str, rel: str, names: list[str], rows: list[_Row]) -> DirEntries:
     """Return the column of a directory's files (sorted by name, compared as strings): stat'ed if
-    every row was, else stat'ed when first asked for. Raises the error of the first file's stat
-    when it is not FileNotFoundError (a directory that can be read but not searched cannot be
-    listed, as when every file was stat'ed here)."""
+    every row was, else stat'ed when first asked for. The first file not stat'ed yet is stat'ed
+    now (the probe), and raises when that fails otherwise than by the file being gone: a
+    directory that can be read but not searched cannot be listed, as when every file was stat'ed
+    while listed."""
+    seeds: dict[int, Stat] = {}
     if not rows:
+        # The common case: ASCII names, nothing stat'ed yet (one per directory of a fleet).
         names.sort()
         shown = real = tuple(names)
-        seeds: dict[int, tuple[int, int | None]] = {}
+        probe = 0
     else:
         if names:
             rows.extend((n, n, None) for n in names)
@@ -240,9 +243,9 @@ def _column(directory: str, rel: str, names: list[str], rows: list[_Row]) -> Dir
             )
         real = tuple(r[1] for r in rows)
         seeds = {i: r[2] for i, r in enumerate(rows) if r[2] is not None}
-    probe = next(i for i in range(len(real)) if i not in seeds)
+        probe = next(i for i in range(len(real)) if i not in seeds)
     try:
-        st = os.stat(os.path.join(directory, real[probe]))
+        st = os.stat(f"{directory}/{real[probe]}")
     except FileNotFoundError:
         pass
     else:
