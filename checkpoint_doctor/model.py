@@ -2,11 +2,14 @@
 
 Field names are snake_case with units; the Spark JSON key each comes from is named in the docstring.
 Every value has ``to_dict()`` returning JSON-safe data. This module imports only the standard
-library (nothing from the package) and does no I/O.
+library (nothing from the package) and does no I/O of its own: a directory listed without its files'
+sizes and mtimes (:meth:`DirEntries.unstatted`) calls the function its storage gave when they are
+first asked for.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Generic, TypeAlias, TypeVar
 
 from checkpoint_doctor.valueclasses import frozen
@@ -45,29 +48,216 @@ class FileStat:
         return out
 
 
-@frozen
+#: A file's (size, mtime in epoch millis), as a directory listed without them gets it.
+Stat: TypeAlias = tuple[int, int | None]
+#: Stats the files at these indexes of a directory listed without their sizes and mtimes.
+StatFiles: TypeAlias = Callable[[Sequence[int]], list[Stat]]
+
+
+class _Unstatted:
+    """The sizes and mtimes of a directory listed without them, fetched when first asked for
+    (shared by the slices of a listing that hold the directory). A file gone since the listing has
+    size 0 and no mtime: the listing named it, and reading it says it is gone."""
+
+    __slots__ = ("columns", "count", "one", "stat_files")
+
+    def __init__(self, stat_files: StatFiles, count: int, known: dict[int, Stat]) -> None:
+        self.stat_files = stat_files
+        self.count = count
+        #: (sizes, mtimes) once every file was stat'ed
+        self.columns: tuple[tuple[int, ...], tuple[int | None, ...]] | None = None
+        #: the files stat'ed before that, one by one or while listed (one answer per file)
+        self.one = known
+
+    def file(self, index: int) -> Stat:
+        columns = self.columns
+        if columns is not None:
+            return columns[0][index], columns[1][index]
+        found = self.one.get(index)
+        if found is None:
+            found = self.one[index] = self.stat_files((index,))[0]
+        return found
+
+    def all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
+        columns = self.columns
+        if columns is None:
+            one = self.one
+            missing = [i for i in range(self.count) if i not in one]
+            if missing:
+                one = {**one, **dict(zip(missing, self.stat_files(missing), strict=True))}
+            rows = [one[i] for i in range(self.count)]
+            columns = self.columns = (tuple(r[0] for r in rows), tuple(r[1] for r in rows))
+        return columns
+
+
 class DirEntries:
     """The files directly in one directory, as columns sorted by name (``path`` '' is the root).
 
     Fast local walks produce listings in this form, so that indexing and fingerprinting work per
     directory instead of building an object per file (a state store partition holds hundreds of
     files whose roles depend only on their names).
+
+    A directory may be listed without its files' sizes and mtimes (:meth:`unstatted`: a local walk
+    reads names only, a stat costs three times a name): they are fetched, once, when ``sizes``,
+    ``mtimes_ms`` or :meth:`stat` first asks. Most of an audited tree is state store and sink data
+    files whose names say all the diagnosis needs (bench: audit). Immutable, compared and hashed
+    as the tuple of its fields.
     """
+
+    __slots__ = ("_columns", "_unstatted", "etags", "names", "path")
 
     path: str
     names: tuple[str, ...]
-    sizes: tuple[int, ...]
-    mtimes_ms: tuple[int | None, ...]
-    etags: tuple[str | None, ...] | None = None
+    etags: tuple[str | None, ...] | None
+    _columns: tuple[tuple[int, ...], tuple[int | None, ...]] | None
+    _unstatted: _Unstatted | None
+
+    def __init__(
+        self,
+        path: str,
+        names: tuple[str, ...],
+        sizes: tuple[int, ...],
+        mtimes_ms: tuple[int | None, ...],
+        etags: tuple[str | None, ...] | None = None,
+    ) -> None:
+        object.__setattr__(self, "path", path)
+        object.__setattr__(self, "names", names)
+        object.__setattr__(self, "etags", etags)
+        object.__setattr__(self, "_columns", (sizes, mtimes_ms))
+        object.__setattr__(self, "_unstatted", None)
+
+    @classmethod
+    def unstatted(
+        cls, path: str, names: tuple[str, ...], stat_files: StatFiles, known: dict[int, Stat] | None = None
+    ) -> DirEntries:
+        """Return the entries of a directory whose sizes and mtimes ``stat_files(indexes)`` gives
+        when first asked for (``known``: those of the files already stat'ed, by index)."""
+        # Made field by field (one per directory of a listing: a fleet's thousands).
+        out = object.__new__(cls)
+        setattr_ = object.__setattr__
+        setattr_(out, "path", path)
+        setattr_(out, "names", names)
+        setattr_(out, "etags", None)
+        setattr_(out, "_columns", None)
+        setattr_(out, "_unstatted", _Unstatted(stat_files, len(names), dict(known) if known else {}))
+        return out
+
+    def rerooted(self, path: str) -> DirEntries:
+        """Return the same files under another directory path (a slice of a listing); the sizes
+        and mtimes of an unstatted directory are still fetched once for both."""
+        out = DirEntries(path, self.names, (), (), self.etags)
+        object.__setattr__(out, "_columns", self._columns)
+        object.__setattr__(out, "_unstatted", self._unstatted)
+        return out
+
+    def _all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
+        columns = self._columns
+        if columns is None:
+            assert self._unstatted is not None
+            columns = self._unstatted.all()
+            object.__setattr__(self, "_columns", columns)
+        return columns
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Return the size of each file."""
+        return self._all()[0]
+
+    @property
+    def mtimes_ms(self) -> tuple[int | None, ...]:
+        """Return the modification time of each file, epoch millis (None: not known)."""
+        return self._all()[1]
 
     def full_path(self, name: str) -> str:
         """Return the path of a file of this directory, relative to the listed root."""
         return f"{self.path}/{name}" if self.path else name
 
     def stat(self, index: int) -> FileStat:
-        """Return the FileStat of the ``index``-th file."""
+        """Return the FileStat of the ``index``-th file (an unstatted directory stats that file
+        alone)."""
         etag = self.etags[index] if self.etags is not None else None
-        return FileStat(self.full_path(self.names[index]), self.sizes[index], self.mtimes_ms[index], etag)
+        columns = self._columns
+        if columns is None:
+            assert self._unstatted is not None
+            size, mtime = self._unstatted.file(index)
+        else:
+            size, mtime = columns[0][index], columns[1][index]
+        return FileStat(self.full_path(self.names[index]), size, mtime, etag)
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.path, self.names, self.sizes, self.mtimes_ms, self.etags)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DirEntries):
+            return NotImplemented
+        return self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (
+            f"DirEntries(path={self.path!r}, names={self.names!r}, sizes={self.sizes!r}, "
+            f"mtimes_ms={self.mtimes_ms!r}, etags={self.etags!r})"
+        )
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"DirEntries is immutable: cannot assign {name}")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"DirEntries is immutable: cannot delete {name}")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (an audit task sent to a Spark executor) with its stats: the executor may not
+        # see this machine's disk.
+        return DirEntries, (self.path, self.names, self.sizes, self.mtimes_ms, self.etags)
+
+
+class ByteCount:
+    """A total size, summed when first asked for: files counted as they were indexed, plus whole
+    directories less some of their files (a state store directory is listed without its files'
+    sizes, and only ``inspect`` shows its bytes). Added to while built, then only read; compared
+    and hashed as its value."""
+
+    __slots__ = ("_dirs", "_known", "_value")
+
+    def __init__(self, known: int = 0) -> None:
+        self._known = known
+        self._dirs: list[tuple[DirEntries, tuple[int, ...]]] = []
+        self._value: int | None = None
+
+    def add(self, size: int) -> None:
+        """Count one file's size."""
+        self._known += size
+        self._value = None
+
+    def add_dir(self, d: DirEntries, skipped: tuple[int, ...] = ()) -> None:
+        """Count the files of a directory, less the ``skipped`` indexes (sized when first asked)."""
+        self._dirs.append((d, skipped))
+        self._value = None
+
+    @property
+    def value(self) -> int:
+        """Return the total."""
+        value = self._value
+        if value is None:
+            value = self._known
+            for d, skipped in self._dirs:
+                sizes = d.sizes
+                value += sum(sizes) - sum(map(sizes.__getitem__, skipped))
+            self._value = value
+        return value
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ByteCount):
+            return self.value == other.value
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"ByteCount({self.value})"
 
 
 class Listing:
@@ -103,7 +293,12 @@ class Listing:
         """Return every file, sorted by path."""
         if self._files is None:
             assert self._columns is not None
-            out = [d.stat(i) for d in self._columns for i in range(len(d.names))]
+            out = []
+            for d in self._columns:
+                full, etags = d.full_path, d.etags
+                # Every file: an unstatted directory is stat'ed at once, not file by file.
+                for i, (name, size, mtime) in enumerate(zip(d.names, d.sizes, d.mtimes_ms, strict=True)):
+                    out.append(FileStat(full(name), size, mtime, etags[i] if etags is not None else None))
             out.sort(key=lambda f: f.path)
             self._files = tuple(out)
         return self._files

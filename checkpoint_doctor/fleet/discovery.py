@@ -341,4 +341,4 @@ class TreeIndex:
 
 
 def _rerooted(column: DirEntries, path: str) -> DirEntries:
-    return DirEntries(path, column.names, column.sizes, column.mtimes_ms, column.etags)
+    return column.rerooted(path)

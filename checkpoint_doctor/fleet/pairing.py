@@ -68,6 +68,8 @@ def sink_candidates(
     """Return the sinks (url, root-relative path, listing) whose batch ids meet the checkpoint's,
     nearest first, at most :data:`MAX_CANDIDATES` (``newest``: each sink's :func:`newest_sink_id`,
     computed once by a caller that pairs many checkpoints)."""
+    if not sinks:
+        return ()  # no file sink under the roots: the checkpoint's ids are not looked at
     ids = _ids(checkpoint_listing, ("offsets", "commits"))
     if not ids:
         return ()

@@ -7,6 +7,7 @@ leave it (:func:`simulate_changes`). Pure: a damaged file becomes a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import itemgetter
 from typing import TypeVar
 
 from checkpoint_doctor.errors import CheckpointParseError, FileTooLargeError, StorageError
@@ -54,6 +55,7 @@ from checkpoint_doctor.reading.snapshot import (
 )
 
 T = TypeVar("T")
+_first = itemgetter(0)
 
 
 def _parse(
@@ -77,14 +79,18 @@ def _parse(
 def _log(
     index: LogIndex, parser: Callable[..., T], contents: Mapping[str, Content], prefix: str = ""
 ) -> BatchLog[T]:
-    entries: list[LogEntry[T]] = []
-    for bid, f in index.batches.items():
-        rec, fail = _parse(parser, f, contents, prefix)
-        entries.append(LogEntry(bid, f, rec, fail))
-    for bid, f in index.compacts.items():
-        rec, fail = _parse(parser, f, contents, prefix)
-        entries.append(LogEntry(bid, f, rec, fail, compact=True))
-    entries.sort(key=lambda e: (e.batch_id, e.compact))
+    # Every listed batch file gets an entry, only the few read are parsed (bench: audit, where a
+    # log holds hundreds of batches): the others are made without a look-up per file.
+    batches = index.batches
+    entries: list[LogEntry[T]] = [
+        LogEntry(bid, f, *_parse(parser, f, contents, prefix)) if f.path in contents else LogEntry(bid, f)
+        for bid, f in sorted(batches.items(), key=_first)
+    ]
+    if index.compacts:
+        for bid, f in index.compacts.items():
+            rec, fail = _parse(parser, f, contents, prefix)
+            entries.append(LogEntry(bid, f, rec, fail, compact=True))
+        entries.sort(key=lambda e: (e.batch_id, e.compact))
     return BatchLog(
         path=index.path,
         exists=index.exists,
@@ -146,7 +152,7 @@ def _store(store: StoreIndex, contents: Mapping[str, Content], read: Mapping[str
         sst_files=tuple(sorted(f.name for f in store.ssts)),
         spark_checksums=store.spark_checksums,
         file_count=store.file_count,
-        total_bytes=store.total_bytes,
+        listed_bytes=store.listed_bytes,
         zip_metadata=tuple(sorted(zip_meta, key=lambda x: x[0])),
         schema=_record(parse_schema_header, store.schema, contents),
         data_headers=tuple(sorted(headers, key=lambda x: x[0])),
@@ -197,7 +203,7 @@ def assemble_snapshot(
                 metadata=_record(parse_operator_metadata, op.metadata, contents),
                 metadata_v2_batches=tuple(sorted(op.metadata_v2)),
                 file_count=op.file_count,
-                total_bytes=op.total_bytes,
+                listed_bytes=op.listed_bytes,
             )
         )
     sink_log = None

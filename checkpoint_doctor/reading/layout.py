@@ -25,7 +25,7 @@ from dataclasses import field
 from typing import Any, TypeVar
 
 from checkpoint_doctor.enums import TextEnum
-from checkpoint_doctor.model import DirEntries, FileStat, Listing
+from checkpoint_doctor.model import ByteCount, DirEntries, FileStat, Listing
 from checkpoint_doctor.parsing.text import java_parse_int, java_parse_long
 from checkpoint_doctor.valueclasses import frozen, mutable
 
@@ -124,9 +124,15 @@ class StoreIndex:
     spark_checksums: int = 0
     other: list[FileStat] = field(default_factory=list)
     file_count: int = 0
-    total_bytes: int = 0
+    #: The size of its files, summed when first asked for (only ``inspect`` shows it).
+    listed_bytes: ByteCount = field(default_factory=ByteCount)
     #: The shared classification ``data`` was taken from, when it is all of ``data``.
     roles: NameRoles | None = None
+
+    @property
+    def total_bytes(self) -> int:
+        """Return the size of the store's files."""
+        return self.listed_bytes.value
 
     def shared_roles(self) -> NameRoles | None:
         """Return the classification of the store directory's names when ``data`` is exactly its data
@@ -149,7 +155,13 @@ class OperatorIndex:
     #: Hadoop .crc files directly in store data directories (counted, not kept one by one)
     store_crcs: int = 0
     file_count: int = 0
-    total_bytes: int = 0
+    #: The size of its files, summed when first asked for (only ``inspect`` shows it).
+    listed_bytes: ByteCount = field(default_factory=ByteCount)
+
+    @property
+    def total_bytes(self) -> int:
+        """Return the size of the operator's files."""
+        return self.listed_bytes.value
 
 
 @mutable
@@ -252,7 +264,7 @@ def _index_state_file(layout: Layout, f: FileStat, parts: list[str]) -> None:
     if op is None:
         op = layout.operators[op_id] = OperatorIndex(op_id)
     op.file_count += 1
-    op.total_bytes += f.size
+    op.listed_bytes.add(f.size)
     name = parts[-1]
     if name[:1] == "." and _index_hidden_state_file(layout, f, name):
         return
@@ -309,7 +321,7 @@ def _index_store_file(op: OperatorIndex, f: FileStat, parts: list[str], part_id:
         base = "/".join(parts[:4]) if store_name != "default" else "/".join(parts[:3])
         store = op.stores[key] = StoreIndex(op.operator_id, part_id, store_name, base)
     store.file_count += 1
-    store.total_bytes += f.size
+    store.listed_bytes.add(f.size)
     name = parts[-1]
     if len(rest) == 1:
         parsed = parse_state_file_name(name)
@@ -574,25 +586,25 @@ class NameRoles:
 
 def _index_store_dir(layout: Layout, ctx: _StoreDir, d: DirEntries, roles: NameRoles) -> None:
     """Index a state store data directory from its shared name classification."""
-    sizes = d.sizes
+    count = len(d.names)
     op = ctx.op
-    op.file_count += len(sizes)
-    total = sum(sizes)
-    op.total_bytes += total
+    op.file_count += count
+    # Sizes summed when asked (inspect): the files of a state directory are not stat'ed to index it.
+    op.listed_bytes.add_dir(d)
     op.store_crcs += len(roles.crc)
     skipped = roles.skipped
     if roles.temps:
         layout.temps.extend((d.stat(i), d.full_path(target)) for i, target in roles.temps)
     if roles.orphan_crcs:
         layout.store_orphan_crcs.extend((d.stat(i), d.full_path(target)) for i, target in roles.orphan_crcs)
-    if len(skipped) == len(sizes):
+    if len(skipped) == count:
         return
     op.partition_dirs.add(ctx.part_id)
     store = op.stores.get(ctx.key)
     if store is None:
         store = op.stores[ctx.key] = StoreIndex(op.operator_id, ctx.part_id, ctx.key[1], ctx.base)
-    store.file_count += len(sizes) - len(skipped)
-    store.total_bytes += total - sum(map(sizes.__getitem__, skipped))
+    store.file_count += count - len(skipped)
+    store.listed_bytes.add_dir(d, skipped)
     if not store.data:
         store.roles = roles
     store.data.extend(roles.data)
@@ -674,8 +686,10 @@ def orphan_crcs(layout: Layout) -> list[tuple[FileStat, str]]:
     # Any order: the result is sorted by path (a log directory's hold most of them and are skipped).
     for path in layout.hadoop_crcs:
         parent, _, name = path.rpartition("/")
+        if parent in LOG_DIRS:
+            continue
         target = crc_target(name)
-        if target is None or parent in LOG_DIRS:
+        if target is None:
             continue
         target_path = f"{parent}/{target}" if parent else target
         if target_path not in layout.present:
@@ -698,5 +712,5 @@ def listed_sizes(listing: Listing, paths: Iterable[str]) -> dict[str, int]:
             continue
         i = bisect.bisect_left(d.names, name)
         if i < len(d.names) and d.names[i] == name:
-            out[path] = d.sizes[i]
+            out[path] = d.stat(i).size  # that file alone (a state directory is stat'ed lazily)
     return out

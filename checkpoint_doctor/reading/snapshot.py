@@ -20,6 +20,7 @@ from typing import Any, Generic, TypeVar
 from checkpoint_doctor.errors import StorageError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import (
+    ByteCount,
     CommitRecord,
     FileStat,
     Listing,
@@ -154,11 +155,17 @@ class StateStore:
     sst_files: tuple[str, ...] = ()
     spark_checksums: int = 0
     file_count: int = 0
-    total_bytes: int = 0
+    #: The size of its files, summed when first asked for (see :attr:`total_bytes`).
+    listed_bytes: ByteCount = field(default_factory=ByteCount)
     zip_metadata: tuple[tuple[str, FileRecord[RocksDBCheckpointMetadata]], ...] = ()
     schema: FileRecord[StateSchemaHeader] | None = None
     #: heads of the data files read (those of the version the next batch loads)
     data_headers: tuple[tuple[str, FileRecord[StateDataHeader]], ...] = ()
+
+    @property
+    def total_bytes(self) -> int:
+        """Return the size of the store's files (its directory is listed without them)."""
+        return self.listed_bytes.value
 
     def unreadable_files(self) -> tuple[tuple[str, ParseFailure], ...]:
         """Return (path, failure) of every read zip or data file that cannot be loaded."""
@@ -197,7 +204,13 @@ class StateOperator:
     metadata: FileRecord[OperatorStateMetadata] | None = None
     metadata_v2_batches: tuple[int, ...] = ()
     file_count: int = 0
-    total_bytes: int = 0
+    #: The size of its files, summed when first asked for (see :attr:`total_bytes`).
+    listed_bytes: ByteCount = field(default_factory=ByteCount)
+
+    @property
+    def total_bytes(self) -> int:
+        """Return the size of the operator's files (its directories are listed without them)."""
+        return self.listed_bytes.value
 
     @property
     def store_names(self) -> tuple[str, ...]:

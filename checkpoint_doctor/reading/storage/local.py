@@ -17,11 +17,11 @@ import re
 import stat as stat_mod
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from operator import itemgetter
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
-from checkpoint_doctor.model import DirEntries, FileStat, Listing
+from checkpoint_doctor.model import DirEntries, FileStat, Listing, Stat, StatFiles
 from checkpoint_doctor.reading.storage.base import Ownership, RootedPaths
 from checkpoint_doctor.reading.storage.errors import translate_error, translated
 
@@ -144,6 +144,115 @@ def _temp_beside(
 
 _first = itemgetter(0)
 
+#: A file of a directory: the name shown, its real name, and its (size, mtime in millis) if stat'ed.
+_Row = tuple[str, str, tuple[int, int | None] | None]
+
+#: The metadata logs (``offsets/``, ``commits/``, a sink's ``_spark_metadata/``; a source's log is
+#: ``sources/<n>/``): their files' sizes and mtimes are the diagnosis's evidence (an empty batch
+#: file, when a batch was written), so they are stat'ed as listed, and a file gone between the
+#: name and the stat is not listed.
+_LOG_DIRS = frozenset({"offsets", "commits", "_spark_metadata"})
+
+
+def _stat_eagerly(rel: str) -> bool:
+    """Return whether the files of the directory at ``rel`` are stat'ed while listed."""
+    parent, _, name = rel.rpartition("/")
+    return name in _LOG_DIRS or parent.rpartition("/")[2] == "sources"
+
+
+#: ``os.stat`` of a name in a directory opened once: half the time of a stat by path, which the
+#: kernel resolves component by component (a log file is seven directories deep in a fleet).
+_DIR_FD = os.stat in os.supports_dir_fd
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def _stat_rows(directory: str, files: list[tuple[str, str]], rows: list[_Row]) -> None:
+    """Add the rows of regular files (name shown, real name) with their stat; a file gone since its
+    name was read (renamed or deleted by a live writer) is not part of this listing."""
+    if not files:
+        return
+    fd = os.open(directory, _DIR_FLAGS) if _DIR_FD else None
+    try:
+        for name, real in files:
+            try:
+                if fd is not None:
+                    st = os.stat(real, dir_fd=fd, follow_symlinks=False)
+                else:
+                    st = os.stat(os.path.join(directory, real), follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            rows.append((name, real, (st.st_size, st.st_mtime_ns // 1_000_000)))
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+def _stat_in(directory: str, names: tuple[str, ...]) -> StatFiles:
+    """Return the function stat'ing files of ``directory`` (a real path) by their index in
+    ``names``, following a link as the walk does. A file gone since it was listed has size 0 and
+    no mtime (reading it says it is gone)."""
+
+    def stat_files(indexes: Sequence[int]) -> list[Stat]:
+        out: list[Stat] = []
+        fd = None
+        if _DIR_FD and len(indexes) > 1:
+            with contextlib.suppress(OSError):
+                fd = os.open(directory, _DIR_FLAGS)
+        try:
+            for index in indexes:
+                try:
+                    if fd is not None:
+                        st = os.stat(names[index], dir_fd=fd)
+                    else:
+                        st = os.stat(os.path.join(directory, names[index]))
+                except OSError:
+                    out.append((0, None))
+                    continue
+                out.append((st.st_size, st.st_mtime_ns // 1_000_000))
+        finally:
+            if fd is not None:
+                os.close(fd)
+        return out
+
+    return stat_files
+
+
+def _column(directory: str, rel: str, names: list[str], rows: list[_Row]) -> DirEntries:
+    """Return the column of a directory's files (sorted by name, compared as strings): stat'ed if
+    every row was, else stat'ed when first asked for. The first file not stat'ed yet is stat'ed
+    now (the probe), and raises when that fails otherwise than by the file being gone: a
+    directory that can be read but not searched cannot be listed, as when every file was stat'ed
+    while listed."""
+    seeds: dict[int, Stat] = {}
+    if not rows:
+        # The common case: ASCII names, nothing stat'ed yet (one per directory of a fleet).
+        names.sort()
+        shown = real = tuple(names)
+        probe = 0
+    else:
+        if names:
+            rows.extend((n, n, None) for n in names)
+        rows.sort(key=_first)
+        shown = tuple(r[0] for r in rows)
+        if all(r[2] is not None for r in rows):
+            return DirEntries(
+                rel,
+                shown,
+                tuple(r[2][0] for r in rows if r[2] is not None),
+                tuple(r[2][1] for r in rows if r[2] is not None),
+            )
+        real = tuple(r[1] for r in rows)
+        seeds = {i: r[2] for i, r in enumerate(rows) if r[2] is not None}
+        probe = next(i for i in range(len(real)) if i not in seeds)
+    try:
+        st = os.stat(f"{directory}/{real[probe]}")
+    except FileNotFoundError:
+        pass
+    else:
+        seeds[probe] = (st.st_size, st.st_mtime_ns // 1_000_000)
+    return DirEntries.unstatted(rel, shown, _stat_in(directory, real), seeds)
+
+
 #: A directory to list: real path, relative path as shown, whether a name on the way was escaped,
 #: its device, and the (device, inode) of every directory from the root down to it.
 _Pending = tuple[str, str, bool, int, frozenset[tuple[int, int]]]
@@ -169,43 +278,11 @@ class _Walk:
         self.aliases[f"{self.display_root}/{rel}"] = real
 
     def directory(self, item: _Pending, stack: list[_Pending]) -> None:
-        # The hot loop of a local inspect: one scandir per directory and one stat per file (the
-        # DirEntry caches it); rows are sorted and split into columns in C.
-        path, rel, renamed, dev, chain = item
-        rows: list[tuple[str, int, int]] = []
-        append = rows.append
+        """List one directory: its files become a column, its subdirectories go on the stack."""
+        rel = item[1]
         subdirs: list[_Pending] = []
         try:
-            with os.scandir(path) as it:
-                for entry in it:
-                    name, moved = entry.name, renamed
-                    if not name.isascii():
-                        shown = printable_name(name)
-                        moved = moved or shown != name
-                        name = shown
-                    # is_dir/is_file come from the directory entry's type (no syscall); only
-                    # regular files are stat'ed, sockets and FIFOs are not files of a checkpoint.
-                    # A file's path is built only when it needs an alias: most of a tree's
-                    # entries are files, and this loop is the audit's listing (bench: audit).
-                    if entry.is_file(follow_symlinks=False):
-                        try:
-                            st = entry.stat(follow_symlinks=False)
-                        except FileNotFoundError:
-                            # Renamed or deleted between readdir and stat (a live writer's temp
-                            # file): it is not part of this listing.
-                            continue
-                        append((name, st.st_size, st.st_mtime_ns // 1_000_000))
-                        if moved:
-                            self.alias(f"{rel}/{name}" if rel else name, entry.path)
-                        continue
-                    child = f"{rel}/{name}" if rel else name
-                    if entry.is_dir(follow_symlinks=False):
-                        key = (dev, entry.inode())
-                        subdirs.append((entry.path, child, moved, dev, chain | {key}))
-                    elif not (entry.is_symlink() and self._link(entry, child, moved, chain, rows, subdirs)):
-                        continue
-                    if moved:
-                        self.alias(child, entry.path)
+            column = self._scan(item, subdirs)
         except FileNotFoundError:
             if not rel:
                 raise
@@ -216,14 +293,78 @@ class _Walk:
             # Unreadable (no permission, I/O error): named in the listing, the walk goes on.
             self.unlisted.append((rel, exc.errno or errno.EIO))
             return
+        if column is not None:
+            self.columns.append(column)
         for sub in subdirs:
             self.dirs.append(sub[1])
             stack.append(sub)
-        if rows:
-            # By name (unique in a directory), compared as strings: half the time of comparing rows.
-            rows.sort(key=_first)
-            names, sizes, mtimes_ms = zip(*rows, strict=True)
-            self.columns.append(DirEntries(rel, names, sizes, mtimes_ms))
+
+    def _scan(self, item: _Pending, subdirs: list[_Pending]) -> DirEntries | None:
+        # The hot loop of a local inspect and of the audit's listing (bench: audit): one scandir
+        # per directory. Outside the metadata logs a file's size and mtime are stat'ed when first
+        # asked for (DirEntries.unstatted): most files of an audited tree are state store, sink
+        # and table data files whose names are all the diagnosis reads, and a stat costs three names.
+        path, rel, renamed, _, _ = item
+        eager = _stat_eagerly(rel)
+        with os.scandir(path) as it:
+            entries = list(it)
+        rows: list[_Row] = []
+        if not eager and not renamed:
+            # The names of the files, ASCII as Spark writes them, taken in one comprehension; the
+            # few other entries (directories, links) one by one.
+            names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+            if "".join(names).isascii():
+                if len(names) < len(entries):
+                    others = [e for e in entries if not e.is_file(follow_symlinks=False)]
+                    self._entries(others, item, [], rows, subdirs, None)
+                return _column(path, rel, names, rows) if names or rows else None
+        names = []
+        statted: list[tuple[str, str]] | None = [] if eager else None
+        self._entries(entries, item, names, rows, subdirs, statted)
+        if statted:
+            _stat_rows(path, statted, rows)
+        return _column(path, rel, names, rows) if names or rows else None
+
+    def _entries(
+        self,
+        entries: list[os.DirEntry[str]],
+        item: _Pending,
+        names: list[str],
+        rows: list[_Row],
+        subdirs: list[_Pending],
+        statted: list[tuple[str, str]] | None,
+    ) -> None:
+        """Take the entries of a directory one by one: a file's name goes to ``names`` (to
+        ``statted``, shown and real, when it is to be stat'ed now; to ``rows`` when its name is shown
+        escaped), a directory or a link to one to ``subdirs`` (a link to a file to ``rows``)."""
+        _, rel, renamed, dev, chain = item
+        append = names.append
+        for entry in entries:
+            name = real = entry.name
+            moved = renamed
+            if not name.isascii():
+                name = printable_name(real)
+                moved = moved or name != real
+            # is_dir/is_file come from the directory entry's type (no syscall); sockets and FIFOs
+            # are not files of a checkpoint. A file's path is built only when it needs an alias.
+            if entry.is_file(follow_symlinks=False):
+                if statted is not None:
+                    statted.append((name, real))
+                elif name is real:
+                    append(name)
+                else:
+                    rows.append((name, real, None))
+                if moved:
+                    self.alias(f"{rel}/{name}" if rel else name, entry.path)
+                continue
+            child = f"{rel}/{name}" if rel else name
+            if entry.is_dir(follow_symlinks=False):
+                key = (dev, entry.inode())
+                subdirs.append((entry.path, child, moved, dev, chain | {key}))
+            elif not (entry.is_symlink() and self._link(entry, child, moved, chain, rows, subdirs)):
+                continue
+            if moved:
+                self.alias(child, entry.path)
 
     @staticmethod
     def _link(
@@ -231,17 +372,18 @@ class _Walk:
         child: str,
         moved: bool,
         chain: frozenset[tuple[int, int]],
-        rows: list[tuple[str, int, int]],
+        rows: list[_Row],
         subdirs: list[_Pending],
     ) -> bool:
-        """Follow a symbolic link: a file becomes a row, a directory a subdirectory to list, unless
-        it is one of its own ancestors. Return whether it was taken (a dangling link is not)."""
+        """Follow a symbolic link: a file becomes a row (with the stat of what it points to), a
+        directory a subdirectory to list, unless it is one of its own ancestors. Return whether it
+        was taken (a dangling link is not)."""
         try:
             st = os.stat(entry.path)
         except OSError:
             return False  # dangling, or a loop the kernel refuses (ELOOP)
         if stat_mod.S_ISREG(st.st_mode):
-            rows.append((child.rpartition("/")[2], st.st_size, st.st_mtime_ns // 1_000_000))
+            rows.append((child.rpartition("/")[2], entry.name, (st.st_size, st.st_mtime_ns // 1_000_000)))
             return True
         key = (st.st_dev, st.st_ino)
         if not stat_mod.S_ISDIR(st.st_mode) or key in chain:
