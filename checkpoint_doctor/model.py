@@ -78,6 +78,16 @@ class _Unstatted:
             found = self.one[index] = self.stat_files((index,))[0]
         return found
 
+    def some(self, indexes: Sequence[int]) -> list[Stat]:
+        columns = self.columns
+        if columns is not None:
+            return [(columns[0][i], columns[1][i]) for i in indexes]
+        one = self.one
+        missing = [i for i in indexes if i not in one]
+        if missing:
+            one.update(zip(missing, self.stat_files(missing), strict=True))
+        return [one[i] for i in indexes]
+
     def all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
         columns = self.columns
         if columns is None:
@@ -167,6 +177,16 @@ class DirEntries:
     def mtimes_ms(self) -> tuple[int | None, ...]:
         """Return the modification time of each file, epoch millis (None: not known)."""
         return self._all()[1]
+
+    def mtimes_of(self, indexes: Sequence[int]) -> list[int | None]:
+        """Return the modification times of the files at ``indexes`` (an unstatted directory stats
+        those files only, at once: the live-writer check asks the visible files, not their .crc
+        side files, which are half of a state store's)."""
+        unstatted = self._unstatted
+        if self._columns is None and unstatted is not None:
+            return [m for _, m in unstatted.some(indexes)]
+        mtimes = self._all()[1]
+        return [mtimes[i] for i in indexes]
 
     def full_path(self, name: str) -> str:
         """Return the path of a file of this directory, relative to the listed root."""

@@ -31,10 +31,15 @@ def _written_mtimes(ctx: Context) -> list[int]:
     for d in ctx.snapshot.listing.columns:
         if d.path.partition("/")[0] not in _WRITTEN_EACH_BATCH:
             continue
-        etags = d.etags or [None] * len(d.names)
-        for n, m, e in zip(d.names, d.mtimes_ms, etags, strict=True):
-            if m is None or n[:1] == "." or (f"{d.path}/{n}", e or m) in own:
-                continue  # hidden, or written by checkpoint-doctor's own apply
+        # Hidden files (.crc side files, temp files: CD502) are not asked: their stat is half of a
+        # state store's when the listing left sizes and mtimes to be fetched on demand.
+        shown = [i for i, n in enumerate(d.names) if n[:1] != "."]
+        etags = d.etags
+        for i, m in zip(shown, d.mtimes_of(shown), strict=True):
+            if m is None:
+                continue
+            if own and (f"{d.path}/{d.names[i]}", (etags[i] if etags else None) or m) in own:
+                continue  # written by checkpoint-doctor's own apply
             out.append(m)
     return out
 
