@@ -48,7 +48,9 @@ def walk(capsys, checkpoint: str) -> str:
     for _ in range(MAX_PLANS):
         assert command[0] == "plan" and "-o" in command, command
         code, out, err = run(capsys, command)
-        assert code in (ExitCode.OK, ExitCode.ERRORS), f"{shlex.join(command)}: {err}"
+        # 1: what the plan leaves is a warning only (continuous-commit-without-offsets: the quarantine
+        # resolves CD701; CD008 stays for a micro-batch restart, as diagnose rates it)
+        assert code in (ExitCode.OK, ExitCode.WARNINGS, ExitCode.ERRORS), f"{shlex.join(command)}: {err}"
         if "Plan written to" in out:
             apply = [*printed(out, "Apply it with:"), "--yes"] if "Apply it with:" in out else None
             if apply is None:  # only steps the operator runs (a catch-up, a restart elsewhere)
