@@ -5,8 +5,7 @@ pipeline (:mod:`checkpoint_doctor.reading.pipeline`) reads them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import partial
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from checkpoint_doctor.reading.layout import (
@@ -49,16 +48,27 @@ def head_only(path: str) -> bool:
     return parsed is not None and parsed.kind != "zip"
 
 
+def _store_reads(
+    store: StoreIndex,
+    kind: str,
+    names_of: Callable[[Sequence[tuple[StateFileName, str]], int], tuple[str, ...]],
+    version: int,
+) -> list[str]:
+    """The paths of a store's files that ``names_of`` picks for ``version``: derived once per name
+    set when stores share their roles (a fleet's partitions list the same names), else per store."""
+    roles = store.shared_roles()
+    names = (
+        roles.derived((kind, version), lambda data: names_of(data, version))
+        if roles is not None
+        else names_of(store.data, version)
+    )
+    return [f"{store.path}/{name}" for name in names]
+
+
 def _state_data_reads(store: StoreIndex, version: int) -> list[str]:
     """The data files of the version the next batch loads (its delta, snapshot or changelog): the
     files a crash mid-write or an overwrite damages, checked for their stream header."""
-    roles = store.shared_roles()
-    names = (
-        roles.derived(("data", version), partial(_data_names, version=version))
-        if roles is not None
-        else _data_names(store.data, version)
-    )
-    return [f"{store.path}/{name}" for name in names]
+    return _store_reads(store, "data", _data_names, version)
 
 
 def _data_names(data: Sequence[tuple[StateFileName, str]], version: int) -> tuple[str, ...]:
@@ -66,13 +76,7 @@ def _data_names(data: Sequence[tuple[StateFileName, str]], version: int) -> tupl
 
 
 def _rocksdb_zip_reads(store: StoreIndex, version: int) -> list[str]:
-    roles = store.shared_roles()
-    names = (
-        roles.derived(("zips", version), partial(_zip_names, version=version))
-        if roles is not None
-        else _zip_names(store.data, version)
-    )
-    return [f"{store.path}/{name}" for name in names]
+    return _store_reads(store, "zips", _zip_names, version)
 
 
 def _zip_names(data: Sequence[tuple[StateFileName, str]], version: int) -> tuple[str, ...]:

@@ -118,18 +118,23 @@ class Hints:
             words += ["--sources", str(self.sources)]
         if self.checkpoint_format_version is not None:
             words += ["--checkpoint-format-version", str(self.checkpoint_format_version)]
-        if self.live_window is not None:
-            words += ["--live-window", f"{self.live_window:g}"]
-        if self.kafka_bootstrap:
-            words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
-            for pair in self.kafka_options:
-                words += ["--kafka-option", pair]
+        words += self._world_flags()
         for table in self.delta_tables:
             words += ["--delta-table", table]
         if self.job:
             words += ["--job", self.job]
             if self.job_python:
                 words += ["--job-python", self.job_python]
+        return words
+
+    def _world_flags(self) -> list[str]:
+        """The live window and the broker of this answer: the flags ``diagnose``, ``plan`` and
+        ``audit`` all take for the world outside the checkpoint's logs."""
+        words = ["--live-window", f"{self.live_window:g}"] if self.live_window is not None else []
+        if self.kafka_bootstrap:
+            words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
+            for pair in self.kafka_options:
+                words += ["--kafka-option", pair]
         return words
 
     def diagnose(self, checkpoint: str, spark: str | None = None, mode: str | None = None) -> str:
@@ -152,12 +157,7 @@ class Hints:
             words += ["--spark", line]
         for mode in self.modes:
             words += ["--mode", mode]
-        if self.live_window is not None:
-            words += ["--live-window", f"{self.live_window:g}"]
-        if self.kafka_bootstrap:
-            words += ["--kafka-bootstrap-servers", self.kafka_bootstrap]
-            for pair in self.kafka_options:
-                words += ["--kafka-option", pair]
+        words += self._world_flags()
         return command("audit", root, *words, *self.storage_flags())
 
     def inspect(self, checkpoint: str) -> str:
