@@ -64,6 +64,7 @@ import zlib
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -1755,6 +1756,50 @@ def _ms(value: float) -> str:
     return f"{value * 1000:.2f} ms"
 
 
+def _matrix_parts(path: str, one: Any, every: Any, inner: int, repeat: int) -> list[Row]:
+    """What the async-tail matrix is made of, each against the same one cell: the five lines of one
+    mode (what the line rules share: the rest of a line's cell is the lines' own rules) and the same
+    mode's one-cell matrix (its fixed cost: merging, the matrix's assumptions), then the other mode's
+    cell alone (async: a restart of its own, with its own prediction and the checks that read it,
+    which no line rule can share)."""
+    from checkpoint_doctor.diagnosis import diagnose
+    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    mode = one.mode
+    other = next(m for m in ("async", "micro-batch") if m != mode)
+    five = replace(every, modes=(mode,))
+    single = replace(every, modes=(mode,), lines=(one.spark,))
+    async_cell = replace(one, mode=other)
+    (cell_s, five_s, single_s, other_s), _ = interleaved_medians(
+        [
+            lambda: [diagnose(load_checkpoint(path), one) for _ in range(inner)],
+            lambda: [diagnose_matrix(load_checkpoint(path), five) for _ in range(inner)],
+            lambda: [diagnose_matrix(load_checkpoint(path), single) for _ in range(inner)],
+            lambda: [diagnose(load_checkpoint(path), async_cell) for _ in range(inner)],
+        ],
+        repeat,
+    )
+    cell_s, five_s, single_s, other_s = (t / inner for t in (cell_s, five_s, single_s, other_s))
+    return [
+        (f"  of which: matrix of 5 cells, {mode} only", _ms(five_s), _ms(cell_s), ratio(five_s, cell_s), "-"),
+        (
+            f"  of which: matrix of 1 cell, {mode} only",
+            _ms(single_s),
+            _ms(cell_s),
+            ratio(single_s, cell_s),
+            "-",
+        ),
+        (
+            f"  the {other} cell alone (its own restart)",
+            _ms(other_s),
+            _ms(cell_s),
+            ratio(other_s, cell_s),
+            "-",
+        ),
+    ]
+
+
 def section_matrix(args: argparse.Namespace) -> list[Row]:
     from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
@@ -1793,6 +1838,8 @@ def section_matrix(args: argparse.Namespace) -> list[Row]:
                     "<= 1.30",
                 )
             )
+            if path == str(tail):
+                rows.extend(_matrix_parts(path, one, every, inner, args.repeat))
         base = [*_cli_command(), "diagnose", str(tail), "--live-window", "0", "--format", "json"]
 
         def cli(extra: list[str]) -> None:
