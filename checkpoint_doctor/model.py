@@ -91,12 +91,19 @@ class _Unstatted:
     def all(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
         columns = self.columns
         if columns is None:
-            one = self.one
-            missing = [i for i in range(self.count) if i not in one]
-            if missing:
-                one = {**one, **dict(zip(missing, self.stat_files(missing), strict=True))}
-            rows = [one[i] for i in range(self.count)]
-            columns = self.columns = (tuple(r[0] for r in rows), tuple(r[1] for r in rows))
+            one, count = self.one, self.count
+            if not one or (len(one) == 1 and 0 in one):
+                # The common case (every file of a directory asked at once, ``inspect --deep``):
+                # nothing, or only the listing's probe (the first file), stat'ed before: the
+                # rows in order without an index per file (bench: inspect).
+                rows = [one[0], *self.stat_files(range(1, count))] if one else self.stat_files(range(count))
+            else:
+                missing = [i for i in range(count) if i not in one]
+                if missing:
+                    one = {**one, **dict(zip(missing, self.stat_files(missing), strict=True))}
+                rows = [one[i] for i in range(count)]
+            sizes, mtimes = zip(*rows, strict=True) if rows else ((), ())
+            columns = self.columns = (sizes, mtimes)
         return columns
 
 

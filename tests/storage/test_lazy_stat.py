@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -147,3 +148,28 @@ def test_every_directory_stat_ed_as_listed_gives_the_same_listing(
     eager = open_storage(str(tmp_path)).list_tree()
 
     assert eager == lazy and eager.columns == lazy.columns
+
+
+@pytest.mark.parametrize(
+    "known",
+    [{}, {0: (9, 90)}, {2: (7, 70)}, {0: (9, 90), 3: (6, 60)}],
+    ids=["nothing-known", "the-probe", "one-file", "two-files"],
+)
+def test_a_directory_stat_ed_at_once_asks_each_file_once_and_keeps_what_was_known(
+    known: dict[int, tuple[int, int | None]],
+) -> None:
+    asked: list[int] = []
+
+    def stat_files(indexes: Sequence[int]) -> list[tuple[int, int | None]]:
+        got = list(indexes)
+        asked.extend(got)
+        return [(i, i * 10) for i in got]
+
+    names = tuple(f"{i}.delta" for i in range(5))
+    entries = DirEntries.unstatted("state/0/0", names, stat_files, known)
+
+    expected = [known.get(i, (i, i * 10)) for i in range(5)]
+    assert list(zip(entries.sizes, entries.mtimes_ms, strict=True)) == expected
+    assert sorted(asked) == [i for i in range(5) if i not in known]
+    assert entries.mtimes_ms == tuple(m for _, m in expected)  # kept: not asked again
+    assert len(asked) == 5 - len(known)

@@ -198,17 +198,24 @@ def _stat_in(directory: str, names: tuple[str, ...]) -> StatFiles:
         if _DIR_FD and len(indexes) > 1:
             with contextlib.suppress(OSError):
                 fd = os.open(directory, _DIR_FLAGS)
+        add, stat = out.append, os.stat
         try:
-            for index in indexes:
-                try:
-                    if fd is not None:
-                        st = os.stat(names[index], dir_fd=fd)
-                    else:
-                        st = os.stat(os.path.join(directory, names[index]))
-                except OSError:
-                    out.append((0, None))
-                    continue
-                out.append((st.st_size, st.st_mtime_ns // 1_000_000))
+            if fd is not None:
+                for index in indexes:
+                    try:
+                        st = stat(names[index], dir_fd=fd)
+                    except OSError:
+                        add((0, None))
+                        continue
+                    add((st.st_size, st.st_mtime_ns // 1_000_000))
+            else:
+                for index in indexes:
+                    try:
+                        st = stat(os.path.join(directory, names[index]))
+                    except OSError:
+                        add((0, None))
+                        continue
+                    add((st.st_size, st.st_mtime_ns // 1_000_000))
         finally:
             if fd is not None:
                 os.close(fd)
