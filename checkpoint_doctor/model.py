@@ -92,15 +92,11 @@ class _Unstatted:
         columns = self.columns
         if columns is None:
             one = self.one
-            if not one:
-                rows = self.stat_files(range(self.count))
-            else:
-                # The files stat'ed so far (the listing's probe, a few asked one by one) in place, the
-                # others stat'ed at once (inspect --deep asks every file of 50,000: bench: inspect).
-                got = iter(self.stat_files([i for i in range(self.count) if i not in one]))
-                rows = [one[i] if i in one else next(got) for i in range(self.count)]
-            sizes, mtimes = zip(*rows, strict=True) if rows else ((), ())
-            columns = self.columns = (sizes, mtimes)
+            missing = [i for i in range(self.count) if i not in one]
+            if missing:
+                one = {**one, **dict(zip(missing, self.stat_files(missing), strict=True))}
+            rows = [one[i] for i in range(self.count)]
+            columns = self.columns = (tuple(r[0] for r in rows), tuple(r[1] for r in rows))
         return columns
 
 

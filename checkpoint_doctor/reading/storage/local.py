@@ -198,26 +198,17 @@ def _stat_in(directory: str, names: tuple[str, ...]) -> StatFiles:
         if _DIR_FD and len(indexes) > 1:
             with contextlib.suppress(OSError):
                 fd = os.open(directory, _DIR_FLAGS)
-        append = out.append
         try:
-            if fd is not None:
-                # The loop of inspect --deep's 50,000 stats (bench: inspect): the branch out of it.
-                stat = os.stat
-                for index in indexes:
-                    try:
-                        st = stat(names[index], dir_fd=fd)
-                    except OSError:
-                        append((0, None))
-                        continue
-                    append((st.st_size, st.st_mtime_ns // 1_000_000))
-                return out
             for index in indexes:
                 try:
-                    st = os.stat(os.path.join(directory, names[index]))
+                    if fd is not None:
+                        st = os.stat(names[index], dir_fd=fd)
+                    else:
+                        st = os.stat(os.path.join(directory, names[index]))
                 except OSError:
-                    append((0, None))
+                    out.append((0, None))
                     continue
-                append((st.st_size, st.st_mtime_ns // 1_000_000))
+                out.append((st.st_size, st.st_mtime_ns // 1_000_000))
         finally:
             if fd is not None:
                 os.close(fd)
