@@ -11,7 +11,7 @@ from checkpoint_doctor.diagnosis.detect import ASYNC, MICRO_BATCH
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.line_rules import CellMemo, Question, answers_alike, restamped, traced
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.restart import _Run, _state_step, predict_restart
+from checkpoint_doctor.diagnosis.restart import _Run, _state_step, predict_restart  # its own, not a copy
 from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
 from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -44,8 +44,7 @@ def stateful_by_line(
     # The lines whose rules answer this prediction's questions alike share its outcome, as a restart
     # matrix's cells share theirs (diagnosis.line_rules): computed once per distinct answer.
     known: list[tuple[tuple[Question, ...], str]] = []
-    detected = replace(base, mode=None)
-    cells = _CellSteps(snapshot, facts, detected)
+    cells = _CellSteps(snapshot, facts, base)
     out = []
     for line in lines:
         real = target(line)
@@ -54,7 +53,8 @@ def stateful_by_line(
             summary = cells.state_step(real)
         if summary is None:
             trace: list[Question] = []
-            ctx = Context(snapshot, traced(real, trace), restamped(detected, line), facts)
+            # The detected mode (None) on this line: a copy of the options, not dataclasses.replace.
+            ctx = Context(snapshot, traced(real, trace), restamped(base, line, mode=None), facts)
             summary = if_stateful(ctx).summary
             known.append((tuple(trace), summary))
         out.append((line, summary))
@@ -80,10 +80,10 @@ class _CellSteps:
     prediction.
     """
 
-    def __init__(self, snapshot: CheckpointSnapshot, facts: SnapshotFacts, detected: DiagnoseOptions) -> None:
+    def __init__(self, snapshot: CheckpointSnapshot, facts: SnapshotFacts, base: DiagnoseOptions) -> None:
         self.snapshot = snapshot
         self.facts = facts
-        self.detected = detected
+        self.base = base
         self.memo: CellMemo | None = None
         latest = snapshot.offsets.latest
         self.usable = (
@@ -98,14 +98,15 @@ class _CellSteps:
         if self.memo is None:
             from checkpoint_doctor.diagnosis import cell_memo  # the package imports this module
 
-            self.memo = cell_memo(self.facts, restamped(self.detected, line))
+            self.memo = cell_memo(self.facts, restamped(self.base, line, mode=None))
         index = self.memo.known_prediction(real)
         if index is None:
             return None
         cell = self.memo.predictions[index][1]
         if not cell.starts:
             return None
-        run = _Run(Context(self.snapshot, real, restamped(self.detected, line, stateful=True), self.facts))
+        opts = restamped(self.base, line, mode=None, stateful=True)
+        run = _Run(Context(self.snapshot, real, opts, self.facts))
         run.next_batch_id, run.rerun = cell.next_batch_id, cell.rerun
         failed = _state_step(run)
         return failed.summary if failed is not None else cell.summary
