@@ -142,9 +142,10 @@ def line_verdicts(matrix: MatrixDiagnosis) -> str:
     ``4.2 FAILS; 4.3 Delta not judged`` (no Delta Lake release for 4.3)."""
     groups: list[tuple[str, list[str]]] = []
     counted = matrix.counted_cells
+    failing_cells = matrix.failing_cells  # a property building a tuple: asked once, not per line
     for line in dict.fromkeys(c.cell.spark for c in counted):
         on_line = [c for c in counted if c.cell.spark == line]
-        failing = [c.cell.mode for c in matrix.failing_cells if c.cell.spark == line]
+        failing = [c.cell.mode for c in failing_cells if c.cell.spark == line]
         stateless_only = any(fails_if_stateful(c) for c in on_line)
         verdict = (
             # A line with no Delta Lake release (4.3) did not judge the Delta sources: not "ok".

@@ -171,7 +171,14 @@ def _snapshot(
 
 def commit_names(names: Iterable[str]) -> dict[int, str]:
     """Return the commit files of a ``_delta_log`` listing by version."""
-    return {int(m.group(1)): n for n in names if (m := _COMMIT.match(n))}
+    # Only a name holding ".json" can match: most of a log is checksums and their Hadoop .crc side
+    # files, whose names the pattern need not be asked about (asked per table of an audit).
+    return {int(m.group(1)): n for n in names if ".json" in n and (m := _COMMIT.match(n))}
+
+
+def checkpoint_versions(names: Iterable[str]) -> set[int]:
+    """Return the versions of the checkpoint files of a ``_delta_log`` listing."""
+    return {int(m.group(1)) for n in names if ".checkpoint" in n and (m := _CHECKPOINT.match(n))}
 
 
 def read_commits(log: Storage, commits: Mapping[int, str], first: int, last: int) -> list[DeltaCommit]:
@@ -233,9 +240,8 @@ def read_table(
         names = [f.path for f in log.list_tree(missing_ok=True).files if "/" not in f.path]
     names = list(names)
     commit_versions = commit_names(names)
-    checkpoint_versions = {int(m.group(1)) for n in names if (m := _CHECKPOINT.match(n))}
     try:
-        latest, earliest, checkpoint = chain(commit_versions, checkpoint_versions)
+        latest, earliest, checkpoint = chain(commit_versions, checkpoint_versions(names))
     except ValueError:
         raise UsageError(
             f"{url} is not a Delta table: {log.url} holds no commit or checkpoint",

@@ -14,7 +14,7 @@ Every line recorded in ``fixtures/delta/`` (delta-spark 3.3.3, 4.0.1, 4.4.0) wri
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,12 +64,12 @@ def parse_checksum(version: int, data: bytes) -> TableState | None:
     )
 
 
-def read_checksum(log: Storage, names: Iterable[str], version: int) -> TableState | None:
+def read_checksum(log: Storage, names: Collection[str], version: int) -> TableState | None:
     """Return the state of ``version`` from its checksum in the ``_delta_log`` store ``log`` (whose
     file ``names`` were listed), or None when there is none or it cannot be used: the caller reads
     the commits (or the Parquet checkpoint) instead."""
     name = checksum_name(version)
-    if name not in set(names):
+    if name not in names:
         return None
     try:
         data = log.read(name, max_bytes=MAX_CHECKSUM_BYTES)

@@ -72,17 +72,25 @@ def test_the_line_is_what_stateful_predicts(version, tmp_path):
 
 
 def test_computed_once_per_line_not_per_cell(tmp_path, monkeypatch):
-    # A named second mode doubles the cells; the hypothesis is asked once per line at most, and
-    # once for lines whose rules answer it alike (test_line_rules: each line's answer is its own).
+    # A named second mode doubles the cells; the hypothesis is asked once per line at most. Each
+    # line's micro-batch cell starts, so only its state step is asked again, of a stateful query
+    # (test_stateful_from_cells: the answer is the full prediction's); no restart is predicted anew.
     snapshot = scenario("spark-4.3.0/stateless").read(tmp_path)
-    asked = []
+    asked, stepped = [], []
     real = checks_statefulness.if_stateful
     monkeypatch.setattr(
         checks_statefulness, "if_stateful", lambda ctx: asked.append(ctx.target.line) or real(ctx)
     )
+    step = checks_statefulness._CellSteps.state_step
+    monkeypatch.setattr(
+        checks_statefulness._CellSteps,
+        "state_step",
+        lambda self, target: stepped.append(target.line) or step(self, target),
+    )
     matrix = diagnose_matrix(snapshot, MatrixOptions(modes=("micro-batch", "async"), base=QUIET.base))
     assert len(matrix.cells) == 10
-    assert asked == ["3.5", "4.0", "4.1", "4.2", "4.3"]  # each line says it in its own words here
+    assert asked == []
+    assert stepped == ["3.5", "4.0", "4.1", "4.2", "4.3"]  # each line says it in its own words here
     assert [line for line, _ in matrix.if_stateful] == ["3.5", "4.0", "4.1", "4.2", "4.3"]
 
 

@@ -7,12 +7,13 @@ from dataclasses import replace
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.detect import ASYNC, MICRO_BATCH
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import Question, answers_alike, restamped, traced
+from checkpoint_doctor.diagnosis.line_rules import CellMemo, Question, answers_alike, restamped, traced
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.restart import predict_restart
+from checkpoint_doctor.diagnosis.restart import _Run, _state_step, predict_restart  # its own, not a copy
 from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
-from checkpoint_doctor.diagnosis.versions import target
+from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 
@@ -43,18 +44,72 @@ def stateful_by_line(
     # The lines whose rules answer this prediction's questions alike share its outcome, as a restart
     # matrix's cells share theirs (diagnosis.line_rules): computed once per distinct answer.
     known: list[tuple[tuple[Question, ...], str]] = []
-    detected = replace(base, mode=None)
+    cells = _CellSteps(snapshot, facts, base)
     out = []
     for line in lines:
         real = target(line)
         summary = next((what for questions, what in known if answers_alike(questions, real)), None)
         if summary is None:
+            summary = cells.state_step(real)
+        if summary is None:
             trace: list[Question] = []
-            ctx = Context(snapshot, traced(real, trace), restamped(detected, line), facts)
+            # The detected mode (None) on this line: a copy of the options, not dataclasses.replace.
+            ctx = Context(snapshot, traced(real, trace), restamped(base, line, mode=None), facts)
             summary = if_stateful(ctx).summary
             known.append((tuple(trace), summary))
         out.append((line, summary))
     return tuple(out)
+
+
+class _CellSteps:
+    """The hypothesis of :func:`stateful_by_line` from the predictions the matrix made for its cells
+    in the detected mode, where they provably tell it.
+
+    ``options.stateful`` changes nothing of a restart before its state step
+    (``MicroBatchExecution.populateStartOffsets`` and the sources read the same files whatever the
+    plan; ``IncrementalExecution``'s state check and the tasks' ``StateStore`` loads are where a
+    stateful plan differs). So when a cell's restart starts on a micro-batch or async resume whose
+    ``offsets/L`` was read, it went through the state step, which passed (the query was taken as
+    stateless), and that step alone, asked again of a stateful query, tells the hypothesis: its
+    failure, or the cell's own outcome. A line then costs a state step instead of a restart
+    (bench: delta); the step is asked anew for each line, as replaying its questions (Spark's
+    texts) would cost as much. Real-time restarts (whether one is async asks the statefulness) and
+    continuous ones are predicted in full, as is a line whose cell fails (where, before the state
+    step or after it, only a full run says) or whose cell the matrix has not diagnosed.
+    ``tests/diagnosis/test_stateful_from_cells.py`` holds every fixture's answer to the full
+    prediction.
+    """
+
+    def __init__(self, snapshot: CheckpointSnapshot, facts: SnapshotFacts, base: DiagnoseOptions) -> None:
+        self.snapshot = snapshot
+        self.facts = facts
+        self.base = base
+        self.memo: CellMemo | None = None
+        latest = snapshot.offsets.latest
+        self.usable = (
+            facts.mode.mode in (MICRO_BATCH, ASYNC) and latest is not None and latest.record is not None
+        )
+
+    def state_step(self, real: SparkTarget) -> str | None:
+        """Return the hypothesis's summary for the line of ``real``, or None when it is not provable."""
+        if not self.usable:
+            return None
+        line = real.line
+        if self.memo is None:
+            from checkpoint_doctor.diagnosis import cell_memo  # the package imports this module
+
+            self.memo = cell_memo(self.facts, restamped(self.base, line, mode=None))
+        index = self.memo.known_prediction(real)
+        if index is None:
+            return None
+        cell = self.memo.predictions[index][1]
+        if not cell.starts:
+            return None
+        opts = restamped(self.base, line, mode=None, stateful=True)
+        run = _Run(Context(self.snapshot, real, opts, self.facts))
+        run.next_batch_id, run.rerun = cell.next_batch_id, cell.rerun
+        failed = _state_step(run)
+        return failed.summary if failed is not None else cell.summary
 
 
 def per_line(outcomes: Sequence[tuple[str, str]]) -> str:
