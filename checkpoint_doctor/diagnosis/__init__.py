@@ -194,6 +194,24 @@ def diagnose_cell(
         first = _first_cell(snapshot, _for_line(opts, line), real, facts, memo)
         return _with_line(first, line, facts, real, memo)
     prediction = restamped(memo.predictions[index][1], line)
+    return _with_line(
+        _planned_cell(snapshot, opts, real, facts, memo, index, prediction), line, facts, real, memo
+    )
+
+
+def _planned_cell(
+    snapshot: CheckpointSnapshot,
+    opts: DiagnoseOptions,
+    real: SparkTarget,
+    facts: SnapshotFacts,
+    memo: CellMemo,
+    index: int,
+    prediction: RestartPrediction,
+) -> Diagnosis:
+    """The cell of ``real``'s line given the prediction at ``index`` of ``memo`` (``prediction``, as
+    stamped for the line): the plan's checks whose questions this line answers alike are taken
+    over, the others computed (and recorded)."""
+    line = real.line
     parts = [index]
     findings: list[Finding] = []
     ctx: Context | None = None
@@ -217,7 +235,7 @@ def diagnose_cell(
         assert assumptions is not None  # set by the first cell
         same = memo.diagnoses[key] = _assemble(snapshot, facts, opts, line, prediction, findings, assumptions)
         memo.add_whole(key, same)
-    return _with_line(same, line, facts, real, memo)
+    return same
 
 
 def _with_line(
@@ -264,6 +282,13 @@ def _first_cell(
     ctx = Context(snapshot, traced(real, trace), opts, facts)
     prediction = predict_restart(ctx)
     questions = tuple(trace)
+    alike = memo.alike_for_checks(prediction)
+    if alike is not None:
+        # A new prediction that differs from an earlier one only in its notes (4.3: "Delta tables not
+        # judged", no Delta Lake release), which no check reads: the checks are those of the
+        # earlier one's plan, taken over where this line answers their questions alike.
+        index = memo.add(questions, prediction, list(memo.plans[alike]))
+        return _planned_cell(snapshot, opts, real, facts, memo, index, prediction)
     if memo.mode_findings is None:
         memo.mode_findings = _mode_findings(ctx)
     shared = memo.mode_findings

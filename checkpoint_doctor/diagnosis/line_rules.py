@@ -26,6 +26,7 @@ both ways and compares them.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding, RestartPrediction
@@ -175,6 +176,11 @@ class LineCheck:
 Plan = tuple[tuple[Finding, ...] | LineCheck, ...]
 
 
+#: The fields of a prediction the checks may read: not the notes (what a restart reads, or that a
+#: line's Delta tables are not judged) nor the line it is stamped with.
+_READ_BY_CHECKS = tuple(f.name for f in fields(RestartPrediction) if f.name not in ("spark", "notes"))
+
+
 class CellMemo:
     """The cells diagnosed so far for one snapshot, mode and options: the predictions, each with
     the questions its line rules asked and the plan of the checks given it, and the diagnoses by
@@ -200,6 +206,17 @@ class CellMemo:
         """Return the index of an earlier prediction whose questions ``target`` answers alike."""
         for index, (questions, _) in enumerate(self.predictions):
             if answers_alike(questions, target):
+                return index
+        return None
+
+    def alike_for_checks(self, prediction: RestartPrediction) -> int | None:
+        """Return the index of an earlier prediction equal to ``prediction`` in every field a check
+        may read (all but its notes and line: ``tests/diagnosis/test_line_rules.py`` holds every
+        check on every fixture to that), or None."""
+        mine = prediction.__dict__
+        for index, (_, earlier) in enumerate(self.predictions):
+            theirs = earlier.__dict__
+            if all(mine[name] == theirs[name] for name in _READ_BY_CHECKS):
                 return index
         return None
 

@@ -286,3 +286,72 @@ def test_the_mode_free_checks_ask_neither_the_mode_nor_the_prediction():
                         assert len(found) == 1, (str(path), check.__name__, line, base)
                     compared += 1
     assert compared > 5000
+
+
+class _NotesUnread:
+    """A prediction whose notes and line may not be read (every other field is the real one's)."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        if name in ("notes", "spark"):
+            raise AssertionError(f"the check read prediction.{name}")
+        return getattr(self._real, name)
+
+
+def _delta_bases(path: Path):
+    from checkpoint_doctor.loading import load_for_verdict
+
+    loaded = load_for_verdict(str(path), None, lambda: load_checkpoint(str(path)))
+    return loaded.snapshot, [replace(QUIET, delta_pairing=loaded.delta, delta=loaded.delta_named)]
+
+
+@pytest.mark.parametrize("group", sorted({p.relative_to(FIXTURES).parts[0] for p in CHECKPOINTS}))
+def test_no_check_reads_the_notes_or_the_line_of_the_prediction(group):
+    # CellMemo.alike_for_checks: a prediction that differs from an earlier one only in its notes
+    # (4.3's "Delta tables not judged") takes over the earlier one's checks; sound only while no
+    # check reads them. Every check, on every fixture (Delta ones with their tables paired), in
+    # every mode, on a line of each rule set (4.3 has no Delta release).
+    from checkpoint_doctor.diagnosis import ALL_CHECKS
+    from checkpoint_doctor.diagnosis.context import Context
+    from checkpoint_doctor.diagnosis.restart import predict_restart
+
+    compared = 0
+    for path in (p for p in CHECKPOINTS if p.relative_to(FIXTURES).parts[0] == group):
+        if group == "delta":
+            snapshot, bases = _delta_bases(path)
+        else:
+            snapshot, bases = load_checkpoint(str(path)), list(BASES)
+        facts = SnapshotFacts(snapshot)
+        for base in bases:
+            for line in ("3.5", "4.2", "4.3"):
+                for mode in EVERY_MODE:
+                    if mode == "real-time" and not target(line).real_time_trigger:
+                        continue
+                    ctx = Context(snapshot, target(line), replace(base, spark=line, mode=mode), facts)
+                    prediction = _NotesUnread(predict_restart(ctx))
+                    for check in ALL_CHECKS:
+                        list(check(ctx, prediction))
+                        compared += 1
+    assert compared > 0
+
+
+def test_a_line_whose_prediction_differs_only_in_its_notes_takes_over_the_checks():
+    # A paired Delta source on 4.3 (no Delta Lake release): its STARTS notes that the tables are not
+    # judged; the matrix computes that prediction, not the checks again (bench: delta).
+    from checkpoint_doctor.diagnosis.sources.checks_delta import NOT_JUDGED
+
+    path = FIXTURES / "delta" / "spark-4.2.1" / "delta-source-stateless" / "checkpoint"
+    snapshot, (base,) = _delta_bases(path)
+    facts = SnapshotFacts(snapshot)
+    planned = plan_cells(facts, MatrixOptions(base=base))
+    cells = diagnose_cells(snapshot, planned, base, facts)
+    on_43 = next(c for c in cells if c.cell.spark == "4.3")
+    assert NOT_JUDGED.format(line="4.3") in on_43.diagnosis.prediction.notes
+    (memo,) = facts.cells.values()
+    assert len(memo.predictions) == 2
+    assert memo.alike_for_checks(memo.predictions[1][1]) == 0
+    assert memo.plans[1] == memo.plans[0]  # the same checks, computed once
+    for c in cells:
+        assert c.diagnosis == diagnose(snapshot, replace(base, spark=c.cell.spark)), c.cell
