@@ -138,6 +138,14 @@ def _job_step(run: _Run, *, schemas: bool) -> RestartPrediction | None:
     return run.done(error, Code.STATE_OPERATORS_CHANGED) if error is not None else None
 
 
+def state_step(ctx: Context, next_batch_id: int | None, rerun: bool) -> RestartPrediction | None:
+    """Return the failure of a restart's state step alone, for a restart that reached batch
+    ``next_batch_id`` (``rerun``: re-running it), or None when the step passes."""
+    run = _Run(ctx)
+    run.next_batch_id, run.rerun = next_batch_id, rerun
+    return _state_step(run)
+
+
 def _state_step(run: _Run) -> RestartPrediction | None:
     """Batch B loads state version B in every operator, partition and store."""
     ctx = run.ctx

@@ -357,9 +357,10 @@ def _effective_severities(records: Sequence[Record]) -> dict[str, str]:
     return worst
 
 
-def stamped(record: Record, generated_at_ms: int) -> Record:
-    """Return a record with the envelope fields every document carries (tool version, time)."""
-    return replace(record, stamp=Stamp.at(generated_at_ms))
+def stamped(record: Record, generated_at_ms: int, **changes: Any) -> Record:
+    """Return a record with the envelope fields every document carries (tool version, time), and
+    ``changes`` made in the same copy."""
+    return replace(record, stamp=Stamp.at(generated_at_ms), **changes)
 
 
 def summary_line(

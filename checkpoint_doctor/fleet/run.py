@@ -48,7 +48,6 @@ from checkpoint_doctor.fleet.records import (
     LatestBatches,
     Record,
     SinkLogPart,
-    Stamp,
     records_json,
 )
 from checkpoint_doctor.fleet.report import (
@@ -59,6 +58,7 @@ from checkpoint_doctor.fleet.report import (
     paired_sinks,
     sink_record,
     sort_records,
+    stamped,
     summarize,
     unreadable_record,
 )
@@ -612,9 +612,8 @@ class RecordStream:
         # a checkpoint judged with a --job names it (the audit's hints carry its --job-python).
         far = far_tables(done)
         hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
-        # One copy of the record with its next step and its stamp (stamped's), not one each.
-        step = next_step(done, record_hints(hints, done))
-        done = replace(done, next_step=step, stamp=Stamp.at(self.clock()))
+        # One copy of the record with its next step and its stamp, not one each.
+        done = stamped(done, self.clock(), next_step=next_step(done, record_hints(hints, done)))
         self.records.append(done)
         for url, checkpoints in paired_sinks((done,)).items():
             self._paired.setdefault(url, []).extend(checkpoints)

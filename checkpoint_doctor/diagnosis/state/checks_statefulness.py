@@ -11,7 +11,7 @@ from checkpoint_doctor.diagnosis.detect import ASYNC, MICRO_BATCH
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.line_rules import CellMemo, Question, answers_alike, restamped, traced
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.restart import _Run, _state_step, predict_restart  # its own, not a copy
+from checkpoint_doctor.diagnosis.restart import predict_restart, state_step
 from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
 from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -69,7 +69,7 @@ class _CellSteps:
     (``MicroBatchExecution.populateStartOffsets`` and the sources read the same files whatever the
     plan; ``IncrementalExecution``'s state check and the tasks' ``StateStore`` loads are where a
     stateful plan differs). So when a cell's restart starts on a micro-batch or async resume whose
-    ``offsets/L`` was read, it went through the state step, which passed (the query was taken as
+    ``offsets/L`` was read, it went through the state step (``restart.state_step``), which passed (the query was taken as
     stateless), and that step alone, asked again of a stateful query, tells the hypothesis: its
     failure, or the cell's own outcome. A line then costs a state step instead of a restart
     (bench: delta); the step is asked anew for each line, as replaying its questions (Spark's
@@ -106,9 +106,7 @@ class _CellSteps:
         if not cell.starts:
             return None
         opts = restamped(self.base, line, mode=None, stateful=True)
-        run = _Run(Context(self.snapshot, real, opts, self.facts))
-        run.next_batch_id, run.rerun = cell.next_batch_id, cell.rerun
-        failed = _state_step(run)
+        failed = state_step(Context(self.snapshot, real, opts, self.facts), cell.next_batch_id, cell.rerun)
         return failed.summary if failed is not None else cell.summary
 
 

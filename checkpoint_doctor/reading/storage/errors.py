@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 
 from checkpoint_doctor.errors import (
     AccessDeniedError,
+    CheckpointDoctorError,
     CheckpointNotFoundError,
     CredentialsError,
     EndpointUnreachableError,
@@ -185,12 +186,21 @@ def translated(url: str, op: str) -> Iterator[None]:
     """Translate any backend exception raised inside the block (ImportError: a missing backend)."""
     try:
         yield
-    except StorageError:
-        raise
-    except ImportError as exc:
-        raise missing_dependency(url, exc) from exc
     except Exception as exc:
-        raise translate_error(exc, url, op) from exc
+        error = backend_error(exc, url, op)
+        if error is exc:
+            raise
+        raise error from exc
+
+
+def backend_error(exc: Exception, url: str, op: str) -> CheckpointDoctorError:
+    """Return the project's error for an exception of a backend at ``url``: a StorageError as it is,
+    an ImportError as the missing backend, anything else through :func:`translate_error`."""
+    if isinstance(exc, StorageError):
+        return exc
+    if isinstance(exc, ImportError):
+        return missing_dependency(url, exc)
+    return translate_error(exc, url, op)
 
 
 def split_protocol(url: str) -> tuple[str, str]:

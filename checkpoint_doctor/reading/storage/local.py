@@ -23,7 +23,7 @@ from operator import itemgetter
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
 from checkpoint_doctor.model import DirEntries, FileStat, Listing, Stat, StatFiles
 from checkpoint_doctor.reading.storage.base import Ownership, RootedPaths
-from checkpoint_doctor.reading.storage.errors import missing_dependency, translate_error, translated
+from checkpoint_doctor.reading.storage.errors import backend_error, translate_error, translated
 
 #: Open flags for reads: never block on a FIFO put where a file was listed (O_NONBLOCK), never leak
 #: the descriptor to a child process.
@@ -198,24 +198,17 @@ def _stat_in(directory: str, names: tuple[str, ...]) -> StatFiles:
         if _DIR_FD and len(indexes) > 1:
             with contextlib.suppress(OSError):
                 fd = os.open(directory, _DIR_FLAGS)
+        # By name in the opened directory, else by path (no descriptor: one file, or none given).
+        prefix = "" if fd is not None else directory + os.sep
         add, stat = out.append, os.stat
         try:
-            if fd is not None:
-                for index in indexes:
-                    try:
-                        st = stat(names[index], dir_fd=fd)
-                    except OSError:
-                        add((0, None))
-                        continue
-                    add((st.st_size, st.st_mtime_ns // 1_000_000))
-            else:
-                for index in indexes:
-                    try:
-                        st = stat(os.path.join(directory, names[index]))
-                    except OSError:
-                        add((0, None))
-                        continue
-                    add((st.st_size, st.st_mtime_ns // 1_000_000))
+            for index in indexes:
+                try:
+                    st = stat(prefix + names[index], dir_fd=fd)
+                except OSError:
+                    add((0, None))
+                    continue
+                add((st.st_size, st.st_mtime_ns // 1_000_000))
         finally:
             if fd is not None:
                 os.close(fd)
@@ -492,17 +485,16 @@ class LocalStorage(RootedPaths):
         return self._read(rel, max_bytes, head=False)
 
     def _read(self, rel: str, max_bytes: int | None, *, head: bool) -> bytes:
-        # ``translated`` spelled out, the URL made for an error only: a local read of a log file
-        # takes microseconds, the context manager and the URL a third of that, and an audit reads
-        # thousands (bench: delta).
+        # ``translated`` without its context manager, the URL made for an error only: a local read
+        # of a log file takes microseconds, the two a third of that, and an audit reads thousands
+        # (bench: delta).
         try:
             return self._read_fd_of(rel, max_bytes, head)
-        except StorageError:
-            raise
-        except ImportError as exc:
-            raise missing_dependency(self.url_of(rel), exc) from exc
         except Exception as exc:
-            raise translate_error(exc, self.url_of(rel), "read") from exc
+            error = backend_error(exc, self.url_of(rel), "read")
+            if error is exc:
+                raise
+            raise error from exc
 
     def _read_fd_of(self, rel: str, max_bytes: int | None, head: bool) -> bytes:
         # The descriptor read directly: a file object and its buffer cost more than the read of
