@@ -63,6 +63,7 @@ from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.reading.layout import SINK_LOG
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.baseline import AuditChanges
     from checkpoint_doctor.fleet.kafka import RetentionRow
 
 #: Cell fills of the timeline picture. ``MISSING_COLOUR`` is used for nothing else on the page.
@@ -336,6 +337,7 @@ def render_html(
     generated_at: str | None = None,
     version: str | None = None,
     kafka: Sequence[RetentionRow] = (),
+    changes: AuditChanges | None = None,
 ) -> str:
     """Return the audit page (UTF-8 HTML5, no external resources); ``kafka`` are the retention
     countdowns soonest first (``fleet.kafka.retention_rows``), shown above the rows."""
@@ -378,8 +380,16 @@ def render_html(
             kafka=[KafkaRow(k.url, k.bound, _left(k), k.text) for k in kafka],
             kafka_unchecked=_kafka_unchecked(records),
             delta_headline=delta_headline(summary.delta),
+            changes=changes,
+            change_label=_change_labels(),
         )
     )
+
+
+def _change_labels() -> dict[str, str]:
+    from checkpoint_doctor.fleet.baseline import CHANGE_LABEL
+
+    return CHANGE_LABEL
 
 
 def _left(row: RetentionRow) -> str:

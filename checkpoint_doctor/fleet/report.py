@@ -368,6 +368,8 @@ def summary_line(
     notes: Sequence[AuditNote],
     summary: AuditSummary,
     generated_at_ms: int,
+    *,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
     """Return the last JSON Lines line, ``"kind": "summary"`` (with the roots and the notes), so a
     consumer can tell a complete output from a cut one."""
@@ -380,6 +382,8 @@ def summary_line(
         "roots": list(roots),
         **summary.to_json(),
         "notes": [n.to_json() for n in notes],
+        # settings (where options not given as flags came from), changes (--baseline)
+        **(extra or {}),
     }
     return dumps(final, compact=True)
 
