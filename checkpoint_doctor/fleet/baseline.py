@@ -129,6 +129,7 @@ def parse_baseline(lines: Iterable[str], name: str) -> Baseline:
     generated_at = None
     complete = False
     document: list[str] | None = None
+    parsed = False  # a line was a JSON object: JSON Lines, not a pretty-printed document
     for n, line in enumerate(lines, 1):
         if document is not None:
             document.append(line)
@@ -138,7 +139,7 @@ def parse_baseline(lines: Iterable[str], name: str) -> Baseline:
         try:
             data = json.loads(line)
         except ValueError:
-            if n == 1 or not seen:
+            if not parsed:
                 document = [line]  # a pretty-printed --format json document
                 continue
             raise UsageError(
@@ -146,8 +147,14 @@ def parse_baseline(lines: Iterable[str], name: str) -> Baseline:
             ) from None
         if not isinstance(data, dict):
             raise UsageError(f"--baseline {name}: line {n} is not a JSON object")
+        parsed = True
         if data.get("command") == "audit" and isinstance(data.get("result"), dict):
             return _from_document(data, name)
+        if "command" in data:
+            raise UsageError(
+                f"--baseline {name} is a JSON document of {data['command']!r}, not one of 'audit --format json'",
+                hint="pass the output of a previous audit",
+            )
         if data.get("kind") == "summary":
             roots = tuple(str(r) for r in data.get("roots") or ())
             generated_at = data.get("generated_at")
@@ -167,7 +174,7 @@ def parse_baseline(lines: Iterable[str], name: str) -> Baseline:
             isinstance(data, dict) and data.get("command") == "audit" and isinstance(data.get("result"), dict)
         ):
             raise UsageError(
-                f"--baseline {name} is a JSON document, not one of 'audit --format json'",
+                f"--baseline {name} is a JSON document, but not one of 'audit --format json'",
                 hint="pass the output of a previous audit",
             )
         return _from_document(data, name)
