@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from checkpoint_doctor import __version__
-from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, now_ms, shown
+from checkpoint_doctor.cli import app
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, shown
 from checkpoint_doctor.cli.audit_jobs import audit_job_options, audit_jobs_for, jobs_text, unmatched_notes
 from checkpoint_doctor.cli.options import (
     kafka_options,
@@ -59,6 +60,12 @@ if TYPE_CHECKING:
     from checkpoint_doctor.fleet.baseline import AuditChanges, Baseline
     from checkpoint_doctor.fleet.jobs import AuditJobs
     from checkpoint_doctor.fleet.kafka import AuditKafka
+
+
+def now_ms() -> int:
+    """The CLI's one clock (:func:`checkpoint_doctor.cli.app.now_ms`), looked up at each call: a
+    record's "stopped 3 h ago" is on the clock a test injects there, as every other output is."""
+    return app.now_ms()
 
 
 def _kafka_options(func: Any) -> Any:
@@ -426,6 +433,7 @@ class AuditRun:
                     version=__version__,
                     kafka=retention_rows(result.records),
                     changes=self.changes,
+                    now_ms=self.started,
                 )
                 write_destination(self.html, page)
             except UsageError as exc:

@@ -363,6 +363,12 @@ def stamped(record: Record, generated_at_ms: int, **changes: Any) -> Record:
     return replace(record, stamp=Stamp.at(generated_at_ms), **changes)
 
 
+def _stopped(record: Record) -> str:
+    """How long before the audit the newest batch was planned (``3 h ago``), ``-`` when unknown."""
+    stopped = record.latest.stopped if isinstance(record, CheckpointRecord) else None
+    return f"{stopped} ago" if stopped else "-"
+
+
 def summary_line(
     roots: Sequence[str],
     notes: Sequence[AuditNote],
@@ -491,6 +497,7 @@ def render_audit(
                 r.verdict,
                 r.url + ("  (sink)" if r.kind == TargetKind.SINK else ""),
                 _what(r),
+                _stopped(r),
                 _lines(r),
                 " ".join(r.codes),
             ]
@@ -502,7 +509,10 @@ def render_audit(
         )
         blocks.append(
             section(
-                title, table(["verdict", "directory", "restart", "by Spark line", "codes"], rows, keep=(1,))
+                title,
+                table(
+                    ["verdict", "directory", "restart", "stopped", "by Spark line", "codes"], rows, keep=(1,)
+                ),
             )
         )
         steps = [r.next_step for r in shown if r.next_step]
