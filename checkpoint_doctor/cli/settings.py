@@ -74,7 +74,7 @@ def find_config(named: str | None) -> Path | None:
         path = Path(named).expanduser()
         if not path.is_file():
             raise UsageError(
-                f"config file {named} does not exist",
+                f"config file {named} " + ("is not a file" if path.exists() else "does not exist"),
                 hint=f"name a TOML file, or leave --config and {CONFIG_ENV} unset",
             )
         return path
@@ -95,19 +95,45 @@ def read_config(path: Path) -> dict[str, Any]:
         raise UsageError(f"config file {path} cannot be read: {exc.strerror or exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"config file {path} is not valid TOML: {exc}", hint="fix the file") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"config file {path} is not UTF-8 text", hint="name a TOML file") from None
 
 
 def _key(name: str) -> str:
     return name.replace("-", "_")
 
 
-def default_map_for(
-    command: click.Command, name: str, config: Mapping[str, Any], path: Path
-) -> dict[str, Any]:
+def _checked(ctx: click.Context, param: click.Option, raw: str, value: Any, path: Path) -> Any:
+    """Return a config value as its option takes it (a string is a one-item list for a repeatable
+    option); a value the option refuses is a usage error naming the file and the key (click's own
+    message would name the option's environment variable instead)."""
+    if param.multiple and isinstance(value, str):
+        value = [value]
+    try:
+        param.type_cast_value(ctx, value)
+    except (click.BadParameter, TypeError, ValueError) as exc:
+        message = (exc.message if isinstance(exc, click.BadParameter) else str(exc)).rstrip(".")
+        raise UsageError(
+            f"config file {path}: {raw} = {value!r} is not a valid value: {message}",
+            hint=f"see the {max(param.opts, key=len)} option in --help",
+        ) from None
+    return value
+
+
+def default_map_for(ctx: click.Context, config: Mapping[str, Any], path: Path) -> dict[str, Any]:
     """Return the command's ``default_map`` from a config file: the shared top-level keys it has,
-    then its own table. A top-level key that is not a shared setting, or a key of its table that
-    is not one of its options, is refused."""
-    options = {p.name for p in command.params if isinstance(p, click.Option) and p.name}
+    then its own table. A top-level key that is not a shared setting, a key of its table that
+    is not one of its options, or a value its option refuses, is refused."""
+    command = ctx.command
+    name = ctx.info_name or command.name or ""
+    # An option by its parameter name and by its flags (``format`` is ``--format``, ``output_format``).
+    options: dict[str, click.Option] = {}
+    for p in command.params:
+        if isinstance(p, click.Option) and p.name:
+            options[p.name] = p
+            for opt in p.opts:
+                if opt.startswith("--"):
+                    options.setdefault(_key(opt[2:]), p)
     defaults: dict[str, Any] = {}
     for raw, value in config.items():
         if isinstance(value, dict):
@@ -121,7 +147,7 @@ def default_map_for(
                 + "; put a command's other options under [COMMAND]",
             )
         if key in options:
-            defaults[key] = value
+            defaults[str(options[key].name)] = _checked(ctx, options[key], raw, value, path)
     table = config.get(name, {})
     if not isinstance(table, dict):
         table = {}
@@ -132,7 +158,7 @@ def default_map_for(
                 f"config file {path}: [{name}] has no option {raw!r}",
                 hint=f"see checkpoint-doctor {name} --help",
             )
-        defaults[key] = value
+        defaults[str(options[key].name)] = _checked(ctx, options[key], raw, value, path)
     return defaults
 
 
@@ -144,8 +170,7 @@ def _load_config(ctx: click.Context, param: click.Parameter, value: str | None) 
     path = find_config(value or os.environ.get(CONFIG_ENV))
     if path is None:
         return None
-    command = ctx.command
-    defaults = default_map_for(command, ctx.info_name or command.name or "", read_config(path), path)
+    defaults = default_map_for(ctx, read_config(path), path)
     ctx.default_map = {**(ctx.default_map or {}), **defaults}
     ctx.meta["checkpoint_doctor.config"] = str(path)
     return str(path)

@@ -46,13 +46,14 @@ GONE = "gone"
 LOSS_SOONER = "loss_sooner"
 #: Every kind of change, in the order they are shown (what to act on first).
 CHANGE_KINDS = (NEW_FAILURE, LOSS_SOONER, GONE, APPEARED, RESOLVED, NEW_WARNING)
+#: A kind of change counted in words: (one, more).
 CHANGE_WORDS = {
-    NEW_FAILURE: "new failures",
-    LOSS_SOONER: "time to loss shrinking",
-    GONE: "gone",
-    APPEARED: "appeared",
-    RESOLVED: "resolved",
-    NEW_WARNING: "new warnings",
+    NEW_FAILURE: ("new failure", "new failures"),
+    LOSS_SOONER: ("time to loss shrinking", "times to loss shrinking"),
+    GONE: ("gone", "gone"),
+    APPEARED: ("appeared", "appeared"),
+    RESOLVED: ("resolved", "resolved"),
+    NEW_WARNING: ("new warning", "new warnings"),
 }
 #: One change as a line says its kind.
 CHANGE_LABEL = {
@@ -258,7 +259,7 @@ class AuditChanges:
             f" ({self.baseline_generated_at})" if self.baseline_generated_at else ""
         )
         counts = self.counts()
-        said = [f"{n} {CHANGE_WORDS[k]}" for k, n in counts.items() if n]
+        said = [f"{n} {CHANGE_WORDS[k][n != 1]}" for k, n in counts.items() if n]
         return f"Changes {since}: " + (", ".join(said) if said else "nothing changed")
 
     def to_json(self) -> JsonObject:

@@ -6,6 +6,7 @@ where a setting came from and never its value."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -14,9 +15,12 @@ from tests.cli.test_schemas import validate
 from tests.scenarios import FIXTURES, copy_scenario, run_cli
 
 SPARK = FIXTURES / "spark-4.3.0"
-#: A copy made now of a checkpoint with temp files: their fresh mtimes are a possible live writer
-#: (CD502) inside the default --live-window, nothing with --live-window 0.
+#: A checkpoint with temp files whose mtimes are a minute before the audit's clock (both fixed
+#: here, never the wall clock): a possible live writer (CD502) inside the default --live-window,
+#: nothing with --live-window 0.
 LIVE_CODE = "CD502"
+WRITTEN_MS = 1_800_000_000_000
+NOW_MS = WRITTEN_MS + 60_000
 
 
 @pytest.fixture
@@ -32,6 +36,10 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     root = tmp_path / "fleet"
     copy_scenario(SPARK / "leftover-temp-files", root / "temps")
+    for path in root.rglob("*"):
+        os.utime(path, ns=(WRITTEN_MS * 1_000_000, WRITTEN_MS * 1_000_000))
+    monkeypatch.setattr("checkpoint_doctor.cli.app.now_ms", lambda: NOW_MS)
+    monkeypatch.setattr("checkpoint_doctor.cli.options.now_ms", lambda: NOW_MS)
     return root
 
 
@@ -127,15 +135,25 @@ def test_the_broker_from_the_environment_is_named_with_its_variable_never_its_se
         ('kafka-bootstrap-server = "b:9092"\n', "unknown setting 'kafka-bootstrap-server'"),
         ("[audit]\nlive-windw = 0\n", "[audit] has no option 'live-windw'"),
         ("live-window = \n", "is not valid TOML"),
+        (
+            'live-window = "soon"\n',
+            "live-window = 'soon' is not a valid value: 'soon' is not a valid float range",
+        ),
+        ("[audit]\nlive-window = -5\n", "live-window = -5 is not a valid value"),
+        ('[audit]\nformat = "xml"\n', "format = 'xml' is not a valid value: 'xml' is not one of"),
+        ("audit = 3\n", "unknown setting 'audit'"),
+        ('[audit]\nconfig = "other.toml"\n', "[audit] has no option 'config'"),
+        ("\udcff\udcfe garbage", "is not UTF-8 text"),
     ],
 )
 def test_a_mistake_in_the_config_file_is_one_line_naming_it(
     fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, message: str
 ) -> None:
     config = tmp_path / "cron.toml"
-    config.write_text(text, encoding="utf-8")
+    config.write_bytes(text.encode("utf-8", "surrogateescape"))
     code, out, err = run_cli(capsys, "audit", str(fleet), "--config", str(config))
     assert code == 2 and out == ""
+    assert "env var" not in err  # the file is named, not the option's variable
     assert len(err.strip().splitlines()) == 1
     assert f"config file {config}" in err and message in err
     assert "Traceback" not in err

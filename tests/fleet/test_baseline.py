@@ -119,7 +119,7 @@ def test_what_changed_since_the_last_run_in_every_output(
     assert f"checkpoint_doctor_audit_exit_code {code}" in prom
 
     html = page.read_text()
-    assert 'id="changes"' in html and "1 new failures, 1 gone, 1 appeared, 1 resolved" in html
+    assert 'id="changes"' in html and "1 new failure, 1 gone, 1 appeared, 1 resolved" in html
     assert html.count('class="change ') == 4
 
     # The text says the same, worst first.
@@ -128,7 +128,7 @@ def test_what_changed_since_the_last_run_in_every_output(
     )
     assert code_text == code
     section = text[text.index("Changes since") :]
-    assert section.splitlines()[0].endswith("1 new failures, 1 gone, 1 appeared, 1 resolved")
+    assert section.splitlines()[0].endswith("1 new failure, 1 gone, 1 appeared, 1 resolved")
     lines = [line.split()[0:2] for line in section.splitlines()[1:5]]
     assert lines == [
         ["new", "failure"],
