@@ -514,18 +514,10 @@ class AuditRun:
 
 
 def _read_baseline(path: str) -> Baseline:
-    """Read a previous audit's output, a line at a time (one-line error naming it if unreadable)."""
-    from checkpoint_doctor.fleet.baseline import parse_baseline
+    """Read a previous audit's output (one-line error naming it if unreadable)."""
+    from checkpoint_doctor.fleet.baseline import read_baseline
 
-    try:
-        with open(path, encoding="utf-8", errors="strict") as fh:
-            return parse_baseline(fh, path)
-    except UnicodeDecodeError:
-        raise UsageError(
-            f"--baseline {path} is not UTF-8 text", hint="pass the output of a previous audit"
-        ) from None
-    except OSError as exc:
-        raise UsageError(f"--baseline {path} cannot be read: {exc.strerror or exc}") from None
+    return read_baseline(path)
 
 
 def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) -> AuditKafka | None:

@@ -186,6 +186,20 @@ def parse_baseline(lines: Iterable[str], name: str) -> Baseline:
     return Baseline(name, seen, roots, generated_at if isinstance(generated_at, str) else None, complete)
 
 
+def read_baseline(path: str) -> Baseline:
+    """Read a previous audit's output from a local file, a line at a time (the I/O edge of
+    :func:`parse_baseline`; a file that cannot be read is a one-line usage error naming it)."""
+    try:
+        with open(path, encoding="utf-8", errors="strict") as fh:
+            return parse_baseline(fh, path)
+    except UnicodeDecodeError:
+        raise UsageError(
+            f"--baseline {path} is not UTF-8 text", hint="pass the output of a previous audit"
+        ) from None
+    except OSError as exc:
+        raise UsageError(f"--baseline {path} cannot be read: {exc.strerror or exc}") from None
+
+
 def _from_document(data: JsonObject, name: str) -> Baseline:
     result = data["result"]
     seen = {}

@@ -112,6 +112,12 @@ def test_what_changed_since_the_last_run_in_every_output(
     b = next(c for c in changes["changes"] if c["url"].endswith("b-window"))
     assert b["before"] == "ok, restart starts" and b["after"] == "error, restart fails"
 
+    # The Python API gives the same answer.
+    from checkpoint_doctor.api import audit, audit_changes
+
+    api = audit_changes(audit(str(fleet), live_window_s=0), str(previous))
+    assert api.to_json() == changes and api.worse
+
     prom = metrics.read_text()
     assert 'checkpoint_doctor_audit_changes{change="new_failure"} 1' in prom
     assert 'checkpoint_doctor_audit_changes{change="gone"} 1' in prom
