@@ -341,6 +341,11 @@ def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: 
     """An error replaces the command's document (JSON) and is said on stderr in one line."""
     from checkpoint_doctor.render.layout import json_document
 
+    # An error that names an option the operator did not type names where it came from: a cron
+    # job's broker from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS is not a mystery (never its value).
+    sources = [f"{s.flag} from {s.source}" for s in _current.settings if s.flag in message]
+    if sources:
+        message += f" ({', '.join(sources)})"
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})
     echo_err(prefix + message)

@@ -127,6 +127,8 @@ def test_the_broker_from_the_environment_is_named_with_its_variable_never_its_se
     code, out, err = run_cli(capsys, "audit", str(fleet), "--live-window", "0")
     assert code == 2
     assert "--kafka-option needs --kafka-bootstrap-servers" in err and "hunter2" not in out + err
+    # The error names where the option it names came from.
+    assert "(--kafka-option from CHECKPOINT_DOCTOR_KAFKA_OPTION)" in err
 
 
 @pytest.mark.parametrize(
