@@ -603,36 +603,57 @@ class RetentionBar:
     width: int = BAR_W
 
 
+#: Partitions drawn per checkpoint (the soonest); the rest are counted in the last bar's title.
+BARS_PER_CHECKPOINT = 8
+
+
+def _bar(
+    url: str,
+    topic: str | None,
+    partition: int | None,
+    offset: int | None,
+    written: int,
+    deadline: int,
+    now_ms: int,
+) -> RetentionBar:
+    from checkpoint_doctor.diagnosis.sources.kafka_retention import duration
+
+    fraction = (now_ms - written) / (deadline - written)
+    shown = min(1.0, max(0.0, fraction))
+    overdue = now_ms >= deadline
+    left = "overdue" if overdue else duration(deadline - now_ms) + " left"
+    return RetentionBar(
+        url=url,
+        partition=f"{topic}-{partition}",
+        elapsed_w=round(BAR_W * shown, 1),
+        now_x=round(min(BAR_W - 2.0, BAR_W * shown), 1),
+        overdue=overdue,
+        left=left,
+        title=f"{topic}-{partition} offset {offset}: written {_short_utc(written)}, "
+        f"retention.ms may delete it {_short_utc(deadline)} ({left})",
+    )
+
+
 def retention_bars(records: Sequence[Record], now_ms: int | None) -> list[RetentionBar]:
-    """Return a bar per checkpoint whose Kafka partition has a ``retention.ms`` deadline, soonest first."""
+    """Return a bar per unread Kafka partition with a ``retention.ms`` deadline (the soonest
+    :data:`BARS_PER_CHECKPOINT` of each checkpoint; its countdown's partition when the record has
+    no per-partition windows), overdue first, then by how much of the retention has elapsed."""
     if now_ms is None:
         return []
     bars = []
     for record in records:
-        if not isinstance(record, CheckpointRecord) or record.kafka is None or record.kafka.retention is None:
+        if not isinstance(record, CheckpointRecord) or record.kafka is None:
             continue
+        windows: list[tuple[str | None, int | None, int | None, int, int]] = [
+            (w.topic, w.partition, w.offset, w.written_ms, w.deadline_ms) for w in record.kafka.partitions
+        ]
         c = record.kafka.retention
-        if c.deadline_ms is None or c.timestamp_ms is None or c.deadline_ms <= c.timestamp_ms:
-            continue
-        fraction = (now_ms - c.timestamp_ms) / (c.deadline_ms - c.timestamp_ms)
-        shown = min(1.0, max(0.0, fraction))
-        overdue = now_ms >= c.deadline_ms
-        from checkpoint_doctor.diagnosis.sources.kafka_retention import duration
-
-        left = "overdue" if overdue else duration(c.deadline_ms - now_ms) + " left"
-        bars.append(
-            RetentionBar(
-                url=record.url,
-                partition=f"{c.topic}-{c.partition}",
-                elapsed_w=round(BAR_W * shown, 1),
-                now_x=round(min(BAR_W - 1.0, BAR_W * shown), 1),
-                overdue=overdue,
-                left=left,
-                title=f"{c.topic}-{c.partition} offset {c.offset}: written {_short_utc(c.timestamp_ms)}, "
-                f"retention.ms may delete it {_short_utc(c.deadline_ms)} ({left})",
-            )
-        )
-    return sorted(bars, key=lambda b: (not b.overdue, -b.elapsed_w))
+        if not windows and c is not None and c.deadline_ms is not None and c.timestamp_ms is not None:
+            windows = [(c.topic, c.partition, c.offset, c.timestamp_ms, c.deadline_ms)]
+        for topic, partition, offset, written, deadline in windows[:BARS_PER_CHECKPOINT]:
+            if deadline > written:
+                bars.append(_bar(record.url, topic, partition, offset, written, deadline, now_ms))
+    return sorted(bars, key=lambda b: (not b.overdue, -b.elapsed_w, b.url, b.partition))
 
 
 @dataclass(frozen=True)

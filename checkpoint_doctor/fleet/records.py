@@ -241,6 +241,27 @@ class LatestBatches:
 
 
 @dataclass(frozen=True)
+class PartitionWindow:
+    """The retention window of the first unread record of one Kafka partition: written at
+    ``written_ms`` (its timestamp), deleted by ``retention.ms`` from ``deadline_ms``."""
+
+    topic: str
+    partition: int
+    offset: int
+    written_ms: int
+    deadline_ms: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "written_ms": self.written_ms,
+            "deadline_ms": self.deadline_ms,
+        }
+
+
+@dataclass(frozen=True)
 class KafkaPart:
     """What a record says about its Kafka sources: the topics, and with a broker
     (``bootstrap``) the retention countdown of the first unread record; without one, how to check."""
@@ -249,6 +270,8 @@ class KafkaPart:
     bootstrap: str | None = None
     retention: Countdown | None = None
     note: str | None = None
+    #: Every unread partition with a retention.ms deadline, soonest first (the HTML's bars).
+    partitions: tuple[PartitionWindow, ...] = ()
 
     @property
     def checked(self) -> bool:
@@ -261,6 +284,7 @@ class KafkaPart:
             "topics": list(self.topics),
             "retention": None if self.retention is None else self.retention.to_dict(),
             "note": self.note,
+            "partitions": [w.to_json() for w in self.partitions],
         }
 
 

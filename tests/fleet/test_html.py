@@ -342,21 +342,52 @@ def _kafka_countdown(written_ago_h: int, deadline_in_h: int, partition: int):  #
     )
 
 
+DAY = 24 * 3600 * 1000
+
+
+def orders_windows():  # type: ignore[no-untyped-def]
+    """The retention windows of a checkpoint reading four partitions of ``orders`` (retention.ms 7
+    days), from typed broker facts as ``AuditKafka`` reads them: partition 0's first unread record
+    was written 5 days before the audit, partition 1's 8 days (overdue), partition 2 is caught up
+    (nothing unread: no bar), partition 3's record timestamp could not be fetched (no bar)."""
+    from checkpoint_doctor.fleet.kafka import partition_windows
+    from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
+
+    live = KafkaLive(
+        "b:9092",
+        (("orders", ((0, 0, 50), (1, 0, 50), (2, 0, 50), (3, 0, 50))),),
+        (KafkaRetention("orders", 7 * DAY, -1, "delete"),),
+        (("orders", 0, 10, NOW_MS - 5 * DAY), ("orders", 1, 20, NOW_MS - 8 * DAY), ("orders", 3, 30, None)),
+    )
+    offsets = KafkaOffset((("orders", 0, 10), ("orders", 1, 20), ("orders", 2, 50), ("orders", 3, 30)))
+    return partition_windows([offsets], live)
+
+
+def test_every_unread_partition_has_a_retention_window() -> None:
+    windows = orders_windows()
+    assert [(w.partition, w.offset, w.deadline_ms - w.written_ms) for w in windows] == [
+        (1, 20, 7 * DAY),
+        (0, 10, 7 * DAY),
+    ]
+    assert windows[0].deadline_ms < NOW_MS < windows[1].deadline_ms  # soonest first: 1 is overdue
+
+
 def pictures_page(tmp_path: Path, name: str, scenarios: dict[str, str], *, kafka: bool = False) -> Path:
     """Audit a fleet of real checkpoints with the injected clock and write its page; with ``kafka``
-    two of its records read a Kafka partition whose first unread record retention is counting
-    down (one with 2 days left, one overdue), as a broker's positions give them."""
+    its first record reads the partitions of :func:`orders_windows`."""
     from checkpoint_doctor.fleet.records import KafkaPart
 
     root = fleet_of(tmp_path, name, scenarios)
     result = audit([str(root)], options=DiagnoseOptions(live_window_s=0, now_ms=NOW_MS))
     records = list(result.records)
     if kafka:
-        countdowns = [_kafka_countdown(5 * 24, 2 * 24, 0), _kafka_countdown(8 * 24, -3, 1)]
-        for i, countdown in enumerate(countdowns):
-            records[i] = replace(
-                records[i], kafka=KafkaPart(("orders",), bootstrap="b:9092", retention=countdown)
-            )
+        windows = orders_windows()
+        first = windows[0]
+        countdown = _kafka_countdown((NOW_MS - first.written_ms) // 3_600_000, -1, first.partition)
+        records[0] = replace(
+            records[0],
+            kafka=KafkaPart(("orders",), bootstrap="b:9092", retention=countdown, partitions=windows),
+        )
     page = tmp_path / f"{name}.html"
     page.write_text(
         render_html(result.roots, records, result.notes, summarize(records), now_ms=NOW_MS), encoding="utf-8"
@@ -417,7 +448,11 @@ def test_the_pictures_are_seen_in_a_real_browser(tmp_path: Path, capsys: pytest.
     # one time axis per checkpoint, on the injected clock
     assert dom.count('aria-label="batches in time: stopped 3 h ago"') == 3
     assert 'aria-label="fleet by verdict and finding code"' in dom
-    assert dom.count('class="retention"') == 2 and "overdue" in dom and "2 d left" in dom
+    # One bar per unread partition with a deadline: partition 1 overdue first, then partition 0.
+    bars = re.findall(
+        r'<tr class="retention">.*?<td class="codes">([^<]+)</td>.*?<td[^>]*>([^<]+)</td></tr>', dom
+    )
+    assert bars == [("orders-1", "overdue"), ("orders-0", "2 d left")]
     assert dom.count('aria-label="restart matrix by Spark line and mode"') == 3
     assert 'class="cell fails"' in dom and 'class="cell fails"' not in dump_dom(healthy)
 
