@@ -13,8 +13,10 @@ What a scheduler alerts on (:attr:`AuditChanges.worse`, exit bit ``ExitCode.WORS
 * ``gone``: a directory of the baseline, under a root audited now, that is no longer found (a
   checkpoint deleted or moved: its query restarts from scratch); not said when either audit was
   interrupted (what it did not reach is not gone);
-* ``loss_sooner``: Kafka retention will delete a record the query has not read sooner than the
-  baseline said (a stopped query: the countdown runs; ``fleet.kafka``'s ``Countdown``).
+* ``loss_sooner``: Kafka retention will delete a record the query has not read with less time
+  left than the baseline said, at a deadline no later than it said (a stopped query: the
+  countdown runs; a query that reads on moves its deadline later and is not said;
+  ``kafka_retention.Countdown``).
 
 Also said, without alerting: ``resolved`` (was error or unreadable, is not) and ``new_warning``.
 """
@@ -76,8 +78,10 @@ class Seen:
     verdict: Verdict
     outcome: str | None = None
     codes: tuple[str, ...] = ()
-    #: Seconds until Kafka retention may delete its first unread record, as of the baseline.
+    #: Seconds until Kafka retention may delete its first unread record, as of the baseline, and
+    #: when (epoch millis).
     remaining_s: float | None = None
+    deadline_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,7 @@ def _seen(data: JsonObject, where: str) -> Seen:
     kafka = data.get("kafka")
     retention = kafka.get("retention") if isinstance(kafka, dict) else None
     remaining = retention.get("remaining_s") if isinstance(retention, dict) else None
+    deadline = retention.get("deadline_ms") if isinstance(retention, dict) else None
     return Seen(
         url=url,
         root=str(data.get("root") or ""),
@@ -119,6 +124,7 @@ def _seen(data: JsonObject, where: str) -> Seen:
         outcome=restart.get("outcome") if isinstance(restart, dict) else None,
         codes=tuple(str(c) for c in data.get("codes") or ()),
         remaining_s=float(remaining) if isinstance(remaining, (int, float)) else None,
+        deadline_ms=deadline if isinstance(deadline, int) else None,
     )
 
 
@@ -296,11 +302,23 @@ def _under(url: str, roots: Sequence[str]) -> bool:
     return any(url == r.rstrip("/") or url.startswith(r.rstrip("/") + "/") for r in roots)
 
 
-def _remaining(record: Record) -> float | None:
+def _remaining(record: Record) -> tuple[float | None, int | None]:
+    """Seconds until retention may delete the record's first unread Kafka record, and when."""
     if not isinstance(record, CheckpointRecord) or record.kafka is None or record.kafka.retention is None:
-        return None
-    ms = record.kafka.retention.remaining_ms
-    return None if ms is None else ms / 1000
+        return None, None
+    countdown = record.kafka.retention
+    ms = countdown.remaining_ms
+    return (None if ms is None else ms / 1000), countdown.deadline_ms
+
+
+def _loss_sooner(seen: Seen, remaining: float | None, deadline: int | None) -> bool:
+    """Whether the time to loss shrank: less time left, and a deadline no later than before. A
+    query that reads on moves its first unread record, so its deadline moves later (its time
+    left may jitter down by seconds: not an alert); a stopped query keeps the same record and
+    deadline while its time runs out; a lowered retention.ms brings the deadline nearer."""
+    if remaining is None or seen.remaining_s is None or remaining >= seen.remaining_s:
+        return False
+    return deadline is None or seen.deadline_ms is None or deadline <= seen.deadline_ms
 
 
 def _left(seconds: float) -> str:
@@ -330,11 +348,11 @@ def compare(
             changes.append(Change(RESOLVED, url, before, after, worse=False))
         elif before_seen.verdict == OK and record.verdict == WARNING:
             changes.append(Change(NEW_WARNING, url, before, after, worse=False))
-        remaining = _remaining(record)
+        remaining, deadline = _remaining(record)
         if (
-            remaining is not None
+            _loss_sooner(before_seen, remaining, deadline)
+            and remaining is not None
             and before_seen.remaining_s is not None
-            and remaining < before_seen.remaining_s
         ):
             changes.append(
                 Change(

@@ -195,12 +195,17 @@ def test_a_bad_baseline_is_one_line_before_the_audit_starts(
     assert len(err.strip().splitlines()) == 1 and str(bad) in err and message in err
 
 
-def _kafka_record(url: str, remaining_s: int):  # type: ignore[no-untyped-def]
+HOUR = 3600
+
+
+def _kafka_record(url: str, now_s: int, deadline_s: int):  # type: ignore[no-untyped-def]
+    """A real record (the stateless fixture's) with a Kafka countdown as a broker gives it: at the
+    audit's clock ``now_s``, retention may delete its first unread record at ``deadline_s``."""
     countdown = Countdown(
         "retention.ms",
-        f"retention may delete unread records in {remaining_s} s",
-        deadline_ms=10_000_000 + remaining_s * 1000,
-        remaining_ms=remaining_s * 1000,
+        "retention.ms may delete unread records",
+        deadline_ms=deadline_s * 1000,
+        remaining_ms=(deadline_s - now_s) * 1000,
         topic="orders",
         partition=0,
         offset=42,
@@ -208,15 +213,25 @@ def _kafka_record(url: str, remaining_s: int):  # type: ignore[no-untyped-def]
     return checkpoint_record(url, kafka=KafkaPart(("orders",), bootstrap="b:9092", retention=countdown))
 
 
-def test_time_to_loss_shrinking_is_worse() -> None:
-    # The records are real (the stateless fixture's) with a Kafka countdown as a broker gives it.
-    before = [_kafka_record("/f/stopped", 5 * 3600), _kafka_record("/f/running", 3600)]
+def test_time_to_loss_shrinking_is_worse_when_the_query_does_not_read_on() -> None:
+    t0, t1 = 1_800_000_000, 1_800_000_000 + 3 * HOUR  # two scheduled runs, three hours apart
+    before = [
+        _kafka_record("/f/stopped", t0, t0 + 5 * HOUR),
+        _kafka_record("/f/running", t0, t0 + 7 * 24 * HOUR - 40),
+        _kafka_record("/f/retention-lowered", t0, t0 + 7 * 24 * HOUR),
+    ]
     baseline = parse_baseline(
         [json.dumps(r.to_json()) for r in before] + ['{"kind": "summary", "roots": ["/f"]}'], "b"
     )
-    now = [_kafka_record("/f/stopped", 2 * 3600), _kafka_record("/f/running", 3600)]
+    now = [
+        _kafka_record("/f/stopped", t1, t0 + 5 * HOUR),  # same record, same deadline: 2 h left
+        # reads on: its first unread record is newer, the deadline later; 50 s less lag is jitter
+        _kafka_record("/f/running", t1, t1 + 7 * 24 * HOUR - 90),
+        _kafka_record("/f/retention-lowered", t1, t0 + 24 * HOUR),  # retention.ms cut to 1 day
+    ]
     changes = compare(baseline, now, ["/f"], interrupted=False)
     assert [(c.kind, c.url, c.before, c.after) for c in changes.changes] == [
-        (LOSS_SOONER, "/f/stopped", "time to loss 5 h", "time to loss 2 h")
+        (LOSS_SOONER, "/f/retention-lowered", "time to loss 7 d", "time to loss 21 h"),
+        (LOSS_SOONER, "/f/stopped", "time to loss 5 h", "time to loss 2 h"),
     ]
     assert changes.worse
