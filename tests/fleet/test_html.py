@@ -25,6 +25,7 @@ from tests.fleet.records import checkpoint_record, json_records
 from tests.storage.builders import read_files, write_files
 
 OPTIONS = DiagnoseOptions(live_window_s=0)
+FIXTURES_DELTA = SPARK.parent / "delta"
 
 
 def page_for(root: str) -> str:
@@ -481,3 +482,18 @@ def test_stopped_is_a_column_in_text_and_json(
     assert header.split() == ["verdict", "directory", "restart", "stopped", "by", "Spark", "line", "codes"]
     row = next(line for line in text.splitlines() if line.startswith("ok"))
     assert "3 h ago" in row
+
+
+def test_the_matrix_grid_says_not_judged_where_no_delta_release_judges_the_line() -> None:
+    from checkpoint_doctor.fleet.html import GRID_W, matrix_grid
+
+    fixture = FIXTURES_DELTA / "spark-4.2.1" / "delta-source-stateless"
+    result = audit([str(fixture)], options=OPTIONS)
+    (record,) = [r for r in result.records if isinstance(r, CheckpointRecord)]
+    grid = matrix_grid(record)
+    assert grid is not None
+    by_line = {line: x - GRID_W // 2 for x, line in grid.columns}  # a column's label is centred
+    states = {c.state for c in grid.cells if c.x == by_line["4.3"]}
+    # 4.3 has no Delta Lake release: its cells are "not judged", never a green "starts".
+    assert states == {"not-judged"}
+    assert {c.state for c in grid.cells if c.x == by_line["4.2"]} <= {"starts", "fails", "if-stateless"}
