@@ -332,12 +332,18 @@ def compare(
     changes: list[Change] = []
     now = {r.url: r for r in records}
     notes: list[str] = []
+    unseen = 0
     for url, record in now.items():
         outcome = record.restart.outcome if isinstance(record, CheckpointRecord) else None
         after = _state(record.verdict, outcome)
         before_seen = baseline.seen.get(url)
         if before_seen is None:
-            changes.append(Change(APPEARED, url, None, after, worse=record.verdict in _FAILING))
+            # New only where the baseline looked, all the way: a directory under a root it did not
+            # audit, or one an interrupted (or cut) baseline may not have reached, is not new.
+            if baseline.complete and (not baseline.roots or _under(url, baseline.roots)):
+                changes.append(Change(APPEARED, url, None, after, worse=record.verdict in _FAILING))
+            else:
+                unseen += 1
             continue
         before = _state(before_seen.verdict, before_seen.outcome)
         was_failing = before_seen.verdict in _FAILING
@@ -378,6 +384,11 @@ def compare(
             outside += 1
         elif judge_gone:
             changes.append(Change(GONE, url, _state(seen.verdict, seen.outcome), None, worse=True))
+    if unseen:
+        notes.append(
+            f"{unseen} directories not in the baseline are not called new: "
+            + ("the baseline audit was interrupted or cut" if not baseline.complete else "outside its roots")
+        )
     order = {k: i for i, k in enumerate(CHANGE_KINDS)}
     changes.sort(key=lambda c: (order[c.kind], c.url))
     return AuditChanges(baseline.name, baseline.generated_at, tuple(changes), outside, tuple(notes))

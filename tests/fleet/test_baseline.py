@@ -174,6 +174,30 @@ def test_an_interrupted_baseline_says_nothing_is_gone(
     code, out, _ = run_cli(capsys, "audit", str(fleet), "--live-window", "0", "--baseline", str(cut))
     assert not code & ExitCode.WORSE
     assert "gone not judged: the baseline audit was interrupted or cut" in out
+    # What the cut baseline may not have reached is not new either.
+    place("state-delta-missing", fleet / "e-new")
+    code, out, _ = run_cli(capsys, "audit", str(fleet), "--live-window", "0", "--baseline", str(cut))
+    assert not code & ExitCode.WORSE and "e-new" not in out.split("Changes since", 1)[1]
+    assert (
+        "1 directories not in the baseline are not called new: the baseline audit was interrupted or cut"
+        in out
+    )
+
+
+def test_a_baseline_of_other_roots_says_nothing_appeared_or_gone(
+    fleet: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = tmp_path / "other"
+    place("missing-prev-offsets", other / "q")
+    code, out, _ = run_cli(capsys, "audit", str(other), "--live-window", "0", "--format", "jsonl")
+    previous = tmp_path / "other.jsonl"
+    previous.write_text(out, encoding="utf-8")
+    code, out, _ = run_cli(capsys, "audit", str(fleet), "--live-window", "0", "--baseline", str(previous))
+    assert not code & ExitCode.WORSE
+    changes = out.split("Changes since", 1)[1]
+    assert "nothing changed" in changes.splitlines()[0]
+    assert "4 directories not in the baseline are not called new: outside its roots" in changes
+    assert "1 directories of the baseline are outside this audit's roots (not compared)" in changes
 
 
 @pytest.mark.parametrize(
