@@ -38,6 +38,7 @@ from checkpoint_doctor.fleet.records import (
     Record,
     Verdict,
 )
+from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import JsonObject
 
 NEW_FAILURE = "new_failure"
@@ -386,7 +387,9 @@ def compare(
             changes.append(Change(GONE, url, _state(seen.verdict, seen.outcome), None, worse=True))
     if unseen:
         notes.append(
-            f"{unseen} directories not in the baseline are not called new: "
+            f"{count_text(unseen, 'directory', 'directories')} not in the baseline "
+            + ("is" if unseen == 1 else "are")
+            + " not called new: "
             + ("the baseline audit was interrupted or cut" if not baseline.complete else "outside its roots")
         )
     order = {k: i for i, k in enumerate(CHANGE_KINDS)}
@@ -404,6 +407,8 @@ def render_changes(changes: AuditChanges, *, shown: int = 50) -> str:
     lines.extend(f"  note: {n}" for n in changes.notes)
     if changes.outside:
         lines.append(
-            f"  {changes.outside} directories of the baseline are outside this audit's roots (not compared)"
+            f"  {count_text(changes.outside, 'directory', 'directories')} of the baseline "
+            + ("is" if changes.outside == 1 else "are")
+            + " outside this audit's roots (not compared)"
         )
     return "\n".join(lines)
