@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
@@ -24,6 +24,9 @@ from checkpoint_doctor.fleet.run import AuditResult
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import normalize_url
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.baseline import AuditChanges
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
 LIVE_WINDOW_S = DEFAULT_LIVE_WINDOW_S
@@ -265,4 +268,15 @@ def audit(
         include=include,
         exclude=exclude,
         job_facts=audit_jobs(job) if job else None,
+    )
+
+
+def audit_changes(result: AuditResult, baseline: str) -> AuditChanges:
+    """Return what changed since a previous audit (``audit --baseline FILE``): ``baseline`` is
+    that audit's ``--format jsonl`` or ``json`` output (a local file); ``.worse`` is what the CLI's
+    exit bit 64 says, ``.to_json()`` what its JSON's ``changes`` holds."""
+    from checkpoint_doctor.fleet.baseline import compare, read_baseline
+
+    return compare(
+        read_baseline(baseline), result.records, result.roots, interrupted=result.summary.interrupted
     )

@@ -56,6 +56,9 @@ class Invocation:
     quiet: bool = False
     verbose: int = 0
     document: Any = None
+    #: The options that came from the environment or the config file, not a flag
+    #: (:func:`checkpoint_doctor.cli.settings.setting_sources`).
+    settings: tuple[Any, ...] = ()
 
     @property
     def json(self) -> bool:
@@ -245,7 +248,12 @@ class _ConfiguredAfter:
 def with_global_options(command: click.Command) -> click.Command:
     """Give a command the global options and record what click parsed for it (its name, its
     ``--format``) before its callback runs."""
+    from checkpoint_doctor.cli.settings import config_option, setting_sources, with_shared_envvars
+
     command.params.extend(_global_params(root=False))
+    # Defaults for scheduled jobs: --config FILE and CHECKPOINT_DOCTOR_* variables (cli/settings.py).
+    command.params.append(config_option())
+    with_shared_envvars(command)
     callback = command.callback
     assert callback is not None
 
@@ -257,6 +265,7 @@ def with_global_options(command: click.Command) -> click.Command:
         )
         _current.command = ctx.info_name or command.name or ""
         _current.output_format = str(kwargs.get("output_format") or "table")
+        _current.settings = setting_sources(ctx)
         ctx.ensure_object(dict)
         ctx.find_root().ensure_object(dict)["debug"] = _current.debug
         _configure_logging()
@@ -274,7 +283,7 @@ Examples:
   checkpoint-doctor explain CD101
 
 Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
-130 interrupted (see the README's "Exit codes"). Shell completion:
+64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes"). Shell completion:
 eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
 """
 
@@ -332,6 +341,11 @@ def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: 
     """An error replaces the command's document (JSON) and is said on stderr in one line."""
     from checkpoint_doctor.render.layout import json_document
 
+    # An error that names an option the operator did not type names where it came from: a cron
+    # job's broker from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS is not a mystery (never its value).
+    sources = [f"{s.flag} from {s.source}" for s in _current.settings if s.flag in message]
+    if sources:
+        message += f" ({', '.join(sources)})"
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})
     echo_err(prefix + message)
