@@ -110,8 +110,26 @@ def _local_workers_use_this_interpreter(sc: Any) -> None:
 
 
 def ship_py_file(spark: Any, path: str) -> None:
-    """Put a zip of Python packages on every executor's ``sys.path`` (``SparkContext.addPyFile``)."""
+    """Put a zip of Python packages on every executor's ``sys.path`` (``SparkContext.addPyFile``),
+    and not on the driver's.
+
+    ``SparkContext.addPyFile`` also inserts the zip's copy (in Spark's temp ``userFiles-*``
+    directory) at ``sys.path[1]`` of the driver ("for tests in local mode", pyspark's comment): the
+    driver would then import a module it has not imported yet (``tabulate``, lazily, to print the
+    table) from a zip that ``SparkSession.stop`` deletes, a ``FileNotFoundError`` after the audit
+    (issue 31 item 14). The workers do not need it there: ``pyspark.worker`` puts each of the job's
+    Python includes on its own path.
+    """
+    import importlib
+
+    before = set(sys.path)
     spark.sparkContext.addPyFile(path)
+    added = [entry for entry in sys.path if entry not in before]
+    for entry in added:
+        sys.path.remove(entry)
+        sys.path_importer_cache.pop(entry, None)
+    if added:
+        importlib.invalidate_caches()
 
 
 def task_failure_text(exc: BaseException) -> str:
