@@ -168,12 +168,23 @@ def job_timeout_option(text: str) -> Callable[[F], F]:
     )
 
 
+def _masked_servers(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A password in a server's user info (``SASL_SSL://user:pw@host:9093``, ``user:pw@host:9092``)
+    is masked in every output of the command (issue 31 item 7)."""
+    if value:
+        from checkpoint_doctor.redaction import remember_userinfo
+
+        remember_userinfo(value)
+    return value
+
+
 def kafka_options() -> list[Callable[[F], F]]:
     """The broker options of diagnose, plan and audit."""
     return [
         click.option(
             "--kafka-bootstrap-servers",
             metavar="HOST:PORT[,...]",
+            callback=_masked_servers,
             help="A Kafka broker of the query's topics: compare the checkpoint's offsets with the "
             "topics' earliest and latest, and count down to retention (needs checkpoint-doctor[kafka]).",
         ),
