@@ -54,8 +54,8 @@ def _answer_stream() -> IO[str]:
 
 def _error(spec: str, exc: BaseException) -> dict[str, Any]:
     message = getattr(exc, "refusal", None)
-    if isinstance(exc, StartRefusedError):
-        text = f"job {spec}: {exc}"
+    if isinstance(exc, StartRefusedError):  # the runner names the job (``--job SPEC: ...``)
+        text = str(exc)
     elif message is not None:
         text = message.message
     else:

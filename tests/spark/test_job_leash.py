@@ -132,8 +132,8 @@ def test_no_job_can_start_its_query_or_write_while_it_is_described(tmp_path):
     entries = {e["job"].rpartition(":")[2]: e for e in answer[-1]}
     for name, call in REFUSED.items():
         assert entries[name].get("error") == (
-            f"job hostile.py:{name}: the job called {call}: --job only analyses the query, it must not "
-            "start or write anything (return the DataStreamWriter, not started)"
+            f"the job called {call}: --job only analyses the query, it must not start or write anything "
+            "(return the DataStreamWriter, not started)"
         ), entries[name]
     for name in DESCRIBED:
         assert "facts" in entries[name], entries[name]
