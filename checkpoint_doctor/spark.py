@@ -222,8 +222,16 @@ _PYTHON_WRITES = (
 )
 #: The same through py4j, on the JVM objects themselves (``df._jdf.writeStream().start()`` passes by
 #: the Python classes): ``DataStreamWriter.start/toTable``, ``StreamingQueryManager.startQuery``,
-#: ``DataFrameWriter.save/saveAsTable/insertInto``. No JVM method of these names builds a query.
-_JVM_WRITES = frozenset({"start", "toTable", "startQuery", "save", "saveAsTable", "insertInto"})
+#: ``DataFrameWriter.save/saveAsTable/insertInto``, and the RDD saves PySpark's ``RDD.saveAs*``
+#: reach (``JavaRDD.saveAsTextFile``, ``PythonRDD.saveAsHadoopFile`` ...). No JVM method of these
+#: names builds a query.
+_JVM_WRITES = frozenset(
+    {
+        *("start", "toTable", "startQuery", "save", "saveAsTable", "insertInto"),
+        *("saveAsTextFile", "saveAsObjectFile", "saveAsSequenceFile", "saveAsHadoopFile"),
+        *("saveAsNewAPIHadoopFile", "saveAsHadoopDataset", "saveAsNewAPIHadoopDataset"),
+    }
+)
 
 
 class StartRefusedError(RuntimeError):

@@ -83,6 +83,11 @@ def batch_save_through_py4j(spark):
     return _writer(spark)
 
 
+def rdd_save_into_checkpoint(spark):
+    spark.sparkContext.parallelize([1]).saveAsTextFile(CP + "/commits-copy")
+    return _writer(spark)
+
+
 def v2_create(spark):
     spark.range(1).writeTo("hostile_v2").create()
     return _writer(spark)
@@ -98,6 +103,7 @@ REFUSED = {
     "batch_write_into_checkpoint": "DataFrameWriter.json()",
     "batch_save_through_py4j": "the JVM's save() through py4j",
     "v2_create": "DataFrameWriterV2.create()",
+    "rdd_save_into_checkpoint": "the JVM's saveAsTextFile() through py4j",
 }
 DESCRIBED = ("starts_then_returns_writer", "starts_from_a_thread")
 
