@@ -106,20 +106,25 @@ def probe_command(python: str, specs: list[str]) -> list[str]:
     return [python, "-m", "checkpoint_doctor.execution.job_probe", *specs]
 
 
-def _kill_group(pgid: int) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill every process of the child's group (the child, its JVM, whatever the job started)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):  # nothing left in the group
-        os.killpg(pgid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):  # nothing left to kill
+        if hasattr(os, "killpg"):
+            os.killpg(proc.pid, signal.SIGKILL)
+        else:  # no process groups (Windows): the child alone
+            proc.kill()
 
 
-def _exited(pid: int) -> bool:
+def _exited(proc: subprocess.Popen[bytes]) -> bool:
     """Return whether the child exited, without reaping it (its pid, the group's id, stays taken
     until the group is killed: no other process can get that group id meanwhile)."""
+    if not hasattr(os, "waitid"):  # no waitid (Windows): no group id to keep either
+        return proc.poll() is not None
     try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
     except ChildProcessError:
         return True
-    return info is not None and info.si_pid == pid
+    return info is not None and info.si_pid == proc.pid
 
 
 def run_probe(command: list[str], env: dict[str, str], timeout_s: float) -> ProbeRun:
@@ -167,19 +172,19 @@ def run_probe(command: list[str], env: dict[str, str], timeout_s: float) -> Prob
                         answer += chunk
                 if overflow:
                     break
-                if not selector.get_map() or _exited(proc.pid):
+                if not selector.get_map() or _exited(proc):
                     # The child is gone: take what is already in the pipes, not what a process it
                     # left behind may still write.
                     for key in list(selector.get_map().values()):
                         _drain_ready(key, answer, output)
                     break
-        while not timed_out and not _exited(proc.pid):
+        while not timed_out and not _exited(proc):
             if time.monotonic() >= deadline:
                 timed_out = True
                 break
             time.sleep(0.05)
     finally:
-        _kill_group(proc.pid)
+        _kill_group(proc)
         proc.stdout.close()
         proc.stderr.close()
         proc.wait()
