@@ -357,9 +357,18 @@ def terminal_width() -> int:
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """Parse ``--storage-option`` pairs; a secret's value (``secret=``, ``token=``, ``account_key=``
+    ...) is masked in every output of the command from here on, wherever it shows up: a backend's
+    exception may quote its options (``{'secret': '...'}``) in an error or a ``--debug`` traceback
+    (issue 31 item 7)."""
     from checkpoint_doctor.reading.storage import parse_storage_options
+    from checkpoint_doctor.redaction import is_secret, remember_secret
 
-    return parse_storage_options(pairs)
+    parsed = parse_storage_options(pairs)
+    for key, value in parsed.items():
+        if isinstance(value, str) and is_secret(key):
+            remember_secret(value)
+    return parsed
 
 
 def near_matches(url: str, limit: int = 3) -> list[str]:

@@ -141,3 +141,33 @@ def test_a_password_in_the_bootstrap_servers_is_masked_in_errors_and_json(server
     assert "alice:***@127.0.0.1" in err and SECRET not in err
     message = json.loads(out)["error"]["message"]
     assert "alice:***@127.0.0.1" in message and SECRET not in out
+
+
+def test_a_storage_option_secret_quoted_by_a_backend_is_masked_in_the_error_and_the_traceback(
+    capsys, monkeypatch
+):
+    """A backend's exception quoting its options (a dict repr: no URL, no header) said the secret
+    on the error line, in the JSON document and in --debug's traceback."""
+    fault = RuntimeError(f"cannot connect with {{'key': 'AKIAFAKE', 'secret': '{SECRET}'}}")
+
+    def load(*_args, **_kwargs):  # where the checkpoint is opened, with the options parsed
+        raise fault
+
+    monkeypatch.setattr("checkpoint_doctor.loading.load_for_verdict", load)
+
+    code = main(
+        [
+            "diagnose",
+            "s3://bucket/ckpt",
+            "--storage-option",
+            f"secret={SECRET}",
+            "--format",
+            "json",
+            "--debug",
+        ]
+    )
+    out, err = capsys.readouterr()
+
+    assert code == 16 and "Traceback (most recent call last)" in err, err
+    assert SECRET not in out + err
+    assert "'secret': '***'" in json.loads(out)["error"]["message"]
