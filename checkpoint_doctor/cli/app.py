@@ -338,9 +338,15 @@ def _run(args: Sequence[str] | None) -> int:
 
 
 def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: error: ") -> None:
-    """An error replaces the command's document (JSON) and is said on stderr in one line."""
+    """An error replaces the command's document (JSON) and is said on stderr in one line.
+
+    Masked as a debug log is, not only as a URL (:func:`~checkpoint_doctor.redaction.redact_log`):
+    an exception's text may hold a signed request's headers (``'Authorization': b'AWS4-HMAC-SHA256
+    Credential=..., Signature=...'``), issue 31 item 7."""
+    from checkpoint_doctor.redaction import redact_log
     from checkpoint_doctor.render.layout import json_document
 
+    message = redact_log(message)
     # An error that names an option the operator did not type names where it came from: a cron
     # job's broker from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS is not a mystery (never its value).
     sources = [f"{s.flag} from {s.source}" for s in _current.settings if s.flag in message]
@@ -349,6 +355,19 @@ def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: 
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})
     echo_err(prefix + message)
+
+
+def _print_traceback() -> None:
+    """``--debug``: the traceback of the exception being handled, masked as a debug log is
+    (:func:`~checkpoint_doctor.redaction.redact_log`): an exception's text holds what it was given,
+    an S3 URL's credentials, a presigned URL's ``X-Amz-Signature``, a broker's password (issue 31
+    item 7); ``traceback.print_exc`` printed them as they were."""
+    import traceback
+
+    from checkpoint_doctor.redaction import redact_log
+    from checkpoint_doctor.render.layout import printable
+
+    click.echo(redact_log(printable(traceback.format_exc())), nl=False, err=True)
 
 
 def _guarded(args: Sequence[str]) -> int:
@@ -364,16 +383,12 @@ def _guarded(args: Sequence[str]) -> int:
         code = exit_code_for(exc)
         _report_error(type(exc).__name__, str(exc))
         if _current.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         return code
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit code 16
         _report_error("InternalError", f"internal error: {type(exc).__name__}: {exc}")
         if _current.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         else:
             click.echo("checkpoint-doctor: rerun with --debug for the traceback", err=True)
         return ExitCode.INTERNAL
@@ -385,7 +400,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     A JSON document is printed last, with the exit code this function returns.
     """
     global _current
+    from checkpoint_doctor.redaction import forget_secrets
+
     _current = Invocation()
+    forget_secrets()  # a command masks the secrets it was given, not those of one before it
     code = _guarded(list(sys.argv[1:] if argv is None else argv))
     document = _current.document
     if document is not None:
