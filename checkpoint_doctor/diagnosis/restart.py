@@ -166,16 +166,20 @@ def _state_step(run: _Run) -> RestartPrediction | None:
     failed = _job_step(run, schemas=True)
     if failed is not None:
         return failed
-    expected = ctx.pinned_partitions
     for op in state.operators:
+        expected = ctx.operator_partitions(op)
         if expected is not None and b > 0:
             missing_parts = missing_in(0, expected - 1, op.partition_dirs, limit=1)
             if missing_parts:
                 p = missing_parts[0]
-                return run.done(
-                    ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p),
-                    Code.STATE_PARTITIONS_MISSING,
+                # A RocksDB store without a zip replays changelogs from version 1 (state_missing_dir).
+                rocksdb = any(s.provider == "rocksdb" for s in op.stores)
+                error = (
+                    ctx.target.state_file_missing(f"state/{op.operator_id}/{p}/1.changelog")
+                    if rocksdb
+                    else ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p)
                 )
+                return run.done(error, Code.STATE_PARTITIONS_MISSING)
     for store, result, code, _ in ctx.notable_stores(b):
         if code is None:
             continue
