@@ -217,6 +217,17 @@ def test_a_job_that_cannot_be_asked_is_a_usage_error(args, message, capsys):
     assert "Traceback" not in err
 
 
+def test_diagnose_without_pyspark_names_the_extra_and_job_python(capsys, monkeypatch):
+    # Issue 34: the way out an operator with a Spark venv elsewhere takes is --job-python.
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "pyspark" else object())
+    cp = str(FIXTURES / "spark-3.5.9/stateless/checkpoint")
+    code, out, err = run_cli(capsys, "diagnose", cp, "--job", "examples.rate_job:build")
+    assert code == 2 and out == "" and "Traceback" not in err
+    flat = " ".join(err.split())
+    assert "--job needs the 'pyspark' package" in flat
+    assert "pip install 'checkpoint-doctor[spark]'" in flat and "--job-python PATH" in flat
+
+
 def test_plan_without_pyspark_records_the_job_and_says_it_was_not_analysed(capsys, monkeypatch):
     # plan's --job is also the job a catch-up step runs (maybe on another machine): without pyspark
     # here the plan is still made, and says the restart was not judged with the job.
