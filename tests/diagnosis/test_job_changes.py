@@ -185,6 +185,23 @@ def test_diagnose_with_a_job_judges_the_changed_query(tmp_path, capsys, monkeypa
     assert [c["spark"] for c in doc["result"]["matrix"]] == ["4.3"]
 
 
+def test_diagnose_prints_no_plan_command_when_no_repair_addresses_the_change(tmp_path, capsys, monkeypatch):
+    # Issue 34: after CD201 the printed 'plan ... --job' re-ran the job's analysis only to say that
+    # nothing can be planned. diagnose says so itself, with what to do instead.
+    monkeypatch.chdir(REPO)
+    spec = "fixtures/jobs/changes.py:stateless_two_sources"
+    python = _fake_spark_python(tmp_path, spec, "3.5.9")
+    cp = "fixtures/spark-3.5.9/job-source-added/checkpoint"
+    code, out, err = run_cli(capsys, "diagnose", cp, "--job", spec, "--job-python", python)
+    assert code == 4, out + err
+    text = " ".join(out.split())
+    assert "CD201" in text and "Repair options" not in text and "checkpoint-doctor plan" not in text
+    assert (
+        "Nothing to plan (no repair of the checkpoint addresses it): CD201: the query's sources changed: "
+        "restore the original sources, or start a new checkpoint"
+    ) in text
+
+
 def test_plan_with_a_job_names_what_no_repair_changes(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     spec = "fixtures/jobs/changes.py:stateless_two_sources"
