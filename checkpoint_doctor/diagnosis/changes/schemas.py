@@ -10,6 +10,7 @@ non-nullable stored one; the jobs whose schemas differ only there are not judged
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
@@ -55,6 +56,20 @@ def ddl(schema: str) -> str:
     return _ddl(parsed) if parsed is not None else schema
 
 
+#: An expression id Spark prints after an attribute (``value#439L``): a number per analysis, no word
+#: of the operator's.
+_EXPR_ID = re.compile(r"#\d+L?\b")
+#: The cast the analyzer puts around a literal to widen it (``cast(3 as bigint)``): the job wrote ``3``.
+_LITERAL_CAST = re.compile(r"cast\((-?\d+(?:\.\d+)?) as (?:bigint|int|smallint|tinyint|double|float)\)")
+
+
+def field_text(name: str) -> str:
+    """A state field's name as the job's author wrote it: a grouping key that is an expression is
+    named by Spark with its analyzed text (``(value#1L % cast(4 as bigint))``, issue 34), shown as
+    ``(value % 4)``; a plain name is left as it is."""
+    return _LITERAL_CAST.sub(r"\1", _EXPR_ID.sub("", name))
+
+
 def _ddl(data_type: Any) -> str:
     if isinstance(data_type, str):
         return data_type
@@ -62,7 +77,9 @@ def _ddl(data_type: Any) -> str:
         return str(data_type)
     kind = data_type.get("type")
     if kind == "struct":
-        inner = ",".join(f"{f.get('name')}:{_ddl(f.get('type'))}" for f in data_type.get("fields") or [])
+        inner = ",".join(
+            f"{field_text(str(f.get('name')))}:{_ddl(f.get('type'))}" for f in data_type.get("fields") or []
+        )
         return f"struct<{inner}>"
     if kind == "array":
         return f"array<{_ddl(data_type.get('elementType'))}>"
