@@ -133,7 +133,13 @@ def _job_step(run: _Run, *, schemas: bool) -> RestartPrediction | None:
         return None
     if schemas:
         error = changes.schema_error(ctx, job)
-        return run.done(error, Code.STATE_SCHEMA_INCOMPATIBLE) if error is not None else None
+        if error is not None:
+            return run.done(error, Code.STATE_SCHEMA_INCOMPATIBLE)
+        # Then the state of each operator is loaded: one the job added has none [exp: job-dedup-added on 3.5.9].
+        added = changes.operators_without_state(ctx, job)
+        if added:
+            return run.done(changes.state_missing_error(ctx, added[0][0]), Code.STATE_OPERATORS_CHANGED)
+        return None
     error = changes.operators_error(ctx, job)
     return run.done(error, Code.STATE_OPERATORS_CHANGED) if error is not None else None
 

@@ -36,6 +36,12 @@ EXPECTED = {
     "job-window-unchanged": {},
     "job-grouping-key-added": {"*": ["CD312"]},
     "job-aggregate-changed": {"*": ["CD312"]},
+    # Issue 34: count() -> sum(value) AS s: same type, a nullable field over a non-nullable one,
+    # which 3.5-4.2 refuse and 4.3 accepts.
+    "job-aggregate-renamed": {"4.3": [], "*": ["CD312"]},
+    # dropDuplicates before the aggregation takes operator id 1, whose state was never written: 4.0+
+    # refuse it by the operator metadata, 3.5 fails loading state/1 in the tasks (CD313 on both).
+    "job-dedup-added": {"*": ["CD313"]},
     "job-state-provider-changed": {"*": ["CD015"]},
     # state/ left for a stateless query (CD308); 4.0+ refuse the restart by the operator metadata
     # their own checkpoints hold (CD313), which a 3.5 checkpoint has not.

@@ -3,8 +3,9 @@ file its operator wrote (``state/<op>/0/_metadata/schema``). Pure.
 
 Spark's check (``StateSchemaCompatibilityChecker``: ``DataType.equalsIgnoreNameAndCompatibleNullability``)
 ignores field names and metadata; what must match is the number, order and type of the fields,
-nested ones included. Nullability is left out here (Spark allows a nullable new field over a
-non-nullable stored one; the jobs whose schemas differ only there are not judged).
+nested ones included. Nullability: 3.5-4.2 refuse a nullable new field where the stored one is not
+nullable (``equalsIgnoreNameAndCompatibleNullability(new, stored)``: a non-nullable new field over a
+nullable stored one passes), 4.3 does not [exp: job-aggregate-renamed: count() -> sum(value)].
 """
 
 from __future__ import annotations
@@ -42,12 +43,41 @@ def _parse(schema: str) -> Any:
         return None
 
 
-def compatible(stored: str, new: str) -> bool:
-    """Return whether a new schema passes Spark's check against the stored one."""
+def _nullable_over_not_null(stored: Any, new: Any) -> bool:
+    """Whether some field (nested ones included) is nullable in ``new`` where ``stored`` is not."""
+    if not (isinstance(stored, dict) and isinstance(new, dict)):
+        return False
+    kind = stored.get("type")
+    if kind == "struct":
+        # Called once the shapes are equal: as many fields on both sides.
+        pairs = zip(stored.get("fields") or [], new.get("fields") or [], strict=True)
+        return any(
+            (bool(n.get("nullable")) and not bool(o.get("nullable")))
+            or _nullable_over_not_null(o.get("type"), n.get("type"))
+            for o, n in pairs
+        )
+    if kind == "array":
+        return (
+            bool(new.get("containsNull")) and not bool(stored.get("containsNull"))
+        ) or _nullable_over_not_null(stored.get("elementType"), new.get("elementType"))
+    if kind == "map":
+        return (
+            (bool(new.get("valueContainsNull")) and not bool(stored.get("valueContainsNull")))
+            or _nullable_over_not_null(stored.get("keyType"), new.get("keyType"))
+            or _nullable_over_not_null(stored.get("valueType"), new.get("valueType"))
+        )
+    return False
+
+
+def compatible(stored: str, new: str, *, nullability: bool = False) -> bool:
+    """Return whether a new schema passes Spark's check against the stored one (``nullability``:
+    the line refuses a nullable new field over a non-nullable stored one, 3.5-4.2)."""
     a, b = _parse(stored), _parse(new)
     if a is None or b is None:
         return True  # not judged: an unreadable schema is reported by the state checks
-    return bool(_shape(a) == _shape(b))
+    if _shape(a) != _shape(b):
+        return False
+    return not (nullability and _nullable_over_not_null(a, b))
 
 
 def ddl(schema: str) -> str:
@@ -107,9 +137,11 @@ class SchemaChange:
         )
 
 
-def schema_changes(snapshot: CheckpointSnapshot, job: JobFacts) -> tuple[SchemaChange, ...]:
+def schema_changes(
+    snapshot: CheckpointSnapshot, job: JobFacts, *, nullability: bool = False
+) -> tuple[SchemaChange, ...]:
     """Return the job's operators whose key or value schema fails the check, key first per operator
-    (Spark checks the key schema first)."""
+    (Spark checks the key schema first); ``nullability`` as :func:`compatible`."""
     stored: dict[int, tuple[str, StateSchemaHeader]] = {}
     for op in snapshot.state.operators:
         for store in op.stores:
@@ -126,6 +158,6 @@ def schema_changes(snapshot: CheckpointSnapshot, job: JobFacts) -> tuple[SchemaC
             ("key", operator.key_schema, header.key_schema),
             ("value", operator.value_schema, header.value_schema),
         ):
-            if new is not None and old is not None and not compatible(old, new):
+            if new is not None and old is not None and not compatible(old, new, nullability=nullability):
                 out.append(SchemaChange(operator.operator_id, part, old, new, path))
     return tuple(out)
