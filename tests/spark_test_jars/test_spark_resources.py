@@ -485,3 +485,27 @@ def test_the_jars_are_resolved_once_and_hold_only_streaming_resources(
         tops = {p.name for p in resources.iterdir()}
         assert SS in tops and tops <= {SS} | {p for p in tops if p.startswith("kafka-source-")}
         assert not any(resources.rglob("*.class"))
+
+
+def test_extraction_keeps_empty_directories_and_nothing_outside_the_resources(tmp_path: Path) -> None:
+    """A jar keeps empty directories a checkpoint's meaning depends on (an empty commits/); a member
+    outside the streaming resources, or one climbing out with '..', is not written."""
+    import zipfile
+
+    import jars
+
+    with zipfile.ZipFile(tmp_path / "x-tests.jar", "w") as jar:
+        jar.writestr("structured-streaming/cp/commits/", "")
+        jar.writestr("structured-streaming/cp/offsets/0", "v1\n{}\n")
+        jar.writestr("structured-streaming/../../escaped", "no")
+        jar.writestr("org/apache/Some.class", "no")
+        jar.writestr("kafka-source-offset.txt", "{}")
+    jars._extract_resources(tmp_path)
+    out = tmp_path / jars.RESOURCES
+    assert (out / SS / "cp" / "commits").is_dir() and not any((out / SS / "cp" / "commits").iterdir())
+    assert (out / SS / "cp" / "offsets" / "0").read_text() == "v1\n{}\n"
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()) == [
+        "resources/kafka-source-offset.txt",
+        f"resources/{SS}/cp/offsets/0",
+        "x-tests.jar",
+    ]
