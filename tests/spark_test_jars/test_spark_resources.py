@@ -419,6 +419,26 @@ def test_every_checkpoint_reads(spark_resources: dict[str, Path], version: str) 
         assert doc["matrix"] and all(c["outcome"] in ("starts", "fails") for c in doc["matrix"]), root
 
 
+def test_the_command_line_says_what_the_api_says_of_every_checkpoint(
+    spark_resources: dict[str, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As a new user runs them (no flags): each exit code is a defined one, nothing is written to
+    stderr, and diagnose's JSON matrix is the API's."""
+    import json
+
+    from checkpoint_doctor.exit_codes import ExitCode
+    from tests.scenarios import run_cli
+
+    for root in checkpoints(spark_resources["4.2.0"]):
+        code, out, err = run_cli(capsys, "inspect", str(root))
+        assert code == ExitCode.OK and err == "" and out.startswith("Checkpoint"), (root, err)
+        code, out, err = run_cli(capsys, "diagnose", str(root), "--format", "json", "--live-window", "0")
+        assert code in set(ExitCode) and "Traceback" not in err, (root, err)
+        cli = [(c["spark"], c["mode"], c["summary"]) for c in json.loads(out)["result"]["matrix"]]
+        api = cd.diagnose(str(root), live_window_s=0).to_dict()["matrix"]
+        assert cli == [(c["spark"], c["mode"], c["summary"]) for c in api], root
+
+
 # ------------------------------------------------------------------------------ issue 34's items
 
 
