@@ -267,6 +267,10 @@ def writer_lines(writer: WriterGuess) -> tuple[str, ...]:
     line from the oldest that can have written every file)."""
     if writer.line is None:
         return LINES[LINES.index(writer.minimum or LINES[0]) :]
+    if writer.minimum is not None and writer.beyond_line:
+        # Conf keys of an older line, files of a newer one (WriterGuess.label): either wrote it.
+        end = "4.1" if writer.minimum == "4.0" else writer.minimum
+        return LINES[LINES.index(writer.line) : LINES.index(end) + 1]
     end = "4.1" if writer.line == "4.0" else writer.line
     span = LINES[LINES.index(writer.line) : LINES.index(end) + 1]
     if writer.minimum is not None:

@@ -262,7 +262,13 @@ def describe_jobs(
                 "(MODULE:FUNCTION)",
             )
     if python is None and importlib.util.find_spec("pyspark") is None:
-        raise MissingDependencyError("--job", "spark", "pyspark")
+        # The job runs in a child python: the Spark line's own venv is the usual answer (issue 34).
+        raise MissingDependencyError(
+            "--job",
+            "spark",
+            "pyspark",
+            or_else="name a python that has it (the Spark line's own) with --job-python PATH",
+        )
     exe = python or sys.executable
     env = dict(os.environ)
     # This checkpoint-doctor and the operator's modules (the current directory, as ``python -m``).

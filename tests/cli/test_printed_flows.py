@@ -39,11 +39,25 @@ def printed(out: str, label: str) -> list[str]:
     return words[1:]
 
 
+#: What diagnose prints instead of a plan command when no strategy addresses its findings.
+NOTHING_TO_PLAN = "Nothing to plan (no repair of the checkpoint addresses it):"
+
+
+def _nothing_planned(capsys, args: list[str]) -> str:
+    """diagnose said no repair addresses its findings: plan agrees (it writes nothing and says why)."""
+    code, out, err = run(capsys, ["plan", *args, "-o", "plan.json"])
+    assert code == ExitCode.ERRORS, f"{out}{err}"
+    assert "No plan can be applied:" in out and "Unresolved" in out, out
+    return "none, said why"
+
+
 def walk(capsys, checkpoint: str) -> str:
     """Follow the printed commands from ``diagnose``; return how the walk ended."""
     code, out, _ = run(capsys, ["diagnose", checkpoint, "--live-window", "0"])
     if code != ExitCode.ERRORS:
         return "no error"
+    if NOTHING_TO_PLAN in out:
+        return _nothing_planned(capsys, [checkpoint, "--live-window", "0"])
     command = printed(out, "Repair options:")
     for _ in range(MAX_PLANS):
         assert command[0] == "plan" and "-o" in command, command
@@ -186,6 +200,8 @@ def walk_and_undo(capsys, checkpoint: str, *flags: str) -> tuple[int, str]:
     pinned by the caller: the diagnoses before and after are compared whole)."""
     first, out, _ = run(capsys, ["diagnose", checkpoint, *flags])
     before = out
+    if NOTHING_TO_PLAN in out:
+        return first, _nothing_planned(capsys, [checkpoint, *flags])
     if "Repair options:" not in out:
         return first, "no repair"
     command = printed(out, "Repair options:")
