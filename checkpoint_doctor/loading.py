@@ -39,6 +39,9 @@ class VerdictInput:
     own_writes: OwnWrites
     delta: DeltaPairing | None = None
     delta_named: tuple[DeltaTable, ...] | None = None
+    #: Every Delta table the verdict looked at (found beside it, read or not, and named): a
+    #: command's output never lands inside one (issue 31: ``plan -o`` became a table's commit).
+    delta_read: tuple[str, ...] = ()
 
 
 def own_writes_for(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> OwnWrites:
@@ -168,14 +171,10 @@ def load_for_verdict(
     if split_protocol(checkpoint_url)[0] == "file":
         snapshot = load()
         snapshot, note = find_sink(snapshot, checkpoint_url, storage_options, sink_path)
-        delta, named = pair_delta(
-            snapshot,
-            nearby_tables(checkpoint_url, storage_options),
-            storage_options,
-            delta_tables,
-            job_delta or {},
-        )
-        return VerdictInput(snapshot, note, own_writes_for(snapshot.root, storage_options), delta, named)
+        beside = nearby_tables(checkpoint_url, storage_options)
+        delta, named = pair_delta(snapshot, beside, storage_options, delta_tables, job_delta or {})
+        own = own_writes_for(snapshot.root, storage_options)
+        return VerdictInput(snapshot, note, own, delta, named, _looked_at(beside, named))
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="cd-side") as pool:
@@ -187,5 +186,12 @@ def load_for_verdict(
             snapshot, note = pair_nearby(snapshot, sinks.result())
         else:
             note = sink_path_note(snapshot, sink_path or "")
-        delta, named = pair_delta(snapshot, tables.result(), storage_options, delta_tables, job_delta or {})
-        return VerdictInput(snapshot, note, writes.result(), delta, named)
+        nearby = tables.result()
+        delta, named = pair_delta(snapshot, nearby, storage_options, delta_tables, job_delta or {})
+        return VerdictInput(snapshot, note, writes.result(), delta, named, _looked_at(nearby, named))
+
+
+def _looked_at(nearby: NearbyTables, named: Sequence[DeltaTable] | None) -> tuple[str, ...]:
+    """Return the URL of every Delta table found beside the checkpoint (read or not) and named."""
+    urls = [t.url for t in nearby.tables] + [url for url, _ in nearby.unread] + [t.url for t in named or ()]
+    return tuple(dict.fromkeys(urls))
