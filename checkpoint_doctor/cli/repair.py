@@ -245,6 +245,10 @@ def plan_command(
             if output_format == "json"
             else render_plan(plan, output, hints, follow)
         )
+        if loaded.unfinished and output_format != "json":
+            from checkpoint_doctor.render.changes import render_unfinished
+
+            emit(render_unfinished(loaded.unfinished, hints))
     if plan.unresolved:
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:

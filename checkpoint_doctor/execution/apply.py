@@ -37,6 +37,7 @@ from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import (
     ApplyFailedError,
     CheckpointDoctorError,
+    CheckpointNotFoundError,
     PlanFormatError,
     PlanMismatchError,
     PreconditionFailedError,
@@ -65,7 +66,7 @@ from checkpoint_doctor.execution.verify import verify_plan, with_unfinished
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning import PlanOptions, RepairPlan
-from checkpoint_doctor.planning.steps import Area
+from checkpoint_doctor.planning.steps import Area, Step
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
@@ -128,14 +129,64 @@ class _Apply:
     contents: dict[int, bytes] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)
     done: int = 0
+    #: The step that was running when the apply stopped (its index), and whether its file changed
+    #: before it did (None: it cannot be told).
+    stopped: int | None = None
+    stopped_changed: bool | None = None
 
     def run_steps(self) -> None:
         for i, step in enumerate(self.plan.executable_steps):
             if i not in self.skipped:
-                step.execute(self.io, self.contents.get(i))
+                try:
+                    step.execute(self.io, self.contents.get(i))
+                except BaseException as exc:
+                    self.stopped, self.stopped_changed = i, _step_changed(step, self.io, exc)
+                    raise
             self.done = i + 1
             if self.done % PROGRESS_EVERY == 0:
                 self.journal.append({"event": Event.PROGRESS, "done": self.done})
+        if self.done % PROGRESS_EVERY:
+            # The journal counts every step done, not the last multiple of PROGRESS_EVERY (issue 31:
+            # Ctrl-C after all 1,600 moves left "done: 1536").
+            self.journal.append({"event": Event.PROGRESS, "done": self.done})
+
+    @property
+    def ran(self) -> int:
+        """Return how many steps, from the first, may have changed the checkpoint: the done ones,
+        and the one that stopped unless it is known not to have changed its file."""
+        return self.done + (1 if self.stopped is not None and self.stopped_changed is not False else 0)
+
+    def end_event(self, event: Event, exc: BaseException) -> dict[str, Any]:
+        """Return the ``failed`` or ``interrupted`` event: what happened, counted (undo reverses the
+        first ``ran`` steps only: a later step's file is not the apply's, whatever its bytes)."""
+        return {
+            "event": event,
+            "error": str(exc) or type(exc).__name__,
+            "steps_done": self.done,
+            "ran": self.ran,
+            "stopped_step": self.stopped,
+            "stopped_changed": self.stopped_changed,
+        }
+
+
+def _step_changed(step: Step, io: AreaIO, exc: BaseException) -> bool | None:
+    """Return whether a step that raised changed its file first (None: it cannot be told).
+
+    A create refused because the name exists (``TargetExistsError``: ``link``'s EEXIST, S3's
+    ``If-None-Match``) made nothing: the file there is another writer's, even with the very bytes
+    the step would write (issue 31: a live writer's ``commits/1``, identical to ``commits/0`` as
+    Spark's stateless commits are). Any other failure is looked at: a create whose file is there
+    (the link succeeded, then removing its temp file failed), a removal whose file is gone."""
+    if isinstance(exc, TargetExistsError) or step.key is None:
+        return False if isinstance(exc, TargetExistsError) else None
+    try:
+        if step.creates:
+            return io.exists(*step.key)
+        if step.removes:
+            return not io.exists(*step.key)
+    except (CheckpointDoctorError, OSError):
+        return None
+    return None
 
 
 def _begin(
@@ -188,18 +239,42 @@ def _create_default(tool: Storage, plan_id: str, begin: dict[str, Any]) -> Journ
 def _failed(work: _Apply, exc: BaseException) -> ApplyFailedError:
     # If even this fails, the journal's begin event and the backups manifest are what undo needs.
     with contextlib.suppress(StorageError):
-        work.journal.append({"event": Event.FAILED, "error": str(exc), "steps_done": work.done})
-    total = len(work.plan.executable_steps)
-    if work.done:
-        changed = f"the checkpoint WAS changed ({work.done} of {total} step(s) done)"
-        hint = f"undo it with: checkpoint-doctor undo {work.journal.url}  (then apply the plan again to finish it)"
-    else:
-        changed = "no step ran, so the checkpoint was not changed"
-        hint = "fix the cause and apply the plan again"
+        work.journal.append(work.end_event(Event.FAILED, exc))
     return ApplyFailedError(
-        f"apply of plan {work.plan.plan_id} failed ({exc}); {changed}; the record is {work.journal.url}",
-        hint=hint,
+        f"apply of plan {work.plan.plan_id} failed ({exc}); {_what_changed(work)}; the record is {work.journal.url}",
+        hint=f"undo it with: checkpoint-doctor undo {work.journal.url}  (then apply the plan again to finish it)"
+        if work.ran
+        else "fix the cause and apply the plan again",
     )
+
+
+def _what_changed(work: _Apply) -> str:
+    """Say, truly, what the stopped apply changed: the steps done and the one that stopped part way
+    (issue 31: "no step ran, so the checkpoint was not changed" was said of an offsets/1 created
+    before removing its temp file failed)."""
+    steps = work.plan.executable_steps
+    if not work.ran:
+        if work.stopped is not None:
+            return (
+                f"no step changed it, so the checkpoint was not changed (step {work.stopped + 1}, "
+                f"{steps[work.stopped].describe()}, changed nothing)"
+            )
+        return "no step ran, so the checkpoint was not changed"
+    done = [steps[i].describe() for i in range(work.done) if i not in work.skipped]
+    words = f"the checkpoint WAS changed ({work.done} of {len(steps)} step(s) done"
+    if work.stopped is not None:
+        how = (
+            "may have changed its file"
+            if work.stopped_changed is None
+            else "changed its file before it failed"
+            if work.stopped_changed
+            else "changed nothing"
+        )
+        words += f"; step {work.stopped + 1}, {steps[work.stopped].describe()}, {how}"
+        if work.stopped_changed is not False:
+            done.append(steps[work.stopped].describe())
+    shown = "; ".join(done[:3]) + (f"; and {len(done) - 3} more" if len(done) > 3 else "")
+    return f"{words}: {shown})"
 
 
 def apply_plan(
@@ -244,18 +319,32 @@ def apply_plan(
             "the plan changes the file sink log but no sink is reachable",
             hint="the plan records the sink path",
         )
-    with CheckpointLock.acquire(tool, f"apply {plan.plan_id}", now_ms):
-        depth = str(plan.request.get("depth") or "default")
+    depth = str(plan.request.get("depth") or "default")
+
+    def verified() -> CheckpointSnapshot:
         snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
         try:
             # The files earlier applies wrote are no sign of a running query.
             verify_plan(plan, snapshot, now_ms, own_writes(tool), kafka, delta)
         except (PlanMismatchError, PreconditionFailedError) as exc:
             raise with_unfinished(exc, tool) from exc
-        if dry_run or (confirm is not None and not confirm(plan)):
-            return ApplyResult(
-                plan.plan_id, dry_run, None, None, 0, manual, cancelled=not dry_run, would=_would(plan)
-            )
+        return snapshot
+
+    if dry_run:
+        # A dry run reads only: no lock, so no tool directory is made (issue 31).
+        verified()
+        return ApplyResult(plan.plan_id, True, None, None, 0, manual, would=_would(plan))
+    # The lock makes the tool directory beside the checkpoint (and its parents): not for a
+    # checkpoint that moved away (issue 31: '<old path>.checkpoint-doctor/' appeared, its missing
+    # parent made again).
+    if not checkpoint.exists(""):
+        raise CheckpointNotFoundError(
+            checkpoint.url, "list", "no such file or directory", hint="check the plan's checkpoint path"
+        )
+    with CheckpointLock.acquire(tool, f"apply {plan.plan_id}", now_ms):
+        snapshot = verified()
+        if confirm is not None and not confirm(plan):
+            return ApplyResult(plan.plan_id, False, None, None, 0, manual, cancelled=True, would=_would(plan))
         journal = _begin(plan, checkpoint, sink, tool, backup, now_ms)
         work = _Apply(plan, AreaIO(checkpoint, sink), journal)
         try:
@@ -267,6 +356,12 @@ def apply_plan(
             journal.append({"event": Event.APPLIED, "steps_done": work.done, "listing_sha256": digest})
         except (CheckpointDoctorError, OSError) as exc:
             raise _failed(work, exc) from exc
+        except BaseException as exc:
+            # Ctrl-C (or SystemExit): the journal says what was done, and the apply is shown as
+            # interrupted, with the command that undoes it (issue 31: "interrupted -").
+            with contextlib.suppress(StorageError):
+                journal.append(work.end_event(Event.INTERRUPTED, exc))
+            raise
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
     asked = PlanOptions.from_request(plan.request).diagnose
     opts = diagnose_options or replace(

@@ -209,6 +209,20 @@ def _remove_created_dirs(journal: Journal, steps: tuple[Step, ...], io: AreaIO) 
             io.remove_dir(Area.CHECKPOINT, path)
 
 
+def ran_steps(journal: Journal, total: int) -> int:
+    """Return how many of the plan's steps, from the first, the apply may have carried out: all
+    after ``applied``, or after an apply killed without a word (undo then checks every file's real
+    state); the count its ``failed`` or ``interrupted`` event gives otherwise (an older journal's
+    event without it: all)."""
+    if journal.first(Event.APPLIED) is not None:
+        return total
+    end = journal.last(Event.FAILED) or journal.last(Event.INTERRUPTED)
+    ran = end.get("ran") if end is not None else None
+    if isinstance(ran, int) and not isinstance(ran, bool) and ran >= 0:
+        return min(ran, total)
+    return total
+
+
 def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, total: int) -> UndoFailedError:
     # If even this fails, the undo-begin event already says an undo started (history: partly undone).
     with contextlib.suppress(StorageError):
@@ -267,8 +281,16 @@ def undo_journal(
             raise UndoRefusedError(
                 f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
             )
-        steps = applied_plan(journal).executable_steps
-        backups = load_backups(journal, steps)
+        every = applied_plan(journal).executable_steps
+        # Only the steps the apply may have carried out are undone: a later step's file is not the
+        # apply's, whatever its bytes (issue 31: a live writer's commits/1, identical to commits/0,
+        # made the apply's create fail, and undo removed it as the apply's own).
+        steps = every[: ran_steps(journal, len(every))]
+        if not steps:
+            raise UndoRefusedError(
+                f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
+            )
+        backups = {i: row for i, row in load_backups(journal, every).items() if i < len(steps)}
         resuming = journal.last(Event.UNDO_BEGIN) is not None
         if not force or moved_to is not None:
             # A moved checkpoint is proven the apply's by its files: even --force needs that proof.
@@ -291,7 +313,7 @@ def undo_journal(
         progress = _Progress()
         try:
             _perform(actions, io, progress)
-            for key in sorted({s.key for s in steps if s.key is not None}):
+            for key in sorted({s.key for s in every if s.key is not None}):
                 io.remove_temps(*key)
             _remove_created_dirs(journal, steps, io)
             journal.append(
