@@ -136,13 +136,17 @@ class _Apply:
 
     def run_steps(self) -> None:
         for i, step in enumerate(self.plan.executable_steps):
+            # Marked running before it starts and until it is counted: a Ctrl-C between its change
+            # and the count leaves it "may have changed" (undo then looks at its file), never lost.
+            self.stopped, self.stopped_changed = i, None
             if i not in self.skipped:
                 try:
                     step.execute(self.io, self.contents.get(i))
                 except BaseException as exc:
-                    self.stopped, self.stopped_changed = i, _step_changed(step, self.io, exc)
+                    self.stopped_changed = _step_changed(step, self.io, exc)
                     raise
             self.done = i + 1
+            self.stopped = None
             if self.done % PROGRESS_EVERY == 0:
                 self.journal.append({"event": Event.PROGRESS, "done": self.done})
         if self.done % PROGRESS_EVERY:
@@ -261,7 +265,8 @@ def _what_changed(work: _Apply) -> str:
             )
         return "no step ran, so the checkpoint was not changed"
     done = [steps[i].describe() for i in range(work.done) if i not in work.skipped]
-    words = f"the checkpoint WAS changed ({work.done} of {len(steps)} step(s) done"
+    was = "WAS" if done or work.stopped_changed else "MAY have been"
+    words = f"the checkpoint {was} changed ({work.done} of {len(steps)} step(s) done"
     if work.stopped is not None:
         how = (
             "may have changed its file"
