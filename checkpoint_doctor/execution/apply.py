@@ -12,12 +12,16 @@ checkpoint's lock (:mod:`~checkpoint_doctor.execution.lock`, one writer at a tim
    ``<root>.checkpoint-doctor/<plan-id>/``), and the apply is added to the checkpoint's history;
 3. a backup of every file the plan removes (Hadoop ``.crc`` side files are steps of their own), each
    read back and verified by size and sha256; copy sources are verified against the plan's sha256;
-4. the steps, in order (journaled every few hundred); new files are created exclusively (temp name +
-   link on file systems, ``If-None-Match: *`` on S3), so a file is never half written or clobbered;
+4. the steps, in order (journaled every few hundred, and once after the last); new files are created
+   exclusively (temp name + link on file systems, ``If-None-Match: *`` on S3), so a file is never
+   half written or clobbered; on file systems the temp name stays until the journal counts its
+   step: after a kill, the same inode beside a created file proves it is the apply's, not a live
+   writer's with the same bytes (undo removes no file it cannot prove; S3 has no such proof);
 5. the ``applied`` event with the listing afterwards, then a fresh diagnosis.
 
 A failure in stages 1-2 leaves the checkpoint untouched. A failure after the journal exists is
-recorded (``failed``) and reported as :class:`ApplyFailedError`, naming the journal and the undo
+recorded (``failed``, with the steps done and whether the step that stopped changed its file; Ctrl-C:
+``interrupted``) and reported as :class:`ApplyFailedError`, naming what changed and the undo
 command: undo works from the plan's steps and the verified backups and checks the real state of
 every file, so it also completes an apply that died between a change and its journal event. The
 work grows linearly with the plan: one read, one write and one read-back per saved file, one change
@@ -148,11 +152,22 @@ class _Apply:
             self.done = i + 1
             self.stopped = None
             if self.done % PROGRESS_EVERY == 0:
-                self.journal.append({"event": Event.PROGRESS, "done": self.done})
+                self.progress()
         if self.done % PROGRESS_EVERY:
             # The journal counts every step done, not the last multiple of PROGRESS_EVERY (issue 31:
             # Ctrl-C after all 1,600 moves left "done: 1536").
-            self.journal.append({"event": Event.PROGRESS, "done": self.done})
+            self.progress()
+
+    def progress(self) -> None:
+        """Record the steps done; the temp files that proved their creates are then not needed."""
+        self.journal.append({"event": Event.PROGRESS, "done": self.done})
+        self.io.drop_kept()
+
+    def drop_kept(self) -> None:
+        """Remove the kept temp files once the end event counts every step (a step that stopped
+        not knowing whether it changed its file keeps its proof for undo)."""
+        if self.stopped is None or self.stopped_changed is not None:
+            self.io.drop_kept()
 
     @property
     def ran(self) -> int:
@@ -208,6 +223,9 @@ def _begin(
         "checkpoint": checkpoint.url,
         "sink": sink.url if sink is not None else None,
         "at_ms": now_ms,
+        # Each create's temp file stays until the journal counts its step (local disk): after a
+        # kill, undo asks that proof of a file it did not see counted (issue 31).
+        "keeps_temps": True,
     }
     if backup is None:
         return _create_default(tool, plan.plan_id, begin)
@@ -241,9 +259,11 @@ def _create_default(tool: Storage, plan_id: str, begin: dict[str, Any]) -> Journ
 
 
 def _failed(work: _Apply, exc: BaseException) -> ApplyFailedError:
-    # If even this fails, the journal's begin event and the backups manifest are what undo needs.
+    # If even this fails, the journal's begin event and the backups manifest are what undo needs
+    # (and the kept temp files stay: they prove the creates; undo removes them).
     with contextlib.suppress(StorageError):
         work.journal.append(work.end_event(Event.FAILED, exc))
+        work.drop_kept()
     return ApplyFailedError(
         f"apply of plan {work.plan.plan_id} failed ({exc}); {_what_changed(work)}; the record is {work.journal.url}",
         hint=f"undo it with: checkpoint-doctor undo {work.journal.url}  (then apply the plan again to finish it)"
@@ -352,6 +372,7 @@ def apply_plan(
             return ApplyResult(plan.plan_id, False, None, None, 0, manual, cancelled=True, would=_would(plan))
         journal = _begin(plan, checkpoint, sink, tool, backup, now_ms)
         work = _Apply(plan, AreaIO(checkpoint, sink), journal)
+        work.io.keep_temps = True
         try:
             _record(work, tool, snapshot, now_ms)
             work.contents, work.skipped = back_up(plan, work.io, journal, snapshot)
@@ -366,6 +387,7 @@ def apply_plan(
             # interrupted, with the command that undoes it (issue 31: "interrupted -").
             with contextlib.suppress(StorageError):
                 journal.append(work.end_event(Event.INTERRUPTED, exc))
+                work.drop_kept()
             raise
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
     asked = PlanOptions.from_request(plan.request).diagnose

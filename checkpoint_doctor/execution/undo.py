@@ -101,10 +101,14 @@ def _undo_actions(
     existed: set[str],
     io: AreaIO,
     force: bool,
+    certain: int | None = None,
 ) -> tuple[list[_Undo], list[str], list[str]]:
     """Decide, backwards, what undo does for every step; returns (actions, conflicts, unchanged).
     ``existed``: the checkpoint files before the apply (a created file is removed only if the
-    apply made it: it was not there before, or the plan saved it first)."""
+    apply made it: it was not there before, or the plan saved it first). ``certain``: the steps
+    before it are the journal's; a file a later step would have created is removed only if it is
+    proven the apply's (:meth:`AreaIO.created_here`), never for its bytes alone (None: no proof is
+    asked, a journal of an older version)."""
     # The first backup of each path: what a later step that recreates the path replaced.
     originals: dict[Key, dict[str, Any]] = {}
     for index in sorted(backups):
@@ -133,6 +137,14 @@ def _undo_actions(
                 "and was never saved; nothing was restored",
                 hint="undo only with the plan.json the apply wrote",
             )
+        # A kill left no word of this step: the file's bytes may be a live writer's with the same
+        # content (Spark's stateless commits are identical), so only a temp file of the create with
+        # its inode proves it is the apply's (issue 31). On an object store nothing can prove it:
+        # the bytes decide there, as before.
+        unproven = decision.action == "remove" and step.creates and certain is not None and i >= certain
+        if unproven and io.created_here(*key) is False:
+            conflicts.append(f"{key[1]} (not provably the apply's: kept)")
+            continue
         mtime = info.get("mtime_ms") if info is not None and step.needs_backup() else None
         owner = saved_ownership(info) if step.needs_backup() else None
         if decision.action == "none":
@@ -223,6 +235,25 @@ def ran_steps(journal: Journal, total: int) -> int:
     return total
 
 
+def certain_steps(journal: Journal, total: int) -> int | None:
+    """Return how many steps, from the first, the journal proves the apply carried out (their
+    files are its own): all once applied; those its failed or interrupted event counts (not a
+    step that stopped without knowing whether it changed its file); the last progress count after
+    a kill. None: the journal is older than the kept temp files that prove a create (no proof is
+    asked of it)."""
+    begin = journal.first(Event.BEGIN) or {}
+    if journal.first(Event.APPLIED) is not None or not begin.get("keeps_temps"):
+        return None if journal.first(Event.APPLIED) is None else total
+    end = journal.last(Event.FAILED) or journal.last(Event.INTERRUPTED)
+    if end is not None and isinstance(end.get("ran"), int):
+        if end.get("stopped_step") is not None and end.get("stopped_changed") is None:
+            return int(end.get("steps_done") or 0)
+        return int(end["ran"])
+    progress = journal.last(Event.PROGRESS)
+    done = progress.get("done") if progress is not None else None
+    return done if isinstance(done, int) and not isinstance(done, bool) else 0
+
+
 def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, total: int) -> UndoFailedError:
     # If even this fails, the undo-begin event already says an undo started (history: partly undone).
     with contextlib.suppress(StorageError):
@@ -305,7 +336,8 @@ def undo_journal(
                 )
         existed = {row[0] for row in listing_before(journal) if isinstance(row, list) and row}
         io = AreaIO(checkpoint, sink)
-        actions, conflicts, unchanged = _undo_actions(journal, steps, backups, existed, io, force)
+        certain = certain_steps(journal, len(every))
+        actions, conflicts, unchanged = _undo_actions(journal, steps, backups, existed, io, force, certain)
         if not force:
             refuse_changes(conflicts, "files changed since the apply")
         moved = {"checkpoint": checkpoint.url} if moved_to is not None else {}

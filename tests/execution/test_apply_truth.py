@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from checkpoint_doctor.errors import ApplyFailedError, UndoRefusedError
+from checkpoint_doctor.errors import ApplyFailedError, StorageError, UndoRefusedError
 from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, Event, Journal, tool_url
 from checkpoint_doctor.reading.storage import Storage, open_storage
@@ -29,7 +29,32 @@ def _journal_of(exc: BaseException) -> str:
     return str(exc).split("the record is ")[1].split(";")[0]
 
 
-def test_a_temp_file_left_after_the_create_is_a_change_and_undo_is_printed(tmp_path, monkeypatch):
+class _LostReply:
+    """A checkpoint store whose create of ``path`` fails after the file was made (a reply lost
+    after the PUT, a temp file that could not be removed after the link)."""
+
+    def __init__(self, inner: Storage, path: str) -> None:
+        self._inner, self._path = inner, path
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._inner, name)
+        if name != "write_exclusive":
+            return attr
+
+        def create(rel: str, data: bytes, **kw: Any) -> Any:
+            made = attr(rel, data, **kw)
+            if rel == self._path:
+                raise StorageError(self._inner.url_of(rel), "write", "connection reset (after the create)")
+            return made
+
+        return create
+
+
+@pytest.mark.parametrize("how", ["reply-lost-after-the-create", "temp-not-removable"])
+def test_a_failure_after_the_create_is_a_change_and_undo_is_printed(tmp_path, monkeypatch, how):
+    from checkpoint_doctor.execution.apply import apply_plan
+    from checkpoint_doctor.execution.journal import tool_urls
+
     scenario, _, restart = _first_repairable("missing-prev-offsets")
     cp, plan = prepared(scenario, restart, tmp_path)
     assert [(s.kind, s.path) for s in plan.executable_steps] == [("copy", "offsets/2")]
@@ -42,18 +67,30 @@ def test_a_temp_file_left_after_the_create_is_a_change_and_undo_is_printed(tmp_p
             raise PermissionError(13, "Permission denied", str(path))
         real_unlink(path, *args, **kw)
 
-    monkeypatch.setattr(os, "unlink", unlink)
+    checkpoint = open_storage(str(cp))
+    tool = open_storage(tool_urls(checkpoint)[0])
+    if how == "temp-not-removable":
+        monkeypatch.setattr(os, "unlink", unlink)
+    else:
+        checkpoint = _LostReply(checkpoint, "offsets/2")
     with pytest.raises(ApplyFailedError) as info:
-        apply(cp, plan)
+        apply_plan(plan, checkpoint, sink=None, tool=tool, now_ms=None)
     monkeypatch.setattr(os, "unlink", real_unlink)
 
     text, journal = str(info.value), _journal_of(info.value)
     assert (cp / "offsets" / "2").exists()
     assert "not changed" not in text and "no step ran" not in text
-    assert "the checkpoint WAS changed (0 of 1 step(s) done; step 1, copy " in text
-    assert "changed its file before it failed" in text
+    if how == "temp-not-removable":  # the temp goes once the journal counts the step
+        assert "the checkpoint WAS changed (1 of 1 step(s) done: copy " in text
+        steps = 1
+    else:
+        assert "the checkpoint WAS changed (0 of 1 step(s) done; step 1, copy " in text
+        assert "changed its file before it failed" in text
+        steps = 0
     assert f"checkpoint-doctor undo {journal}" in info.value.hint
-    assert [(r["state"], r["steps_done"]) for r in apply_history(str(cp), open_storage)] == [("failed", 0)]
+    assert [(r["state"], r["steps_done"]) for r in apply_history(str(cp), open_storage)] == [
+        ("failed", steps)
+    ]
     undo(journal)
     assert tree_bytes(cp) == before and not list(cp.rglob("*.cdtmp"))
 
