@@ -245,10 +245,15 @@ def plan_command(
             if output_format == "json"
             else render_plan(plan, output, hints, follow)
         )
-        if loaded.unfinished and output_format != "json":
+        if loaded.unfinished:
             from checkpoint_doctor.render.changes import render_unfinished
 
-            emit(render_unfinished(loaded.unfinished, hints))
+            # A JSON plan is the plan document alone: the warning goes to stderr there.
+            warning = render_unfinished(loaded.unfinished, hints)
+            if output_format == "json":
+                echo_err(warning.rstrip("\n"))
+            else:
+                emit(warning)
     if plan.unresolved:
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:

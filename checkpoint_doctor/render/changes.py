@@ -130,9 +130,10 @@ def render_unfinished(rows: Sequence[JsonObject], hints: Hints | None = None) ->
     lines = []
     for row in rows:
         steps = row.get("steps_done")
+        how = str(row.get("note") or "").removeprefix("the apply did not finish: ")
         lines.append(
-            f"WARNING: an apply of plan {row.get('plan_id')} to this checkpoint did not finish "
-            f"({row.get('state')}{'' if steps is None else f', {steps} step(s) done'}): {row.get('note')}.\n"
+            f"\nWARNING: an apply of plan {row.get('plan_id')} to this checkpoint did not finish "
+            f"({row.get('state')}{'' if steps is None else f', {steps} step(s) done'}): {how}.\n"
             f"  undo it with: {(hints or Hints()).undo(str(row.get('journal')))}"
             "  (then apply the plan again to finish the repair)\n"
         )

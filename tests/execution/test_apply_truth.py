@@ -302,6 +302,11 @@ def test_diagnose_plan_and_history_say_an_apply_was_interrupted_and_how_to_undo_
         ), command
         assert f"undo it with: {undo_command}" in out
 
+    main(["plan", str(cp), "--live-window", "0", "--format", "json"])
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)["command"] == "plan"
+    assert "did not finish (interrupted, 3 step(s) done)" in printed.err and undo_command in printed.err
+
     main(["diagnose", str(cp), "--live-window", "0", "--format", "json"])
     document = json.loads(capsys.readouterr().out)
     validate("diagnose", document)
