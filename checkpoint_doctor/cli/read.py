@@ -81,7 +81,10 @@ def diagnose_command(
     result = diagnose_matrix(loaded.snapshot, options)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
-        emit(json_document("diagnose", result.to_dict()))
+        data = result.to_dict()
+        if loaded.unfinished:
+            data["unfinished_applies"] = list(loaded.unfinished)
+        emit(json_document("diagnose", data))
     else:
         with layout(terminal_width()):
             if len(result.cells) == 1:
@@ -89,6 +92,10 @@ def diagnose_command(
                 emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing, sink))
             else:
                 emit(render_matrix(result, hints=hints))
+            if loaded.unfinished:
+                from checkpoint_doctor.render.changes import render_unfinished
+
+                emit(render_unfinished(loaded.unfinished, hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
 

@@ -175,6 +175,7 @@ def plan_command(
         reading = [open_storage(checkpoint, options)]
         if kw["sink_path"]:
             reading.append(open_storage(kw["sink_path"], options))
+        reading += [open_storage(t, options) for t in kw["delta_table"]]
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     loaded = load_for_verdict(
         checkpoint,
@@ -188,6 +189,10 @@ def plan_command(
     snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
+    if dest is not None:
+        # The Delta tables found beside it (or a --job reads) are read too: a plan written into a
+        # table's _delta_log became its next commit (issue 31).
+        check_outside(dest, [open_storage(url, options) for url in loaded.delta_read])
     kafka = kafka_positions_for(snapshot, kw)
     mopts = matrix_options_from(
         kw,
@@ -240,6 +245,15 @@ def plan_command(
             if output_format == "json"
             else render_plan(plan, output, hints, follow)
         )
+        if loaded.unfinished:
+            from checkpoint_doctor.render.changes import render_unfinished
+
+            # A JSON plan is the plan document alone: the warning goes to stderr there.
+            warning = render_unfinished(loaded.unfinished, hints)
+            if output_format == "json":
+                echo_err(warning.rstrip("\n"))
+            else:
+                emit(warning)
     if plan.unresolved:
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:
