@@ -307,7 +307,7 @@ def test_diagnose_plan_and_history_say_an_apply_was_interrupted_and_how_to_undo_
     assert json.loads(printed.out)["command"] == "plan"
     assert "did not finish (interrupted, 3 step(s) done)" in printed.err and undo_command in printed.err
 
-    main(["diagnose", str(cp), "--live-window", "0", "--format", "json"])
+    code = main(["diagnose", str(cp), "--live-window", "0", "--format", "json"])
     document = json.loads(capsys.readouterr().out)
     validate("diagnose", document)
     (row,) = document["result"]["unfinished_applies"]
@@ -317,6 +317,13 @@ def test_diagnose_plan_and_history_say_an_apply_was_interrupted_and_how_to_undo_
         "interrupted",
         3,
     )
+    # A half-repaired checkpoint is never "ok": at least a warning, and the Python API says the same.
+    assert code >= 1 and document["result"]["exit_code"] == code
+    from checkpoint_doctor import api
+
+    matrix = api.diagnose(str(cp), live_window_s=0)
+    assert [dict(r) for r in matrix.unfinished_applies] == document["result"]["unfinished_applies"]
+    assert matrix.exit_code == code
 
     undo(str(journal))
     assert tree_bytes(cp) == before
