@@ -12,6 +12,7 @@ delta-rs (``deltalake``, the ``delta`` extra), which reads the snapshot checkpoi
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -20,8 +21,9 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from checkpoint_doctor.errors import MissingDependencyError, StorageError, UsageError
+from checkpoint_doctor.errors import FileTooLargeError, MissingDependencyError, StorageError, UsageError
 from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+from checkpoint_doctor.reading.budget import BUDGET
 from checkpoint_doctor.reading.storage import Storage, open_storage
 
 LOG_DIR = "_delta_log"
@@ -55,7 +57,10 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
     adds = removes = 0
     rows: int | None = 0
     txns: list[tuple[str, int]] = []
-    for line in data.decode("utf-8").splitlines():
+    # Line by line from the bytes (Delta writes one action a line, "\n"): no str of the whole file
+    # and no list of its lines beside its bytes (a commit may be 64 MiB).
+    for raw in io.BytesIO(data):
+        line = raw.decode("utf-8")
         if not line.strip():
             continue
         action = _json(line)
@@ -281,9 +286,20 @@ def checkpoint_versions(names: Iterable[str]) -> set[int]:
     return {int(m.group(1)) for n in names if ".checkpoint" in n and (m := _CHECKPOINT.match(n))}
 
 
+#: A commit is first asked for with this bound, in batches of :data:`BATCH_FILES` (one request
+#: batch each on an object store): real commits are KBs, and a larger one is read again alone, with
+#: :data:`MAX_COMMIT_BYTES`. No size is asked first (no stat, no listing: an audit lists once).
+SMALL_COMMIT_BYTES = 1024 * 1024
+BATCH_FILES = 16
+
+
 def read_commits(log: Storage, commits: Mapping[int, str], first: int, last: int) -> list[DeltaCommit]:
     """Read and parse the commit files ``first``..``last`` (``commits``: :func:`commit_names`) of the
-    ``_delta_log`` store ``log``, in one batch of reads.
+    ``_delta_log`` store ``log``: :data:`BATCH_FILES` at a time of :data:`SMALL_COMMIT_BYTES` at most
+    each, then each larger one alone, every batch parsed and let go before the next is read and held
+    in the process's byte budget (:mod:`checkpoint_doctor.reading.budget`; never two holds at once,
+    so no reader waits on itself). 40 commits of 63 MB were read in one batch (2.67 GB resident, issue
+    31), and an audit's workers read tables together.
 
     Raises:
         UsageError: a commit is not newline-delimited JSON actions.
@@ -291,21 +307,43 @@ def read_commits(log: Storage, commits: Mapping[int, str], first: int, last: int
     """
     # The listed commits in the span, not the span's numbers: a version is any long, and a log whose
     # newest file is named 09223372036854775806 spans more numbers than can be counted.
-    wanted = {v: n for v, n in commits.items() if first <= v <= last}
-    data = log.read_many(wanted.values(), max_bytes=MAX_COMMIT_BYTES)
-    parsed = []
-    for version, name in sorted(wanted.items()):
-        got = data[name]
-        if isinstance(got, StorageError):
-            raise got
-        try:
-            parsed.append(parse_commit(version, got))
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"{log.url_of(name)} is not a Delta commit: {exc}",
-                hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
-            ) from None
-    return parsed
+    wanted = sorted((v, n) for v, n in commits.items() if first <= v <= last)
+    parsed: list[DeltaCommit] = []
+    for at in range(0, len(wanted), BATCH_FILES):
+        batch = wanted[at : at + BATCH_FILES]
+        large: list[tuple[int, str]] = []
+        with BUDGET.hold(len(batch) * SMALL_COMMIT_BYTES):
+            data = log.read_many([n for _, n in batch], max_bytes=SMALL_COMMIT_BYTES)
+            for version, name in batch:
+                got = data.pop(name)
+                if isinstance(got, FileTooLargeError):
+                    large.append((version, name))
+                else:
+                    parsed.append(_parsed(log, version, name, got))
+                del got
+        for version, name in large:
+            with BUDGET.hold(MAX_COMMIT_BYTES):
+                parsed.append(_parsed(log, version, name, _read_one(log, name)))
+    return sorted(parsed, key=lambda c: c.version)
+
+
+def _read_one(log: Storage, name: str) -> bytes | StorageError:
+    try:
+        return log.read(name, max_bytes=MAX_COMMIT_BYTES)
+    except StorageError as exc:
+        return exc
+
+
+def _parsed(log: Storage, version: int, name: str, got: bytes | StorageError) -> DeltaCommit:
+    if isinstance(got, StorageError):
+        raise got
+    try:
+        return parse_commit(version, got)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(
+            f"{log.url_of(name)} is not a Delta commit: {exc}",
+            hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
+        ) from None
 
 
 def read_table(
