@@ -140,6 +140,9 @@ class DeltaPairing:
     #: Unpaired sources several tables have the id of, equally near (source index, their URLs):
     #: copies of one table (a backup), none guessed.
     copies: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    #: Tables holding this query's txns that are copies of one table (same id, equally near): no
+    #: sink is paired among them.
+    sink_copies: tuple[tuple[str, ...], ...] = ()
 
     def source_table(self, source: int) -> DeltaTable | None:
         """Return the table paired with source ``source``, or None."""
@@ -177,6 +180,12 @@ class DeltaPairing:
                 f"Delta source {n} (table {table_id}) not paired: {why}; pass {FLAG} with the path of the "
                 "table it reads to check the restart against its log"
             )
+        for urls in self.sink_copies:
+            out.append(
+                f"Delta sink not paired: {len(urls)} tables hold this query's transactions under one table id "
+                f"({', '.join(urls)}): copies of one table (a backup?), and which one the query writes is not "
+                f"guessed; pass {FLAG} with the path of its sink to check the restart against it"
+            )
         for table in self.others:
             apps = ", ".join(f"{app} (batch {v})" for app, v in table.txns)
             out.append(
@@ -208,6 +217,7 @@ class DeltaPairing:
                 for n, t in self.unpaired
             ],
             "ambiguous": list(self.ambiguous),
+            "sink_copies": [list(urls) for urls in self.sink_copies],
             "other_queries_tables": [t.url for t in self.others],
             "unread": [{"table": u, "reason": r} for u, r in self.unread],
             "text": self.text,
@@ -326,11 +336,29 @@ def pair_tables(
                 break
     unpaired = sorted(unpaired + held)
     paired = {p.table.url for p in pairs}
-    for c in candidates:
+    writes = [
+        c
+        for c in candidates
+        if query_id and c.table.txn_version(query_id) is not None and c.table.url not in paired
+    ]
+    # Copies of the sink (the same table id, equally near) hold the same txns, or a backup's older
+    # ones: judged against the wrong one, CD407 plans batch copies up to a copy's txn version. None
+    # is guessed; tables with other ids are each a sink (a foreachBatch may write several).
+    sink_copies = []
+    copied: set[str] = set()
+    for table_id in dict.fromkeys(c.table.table_id for c in writes if c.table.table_id is not None):
+        nearest = _nearest(writes, table_id)
+        if len(nearest) > 1:
+            sink_copies.append(tuple(sorted(c.table.url for c in nearest)))
+            copied |= {c.table.url for c in writes if c.table.table_id == table_id}
+        else:
+            copied |= {c.table.url for c in writes if c.table.table_id == table_id and c not in nearest}
+    for c in writes:
         version = c.table.txn_version(query_id) if query_id else None
-        if version is not None and c.table.url not in paired:
+        if version is not None and c.table.url not in paired and c.table.url not in copied:
             pairs.append(DeltaPair(SINK, c.table, BY_TXN_APP_ID, txn_version=version))
             paired.add(c.table.url)
+    paired |= copied  # neither judged as a named sink nor said to be other queries' tables
     named_unpaired = tuple(
         {c.table.url: c.table for c in candidates if c.named and c.table.url not in paired}.values()
     )
@@ -353,4 +381,5 @@ def pair_tables(
         else (),
         unread=tuple(unread),
         copies=tuple(copies),
+        sink_copies=tuple(sink_copies),
     )

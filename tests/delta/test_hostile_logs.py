@@ -137,6 +137,37 @@ def test_the_table_named_with_delta_table_is_the_operators_choice_among_copies(
     assert code == 0
 
 
+def test_copies_of_the_sink_beside_pair_neither_and_plan_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The sink and a backup of it (one table id, this query's txns): judged against either, CD407
+    plans copies of batches up to that table's txn version; neither is guessed."""
+    job = _job(tmp_path, SINK)
+    backup = job / "a-backup"
+    shutil.copytree(job / "sink", backup)
+    before = _tree(job / "checkpoint")
+    code, out = _run(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
+    doc = json.loads(out)
+    pairing = doc["result"]["delta_pairing"]
+    assert pairing["pairs"] == [] and pairing["sink_copies"] == [[str(backup), str(job / "sink")]]
+    assert "CD407" not in {f["code"] for f in doc["result"]["findings"]}
+    assert "which one the query writes is not guessed" in pairing["text"]
+    plan = tmp_path / "plan.json"
+    code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
+    assert not plan.exists() and _tree(job / "checkpoint") == before, out
+    code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
+    (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
+    assert (
+        record["delta"]["sink_copies"] == [[str(backup), str(job / "sink")]]
+        and "CD407" not in record["codes"]
+    )
+    # Named, the operator's choice is judged.
+    code, out = _run(
+        ["diagnose", str(job / "checkpoint"), "--delta-table", str(job / "sink"), *QUIET], capsys
+    )
+    assert code == 1 and "CD407" in out and f"Delta sink paired with {job / 'sink'}" in " ".join(out.split())
+
+
 def _offset(reservoir_id: str) -> DeltaOffset:
     return DeltaOffset(
         reservoir_id=reservoir_id, reservoir_version=3, index=-1, source_version=1, is_starting_version=False
@@ -164,6 +195,14 @@ def test_copies_are_told_apart_only_by_nearness_never_by_name() -> None:
     assert pair_tables([(0, _offset("A"))], "q", far).pairs == ()
     one_near = pair_tables([(0, _offset("A"))], "q", [beside[1], *far])
     assert [p.table.url for p in one_near.pairs] == ["/job/source"]
+    sinks = [
+        Candidate(DeltaTable(f"/job/s{i}", "S", 2, 0, None, None, (("q", 2),), ()), beside=True)
+        for i in range(2)
+    ]
+    other = Candidate(DeltaTable("/job/t", "T", 2, 0, None, None, (("q", 1),), ()), beside=True)
+    got = pair_tables([], "q", [*sinks, other])
+    assert [(p.role, p.table.url) for p in got.pairs] == [("sink", "/job/t")]  # another id: its own sink
+    assert got.sink_copies == (("/job/s0", "/job/s1"),) and got.sink_tables == (other.table,)
 
 
 # ------------------------------------------------- items 8-10, 13: the adversarial harness, by class
