@@ -76,6 +76,20 @@ def _query_id(value: str | None) -> str | None:
         ) from None
 
 
+def _bounded_plan_text(text: str) -> str:
+    """The plan file's text, or refused when ``apply`` would refuse to read it: no plan is written
+    that is larger than the plan files apply reads (issue 31: a 150 MB plan apply refused)."""
+    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
+
+    size = len(text.encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise RefusedError(
+            f"the plan is {size} bytes, more than apply reads ({MAX_DOCUMENT_BYTES}): nothing was written",
+            hint="repair by hand or from a backup, or plan one --strategy at a time",
+        )
+    return text
+
+
 def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     out = []
     for value in values:
@@ -221,7 +235,7 @@ def plan_command(
     # A plan without a step is not written: apply would have nothing to do, and the next
     # 'plan -o' (with --accept-data-loss, say) would meet the file.
     if dest is not None and plan.steps:
-        write_destination(dest, plan.to_json())
+        write_destination(dest, _bounded_plan_text(plan.to_json()))
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     if delta_version is not None:
