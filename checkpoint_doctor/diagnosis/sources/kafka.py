@@ -19,7 +19,7 @@ from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
 from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown, countdown, soonest
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
-from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset
+from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset, legal_topic
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 #: The flag that gives a broker, named wherever positions were not checked.
@@ -84,7 +84,8 @@ def _partition_text(off: KafkaOffset, live: KafkaLive, skipped: dict[tuple[str, 
     for topic, part, offset in off.partitions:
         parts = positions.get(topic)
         if parts is None:
-            words.append(f"{topic}-{part}: next {offset}, topic missing")
+            why = "" if legal_topic(topic) else " (not a legal Kafka topic name: no broker holds it)"
+            words.append(f"{topic}-{part}: next {offset}, topic missing{why}")
             continue
         pos = parts.get(part)
         if pos is None:

@@ -91,7 +91,7 @@ def _utc(ms: int) -> str:
 def _unread(
     offsets: KafkaOffset, live: KafkaLive
 ) -> tuple[list[tuple[str, int, int]], bool, Countdown | None]:
-    """Return the positions with unread records, whether one is above its latest offset, and the
+    """Return the positions with unread records, whether one is above its latest offset or gone, and the
     countdown of records deleted already (below the earliest offset), if any."""
     positions = live.live
     unread: list[tuple[str, int, int]] = []
@@ -99,7 +99,8 @@ def _unread(
     for topic, part, offset in offsets.partitions:
         pos = (positions.get(topic) or {}).get(part)
         if pos is None:
-            continue  # topic or partition gone: CD207 says what the restart does
+            beyond = True  # topic or partition gone: nothing to count down, CD207 says what the restart does
+            continue
         earliest, latest = pos
         if offset < earliest and offset < latest:
             text = (
