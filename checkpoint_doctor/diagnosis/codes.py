@@ -65,6 +65,7 @@ class Code(TextEnum):
     SOURCE_FILE_UNREADABLE = "CD205"
     SOURCE_FILE_DAMAGED_UNREAD = "CD206"
     KAFKA_POSITIONS_GONE = "CD207"
+    KAFKA_OFFSET_NEGATIVE = "CD211"
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
@@ -559,6 +560,23 @@ _ALL = (
         "not available in Kafka any more",
         "KAFKA_DATA_LOSS",
         "UnknownTopicOrPartitionException",
+    ),
+    _c(
+        Code.KAFKA_OFFSET_NEGATIVE,
+        "kafka-offset-negative",
+        ERROR,
+        "A Kafka source's offsets in the offsets log hold a negative offset, which is not a position",
+        "A batch's end offsets are the positions the broker returned (KafkaSourceOffset: the next offset "
+        "to read per partition, 0 or more). -1 (latest) and -2 (earliest) mean something only in the "
+        "startingOffsets option (KafkaOffsetRangeLimit). Spark does not check the offsets log: a batch "
+        "starting from a negative offset is late-bound in its tasks (KafkaBatchPartitionReader."
+        "resolveRange): -2 reads from the earliest offset, any other negative value fails its assertion.",
+        "A hand edit or a tool wrote the offsets file (a startingOffsets JSON pasted into it), or the "
+        "file was damaged.",
+        "Restore the offsets file from a backup, or write the partition's real next offset (the "
+        "records it counts are unknown: checkpoint-doctor does not count a negative offset as records).",
+        "does not equal -2",
+        "does not equal -1",
     ),
     _c(
         Code.DELTA_SOURCE_TABLE_REPLACED,

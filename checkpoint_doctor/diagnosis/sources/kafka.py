@@ -145,6 +145,43 @@ def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterat
         )
 
 
+def negative_offsets(off: KafkaOffset) -> list[tuple[str, int, int]]:
+    """Return the partitions whose offset is negative: not a position (see CD211)."""
+    return [(t, p, o) for t, p, o in off.partitions if o < 0]
+
+
+def _named(offset: int) -> str:
+    # KafkaOffsetRangeLimit.LATEST and EARLIEST: what the value means in startingOffsets
+    return {-1: f"{offset} (latest)", -2: f"{offset} (earliest)"}.get(offset, str(offset))
+
+
+def check_kafka_offsets_negative(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD211: a Kafka source's offsets in the offsets log hold a negative offset (issue 31 item 13:
+    one was counted as 9223372036854775826 records skipped). Reads the checkpoint only."""
+    for entry in ctx.snapshot.offsets.entries:
+        if entry.record is None:
+            continue
+        for n, off in kafka_sources(entry.record.sources):
+            bad = negative_offsets(off)
+            if not bad:
+                continue
+            shown = ", ".join(f"{t}-{p}: {_named(o)}" for t, p, o in bad[:SHOWN])
+            more = f" and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
+            yield Finding(
+                Code.KAFKA_OFFSET_NEGATIVE,
+                f"{entry.file.path}: Kafka source {n} holds negative offsets ({shown}{more}): a batch's end "
+                "offsets are positions the broker returned, never negative (-1 latest and -2 earliest mean "
+                "something in startingOffsets only); no record is counted for them.",
+                paths=(entry.file.path,),
+                batch_ids=(entry.batch_id,),
+                details=(
+                    ("source", n),
+                    ("partitions", tuple((f"{t}-{p}", o) for t, p, o in bad[:SHOWN])),
+                    ("count", len(bad)),
+                ),
+            )
+
+
 def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -> str | None:
     """What the matrix says about Kafka positions: read from which broker, or not checked and how."""
     topics = topics_of(sources)

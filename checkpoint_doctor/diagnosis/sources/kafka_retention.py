@@ -102,6 +102,9 @@ def _unread(
             beyond = True  # topic or partition gone: nothing to count down, CD207 says what the restart does
             continue
         earliest, latest = pos
+        if offset < 0:
+            beyond = True  # not a position (CD211): nothing to count down from
+            continue
         if offset < earliest and offset < latest:
             text = (
                 f"{topic}-{part}: records from offset {offset} to {earliest} were deleted already (see CD207)"

@@ -50,6 +50,7 @@ BELOW = "below-earliest"
 ABOVE = "above-latest"
 GONE = "partition-gone"
 ADDED = "added-not-at-0"
+NEGATIVE = "negative"
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,11 @@ def moves_of(off: KafkaOffset, live: LivePositions) -> tuple[Move, ...] | str:
             out.append(Move(topic, part, offset, None, GONE, None))
             continue
         earliest, latest = parts[part]
-        if offset > latest:
+        if offset < 0:
+            # not a position (CD211): moved to the earliest, nothing counted (a negative offset
+            # counted 9223372036854775826 records skipped, issue 31 item 13)
+            out.append(Move(topic, part, offset, earliest, NEGATIVE, None))
+        elif offset > latest:
             out.append(Move(topic, part, offset, earliest, ABOVE, None))
         elif offset < earliest:
             out.append(Move(topic, part, offset, earliest, BELOW, earliest - offset))
@@ -159,6 +164,11 @@ def _loss(sm: SourceMove) -> str:
             parts.append(f"{m.name}: {m.skipped} records skipped ({m.old}..{m.new - 1} deleted)")  # type: ignore[operator]
         elif m.why == ADDED:
             parts.append(f"{m.name}: {m.skipped} records skipped (0..{m.new - 1} deleted, added partition)")  # type: ignore[operator]
+        elif m.why == NEGATIVE:
+            parts.append(
+                f"{m.name}: offset {m.old} is not a position (CD211): read from the earliest {m.new}; "
+                "what the query had not read is unknown, not counted"
+            )
         elif m.why == ABOVE:
             parts.append(
                 f"{m.name}: position {m.old} is above the topic's latest offset (deleted and recreated?): read "
