@@ -216,7 +216,7 @@ def plan_command(
     # A plan without a step is not written: apply would have nothing to do, and the next
     # 'plan -o' (with --accept-data-loss, say) would meet the file.
     if dest is not None and plan.steps:
-        write_destination(dest, plan.to_json())
+        write_destination(dest, _bounded_plan(plan.to_json(), output or ""))
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     if delta_version is not None:
@@ -244,6 +244,22 @@ def plan_command(
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
+
+
+def _bounded_plan(text: str, output: str) -> str:
+    """The plan file's text, or a refusal when 'apply' would refuse to read it (a plan is never
+    written larger than parse_json_document's MAX_DOCUMENT_BYTES; issue 31 item 9)."""
+    from checkpoint_doctor.errors import RefusedError
+    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
+
+    size = len(text.encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise RefusedError(
+            f"the plan for {output} would be {size} bytes, more than the {MAX_DOCUMENT_BYTES} 'apply' reads; "
+            "nothing was written",
+            hint="plan fewer changes at a time (e.g. --strategy), or restore the checkpoint from a backup",
+        )
+    return text
 
 
 def _accept(accept_data_loss: bool) -> list[str]:
