@@ -66,6 +66,7 @@ class Code(TextEnum):
     SOURCE_FILE_DAMAGED_UNREAD = "CD206"
     KAFKA_POSITIONS_GONE = "CD207"
     KAFKA_OFFSET_NEGATIVE = "CD211"
+    KAFKA_RETENTION_DEADLINE = "CD213"
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
@@ -577,6 +578,20 @@ _ALL = (
         "records it counts are unknown: checkpoint-doctor does not count a negative offset as records).",
         "does not equal -2",
         "does not equal -1",
+    ),
+    _c(
+        Code.KAFKA_RETENTION_DEADLINE,
+        "kafka-retention-deadline",
+        WARNING,
+        "Kafka retention may delete records the query has not read within the loss horizon",
+        "Nothing yet: the restart starts while the broker holds the records. Kafka deletes a closed "
+        "segment once its newest record is older than retention.ms (UnifiedLog."
+        "deleteRetentionMsBreachedSegments), so the record at the query's position goes no sooner than "
+        "its timestamp plus retention.ms; after that the restart fails (failOnDataLoss=true) or skips "
+        "the records (false): CD207.",
+        "The query is stopped, or reads slower than retention deletes.",
+        "Restart the query before the deadline (the soonest partition first), or raise the topic's "
+        "retention.ms; --loss-horizon sets how far ahead to look (default 24 h).",
     ),
     _c(
         Code.DELTA_SOURCE_TABLE_REPLACED,

@@ -17,7 +17,15 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
-from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown, countdown, soonest
+from checkpoint_doctor.diagnosis.sources.kafka_retention import (
+    Countdown,
+    countdown,
+    deadlines,
+    duration,
+    soonest,
+    utc,
+    when,
+)
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset, legal_topic
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -190,6 +198,46 @@ def check_kafka_offsets_negative(ctx: Context, prediction: RestartPrediction) ->
                     ("count", len(bad)),
                 ),
             )
+
+
+def check_kafka_retention_deadline(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD213: retention may delete unread records within the loss horizon, per partition soonest
+    first (issue 32 item 7: a 59-minute countdown was an assumption line under 'Findings: none')."""
+    live, now = ctx.options.kafka, ctx.options.now_ms
+    if live is None or now is None:
+        return
+    horizon_ms = int(ctx.options.loss_horizon_s * 1000)
+    for n, off in unread_offsets(ctx.snapshot):
+        due = [d for d in deadlines(off, live) if d.deadline_ms - now <= horizon_ms]
+        if not due:
+            continue
+        words = [
+            f"{d.name} from offset {d.offset} (written {utc(d.timestamp_ms)}, retention.ms={d.retention_ms}) "
+            f"from {utc(d.deadline_ms)}, {when(d.deadline_ms, now)}"
+            for d in due
+        ]
+        first = due[0]
+        yield Finding(
+            Code.KAFKA_RETENTION_DEADLINE,
+            f"Kafka source {n}: retention may delete records the query has not read within the "
+            f"{duration(horizon_ms)} horizon, soonest first: {_bounded(words)}; restart the query before "
+            f"{utc(first.deadline_ms)} or raise retention.ms.",
+            details=(
+                ("source", n),
+                ("bootstrap", live.bootstrap),
+                ("horizon_s", ctx.options.loss_horizon_s),
+                ("deadline_ms", first.deadline_ms),
+                ("remaining_s", (first.deadline_ms - now) / 1000),
+                # pairs, not a dict: a finding is hashed
+                (
+                    "partitions",
+                    tuple(
+                        (d.name, d.offset, d.deadline_ms, (d.deadline_ms - now) / 1000) for d in due[:NAMED]
+                    ),
+                ),
+                ("count", len(due)),
+            ),
+        )
 
 
 def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -> str | None:

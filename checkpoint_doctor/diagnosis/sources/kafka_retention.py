@@ -82,7 +82,7 @@ def duration(ms: int) -> str:
     return " ".join(parts)
 
 
-def _utc(ms: int) -> str:
+def utc(ms: int) -> str:
     # Seconds are enough for a deadline (render.documents.iso_utc keeps milliseconds for records).
     stamp = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -163,8 +163,8 @@ def countdown(offsets: KafkaOffset, live: KafkaLive, now_ms: int) -> Countdown |
             else ""
         )
         text = (
-            f"unread records of {topic}-{part} (from offset {offset}, written {_utc(ts)}) may be deleted by "
-            f"retention.ms={ms} ({duration(ms)}) from {_utc(deadline)}, {when}{also}"
+            f"unread records of {topic}-{part} (from offset {offset}, written {utc(ts)}) may be deleted by "
+            f"retention.ms={ms} ({duration(ms)}) from {utc(deadline)}, {when}{also}"
         )
         return Countdown(TIME, text, deadline, left, topic, part, offset, ts, limit)
     if unknown:
@@ -182,6 +182,52 @@ def countdown(offsets: KafkaOffset, live: KafkaLive, now_ms: int) -> Countdown |
         )
         return Countdown(COMPACTED, text)
     return Countdown(UNBOUNDED, "unbounded: retention.ms=-1 and retention.bytes=-1, unread records are kept")
+
+
+@frozen
+class PartitionDeadline:
+    """When retention may first delete one partition's unread records (``retention.ms`` only)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    retention_ms: int
+
+    @property
+    def deadline_ms(self) -> int:
+        return self.timestamp_ms + self.retention_ms
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def deadlines(offsets: KafkaOffset, live: KafkaLive) -> list[PartitionDeadline]:
+    """Return each partition's retention deadline (the record at its position, written at ``ts``,
+    goes no sooner than ``ts + retention.ms``), soonest first; partitions without one (no unread
+    record, a topic or partition gone, no timestamp, compacted or unbounded) are left out."""
+    unread, _, gone = _unread(offsets, live)
+    if gone is not None:
+        return []  # records are gone already: CD207
+    retention = {r.topic: r for r in live.retention}
+    heads = {(t, p, o): ts for t, p, o, ts in live.heads}
+    out = []
+    for topic, part, offset in unread:
+        conf = retention.get(topic)
+        ts = heads.get((topic, part, offset))
+        if conf is None or "delete" not in conf.cleanup_policy.split(",") or conf.retention_ms < 0:
+            continue
+        if ts is None or ts < 0:
+            continue
+        out.append(PartitionDeadline(topic, part, offset, ts, conf.retention_ms))
+    return sorted(out, key=lambda d: (d.deadline_ms, d.topic, d.partition))
+
+
+def when(deadline_ms: int, now_ms: int) -> str:
+    """``in 59 min`` or ``overdue`` (deleted at the broker's next retention check)."""
+    left = deadline_ms - now_ms
+    return f"in {duration(left)}" if left > 0 else "overdue: at the broker's next retention check"
 
 
 #: The bounds in the order they matter: records lost already, then a deadline, then the untimed.
