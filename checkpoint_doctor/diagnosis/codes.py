@@ -66,6 +66,7 @@ class Code(TextEnum):
     SOURCE_FILE_DAMAGED_UNREAD = "CD206"
     KAFKA_POSITIONS_GONE = "CD207"
     KAFKA_OFFSET_NEGATIVE = "CD211"
+    KAFKA_POSITIONS_UNCHECKED = "CD212"
     KAFKA_RETENTION_DEADLINE = "CD213"
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
@@ -574,10 +575,25 @@ _ALL = (
         "resolveRange): -2 reads from the earliest offset, any other negative value fails its assertion.",
         "A hand edit or a tool wrote the offsets file (a startingOffsets JSON pasted into it), or the "
         "file was damaged.",
-        "Restore the offsets file from a backup, or write the partition's real next offset (the "
-        "records it counts are unknown: checkpoint-doctor does not count a negative offset as records).",
+        "Restore the offsets file from a backup, or write the partition's real next offset (how many "
+        "records lie between is unknown: a negative offset is never counted as records).",
         "does not equal -2",
         "does not equal -1",
+    ),
+    _c(
+        Code.KAFKA_POSITIONS_UNCHECKED,
+        "kafka-positions-unchecked",
+        WARNING,
+        "The Kafka positions the checkpoint resumes from were not checked against a broker",
+        "The Kafka source checks the checkpoint's next offsets against the topics when it plans the "
+        "first batch and in its tasks (see CD207): records retention deleted, a topic deleted or "
+        "recreated, partitions added or lost fail the restart (failOnDataLoss=true) or skip records. "
+        "None of that is in the checkpoint: only the broker knows.",
+        "No broker was given (--kafka-bootstrap-servers), so the verdict covers the checkpoint's own "
+        "files only.",
+        "Run the command again with --kafka-bootstrap-servers HOST:PORT (a broker of the query's topics; "
+        "--kafka-option KEY=VALUE for client settings): the positions are then judged (CD207) and "
+        "counted down to retention (CD213).",
     ),
     _c(
         Code.KAFKA_RETENTION_DEADLINE,

@@ -58,6 +58,7 @@ KNOWN_CODES = frozenset(
         "CD206",
         "CD207",
         "CD211",
+        "CD212",
         "CD213",
         "CD208",
         "CD209",

@@ -10,6 +10,7 @@ already fixed and is not judged here.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
@@ -198,6 +199,31 @@ def check_kafka_offsets_negative(ctx: Context, prediction: RestartPrediction) ->
                     ("count", len(bad)),
                 ),
             )
+
+
+def check_kafka_unchecked(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD212: the checkpoint's Kafka sources were not checked against a broker (issue 32 item 6:
+    without --kafka-bootstrap-servers a checkpoint whose records are gone read STARTS, Findings:
+    none, exit 0). The command to run names the checkpoint and the broker flag."""
+    if ctx.options.kafka is not None:
+        return
+    entry = ctx.offsets(ctx.latest)
+    if entry is None or entry.record is None:
+        return
+    topics = topics_of(entry.record.sources)
+    if not topics:
+        return
+    shown = ", ".join(topics[:SHOWN]) + (f" and {len(topics) - SHOWN} more" if len(topics) > SHOWN else "")
+    command = f"checkpoint-doctor diagnose {shlex.quote(ctx.snapshot.root)} {FLAG}"
+    yield Finding(
+        Code.KAFKA_POSITIONS_UNCHECKED,
+        f"Kafka positions not checked (topics {shown}): without a broker nothing tells whether the "
+        f"records {entry.file.path} resumes from still exist; check them with: {command} (HOST:PORT: a "
+        "broker of these topics; --kafka-option KEY=VALUE for client settings).",
+        paths=(entry.file.path,),
+        batch_ids=(entry.batch_id,),
+        details=(("topics", tuple(topics)), ("command", command)),
+    )
 
 
 def check_kafka_retention_deadline(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
