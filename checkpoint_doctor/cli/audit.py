@@ -208,6 +208,7 @@ def audit_command(
     spark_master: str | None,
     kafka_bootstrap_servers: str | None,
     kafka_option: Sequence[str],
+    loss_horizon: float,
     job_assignments: Sequence[str],
     job_python: str | None,
     job_timeout: float,
@@ -274,7 +275,13 @@ def audit_command(
     # Spark describes every job before anything is listed: a job that cannot be built is said now.
     run.job_facts = audit_jobs_for(job_assignments, job_python, job_timeout)
     options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
-    dopts = matrix_options(now_ms=run.started, spark=spark_version, modes=mode, live_window_s=live_window)
+    dopts = matrix_options(
+        now_ms=run.started,
+        spark=spark_version,
+        modes=mode,
+        live_window_s=live_window,
+        loss_horizon_s=loss_horizon,
+    )
     run.execute(
         options,
         dopts,

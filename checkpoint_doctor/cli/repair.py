@@ -76,20 +76,6 @@ def _query_id(value: str | None) -> str | None:
         ) from None
 
 
-def _bounded_plan_text(text: str) -> str:
-    """The plan file's text, or refused when ``apply`` would refuse to read it: no plan is written
-    that is larger than the plan files apply reads (issue 31: a 150 MB plan apply refused)."""
-    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
-
-    size = len(text.encode("utf-8"))
-    if size > MAX_DOCUMENT_BYTES:
-        raise RefusedError(
-            f"the plan is {size} bytes, more than apply reads ({MAX_DOCUMENT_BYTES}): nothing was written",
-            hint="repair by hand or from a backup, or plan one --strategy at a time",
-        )
-    return text
-
-
 def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     out = []
     for value in values:
@@ -235,7 +221,7 @@ def plan_command(
     # A plan without a step is not written: apply would have nothing to do, and the next
     # 'plan -o' (with --accept-data-loss, say) would meet the file.
     if dest is not None and plan.steps:
-        write_destination(dest, _bounded_plan_text(plan.to_json()))
+        write_destination(dest, _bounded_plan(plan.to_json(), output or ""))
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     if delta_version is not None:
@@ -272,6 +258,22 @@ def plan_command(
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
+
+
+def _bounded_plan(text: str, output: str) -> str:
+    """The plan file's text, or a refusal when 'apply' would refuse to read it (a plan is never
+    written larger than parse_json_document's MAX_DOCUMENT_BYTES; issue 31 item 9)."""
+    from checkpoint_doctor.errors import RefusedError
+    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
+
+    size = len(text.encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise RefusedError(
+            f"the plan for {output} would be {size} bytes, more than the {MAX_DOCUMENT_BYTES} 'apply' reads; "
+            "nothing was written",
+            hint="plan fewer changes at a time (e.g. --strategy), or restore the checkpoint from a backup",
+        )
+    return text
 
 
 def _accept(accept_data_loss: bool) -> list[str]:

@@ -24,6 +24,9 @@ WRITER_CODES = LIVE_WRITER_CODES | {Code.INTERLEAVED_RUNS}
 #: How recent a planned batch or a temp file must be for a query to count as live (seconds;
 #: ``--live-window``'s default everywhere).
 DEFAULT_LIVE_WINDOW_S = 600.0
+#: How soon a Kafka retention deadline must be to be a finding (CD213; ``--loss-horizon``'s default):
+#: a daily audit sees every unread record retention may delete before the next one.
+DEFAULT_LOSS_HORIZON_S = 86400.0
 
 
 @frozen
@@ -179,6 +182,8 @@ class DiagnoseOptions:
     own_writes: frozenset[tuple[str, int | str]] = frozenset()
     #: The Kafka topics' positions read from a broker at the I/O edge (None: not checked).
     kafka: KafkaLive | None = None
+    #: Seconds ahead within which a Kafka retention deadline of unread records is a warning (CD213).
+    loss_horizon_s: float = DEFAULT_LOSS_HORIZON_S
     #: The Delta tables named with --delta-table, read at the I/O edge (None: not checked).
     delta: tuple[DeltaTable, ...] | None = None
     #: Which Delta tables are the checkpoint's source and sink (found beside it, named, or under an

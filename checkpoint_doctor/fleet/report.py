@@ -394,6 +394,10 @@ def summary_line(
     return dumps(final, compact=True)
 
 
+#: The broker address a next step names when the audit had none (the flag's own metavar).
+BROKER_PLACEHOLDER = "HOST:PORT"
+
+
 def next_step(record: Record, hints: Hints) -> str | None:
     """Return the command to run next for a record, with the flags that shaped the audit (None:
     nothing to do, or nothing that runs as printed)."""
@@ -412,6 +416,9 @@ def next_step(record: Record, hints: Hints) -> str | None:
         # The broker flags shape only a Kafka source's verdict: a checkpoint that reads no topic
         # gets a command without them (the same answer, and no broker to reach).
         local = Hints(**{**local.__dict__, "kafka_bootstrap": None, "kafka_options": ()})
+    elif record.kafka is not None and not record.kafka.checked and not local.kafka_bootstrap:
+        # CD212: what checks the positions is the broker flag; its address is the operator's to fill
+        local = Hints(**{**local.__dict__, "kafka_bootstrap": BROKER_PLACEHOLDER})
     if record.verdict == ERROR or record.failing_cells or any(f.code in SILENT_LOSS for f in record.findings):
         return local.plan(url)
     return local.diagnose(url)
