@@ -592,8 +592,9 @@ _ALL = (
         "No broker was given (--kafka-bootstrap-servers), so the verdict covers the checkpoint's own "
         "files only.",
         "Run the command again with --kafka-bootstrap-servers HOST:PORT (a broker of the query's topics; "
-        "--kafka-option KEY=VALUE for client settings): the positions are then judged (CD207) and "
-        "counted down to retention (CD213).",
+        "--kafka-option KEY=VALUE for client settings), or set CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS "
+        "(or kafka-bootstrap-servers in the config file) so that every scheduled run checks them: the "
+        "positions are then judged (CD207) and counted down to retention (CD213).",
     ),
     _c(
         Code.KAFKA_RETENTION_DEADLINE,

@@ -219,7 +219,8 @@ def check_kafka_unchecked(ctx: Context, prediction: RestartPrediction) -> Iterat
         Code.KAFKA_POSITIONS_UNCHECKED,
         f"Kafka positions not checked (topics {shown}): without a broker nothing tells whether the "
         f"records {entry.file.path} resumes from still exist; check them with: {command} (HOST:PORT: a "
-        "broker of these topics; --kafka-option KEY=VALUE for client settings).",
+        "broker of these topics; --kafka-option KEY=VALUE for client settings; a scheduled run takes "
+        "them from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS or a config file, see --help).",
         paths=(entry.file.path,),
         batch_ids=(entry.batch_id,),
         details=(("topics", tuple(topics)), ("command", command)),
