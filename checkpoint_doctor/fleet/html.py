@@ -58,6 +58,7 @@ from checkpoint_doctor.fleet.report import (
     WARNING,
     only_elsewhere,
     triage_key,
+    why,
 )
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.reading.layout import SINK_LOG
@@ -249,6 +250,8 @@ class Row:
     delta: tuple[DeltaLine, ...] = ()
     #: The --job that judged it (audit --job), as the operator named it.
     job: str | None = None
+    #: Why its verdict: its worst finding's code and title (fleet.report.why).
+    why: str | None = None
 
 
 def _findings(record: Record) -> tuple[ShownFinding, ...]:
@@ -283,6 +286,7 @@ def _row(record: Record, rank: int) -> Row:
         picture=None if error is not None else picture(record),
         delta=delta_lines(record),
         job=checkpoint.job.job if checkpoint is not None and checkpoint.job is not None else None,
+        why=why(record),
     )
 
 

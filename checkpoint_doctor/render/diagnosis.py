@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
@@ -177,6 +178,12 @@ def render_diagnosis(
     if assumptions:
         blocks.append(section("Assumptions", bullets(assumptions)))
     blocks += delta_steps(d.checkpoint, delta_pairing, hints or Hints())
+    if d.prediction.not_judged:
+        # The operator asked a line that cannot read the tables: the lines that can judge them.
+        blocks.append(
+            f"Not judged on Spark {d.spark}; the lines with a Delta Lake release judge its tables:\n  "
+            + replace(hints or Hints(), lines=()).diagnose(d.checkpoint)
+        )
     blocks += _next_steps(d.checkpoint, d.findings, not d.prediction.starts, hints or Hints())
     return "\n\n".join(blocks) + "\n"
 
@@ -194,6 +201,9 @@ MAX_CELL = 240
 
 def _cell_text(cell: CellDiagnosis, root: str, configured: bool) -> str:
     summary = str(at_root(cell.diagnosis.prediction.summary, cell.diagnosis.checkpoint))
+    if cell.delta_not_judged:
+        # Not a start (issue 36): the legend says why; the JSON cell keeps what the checkpoint says.
+        return ("* " if configured else "  ") + "NOT JUDGED ~"
     if cell.fails:
         # The checkpoint is named above the matrix: a cell names its files relative to it.
         # RestartPrediction.summary: "FAILS <when>: <Spark's words>"; the cell keeps Spark's words.
@@ -206,8 +216,6 @@ def _cell_text(cell: CellDiagnosis, root: str, configured: bool) -> str:
         text = text[: MAX_CELL - 3] + "..."
     if (cell.if_stateful or "").startswith("FAILS"):
         text += " ?"
-    if cell.delta_not_judged:
-        text += " ~"
     return ("* " if configured else "  ") + text
 
 
@@ -249,7 +257,8 @@ def render_matrix_table(matrix: MatrixDiagnosis, width: int | None = None) -> st
     unjudged = list(dict.fromkeys(c.cell.spark for c in cells if c.delta_not_judged))
     if unjudged:
         legend.append(
-            f"~ Delta tables not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}"
+            f"~ not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}, so nothing"
+            " reads the query's Delta tables there"
         )
     # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
     with layout(width or line_width()):
