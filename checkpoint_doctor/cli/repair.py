@@ -31,7 +31,7 @@ from checkpoint_doctor.errors import (
     UsageError,
 )
 from checkpoint_doctor.exit_codes import ExitCode
-from checkpoint_doctor.render.hints import Hints, public_storage_options, storage_pairs
+from checkpoint_doctor.render.hints import Hints, plan_file, public_storage_options, storage_pairs
 
 if TYPE_CHECKING:
     from checkpoint_doctor.model import KafkaLive
@@ -221,15 +221,17 @@ def plan_command(
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     if delta_version is not None:
         flags += ["--delta-version", str(delta_version)]
+    # The hinted file names the checkpoint it is for (render.hints.plan_file).
+    target = output or plan_file(checkpoint)
     follow = PlanFollowUp(
         output=output,
         written=dest is not None and bool(plan.steps),
-        write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"),
+        write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", target),
         consent=None
         if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in plan.unresolved)
-        else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
+        else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", target),
         live=replace(hints, live_window=0.0).plan(
-            checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"
+            checkpoint, *flags, *_accept(accept_data_loss), "-o", target
         )
         if {u["code"] for u in plan.unresolved} & {Code.LIVE_WRITER, Code.FRESH_TEMP_FILE}
         else None,
@@ -367,7 +369,7 @@ def apply_command(
         emit(
             json_document("apply", result.to_dict())
             if output_format == "json"
-            else render_apply(result, hints)
+            else render_apply(result, hints, plan.checkpoint)
         )
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)

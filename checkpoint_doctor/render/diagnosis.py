@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
 from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
-from checkpoint_doctor.render.hints import Hints, explain
+from checkpoint_doctor.render.hints import Hints, explain, plan_file
 from checkpoint_doctor.render.layout import (
     bullets,
     fill,
@@ -122,7 +122,7 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
             f"What to do: {explain(codes[0])}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else "")
         )
     if failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
-        blocks.append(f"Repair options:\n  {hints.plan(checkpoint, '-o', 'plan.json')}")
+        blocks.append(f"Repair options:\n  {hints.plan(checkpoint, '-o', plan_file(checkpoint))}")
     return blocks
 
 
