@@ -79,6 +79,13 @@ def _sink_text(plan: RepairPlan) -> str:
     """The sink output the plan checked, else the kind the operator named with ``--sink``."""
     if plan.sink:
         return str(plan.sink)
+    # A Delta sink is paired by its txn, not by --sink-path (issue 36: the header said "not checked"
+    # above the Delta sink's own finding).
+    from checkpoint_doctor.diagnosis.delta_pairing import SINK_PAIRED
+
+    paired = next((a for a in plan.assumptions if a.startswith(SINK_PAIRED)), None)
+    if paired is not None:
+        return "Delta table " + paired.removeprefix(SINK_PAIRED).replace(" by txn", ", paired by txn", 1)
     kind = plan.request.get("sink_kind")
     return f"{kind} (--sink {kind}; no sink output checked)" if kind else "not checked (no --sink-path)"
 

@@ -10,6 +10,7 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -214,10 +215,14 @@ def test_every_delta_scenario_copied_and_typed_as_an_operator_does_walks_to_its_
             assert code in (ExitCode.OK, ExitCode.WARNINGS) and end == "no repair", (name, code, end)
 
 
-def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
+def test_a_checkpoint_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
     tmp_path, capsys, monkeypatch
 ):
     fresh_copy(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    # copied an hour ago, then a commit written now (a copy alone is not live: issue 36)
+    for path in (tmp_path / "job").rglob("*"):
+        os.utime(path, (time.time() - 3600,) * 2)
+    os.utime(tmp_path / "job" / "checkpoint" / "commits" / "0")
     monkeypatch.chdir(tmp_path / "job")
 
     code, out, _ = run(capsys, ["diagnose", "checkpoint"])
