@@ -14,13 +14,13 @@ from checkpoint_doctor.cli.options import (
     diagnosis_options,
     format_option,
     kafka_positions_for,
+    load,
     load_for_verdict,
     matrix_options_from,
     normalize_url,
     parse_storage_options,
     storage_options,
     terminal_width,
-    with_near_matches,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import (
@@ -498,6 +498,7 @@ def undo_command(
     from checkpoint_doctor.render.layout import json_document, layout
 
     options = parse_storage_options(storage_option)
+    journal = _newest_journal(journal, options)
     local = normalize_url(journal)
     for path in (local, f"{local.rstrip('/')}/journal.jsonl"):  # as named, and in a named directory
         refuse_special_file(path, "journal", "pass the journal.jsonl that apply printed", directory_ok=True)
@@ -523,6 +524,36 @@ def undo_command(
         emit(json_document("undo", result.to_dict()) if output_format == "json" else render_undo(result))
 
 
+#: The states of an apply that undo reverses (the ones history's "Undo the newest with" names).
+UNDOABLE = ("applied", "failed", "interrupted", "partly undone")
+
+
+def _newest_journal(named: str, options: Mapping[str, Any]) -> str:
+    """Return the journal to undo: ``named`` when it is one (a journal.jsonl or its directory),
+    else, ``named`` being a checkpoint, the journal of its newest apply that undo reverses
+    (issue 36: ``undo CHECKPOINT``), said on stderr."""
+    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.storage import open_storage
+
+    try:
+        if open_storage(_journal_location(named), options).exists("journal.jsonl"):
+            return named
+        store = open_storage(named, options)
+        rows = apply_history(store.url, lambda url: open_storage(url, options))
+    except CheckpointDoctorError:
+        return named  # undo's own reading names what is wrong with it
+    if not rows:
+        return named
+    undoable = [r for r in rows if r["state"] in UNDOABLE]
+    if not undoable:
+        raise UsageError(
+            f"no apply to {store.url} is left to undo ({len(rows)} recorded, all undone)",
+            hint=f"see them: checkpoint-doctor history {store.url}",
+        )
+    echo_err(f"Undoing the newest apply to {store.url}: {undoable[-1]['journal']}")
+    return str(undoable[-1]["journal"])
+
+
 @click.command("history")
 @click.argument("checkpoint")
 @format_option
@@ -538,15 +569,9 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
     if not rows:
-        listing = store.list_tree(missing_ok=True)
-        if not listing.files and not listing.dirs:
-            # A mistyped path has no applies either: say it is not there, not "no apply was recorded".
-            from checkpoint_doctor.errors import CheckpointNotFoundError
-
-            missing = CheckpointNotFoundError(
-                store.url, "list", "no such file or directory", hint="check the path"
-            )
-            raise with_near_matches(missing, normalize_url(checkpoint))
+        # A mistyped path, a parent of the checkpoint or its offsets/ has no applies either: named
+        # as diagnose names them (issue 36: "No apply was recorded", exit 0), not "no apply".
+        load(checkpoint, storage_option, deep=False, sink_path=None)
     # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
     data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))

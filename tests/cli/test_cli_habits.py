@@ -39,3 +39,28 @@ def test_a_plan_shows_file_times_as_dates_not_epoch_millis(tmp_path, capsys) -> 
     _, out, _ = run(capsys, "plan", str(cp), "--live-window", "0")
     assert "unchanged (" in out and not re.search(r"\b1\d{12}\b", out), out
     assert re.search(r"modified \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3} UTC\)", out)
+
+
+def test_history_and_undo_find_the_checkpoint_as_diagnose_does(tmp_path, capsys) -> None:
+    import shutil
+
+    from tests.delta.test_recorded_restarts import DELTA_FIXTURES
+
+    shutil.copytree(DELTA_FIXTURES / "spark-3.5.9" / "delta-source-count-log-cleaned", tmp_path / "q")
+    cp = tmp_path / "q" / "checkpoint"
+    plan = tmp_path / "plan.json"
+    run(capsys, "plan", str(cp), "--live-window", "0", "--accept-data-loss", "-o", str(plan))
+    assert run(capsys, "apply", str(plan), "--yes")[0] == 0
+    # a parent or offsets/ names the checkpoint and the command, as diagnose does (not "no apply")
+    for named in (tmp_path / "q", cp / "offsets"):
+        code, out, err = run(capsys, "history", str(named))
+        assert (code, out) == (8, "") and f"checkpoint-doctor history {cp}" in err, err
+    code, out, _ = run(capsys, "history", str(cp))
+    assert code == 0 and " applied " in out
+    # undo CHECKPOINT: its newest apply
+    code, out, err = run(capsys, "undo", str(cp), "--yes")
+    assert code == 0 and out.startswith("Undid ") and f"Undoing the newest apply to {cp}: " in err
+    code, out, _ = run(capsys, "history", str(cp))
+    assert " undone " in out
+    code, _, err = run(capsys, "undo", str(cp), "--yes")
+    assert code == 2 and "is left to undo" in err
