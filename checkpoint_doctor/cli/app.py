@@ -56,6 +56,8 @@ class Invocation:
     quiet: bool = False
     verbose: int = 0
     document: Any = None
+    #: ``--color``: auto (a terminal, and no NO_COLOR), always or never.
+    color: str = "auto"
 
     @property
     def json(self) -> bool:
@@ -111,16 +113,34 @@ def echo_err(text: str, *, nl: bool = True) -> None:
     click.echo(shown(text), nl=nl, err=True)
 
 
+def colour_on() -> bool:
+    """Whether table output is coloured: ``--color always``, or auto on a terminal without
+    ``NO_COLOR`` (https://no-color.org); never for JSON."""
+    import os
+
+    if _current.json or _current.color == "never":
+        return False
+    if _current.color == "always":
+        return True
+    return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+
+
 def echo_out(text: str) -> None:
     """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
-    credentials masked, never a crash."""
+    credentials masked, never a crash; coloured where :func:`colour_on` (after the escaping, so a
+    name's own escape sequences never reach the terminal)."""
+    from checkpoint_doctor.cli.colour import paint
+
     text = shown(text)
+    colour = colour_on()
+    if colour:
+        text = paint(text)
     try:
-        click.echo(text, nl=not text.endswith("\n"))
+        click.echo(text, nl=not text.endswith("\n"), color=colour)
     except UnicodeEncodeError:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
         escaped = text.encode(encoding, "backslashreplace").decode(encoding)
-        click.echo(escaped, nl=not escaped.endswith("\n"))
+        click.echo(escaped, nl=not escaped.endswith("\n"), color=colour)
 
 
 def now_ms() -> int:
@@ -157,10 +177,24 @@ def _global_params(*, root: bool) -> list[click.Parameter]:
             count=True,
             help="More detail: every audited record and skipped path in tables, INFO logs (-vv: DEBUG).",
         ),
+        click.Option(
+            ["--color", "color"],
+            type=click.Choice(COLOR_CHOICES, case_sensitive=False),
+            default=None,
+            help="Colour errors, warnings, STARTS and FAILS: auto (on a terminal, unless NO_COLOR is set), "
+            "always or never.",
+        ),
     ]
 
 
-def _apply_globals(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+#: The ``--color`` choices (https://no-color.org: NO_COLOR set to anything turns auto off).
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def _apply_globals(
+    debug: bool, log_level: str | None, quiet: bool, verbose: int, color: str | None = None
+) -> None:
+    _current.color = color.lower() if color else _current.color
     _current.debug = _current.debug or debug
     _current.log_level = log_level.upper() if log_level else _current.log_level
     _current.quiet = _current.quiet or quiet
@@ -253,7 +287,11 @@ def with_global_options(command: click.Command) -> click.Command:
     def wrapped(**kwargs: Any) -> Any:
         ctx = click.get_current_context()
         _apply_globals(
-            kwargs.pop("debug"), kwargs.pop("log_level"), kwargs.pop("quiet"), kwargs.pop("verbose")
+            kwargs.pop("debug"),
+            kwargs.pop("log_level"),
+            kwargs.pop("quiet"),
+            kwargs.pop("verbose"),
+            kwargs.pop("color"),
         )
         _current.command = ctx.info_name or command.name or ""
         _current.output_format = str(kwargs.get("output_format") or "table")
@@ -266,6 +304,8 @@ def with_global_options(command: click.Command) -> click.Command:
     return command
 
 
+#: ``\b`` before a paragraph keeps click from rewrapping it: the completion command is copied whole
+#: (issue 36: it broke as ``checkpoint-`` / ``doctor`` at 80 columns).
 EXAMPLES = """\b
 Examples:
   checkpoint-doctor diagnose s3://bucket/checkpoints/orders
@@ -274,8 +314,11 @@ Examples:
   checkpoint-doctor explain CD101
 
 Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
-130 interrupted (see the README's "Exit codes"). Shell completion:
-eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
+130 interrupted (see the README's "Exit codes").
+
+\b
+Shell completion:
+  eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
 """
 
 
@@ -302,9 +345,9 @@ class LazyGroup(click.Group):
     params=_global_params(root=True),
 )
 @click.version_option(__version__, prog_name="checkpoint-doctor")
-def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int, color: str | None) -> None:
     """Inspect, diagnose and safely repair Spark Structured Streaming checkpoints, without a JVM."""
-    _apply_globals(debug, log_level, quiet, verbose)
+    _apply_globals(debug, log_level, quiet, verbose, color)
     click.get_current_context().ensure_object(dict)["debug"] = _current.debug
     _configure_logging()
 

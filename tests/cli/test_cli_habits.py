@@ -64,3 +64,56 @@ def test_history_and_undo_find_the_checkpoint_as_diagnose_does(tmp_path, capsys)
     assert " undone " in out
     code, _, err = run(capsys, "undo", str(cp), "--yes")
     assert code == 2 and "is left to undo" in err
+
+
+def _stdout_on_terminal(*args: str, **env: str) -> bytes:
+    """Run the CLI with stdout on a pseudo terminal; return what the terminal received."""
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    master, slave = pty.openpty()
+    environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
+    environ.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), COLUMNS="100", PAGER="cat", **env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "checkpoint_doctor", *args],
+        stdout=slave,
+        stderr=subprocess.DEVNULL,
+        env=environ,
+    )
+    os.close(slave)
+    terminal = b""
+    while True:
+        ready, _, _ = select.select([master], [], [], 60)
+        if not ready:
+            proc.kill()
+            raise AssertionError("no output on the terminal for 60 s")
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    proc.wait(timeout=60)
+    os.close(master)
+    return terminal
+
+
+def test_colour_on_a_terminal_and_never_with_no_color_never_or_off_a_terminal(tmp_path, capsys) -> None:
+    cp = str(SCENARIOS["spark-4.3.0/commit-ahead"].copy_to(tmp_path))
+    esc = b"\x1b["
+    coloured = _stdout_on_terminal("diagnose", cp, "--live-window", "0")
+    assert b"\x1b[31m\x1b[1mFAILS\x1b[0m" in coloured or b"\x1b[32m\x1b[1mSTARTS\x1b[0m" in coloured
+    assert esc + b"31m" + esc + b"1mERROR" in coloured  # a finding's severity
+    assert esc not in _stdout_on_terminal("diagnose", cp, "--live-window", "0", NO_COLOR="1")
+    assert esc not in _stdout_on_terminal("diagnose", cp, "--live-window", "0", "--color", "never")
+    _, out, _ = run(capsys, "diagnose", cp, "--live-window", "0")  # a pipe, not a terminal
+    assert "\x1b[" not in out
+    _, out, _ = run(capsys, "--color", "always", "diagnose", cp, "--live-window", "0")
+    assert "\x1b[" in out
+    _, out, _ = run(capsys, "diagnose", cp, "--live-window", "0", "--color", "always", "--format", "json")
+    assert "\x1b[" not in out and json.loads(out)
