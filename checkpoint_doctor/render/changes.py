@@ -58,7 +58,7 @@ class UndoOutcome(Protocol):
 def render_apply(result: ApplyOutcome, hints: Hints | None = None, checkpoint: str | None = None) -> str:
     """Return an apply result as text: what was done (or, dry run / cancelled, what would be); its
     first line names the checkpoint the plan is for (issue 36: a plan file says no name)."""
-    would = "\n".join(f"  {w['step']}. {w['what']}" for w in result.would)
+    would = _would_text(result.would)
     to = f" to {checkpoint}" if checkpoint else ""
     if result.dry_run:
         text = (
@@ -92,6 +92,21 @@ def render_apply(result: ApplyOutcome, hints: Hints | None = None, checkpoint: s
             "Diagnosis after apply:\n" + render_prediction(result.after.prediction, result.after.checkpoint)
         )
     return "\n\n".join(blocks) + "\n"
+
+
+def _would_text(would: Sequence[Mapping[str, Any]]) -> str:
+    """The steps a dry run would make: all of them, or (a plan of 1,600 steps) the count by kind and
+    the first few (issue 36); every one is in the plan file."""
+    from collections import Counter
+
+    from checkpoint_doctor.render.plan import LISTED, SHOWN
+
+    if len(would) <= LISTED:
+        return "\n".join(f"  {w['step']}. {w['what']}" for w in would)
+    kinds = Counter(str(w["what"]).split(" ", 1)[0] for w in would)
+    by_kind = ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common())
+    first = "\n".join(f"  {w['step']}. {w['what']}" for w in would[:SHOWN])
+    return f"  {len(would):,} steps: {by_kind}; the first {SHOWN}, every one in the plan file:\n{first}"
 
 
 def render_undo(result: UndoOutcome) -> str:

@@ -117,3 +117,54 @@ def test_colour_on_a_terminal_and_never_with_no_color_never_or_off_a_terminal(tm
     assert "\x1b[" in out
     _, out, _ = run(capsys, "diagnose", cp, "--live-window", "0", "--color", "always", "--format", "json")
     assert "\x1b[" not in out and json.loads(out)
+
+
+def test_help_keeps_the_completion_command_whole(capsys, monkeypatch) -> None:
+    monkeypatch.setenv("COLUMNS", "60")
+    code, out, _ = run(capsys, "--help")
+    line = 'eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"'
+    assert code == 0 and line in [row.strip() for row in out.splitlines()], out
+
+
+def test_a_plan_of_1600_steps_is_summarised_by_kind_with_every_step_in_the_file(tmp_path, capsys) -> None:
+    import shutil
+
+    from checkpoint_doctor.errors import PlanFormatError
+    from checkpoint_doctor.planning.plan import RepairPlan
+    from checkpoint_doctor.render.layout import layout
+    from checkpoint_doctor.render.plan import render_plan
+    from tests.delta.test_recorded_restarts import DELTA_FIXTURES
+
+    shutil.copytree(DELTA_FIXTURES / "spark-3.5.9" / "delta-source-count-log-cleaned", tmp_path / "q")
+    written = tmp_path / "plan.json"
+    run(
+        capsys,
+        "plan",
+        str(tmp_path / "q" / "checkpoint"),
+        "--accept-data-loss",
+        "--live-window",
+        "0",
+        "-o",
+        str(written),
+    )
+    data = json.loads(written.read_text())
+    kinds = [s["kind"] for s in data["steps"]]  # 4 quarantine, 2 write: as many as 1,600 steps hold
+    data["steps"] = (data["steps"] * 267)[:1600]
+    data["preconditions"] = (data["preconditions"] * 400)[:1600]
+    try:  # a plan is tamper-proof: the grown content gets the id its refusal names
+        RepairPlan.from_dict(data)
+    except PlanFormatError as exc:
+        data["plan_id"] = str(exc).split("(")[1].split(")")[0]
+    big = RepairPlan.from_dict(data)
+    with layout(100):
+        text = render_plan(big, "plan.json")
+    steps = text.split("Steps, in order\n")[1].split("\n\n")[0]
+    n_q = sum(1 for s in big.steps if s.kind == "quarantine")
+    n_w = sum(1 for s in big.steps if s.kind == "write")
+    assert set(kinds) == {"quarantine", "write"} and n_q + n_w == 1600
+    assert steps.splitlines()[0] == (
+        f"  1,600 steps: {n_q:,} quarantine, {n_w:,} write; the first 10, every one in plan.json:"
+    )
+    assert len(steps.splitlines()) < 40 and "  10. " in steps and "  11. " not in steps
+    assert "... and 1,590 more, every one in plan.json" in text
+    assert len(text.splitlines()) < 120
