@@ -223,9 +223,10 @@ def test_progress_on_a_terminal_for_listing_and_diagnosing_in_every_format(local
     code, out, terminal = _run_on_terminal("audit", local_fleet.root, "--jobs", "1", *FIXED)
     total = len(CHECKPOINTS) + 1 + len(SINKS)
     assert code == 5
-    assert b"\raudit [" in terminal
-    assert f"] {total}/{total}, 3 need attention".encode() in terminal
-    assert terminal.endswith(b"\r")  # the bar is erased before the table is printed
+    # click.progressbar draws it (issue 36: it was hand-rolled), the cursor hidden while it runs
+    assert re.search(rb"\r(\x1b\[\?25l)?audit \[[#.]{28}\] ", terminal), terminal
+    assert f"audit [{'#' * 28}] {total}/{total}, 3 need attention".encode() in terminal
+    assert terminal.endswith(b"\n")  # click leaves the bar's last state on its line, on stderr
     assert b"Will not restart" in out
     assert b"audit [" not in out
 
