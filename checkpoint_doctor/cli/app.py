@@ -125,6 +125,15 @@ def colour_on() -> bool:
     return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
 
 
+def _page(text: str) -> bool:
+    """Whether output goes through a pager: table output longer than the terminal, on a terminal."""
+    import shutil
+
+    if _current.json or not sys.stdout.isatty() or not sys.stdin.isatty():
+        return False
+    return text.count("\n") >= shutil.get_terminal_size().lines
+
+
 def echo_out(text: str) -> None:
     """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
     credentials masked, never a crash; coloured where :func:`colour_on` (after the escaping, so a
@@ -135,6 +144,10 @@ def echo_out(text: str) -> None:
     colour = colour_on()
     if colour:
         text = paint(text)
+    if _page(text):
+        # Longer than the terminal: through the operator's PAGER (click's, less by default).
+        click.echo_via_pager(text, color=colour)
+        return
     try:
         click.echo(text, nl=not text.endswith("\n"), color=colour)
     except UnicodeEncodeError:

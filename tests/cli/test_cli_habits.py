@@ -77,9 +77,18 @@ def _stdout_on_terminal(*args: str, **env: str) -> bytes:
 
     master, slave = pty.openpty()
     environ = {k: v for k, v in os.environ.items() if k != "NO_COLOR"}
-    environ.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), COLUMNS="100", PAGER="cat", **env)
+    environ.update(
+        {
+            "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+            "COLUMNS": "100",
+            "PAGER": "cat",
+            "TERM": "xterm",
+        }
+    )
+    environ.update(env)
     proc = subprocess.Popen(
         [sys.executable, "-m", "checkpoint_doctor", *args],
+        stdin=slave,
         stdout=slave,
         stderr=subprocess.DEVNULL,
         env=environ,
@@ -168,3 +177,11 @@ def test_a_plan_of_1600_steps_is_summarised_by_kind_with_every_step_in_the_file(
     assert len(steps.splitlines()) < 40 and "  10. " in steps and "  11. " not in steps
     assert "... and 1,590 more, every one in plan.json" in text
     assert len(text.splitlines()) < 120
+
+
+def test_long_output_on_a_terminal_goes_through_the_pager(tmp_path) -> None:
+    cp = str(SCENARIOS["spark-4.3.0/commit-ahead"].copy_to(tmp_path))
+    paged = _stdout_on_terminal("diagnose", cp, "--live-window", "0", PAGER="sed s/^/PAGED:/", LINES="10")
+    assert b"PAGED:Checkpoint  " in paged and b"PAGED:Restart matrix" in paged
+    tall = _stdout_on_terminal("diagnose", cp, "--live-window", "0", PAGER="sed s/^/PAGED:/", LINES="500")
+    assert b"PAGED:" not in tall and b"Restart matrix" in tall  # it fits: no pager
