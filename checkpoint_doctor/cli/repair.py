@@ -350,6 +350,7 @@ def apply_command(
             echo_err(render_plan(p, None))
         return click.confirm(shown(apply_question(p)), default=False, err=True)
 
+    progress = _ApplyProgress(len(plan.executable_steps))
     try:
         result = apply_plan(
             plan,
@@ -362,9 +363,12 @@ def apply_command(
             confirm=None if dry_run else confirm,
             kafka=kafka,
             delta=delta,
+            on_step=progress if progress.shown else None,
         )
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
+    finally:
+        progress.close()
     with layout(terminal_width()):
         emit(
             json_document("apply", result.to_dict())
@@ -377,6 +381,31 @@ def apply_command(
         raise CommandFailed(ExitCode.REFUSED)
     if result.after is not None and result.after.exit_code:
         raise CommandFailed(result.after.exit_code)
+
+
+class _ApplyProgress:
+    """click's progress bar on stderr while a long apply changes the checkpoint (issue 36): only on a
+    terminal, without --quiet, for a plan of more than LONG_APPLY steps."""
+
+    LONG_APPLY = 40
+
+    def __init__(self, total: int) -> None:
+        from checkpoint_doctor.cli.app import invocation
+
+        self.shown = total > self.LONG_APPLY and sys.stderr.isatty() and not invocation().quiet
+        self.total = total
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label="apply", file=sys.stderr, show_eta=False)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
 
 
 def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:

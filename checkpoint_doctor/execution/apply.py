@@ -128,12 +128,17 @@ class _Apply:
     contents: dict[int, bytes] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)
     done: int = 0
+    #: Told (done, total) after each step: the CLI's progress bar on a long apply (issue 36).
+    on_step: Callable[[int, int], None] | None = None
 
     def run_steps(self) -> None:
+        total = len(self.plan.executable_steps)
         for i, step in enumerate(self.plan.executable_steps):
             if i not in self.skipped:
                 step.execute(self.io, self.contents.get(i))
             self.done = i + 1
+            if self.on_step is not None:
+                self.on_step(self.done, total)
             if self.done % PROGRESS_EVERY == 0:
                 self.journal.append({"event": Event.PROGRESS, "done": self.done})
 
@@ -215,11 +220,13 @@ def apply_plan(
     diagnose_options: DiagnoseOptions | None = None,
     kafka: KafkaLive | None = None,
     delta: tuple[DeltaTable, ...] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> ApplyResult:
     """Apply a plan (see module docstring). ``tool`` is the checkpoint's tool directory (lock, history,
     default backups); ``backup`` an explicit backup location (default: a new one in ``tool``);
     ``kafka`` the positions of the plan's Kafka topics, read again from its broker by the caller;
-    ``delta`` the Delta tables the plan relies on, read again by the caller.
+    ``delta`` the Delta tables the plan relies on, read again by the caller; ``on_step`` is told
+    (steps done, steps in all) as the checkpoint changes.
 
     Raises:
         PlanMismatchError / PreconditionFailedError / LockHeldError: refused; nothing was changed.
@@ -257,7 +264,7 @@ def apply_plan(
                 plan.plan_id, dry_run, None, None, 0, manual, cancelled=not dry_run, would=_would(plan)
             )
         journal = _begin(plan, checkpoint, sink, tool, backup, now_ms)
-        work = _Apply(plan, AreaIO(checkpoint, sink), journal)
+        work = _Apply(plan, AreaIO(checkpoint, sink), journal, on_step=on_step)
         try:
             _record(work, tool, snapshot, now_ms)
             work.contents, work.skipped = back_up(plan, work.io, journal, snapshot)

@@ -185,3 +185,45 @@ def test_long_output_on_a_terminal_goes_through_the_pager(tmp_path) -> None:
     assert b"PAGED:Checkpoint  " in paged and b"PAGED:Restart matrix" in paged
     tall = _stdout_on_terminal("diagnose", cp, "--live-window", "0", PAGER="sed s/^/PAGED:/", LINES="500")
     assert b"PAGED:" not in tall and b"Restart matrix" in tall  # it fits: no pager
+
+
+def test_a_long_apply_shows_its_progress_on_a_terminal(tmp_path, capsys) -> None:
+    import os
+    import pty
+    import select
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cp = SCENARIOS["spark-4.3.0/commit-ahead"].copy_to(tmp_path / "q")
+    for i in range(100, 161):  # 61 orphan .crc side files: one quarantine step each
+        (cp / "offsets" / f".{i}.crc").write_bytes(b"x")
+    plan = tmp_path / "plan.json"
+    run(capsys, "plan", str(cp), "--live-window", "0", "--accept-data-loss", "-o", str(plan))
+    assert len(json.loads(plan.read_text())["steps"]) > 40
+    master, slave = pty.openpty()
+    environ = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TERM": "xterm"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "checkpoint_doctor", "apply", str(plan), "--yes"],
+        stdout=subprocess.PIPE,
+        stderr=slave,
+        env=environ,
+    )
+    os.close(slave)
+    terminal = b""
+    while select.select([master], [], [], 60)[0]:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        terminal += chunk
+    out = proc.stdout.read() if proc.stdout else b""
+    # 4: commit-ahead still needs its batch re-run after the quarantine (the diagnosis after apply)
+    assert proc.wait(timeout=60) in (0, 4) and out.startswith(b"Applied plan "), out
+    os.close(master)
+    assert b"apply  [" in terminal and b"100%" in terminal, terminal
+    # the same apply on a pipe (and a short one anywhere) shows no bar: capsys's stderr
+    code, _, err = run(capsys, "undo", str(cp), "--yes")
+    assert code == 0 and "apply  [" not in err
