@@ -148,7 +148,19 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, keep: Sequen
             ]
             for row in body
         ]
-    return tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+    text = tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+    if max(map(len, text.splitlines()), default=0) > line_width():
+        # Still too wide (columns of short values under long headers: inspect's state table ran to
+        # 84 of 80): tabulate's two spaces of header padding go (its MIN_PADDING), the gaps stay.
+        import tabulate as module
+
+        padding = module.MIN_PADDING
+        module.MIN_PADDING = 0
+        try:
+            text = tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+        finally:
+            module.MIN_PADDING = padding
+    return text
 
 
 def key_values(pairs: Iterable[tuple[str, Any]]) -> str:

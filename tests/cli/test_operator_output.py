@@ -123,3 +123,6 @@ def test_inspect_at_80_columns_wraps_a_provider_class_after_its_dots(tmp_path, c
     confs = out.split("Pinned confs")[1].split("\n\n")[0].splitlines()[1:]
     assert confs and all(len(line) <= 80 for line in confs), [line for line in confs if len(line) > 80]
     assert "org.apache.spark.sql.execution." in out and "HDFSBackedStateStoreProvider" in out
+    # and every other line, the state table's short columns under long headers too (84 of 80)
+    wide = [line for line in out.splitlines() if len(line) > 80 and str(cp) not in line]
+    assert not wide, wide
