@@ -252,6 +252,8 @@ class Row:
     job: str | None = None
     #: Why its verdict: its worst finding's code and title (fleet.report.why).
     why: str | None = None
+    #: Its restart's outcome: starts, fails or not-judged (the restart filter's values).
+    outcome: str = "starts"
 
 
 def _findings(record: Record) -> tuple[ShownFinding, ...]:
@@ -287,6 +289,7 @@ def _row(record: Record, rank: int) -> Row:
         delta=delta_lines(record),
         job=checkpoint.job.job if checkpoint is not None and checkpoint.job is not None else None,
         why=why(record),
+        outcome=checkpoint.restart.outcome if checkpoint is not None else "starts",
     )
 
 

@@ -126,3 +126,25 @@ def test_inspect_at_80_columns_wraps_a_provider_class_after_its_dots(tmp_path, c
     # and every other line, the state table's short columns under long headers too (84 of 80)
     wide = [line for line in out.splitlines() if len(line) > 80 and str(cp) not in line]
     assert not wide, wide
+
+
+def test_an_audit_on_43_alone_calls_a_delta_query_not_judged_in_json_and_html(tmp_path, capsys) -> None:
+    shutil.copytree(LOG_CLEANED, tmp_path / "fleet" / "q")
+    html = tmp_path / "audit.html"
+    code, out = run(
+        capsys,
+        "audit",
+        str(tmp_path / "fleet"),
+        "--spark",
+        "4.3",
+        "--live-window",
+        "0",
+        "--html",
+        str(html),
+        "--format",
+        "json",
+    )
+    (record,) = json.loads(out)["result"]["records"]
+    assert code == 1 and (record["verdict"], record["restart"]["outcome"]) == ("warning", "not-judged")
+    page = html.read_text()
+    assert 'data-restart="not-judged"' in page and "NOT JUDGED: no Delta Lake release for Spark 4.3" in page
