@@ -32,6 +32,21 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 Own = frozenset[tuple[str, int | str]]
 
 
+def utc_ms(ms: int | None) -> str:
+    """Return epoch millis as an operator reads them, to the millisecond a precondition compares
+    (issue 36: ``mtime 1795834740287``): ``2026-11-22 08:19:00.287 UTC``."""
+    from datetime import datetime, timezone
+
+    if ms is None:
+        return "-"
+    try:
+        return (
+            datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+        )
+    except (OverflowError, OSError, ValueError):  # a hand-edited plan: show what it holds
+        return str(ms)
+
+
 def file_stat(snapshot: CheckpointSnapshot, area: Area, path: str) -> FileStat | None:
     """Return the stat of a checkpoint file or of a sink log file (``_spark_metadata/<name>``)."""
     if area == Area.CHECKPOINT:
@@ -207,7 +222,7 @@ class FileUnchangedPre(Precondition):
 
     def describe(self) -> str:
         """Return the precondition in words."""
-        stamp = f"ETag {self.etag}" if self.etag else f"mtime {self.mtime_ms}"
+        stamp = f"ETag {self.etag}" if self.etag else f"modified {utc_ms(self.mtime_ms)}"
         return f"{self.area}:{self.path} unchanged ({self.size} bytes, {stamp})"
 
     def check(
