@@ -18,6 +18,7 @@ Both create exclusively in one request the service applies atomically: Azure's P
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -132,6 +133,7 @@ def open_gcs(url: str, rest: str, options: Mapping[str, Any]) -> FsspecStorage:
         opts["requests_timeout"] = aiohttp.ClientTimeout(
             sock_connect=GCS_CONNECT_TIMEOUT_S, sock_read=read_timeout
         )
+    _quiet_gcsfs_retry_errors()
     with translated(url, "open"):
         # gcsfs.core's client, not the package's default ExtendedGcsFileSystem
         # (GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT): that one asks each bucket's storage layout over gRPC
@@ -164,3 +166,21 @@ def _bound_gcs_attempts(fs: Any, attempts: int) -> None:
 
     fs._request = _request
     fs._checkpoint_doctor_attempts = attempts
+
+
+class _NoRetryLoopErrors(logging.Filter):
+    """Drop gcsfs's ``logger.exception`` of a request its retry loop gives up on (an empty object's
+    416, a dead endpoint): a traceback on stderr for what the tool reports in one line itself. Its
+    DEBUG lines (each retry) stay for ``-vv``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.funcName == "retry_request" and record.levelno >= logging.ERROR)
+
+
+_QUIET = _NoRetryLoopErrors()
+
+
+def _quiet_gcsfs_retry_errors() -> None:
+    logger = logging.getLogger("gcsfs")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
