@@ -258,3 +258,30 @@ def test_inspect_every_fixture_alike_on_local_memory_and_s3(
             assert results["s3"][0] in (0, 1, 4, 8), results["s3"]
             assert results["s3"] == results["files"], f"{name}: S3 and local disk differ"
             assert results["memory"] == results["full"], f"{name}: memory:// and local disk differ"
+
+
+def test_audit_on_a_store_gives_the_local_records(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``audit`` of a prefix finds the same checkpoints with the same verdicts, codes and exit code as
+    on local disk, each named by its URL as the store spells it."""
+    local = tmp_path / "fleet"
+    for name, scenario in {"a": "offsets-latest-empty", "b": "window_agg"}.items():
+        copy_files_only(FIXTURES / "spark-4.3.0" / scenario / "checkpoint", local / name / "checkpoint")
+    store.fs.put(str(local) + "/", store.key("fleet"), recursive=True)
+
+    def records(code_out_err: tuple[int, str, str]) -> tuple[int, list[tuple[str, str, str, list[str]]]]:
+        code, out, _ = code_out_err
+        rows = [json.loads(line) for line in out.splitlines()]
+        # in the order they finished (concurrently): by path
+        return code, sorted(
+            (r["url"], r["path"], r["verdict"], r["codes"]) for r in rows if r["kind"] == "checkpoint"
+        )
+
+    args = ["--format", "jsonl", "--live-window", "0"]
+    remote = records(run_cli(capsys, "audit", store.url("fleet"), *args, *_store_options(store)))
+    here = records(run_cli(capsys, "audit", str(local), *args))
+
+    assert remote[0] == here[0] == 4
+    assert [(p, v, c) for _, p, v, c in remote[1]] == [(p, v, c) for _, p, v, c in here[1]]
+    assert [u for u, *_ in remote[1]] == [store.url("fleet/a/checkpoint"), store.url("fleet/b/checkpoint")]
