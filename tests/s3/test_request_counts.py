@@ -195,12 +195,12 @@ def test_a_diagnose_with_a_delta_source_beside_waits_for_four_round_trips(
 
 # ------------------------------------------------------------------ Azure and GCS (issue 37)
 
-#: Round trips a diagnose waits for in sequence, per store (S3: 3 above). GCS: as S3. Azure, as
-#: measured: adlfs's find asks whether the checkpoint's path is a blob (HEAD) before it lists, and
-#: its reads run one after another (fs.cat of six blobs through adlfs's own client: six round trips
-#: in sequence), so every file read is a round trip of its own: 11 for window_agg, 12 for
-#: file_to_file. Held here so that it only gets better.
-SEQUENTIAL_ROUND_TRIPS = {"azure": 12, "gcs": 3}
+#: Round trips a diagnose waits for in sequence, per store (S3: 3 above). GCS: as S3. Azure: as S3
+#: plus the HEAD adlfs's find sends before it lists (whether the path is a blob), which other
+#: lookups beside the checkpoint may hide: 3 to 4 measured (once 5 on a 2-core box at load 12).
+#: Before FsspecStorage read Azure through cat_ranges, adlfs's cat read one blob after another:
+#: 11 for window_agg, 12 for file_to_file.
+SEQUENTIAL_ROUND_TRIPS = {"azure": 5, "gcs": 3}
 
 
 @pytest.mark.parametrize("cloud", ["azure", "gcs"])
@@ -242,5 +242,4 @@ def test_a_diagnose_on_azure_and_gcs_waits_for_few_round_trips_in_sequence(
         assert "found next to the checkpoint and checked with it" in out
     chain = proxy.sequential()
     assert len(chain) <= SEQUENTIAL_ROUND_TRIPS[cloud], chain
-    if cloud == "gcs":
-        assert len(proxy.spans) > len(chain)  # the reads of a batch were sent together
+    assert len(proxy.spans) > len(chain)  # the reads of a batch were sent together
