@@ -240,3 +240,53 @@ def test_azure_and_google_authentication_failures_are_rejected_credentials() -> 
     assert "AZURE_STORAGE_" in str(azure_error)
     assert isinstance(google_error, CredentialsError) and "no credentials found" in str(google_error)
     assert "GOOGLE_APPLICATION_CREDENTIALS" in str(google_error)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        "abfss://{c}@devstoreaccount1.dfs.core.windows.net/{p}",
+        "abfs://{c}@devstoreaccount1.dfs.core.windows.net/{p}",
+        "wasbs://{c}@devstoreaccount1.blob.core.windows.net/{p}",
+        "wasb://{c}@devstoreaccount1.blob.core.windows.net/{p}",
+        "az://{c}/{p}",
+        "abfs://{c}/{p}",
+    ],
+)
+def test_every_azure_url_form_reads_the_checkpoint_and_is_shown_as_given(
+    form: str, azure: Emulated, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from checkpoint_doctor.cli import main
+
+    for rel, data in checkpoint_files().items():
+        azure.fs.pipe_file(azure.key(f"jobs/orders/{rel}"), data)
+    url = form.format(c=azure.bucket, p="jobs/orders")
+
+    code = main(["inspect", url, "--format", "json"])
+    out, err = capsys.readouterr()
+
+    assert (code, err) == (0, "")
+    report = json.loads(out)["result"]
+    assert report["checkpoint"] == url
+    assert report["query_id"] == "0f7cc2a5-6a4b-4c41-9a56-2f3c8d1e7b90"
+
+
+@pytest.mark.parametrize("form", ["gs://{b}/{p}", "gcs://{b}/{p}"])
+def test_every_gcs_url_form_reads_the_checkpoint_and_is_shown_as_given(
+    form: str, gcs: Emulated, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from checkpoint_doctor.cli import main
+
+    for rel, data in checkpoint_files().items():
+        gcs.fs.pipe_file(gcs.key(f"jobs/orders/{rel}"), data)
+    url = form.format(b=gcs.bucket, p="jobs/orders")
+
+    code = main(["inspect", url, "--format", "json"])
+    out, err = capsys.readouterr()
+
+    assert (code, err) == (0, "")
+    assert json.loads(out)["result"]["checkpoint"] == url
