@@ -28,6 +28,9 @@ class ExitCode(IntEnum):
     """A bug in checkpoint-doctor (rerun with --debug for the traceback)."""
     REFUSED = 32
     """A change was refused: a precondition failed, an undo was refused, or there was nothing to do."""
+    WORSE = 64
+    """``audit --baseline``: something got worse since the baseline audit (a directory newly fails
+    or is unreadable, one is gone, a new one fails, or a Kafka time to loss shrank); OR-ed in."""
     INTERRUPTED = 130
     """Interrupted (Ctrl-C); what was finished is kept."""
 

@@ -1135,6 +1135,16 @@ JOB_CHANGES: dict[str, tuple[str, str, str]] = {
     "job-window-unchanged": ("window_agg", "window_agg", "the same query as a job module (no change)"),
     "job-grouping-key-added": ("window_agg", "window_agg_key_added", "a grouping key added (not allowed)"),
     "job-aggregate-changed": ("window_agg", "window_agg_avg", "count() replaced by avg(value)"),
+    "job-aggregate-renamed": (
+        "window_agg",
+        "window_agg_renamed",
+        "count() replaced by sum(value) AS s (same type, new name)",
+    ),
+    "job-dedup-added": (
+        "window_agg",
+        "window_agg_dedup_added",
+        "dropDuplicates added before the aggregation",
+    ),
     "job-state-provider-changed": (
         "window_agg",
         "window_agg_rocksdb",

@@ -10,6 +10,8 @@
 #                             (tests/kafka/ starts one broker per run; needs Java 17 and mvn)
 # - .jars/spark-kafka-*/      Spark's Kafka connector for 3.5.9 and 4.3.0 (maven/spark-sql-kafka/pom.xml)
 # - .jars/delta-3.5.9/        delta-spark 3.3.3 for the live Delta restart (maven/delta-spark/pom.xml)
+# - .jars/spark-tests-*/      Spark's published test jars (3.5.9, 4.0.4, 4.1.3, 4.2.0) and their streaming
+#                             resources, extracted once (maven/spark-test-jars/pom.xml; tests/spark_test_jars/)
 # Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,7 @@ fi
 .venv/bin/python scripts/jars.py kafka-broker
 .venv/bin/python scripts/jars.py spark-kafka 3.5.9 4.3.0
 .venv/bin/python scripts/jars.py delta 3.5.9
+.venv/bin/python scripts/jars.py spark-tests
 # Azurite pinned; npm ci-like: installed again only when another version is there.
 AZURITE_VERSION=3.37.0
 if [ "$(cat .node/azurite.version 2>/dev/null)" != "$AZURITE_VERSION" ]; then

@@ -56,6 +56,9 @@ class Invocation:
     quiet: bool = False
     verbose: int = 0
     document: Any = None
+    #: The options that came from the environment or the config file, not a flag
+    #: (:func:`checkpoint_doctor.cli.settings.setting_sources`).
+    settings: tuple[Any, ...] = ()
 
     @property
     def json(self) -> bool:
@@ -245,7 +248,12 @@ class _ConfiguredAfter:
 def with_global_options(command: click.Command) -> click.Command:
     """Give a command the global options and record what click parsed for it (its name, its
     ``--format``) before its callback runs."""
+    from checkpoint_doctor.cli.settings import config_option, setting_sources, with_shared_envvars
+
     command.params.extend(_global_params(root=False))
+    # Defaults for scheduled jobs: --config FILE and CHECKPOINT_DOCTOR_* variables (cli/settings.py).
+    command.params.append(config_option())
+    with_shared_envvars(command)
     callback = command.callback
     assert callback is not None
 
@@ -257,6 +265,7 @@ def with_global_options(command: click.Command) -> click.Command:
         )
         _current.command = ctx.info_name or command.name or ""
         _current.output_format = str(kwargs.get("output_format") or "table")
+        _current.settings = setting_sources(ctx)
         ctx.ensure_object(dict)
         ctx.find_root().ensure_object(dict)["debug"] = _current.debug
         _configure_logging()
@@ -274,7 +283,7 @@ Examples:
   checkpoint-doctor explain CD101
 
 Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
-130 interrupted (see the README's "Exit codes"). Shell completion:
+64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes"). Shell completion:
 eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
 """
 
@@ -329,12 +338,36 @@ def _run(args: Sequence[str] | None) -> int:
 
 
 def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: error: ") -> None:
-    """An error replaces the command's document (JSON) and is said on stderr in one line."""
+    """An error replaces the command's document (JSON) and is said on stderr in one line.
+
+    Masked as a debug log is, not only as a URL (:func:`~checkpoint_doctor.redaction.redact_log`):
+    an exception's text may hold a signed request's headers (``'Authorization': b'AWS4-HMAC-SHA256
+    Credential=..., Signature=...'``), issue 31 item 7."""
+    from checkpoint_doctor.redaction import redact_log
     from checkpoint_doctor.render.layout import json_document
 
+    message = redact_log(message)
+    # An error that names an option the operator did not type names where it came from: a cron
+    # job's broker from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS is not a mystery (never its value).
+    sources = [f"{s.flag} from {s.source}" for s in _current.settings if s.flag in message]
+    if sources:
+        message += f" ({', '.join(sources)})"
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})
     echo_err(prefix + message)
+
+
+def _print_traceback() -> None:
+    """``--debug``: the traceback of the exception being handled, masked as a debug log is
+    (:func:`~checkpoint_doctor.redaction.redact_log`): an exception's text holds what it was given,
+    an S3 URL's credentials, a presigned URL's ``X-Amz-Signature``, a broker's password (issue 31
+    item 7); ``traceback.print_exc`` printed them as they were."""
+    import traceback
+
+    from checkpoint_doctor.redaction import redact_log
+    from checkpoint_doctor.render.layout import printable
+
+    click.echo(redact_log(printable(traceback.format_exc())), nl=False, err=True)
 
 
 def _guarded(args: Sequence[str]) -> int:
@@ -350,16 +383,12 @@ def _guarded(args: Sequence[str]) -> int:
         code = exit_code_for(exc)
         _report_error(type(exc).__name__, str(exc))
         if _current.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         return code
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit code 16
         _report_error("InternalError", f"internal error: {type(exc).__name__}: {exc}")
         if _current.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         else:
             click.echo("checkpoint-doctor: rerun with --debug for the traceback", err=True)
         return ExitCode.INTERNAL
@@ -371,7 +400,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     A JSON document is printed last, with the exit code this function returns.
     """
     global _current
+    from checkpoint_doctor.redaction import forget_secrets
+
     _current = Invocation()
+    forget_secrets()  # a command masks the secrets it was given, not those of one before it
     code = _guarded(list(sys.argv[1:] if argv is None else argv))
     document = _current.document
     if document is not None:

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from checkpoint_doctor import __version__
-from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, now_ms, shown
+from checkpoint_doctor.cli import app
+from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, shown
 from checkpoint_doctor.cli.audit_jobs import audit_job_options, audit_jobs_for, jobs_text, unmatched_notes
 from checkpoint_doctor.cli.options import (
     kafka_options,
@@ -56,8 +57,15 @@ from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import json_document, layout
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.baseline import AuditChanges, Baseline
     from checkpoint_doctor.fleet.jobs import AuditJobs
     from checkpoint_doctor.fleet.kafka import AuditKafka
+
+
+def now_ms() -> int:
+    """The CLI's one clock (:func:`checkpoint_doctor.cli.app.now_ms`), looked up at each call: a
+    record's "stopped 3 h ago" is on the clock a test injects there, as every other output is."""
+    return app.now_ms()
 
 
 def _kafka_options(func: Any) -> Any:
@@ -162,6 +170,15 @@ class Progress:
 )
 @click.option("--force", is_flag=True, help="Overwrite the --html and --metrics files if they exist.")
 @click.option(
+    "--baseline",
+    "baseline_file",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="A previous audit's --format jsonl (or json) output: also say what changed since (new "
+    "failures, resolved ones, time to loss shrinking, directories appeared or gone), in every output; "
+    "exit code 64 is OR-ed in when something got worse.",
+)
+@click.option(
     "--on-spark",
     is_flag=True,
     help="Distribute the checkpoints over a Spark cluster (needs the 'spark' extra).",
@@ -186,6 +203,7 @@ def audit_command(
     html_file: str | None,
     metrics_file: str | None,
     force: bool,
+    baseline_file: str | None,
     on_spark: bool,
     spark_master: str | None,
     kafka_bootstrap_servers: str | None,
@@ -213,6 +231,12 @@ def audit_command(
     With --job GLOB=MODULE:FUNCTION each checkpoint matching GLOB is judged with the query that will
     restart it, as 'diagnose --job' judges it: Spark analyses every distinct job once (one process
     on --job-python) before the audit starts, and each record names its job.
+
+    With --baseline FILE (the previous run's --format jsonl) the outputs also say what changed since
+    it, and exit code 64 is OR-ed in when something got worse: a directory newly fails or is
+    unreadable, one is gone, a new one fails, or a Kafka time to loss shrank. Settings a cron job
+    sets once (broker, Kafka and storage options, live window) may come from CHECKPOINT_DOCTOR_*
+    variables or --config FILE; the output names where each came from.
     """
     from checkpoint_doctor.fleet.run import fleet_storage_options
 
@@ -236,6 +260,8 @@ def audit_command(
         metrics=check_destination(metrics_file, "--metrics", local_only=True, force=force)
         if metrics_file
         else None,
+        # Read before the audit starts: a wrong baseline is said now, not after an hour of auditing.
+        baseline=_read_baseline(baseline_file) if baseline_file else None,
     )
     distributed = on_spark or spark_master is not None
     if job_assignments and distributed:
@@ -272,8 +298,11 @@ class AuditRun:
         hints: Hints,
         html: Destination | None,
         metrics: Destination | None,
+        baseline: Baseline | None = None,
     ) -> None:
         self.roots = roots
+        self.baseline = baseline
+        self.changes: AuditChanges | None = None
         self.output_format = output_format
         self.hints = hints
         self.html = html
@@ -365,6 +394,16 @@ class AuditRun:
             if self.kafka is not None:
                 self.kafka.close()
 
+    def _extra_json(self) -> dict[str, Any]:
+        """The optional keys of the JSON outputs: where settings came from, what changed."""
+        extra: dict[str, Any] = {}
+        settings = invocation().settings
+        if settings:
+            extra["settings"] = {s.name: s.to_json() for s in settings}
+        if self.changes is not None:
+            extra["changes"] = self.changes.to_json()
+        return extra
+
     def _exit_code(self, result: AuditResult) -> int:
         if self.interrupted:
             return ExitCode.INTERRUPTED
@@ -393,6 +432,8 @@ class AuditRun:
                     generated_at=iso_utc(self.started),
                     version=__version__,
                     kafka=retention_rows(result.records),
+                    changes=self.changes,
+                    now_ms=self.started,
                 )
                 write_destination(self.html, page)
             except UsageError as exc:
@@ -409,6 +450,7 @@ class AuditRun:
                     started_ms=self.started,
                     finished_ms=finished,
                     exit_code=code,
+                    changes=self.changes,
                 )
                 write_destination(self.metrics, text)
             except UsageError as exc:
@@ -423,12 +465,20 @@ class AuditRun:
         result = finish(
             plan.roots, plan.notes, self.records, interrupted=self.interrupted, delta_reads=plan.delta_reads
         )
-        code, problems = self._write_outputs(result, self._exit_code(result))
+        code = self._exit_code(result)
+        if self.baseline is not None:
+            from checkpoint_doctor.fleet.baseline import compare
+
+            self.changes = compare(self.baseline, result.records, result.roots, interrupted=self.interrupted)
+            if self.changes.worse:
+                code |= ExitCode.WORSE
+        code, problems = self._write_outputs(result, code)
         summary = replace(result.summary, exit_code=code)
+        extra = self._extra_json()
         if self.output_format == "jsonl":
-            _write_line(summary_line(result.roots, result.notes, summary, now_ms()))
+            _write_line(summary_line(result.roots, result.notes, summary, now_ms(), extra=extra))
         elif self.output_format == "json":
-            emit(json_document("audit", replace(result, summary=summary).to_json()))
+            emit(json_document("audit", {**replace(result, summary=summary).to_json(), **extra}))
         else:
             with layout(terminal_width()):
                 emit(
@@ -441,6 +491,15 @@ class AuditRun:
                     emit(kafka_text)
                 if self.job_facts is not None:
                     emit("\n" + jobs_text(self.job_facts, result.records))
+                if self.changes is not None:
+                    from checkpoint_doctor.fleet.baseline import render_changes
+
+                    emit("\n" + render_changes(self.changes))
+                settings = invocation().settings
+                if settings:
+                    # Where a setting not given as a flag came from (never its value: a Kafka
+                    # option may be a password): a cron job's broker is not a mystery.
+                    emit("\nSettings not given as flags: " + ", ".join(s.text for s in settings))
         for problem in problems:
             echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:
@@ -452,6 +511,13 @@ class AuditRun:
             )
         if code:
             raise CommandFailed(code)
+
+
+def _read_baseline(path: str) -> Baseline:
+    """Read a previous audit's output (one-line error naming it if unreadable)."""
+    from checkpoint_doctor.fleet.baseline import read_baseline
+
+    return read_baseline(path)
 
 
 def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) -> AuditKafka | None:

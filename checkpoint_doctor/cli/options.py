@@ -168,12 +168,23 @@ def job_timeout_option(text: str) -> Callable[[F], F]:
     )
 
 
+def _masked_servers(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A password in a server's user info (``SASL_SSL://user:pw@host:9093``, ``user:pw@host:9092``)
+    is masked in every output of the command (issue 31 item 7)."""
+    if value:
+        from checkpoint_doctor.redaction import remember_userinfo
+
+        remember_userinfo(value)
+    return value
+
+
 def kafka_options() -> list[Callable[[F], F]]:
     """The broker options of diagnose, plan and audit."""
     return [
         click.option(
             "--kafka-bootstrap-servers",
             metavar="HOST:PORT[,...]",
+            callback=_masked_servers,
             help="A Kafka broker of the query's topics: compare the checkpoint's offsets with the "
             "topics' earliest and latest, and count down to retention (needs checkpoint-doctor[kafka]).",
         ),
@@ -346,9 +357,18 @@ def terminal_width() -> int:
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """Parse ``--storage-option`` pairs; a secret's value (``secret=``, ``token=``, ``account_key=``
+    ...) is masked in every output of the command from here on, wherever it shows up: a backend's
+    exception may quote its options (``{'secret': '...'}``) in an error or a ``--debug`` traceback
+    (issue 31 item 7)."""
     from checkpoint_doctor.reading.storage import parse_storage_options
+    from checkpoint_doctor.redaction import is_secret, remember_secret
 
-    return parse_storage_options(pairs)
+    parsed = parse_storage_options(pairs)
+    for key, value in parsed.items():
+        if isinstance(value, str) and is_secret(key):
+            remember_secret(value)
+    return parsed
 
 
 def near_matches(url: str, limit: int = 3) -> list[str]:

@@ -61,7 +61,7 @@ def diagnose_command(
 ) -> None:
     """Predict what Spark does on restart, for every Spark line and plausible restart mode (the
     restart matrix; --spark and --mode narrow it), and list findings with stable codes."""
-    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix, with_unfinished
     from checkpoint_doctor.render.diagnosis import render_diagnosis, render_matrix
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.layout import json_document, layout
@@ -78,7 +78,7 @@ def diagnose_command(
     options = matrix_options_from(
         kw, loaded.sink_note, loaded.own_writes, kafka, loaded.delta_named, delta_pairing=loaded.delta
     )
-    result = diagnose_matrix(loaded.snapshot, options)
+    result = with_unfinished(diagnose_matrix(loaded.snapshot, options), loaded.unfinished)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))
@@ -89,6 +89,10 @@ def diagnose_command(
                 emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing, sink))
             else:
                 emit(render_matrix(result, hints=hints))
+            if result.unfinished_applies:
+                from checkpoint_doctor.render.changes import render_unfinished
+
+                emit(render_unfinished(result.unfinished_applies, hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
 

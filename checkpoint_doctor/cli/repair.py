@@ -76,6 +76,20 @@ def _query_id(value: str | None) -> str | None:
         ) from None
 
 
+def _bounded_plan_text(text: str) -> str:
+    """The plan file's text, or refused when ``apply`` would refuse to read it: no plan is written
+    that is larger than the plan files apply reads (issue 31: a 150 MB plan apply refused)."""
+    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
+
+    size = len(text.encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise RefusedError(
+            f"the plan is {size} bytes, more than apply reads ({MAX_DOCUMENT_BYTES}): nothing was written",
+            hint="repair by hand or from a backup, or plan one --strategy at a time",
+        )
+    return text
+
+
 def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     out = []
     for value in values:
@@ -175,6 +189,7 @@ def plan_command(
         reading = [open_storage(checkpoint, options)]
         if kw["sink_path"]:
             reading.append(open_storage(kw["sink_path"], options))
+        reading += [open_storage(t, options) for t in kw["delta_table"]]
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     loaded = load_for_verdict(
         checkpoint,
@@ -188,6 +203,10 @@ def plan_command(
     snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
+    if dest is not None:
+        # The Delta tables found beside it (or a --job reads) are read too: a plan written into a
+        # table's _delta_log became its next commit (issue 31).
+        check_outside(dest, [open_storage(url, options) for url in loaded.delta_read])
     kafka = kafka_positions_for(snapshot, kw)
     mopts = matrix_options_from(
         kw,
@@ -216,7 +235,7 @@ def plan_command(
     # A plan without a step is not written: apply would have nothing to do, and the next
     # 'plan -o' (with --accept-data-loss, say) would meet the file.
     if dest is not None and plan.steps:
-        write_destination(dest, plan.to_json())
+        write_destination(dest, _bounded_plan_text(plan.to_json()))
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     if delta_version is not None:
@@ -240,6 +259,15 @@ def plan_command(
             if output_format == "json"
             else render_plan(plan, output, hints, follow)
         )
+        if loaded.unfinished:
+            from checkpoint_doctor.render.changes import render_unfinished
+
+            # A JSON plan is the plan document alone: the warning goes to stderr there.
+            warning = render_unfinished(loaded.unfinished, hints)
+            if output_format == "json":
+                echo_err(warning.rstrip("\n"))
+            else:
+                emit(warning)
     if plan.unresolved:
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:

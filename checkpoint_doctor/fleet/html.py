@@ -63,6 +63,7 @@ from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.reading.layout import SINK_LOG
 
 if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.baseline import AuditChanges
     from checkpoint_doctor.fleet.kafka import RetentionRow
 
 #: Cell fills of the timeline picture. ``MISSING_COLOUR`` is used for nothing else on the page.
@@ -249,6 +250,9 @@ class Row:
     delta: tuple[DeltaLine, ...] = ()
     #: The --job that judged it (audit --job), as the operator named it.
     job: str | None = None
+    #: Its restart matrix as a grid, and its batches on a time axis (issue 36 item 7).
+    grid: MatrixGrid | None = None
+    axis: TimeAxis | None = None
 
 
 def _findings(record: Record) -> tuple[ShownFinding, ...]:
@@ -283,6 +287,8 @@ def _row(record: Record, rank: int) -> Row:
         picture=None if error is not None else picture(record),
         delta=delta_lines(record),
         job=checkpoint.job.job if checkpoint is not None and checkpoint.job is not None else None,
+        grid=matrix_grid(record),
+        axis=time_axis(record),
     )
 
 
@@ -336,9 +342,12 @@ def render_html(
     generated_at: str | None = None,
     version: str | None = None,
     kafka: Sequence[RetentionRow] = (),
+    changes: AuditChanges | None = None,
+    now_ms: int | None = None,
 ) -> str:
     """Return the audit page (UTF-8 HTML5, no external resources); ``kafka`` are the retention
-    countdowns soonest first (``fleet.kafka.retention_rows``), shown above the rows."""
+    countdowns soonest first (``fleet.kafka.retention_rows``), shown above the rows; ``now_ms`` is
+    the audit's clock (the "now" of the Kafka retention bars)."""
     head = ", ".join(roots)
     meta = [f"roots: {head}"]
     if generated_at:
@@ -378,8 +387,27 @@ def render_html(
             kafka=[KafkaRow(k.url, k.bound, _left(k), k.text) for k in kafka],
             kafka_unchecked=_kafka_unchecked(records),
             delta_headline=delta_headline(summary.delta),
+            changes=changes,
+            change_label=_change_labels(),
+            chart=fleet_chart(summary),
+            bars=retention_bars(records, now_ms),
+            matrix_fill=MATRIX_FILL,
+            matrix_text=MATRIX_TEXT,
+            grid=GRID,
+            grid_w=GRID_W,
+            now_colour=NOW_COLOUR,
+            stopped_fill=STOPPED_FILL,
+            tick=BATCH_TICK,
+            elapsed_fill=ELAPSED_FILL,
+            left_fill=LEFT_FILL,
         )
     )
+
+
+def _change_labels() -> dict[str, str]:
+    from checkpoint_doctor.fleet.baseline import CHANGE_LABEL
+
+    return CHANGE_LABEL
 
 
 def _left(row: RetentionRow) -> str:
@@ -398,3 +426,284 @@ def _kafka_unchecked(records: Sequence[Record]) -> str | None:
 
     n = not_checked_count(records)
     return f"{count_text(n, 'checkpoint')} read Kafka: {NOT_CHECKED}" if n else None
+
+
+# ------------------------------------------------------------------------------- the pictures
+# Issue 36 item 7: pictures where people look. Each is a layout computed here (pure) and drawn
+# as inline SVG by the template; colours below are used for nothing else on the page, so a
+# screenshot's pixels say which picture drew what.
+
+#: The restart matrix grid (Spark line x restart mode): one cell per restart the matrix judges.
+MATRIX_FILL = {
+    "starts": "#2e8b57",
+    "fails": "#c0392b",
+    "if-stateless": "#e6a23c",
+    "not-judged": "#b0b7c0",
+}
+MATRIX_TEXT = {
+    "starts": "starts",
+    "fails": "fails",
+    "if-stateless": "starts only if the query is stateless",
+    "not-judged": "not judged (no Delta Lake release for this line)",
+}
+MODE_LABEL = {"micro-batch": "micro", "async": "async", "continuous": "cont", "real-time": "rt"}
+GRID = 13
+GRID_W = 24
+GRID_LABEL_W = 34
+GRID_HEAD = 11
+#: The "now" marker of the time axis and of the Kafka retention bars (the audit's clock).
+NOW_COLOUR = "#1565c0"
+#: The time between the newest batch and the audit ("stopped 3 h ago").
+STOPPED_FILL = "#f7d9c4"
+BATCH_TICK = "#46505c"
+AXIS_W = 220
+AXIS_H = 40
+#: Kafka retention: the part of the first unread record's retention already elapsed, and left.
+ELAPSED_FILL = "#e07b39"
+LEFT_FILL = "#d9dee4"
+BAR_W = 260
+#: The fleet chart's code bars, by severity.
+SEVERITY_FILL = {"error": "#a8231b", "warning": "#9a6a12"}
+INFO_FILL = "#7a818c"
+
+
+@dataclass(frozen=True)
+class GridCell:
+    x: int
+    y: int
+    state: str
+    title: str
+    counted: bool
+
+
+@dataclass(frozen=True)
+class MatrixGrid:
+    """A checkpoint's restart matrix as a grid: columns are Spark lines, rows restart modes."""
+
+    width: int
+    height: int
+    columns: tuple[tuple[int, str], ...]
+    rows: tuple[tuple[int, str], ...]
+    cells: tuple[GridCell, ...]
+
+
+def _matrix_state(cell: Any) -> str:
+    from checkpoint_doctor.fleet.records import fails_if_stateful
+
+    if cell.fails:
+        return "fails"
+    if cell.delta_not_judged:
+        return "not-judged"
+    if fails_if_stateful(cell):
+        return "if-stateless"
+    return "starts"
+
+
+def matrix_grid(record: Record) -> MatrixGrid | None:
+    """Return the layout of a checkpoint's restart matrix grid (None for other records)."""
+    from checkpoint_doctor.diagnosis.detect import MODES
+    from checkpoint_doctor.diagnosis.versions import LINES
+
+    if not isinstance(record, CheckpointRecord):
+        return None
+    cells = record.diagnosis.cells
+    if not cells:
+        return None
+    lines = [line for line in LINES if any(c.cell.spark == line for c in cells)]
+    modes = [m for m in MODES if any(c.cell.mode == m for c in cells)]
+    col = {line: GRID_LABEL_W + i * GRID_W for i, line in enumerate(lines)}
+    row = {mode: GRID_HEAD + i * GRID for i, mode in enumerate(modes)}
+    laid = []
+    for c in cells:
+        state = _matrix_state(c)
+        summary = at_root_text(c.diagnosis.prediction.summary, record)
+        shown_only = "" if c.counted else " (shown, not counted)"
+        laid.append(
+            GridCell(
+                col[c.cell.spark],
+                row[c.cell.mode],
+                state,
+                f"Spark {c.cell.spark} {c.cell.mode}{shown_only}: {MATRIX_TEXT[state]}: {summary}",
+                c.counted,
+            )
+        )
+    return MatrixGrid(
+        width=GRID_LABEL_W + len(lines) * GRID_W,
+        height=GRID_HEAD + len(modes) * GRID,
+        columns=tuple((col[line] + GRID_W // 2, line) for line in lines),
+        rows=tuple((row[m] + GRID - 3, MODE_LABEL.get(m, m)) for m in modes),
+        cells=tuple(laid),
+    )
+
+
+def at_root_text(text: str, record: CheckpointRecord) -> str:
+    """A prediction's text naming the checkpoint as Spark prints it, without the audit's root."""
+    from checkpoint_doctor.diagnosis.versions import at_root
+
+    return str(at_root(text, record.diagnosis.checkpoint)).replace(qualify_root(record.url) + "/", "")
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """A checkpoint's batches on a real time axis, from its oldest batch read to the audit (now),
+    the time since the newest batch shaded: "stopped 3 h ago"."""
+
+    ticks: tuple[tuple[float, str], ...]
+    newest_x: float
+    now_x: float
+    label: str
+    first: str
+    width: int = AXIS_W
+    height: int = AXIS_H
+
+
+def _short_utc(ms: int) -> str:
+    from checkpoint_doctor.render.documents import iso_utc
+
+    return iso_utc(ms)[:16].replace("T", " ") + " UTC"
+
+
+def time_axis(record: Record) -> TimeAxis | None:
+    """Return the layout of a checkpoint's time axis (None without batch times or the audit's clock)."""
+    if not isinstance(record, CheckpointRecord):
+        return None
+    latest = record.latest
+    if not latest.batch_times or latest.stopped_ms is None or latest.batch_time_ms is None:
+        return None
+    now = latest.batch_time_ms + latest.stopped_ms
+    first = min(t for _, t in latest.batch_times)
+    span = max(1, now - first)
+    left, right = 4.0, AXIS_W - 6.0
+
+    def x(t: int) -> float:
+        return round(left + (right - left) * (t - first) / span, 1)
+
+    ticks = tuple((x(t), f"batch {b} planned {_short_utc(t)}") for b, t in latest.batch_times)
+    return TimeAxis(
+        ticks=ticks,
+        newest_x=x(latest.batch_time_ms),
+        now_x=x(now),
+        label=f"stopped {latest.stopped} ago",
+        first=_short_utc(first),
+    )
+
+
+@dataclass(frozen=True)
+class RetentionBar:
+    """The first unread record of a checkpoint's Kafka partition: its retention from when it was
+    written (left) to when retention.ms may delete it (right), the audit's "now" marked."""
+
+    url: str
+    partition: str
+    elapsed_w: float
+    now_x: float
+    overdue: bool
+    left: str
+    title: str
+    width: int = BAR_W
+
+
+#: Partitions drawn per checkpoint (the soonest); the rest are counted in the last bar's title.
+BARS_PER_CHECKPOINT = 8
+
+
+def _bar(
+    url: str,
+    topic: str | None,
+    partition: int | None,
+    offset: int | None,
+    written: int,
+    deadline: int,
+    now_ms: int,
+) -> RetentionBar:
+    from checkpoint_doctor.diagnosis.sources.kafka_retention import duration
+
+    fraction = (now_ms - written) / (deadline - written)
+    shown = min(1.0, max(0.0, fraction))
+    overdue = now_ms >= deadline
+    left = "overdue" if overdue else duration(deadline - now_ms) + " left"
+    return RetentionBar(
+        url=url,
+        partition=f"{topic}-{partition}",
+        elapsed_w=round(BAR_W * shown, 1),
+        now_x=round(min(BAR_W - 2.0, BAR_W * shown), 1),
+        overdue=overdue,
+        left=left,
+        title=f"{topic}-{partition} offset {offset}: written {_short_utc(written)}, "
+        f"retention.ms may delete it {_short_utc(deadline)} ({left})",
+    )
+
+
+def retention_bars(records: Sequence[Record], now_ms: int | None) -> list[RetentionBar]:
+    """Return a bar per unread Kafka partition with a ``retention.ms`` deadline (the soonest
+    :data:`BARS_PER_CHECKPOINT` of each checkpoint; its countdown's partition when the record has
+    no per-partition windows), overdue first, then by how much of the retention has elapsed."""
+    if now_ms is None:
+        return []
+    bars = []
+    for record in records:
+        if not isinstance(record, CheckpointRecord) or record.kafka is None:
+            continue
+        windows: list[tuple[str | None, int | None, int | None, int, int]] = [
+            (w.topic, w.partition, w.offset, w.written_ms, w.deadline_ms) for w in record.kafka.partitions
+        ]
+        c = record.kafka.retention
+        if not windows and c is not None and c.deadline_ms is not None and c.timestamp_ms is not None:
+            windows = [(c.topic, c.partition, c.offset, c.timestamp_ms, c.deadline_ms)]
+        for topic, partition, offset, written, deadline in windows[:BARS_PER_CHECKPOINT]:
+            if deadline > written:
+                bars.append(_bar(record.url, topic, partition, offset, written, deadline, now_ms))
+    return sorted(bars, key=lambda b: (not b.overdue, -b.elapsed_w, b.url, b.partition))
+
+
+@dataclass(frozen=True)
+class ChartBar:
+    y: int
+    label: str
+    n: int
+    w: float
+    fill: str
+    title: str
+
+
+@dataclass(frozen=True)
+class FleetChart:
+    """The fleet at a glance: a stacked bar of the verdicts, then one bar per finding code."""
+
+    segments: tuple[tuple[float, float, str, str], ...]
+    codes: tuple[ChartBar, ...]
+    width: int
+    height: int
+
+
+CHART_W = 560
+CHART_CODES = 12
+
+
+def fleet_chart(summary: AuditSummary) -> FleetChart | None:
+    """Return the layout of the fleet chart (None for an empty audit)."""
+    total = sum(summary.verdicts.get(v, 0) for v in VERDICTS)
+    if not total:
+        return None
+    segments = []
+    x = 0.0
+    for v in VERDICTS:
+        n = summary.verdicts.get(v, 0)
+        if n:
+            w = CHART_W * n / total
+            segments.append((round(x, 1), round(w, 1), VERDICT_COLOUR[v], f"{n} {v.value}"))
+            x += w
+    codes = [c for c in summary.codes if c.count][:CHART_CODES]
+    top = max((c.count for c in codes), default=1)
+    bars = tuple(
+        ChartBar(
+            y=30 + i * 16,
+            label=c.code,
+            n=c.count,
+            w=round((CHART_W - 120) * c.count / top, 1),
+            fill=SEVERITY_FILL.get(str(c.severity), INFO_FILL),
+            title=f"{c.code} ({c.severity}): {c.count} · {c.title or ''}",
+        )
+        for i, c in enumerate(codes)
+    )
+    return FleetChart(tuple(segments), bars, CHART_W, 30 + len(bars) * 16 + 4)

@@ -24,8 +24,8 @@ from checkpoint_doctor.diagnosis.sources.kafka import (
     unread_offsets,
 )
 from checkpoint_doctor.diagnosis.sources.kafka_retention import ORDER, TIME, Countdown
-from checkpoint_doctor.fleet.records import CheckpointRecord, KafkaPart, Record
-from checkpoint_doctor.model import KafkaLive
+from checkpoint_doctor.fleet.records import CheckpointRecord, KafkaPart, PartitionWindow, Record
+from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 NOT_CHECKED = (
@@ -67,8 +67,39 @@ def kafka_part(snapshot: CheckpointSnapshot, live: KafkaLive | None, now_ms: int
     if live is None:
         return KafkaPart(topics=topics, note=NOT_CHECKED)
     return KafkaPart(
-        topics=topics, bootstrap=live.bootstrap, retention=retention_countdown(snapshot, live, now_ms)
+        topics=topics,
+        bootstrap=live.bootstrap,
+        retention=retention_countdown(snapshot, live, now_ms),
+        partitions=partition_windows([off for _, off in unread_offsets(snapshot)], live),
     )
+
+
+def partition_windows(offsets: Sequence[KafkaOffset], live: KafkaLive) -> tuple[PartitionWindow, ...]:
+    """Return the retention window of every partition whose next offset is still held and below
+    the latest (its records unread), on a topic whose cleanup.policy deletes by retention.ms, with
+    the timestamp of the record at that offset known: soonest deadline first. Pure. The same rules
+    as the countdown (``kafka_retention.countdown``), for every partition rather than the first."""
+    positions = live.live
+    retention = {r.topic: r for r in live.retention}
+    heads = {(t, p, o): ts for t, p, o, ts in live.heads}
+    found: dict[tuple[str, int], PartitionWindow] = {}
+    for offset in offsets:
+        for topic, part, at in offset.partitions:
+            pos = (positions.get(topic) or {}).get(part)
+            conf = retention.get(topic)
+            ts = heads.get((topic, part, at))
+            if pos is None or conf is None or ts is None or ts < 0:
+                continue
+            earliest, latest = pos
+            if not earliest <= at < latest or conf.retention_ms < 0:
+                continue
+            if "delete" not in conf.cleanup_policy.split(","):
+                continue
+            window = PartitionWindow(topic, part, at, ts, ts + conf.retention_ms)
+            # The oldest unread record of a partition read by two offsets (newest and unread) counts.
+            if (topic, part) not in found or window.deadline_ms < found[(topic, part)].deadline_ms:
+                found[(topic, part)] = window
+    return tuple(sorted(found.values(), key=lambda w: (w.deadline_ms, w.topic, w.partition)))
 
 
 @dataclass(frozen=True)

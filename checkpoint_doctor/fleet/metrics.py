@@ -24,14 +24,17 @@ Every metric has ``# HELP`` and ``# TYPE`` lines and one sample per line; label 
   restart is not judged against the table's log: an alert can match ``== 0``).
 
 And for the whole audit: when it ran, how long it took, its exit code, directories per verdict,
-whether it was complete.
+whether it was complete; with ``--baseline``, ``checkpoint_doctor_audit_changes{change}`` (how many
+directories changed in each way since the baseline audit: new_failure, loss_sooner, gone, appeared,
+resolved, new_warning) and ``checkpoint_doctor_audit_worse`` (1 when something got worse: an alert
+can match ``== 1``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.fleet.records import (
     RECORD_KINDS,
@@ -41,6 +44,9 @@ from checkpoint_doctor.fleet.records import (
     Record,
     fails_if_stateful,
 )
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.fleet.baseline import AuditChanges
 
 PREFIX = "checkpoint_doctor_"
 
@@ -84,6 +90,8 @@ def _families() -> dict[str, _Family]:
         ("audit_exit_code", "The audit's exit code (bitwise OR of the directories' codes)."),
         ("audit_complete", "1 when every directory found was audited."),
         ("audit_directories", "Audited directories per kind and verdict."),
+        ("audit_changes", "Directories that changed in each way since the --baseline audit."),
+        ("audit_worse", "1 when something got worse since the --baseline audit (exit code bit 64)."),
         (
             "exit_code",
             "Exit code of one audited directory (0 ok, 1 warnings, 4 errors, 8 unreadable, 16 internal).",
@@ -153,6 +161,7 @@ def render_metrics(
     started_ms: int,
     finished_ms: int,
     exit_code: int,
+    changes: AuditChanges | None = None,
 ) -> str:
     """Return the audit as Prometheus text exposition format (ends with a newline)."""
     families = _families()
@@ -167,4 +176,8 @@ def render_metrics(
     for kind in RECORD_KINDS:
         for verdict in VERDICTS:
             families["audit_directories"].add(kinds[(kind, verdict)], kind=kind, verdict=verdict)
+    if changes is not None:
+        for change, n in changes.counts().items():
+            families["audit_changes"].add(n, change=change)
+        families["audit_worse"].add(1 if changes.worse else 0)
     return "\n".join(f.text() for f in families.values() if f.samples) + "\n"

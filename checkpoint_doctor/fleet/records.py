@@ -195,14 +195,30 @@ class FileSink:
         return {"checked": False, "url": None, "note": self.note}
 
 
+def ago(ms: int) -> str:
+    """Return how long ago, in words (``3 h``, ``2 d 4 h``, ``41 min``): seconds only under an hour."""
+    from checkpoint_doctor.diagnosis.sources.kafka_retention import duration
+
+    return duration(ms if ms < 3_600_000 else ms // 60_000 * 60_000)
+
+
 @dataclass(frozen=True)
 class LatestBatches:
-    """A checkpoint's newest offsets and commit ids and when the newest batch was planned
-    (``batchTimestampMs``)."""
+    """A checkpoint's newest offsets and commit ids, when the newest batch was planned
+    (``batchTimestampMs``), how long before the audit that was (``stopped_ms``: the audit's clock,
+    ``MatrixOptions.now_ms``, so a test injects it), and when each batch of the timeline whose
+    offsets file was read was planned (``batch_times``: (batch id, epoch millis), oldest first)."""
 
     offsets: int | None
     commit: int | None
     batch_time_ms: int | None = None
+    stopped_ms: int | None = None
+    batch_times: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def stopped(self) -> str | None:
+        """How long before the audit the newest batch was planned (``3 h``), or None."""
+        return None if self.stopped_ms is None else ago(self.stopped_ms)
 
     @property
     def uncommitted(self) -> int | None:
@@ -218,6 +234,30 @@ class LatestBatches:
             "uncommitted": self.uncommitted,
             "batch_time_ms": self.batch_time_ms,
             "batch_time": iso_utc(self.batch_time_ms) if self.batch_time_ms else None,
+            "stopped_s": None if self.stopped_ms is None else self.stopped_ms / 1000,
+            "stopped": self.stopped,
+            "batch_times": [{"batch_id": b, "batch_time_ms": t} for b, t in self.batch_times],
+        }
+
+
+@dataclass(frozen=True)
+class PartitionWindow:
+    """The retention window of the first unread record of one Kafka partition: written at
+    ``written_ms`` (its timestamp), deleted by ``retention.ms`` from ``deadline_ms``."""
+
+    topic: str
+    partition: int
+    offset: int
+    written_ms: int
+    deadline_ms: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offset": self.offset,
+            "written_ms": self.written_ms,
+            "deadline_ms": self.deadline_ms,
         }
 
 
@@ -230,6 +270,8 @@ class KafkaPart:
     bootstrap: str | None = None
     retention: Countdown | None = None
     note: str | None = None
+    #: Every unread partition with a retention.ms deadline, soonest first (the HTML's bars).
+    partitions: tuple[PartitionWindow, ...] = ()
 
     @property
     def checked(self) -> bool:
@@ -242,6 +284,7 @@ class KafkaPart:
             "topics": list(self.topics),
             "retention": None if self.retention is None else self.retention.to_dict(),
             "note": self.note,
+            "partitions": [w.to_json() for w in self.partitions],
         }
 
 

@@ -363,11 +363,19 @@ def stamped(record: Record, generated_at_ms: int, **changes: Any) -> Record:
     return replace(record, stamp=Stamp.at(generated_at_ms), **changes)
 
 
+def _stopped(record: Record) -> str:
+    """How long before the audit the newest batch was planned (``3 h ago``), ``-`` when unknown."""
+    stopped = record.latest.stopped if isinstance(record, CheckpointRecord) else None
+    return f"{stopped} ago" if stopped else "-"
+
+
 def summary_line(
     roots: Sequence[str],
     notes: Sequence[AuditNote],
     summary: AuditSummary,
     generated_at_ms: int,
+    *,
+    extra: Mapping[str, Any] | None = None,
 ) -> str:
     """Return the last JSON Lines line, ``"kind": "summary"`` (with the roots and the notes), so a
     consumer can tell a complete output from a cut one."""
@@ -380,6 +388,8 @@ def summary_line(
         "roots": list(roots),
         **summary.to_json(),
         "notes": [n.to_json() for n in notes],
+        # settings (where options not given as flags came from), changes (--baseline)
+        **(extra or {}),
     }
     return dumps(final, compact=True)
 
@@ -487,6 +497,7 @@ def render_audit(
                 r.verdict,
                 r.url + ("  (sink)" if r.kind == TargetKind.SINK else ""),
                 _what(r),
+                _stopped(r),
                 _lines(r),
                 " ".join(r.codes),
             ]
@@ -498,7 +509,10 @@ def render_audit(
         )
         blocks.append(
             section(
-                title, table(["verdict", "directory", "restart", "by Spark line", "codes"], rows, keep=(1,))
+                title,
+                table(
+                    ["verdict", "directory", "restart", "stopped", "by Spark line", "codes"], rows, keep=(1,)
+                ),
             )
         )
         steps = [r.next_step for r in shown if r.next_step]

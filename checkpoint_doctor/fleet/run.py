@@ -23,7 +23,7 @@ from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
 from checkpoint_doctor.diagnosis.options import as_matrix_options
 from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
 from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoice, choose_sink
-from checkpoint_doctor.diagnosis.timeline import sink_timeline, timeline
+from checkpoint_doctor.diagnosis.timeline import TimelineRow, sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask, table_tasks
 from checkpoint_doctor.fleet.delta_report import delta_counts, far_tables
@@ -145,6 +145,18 @@ def _unreadable(task: AuditTask, exc: BaseException) -> Record:
         error_type=type(exc).__name__,
         message=str(exc),
     )
+
+
+def _batch_times(snapshot: CheckpointSnapshot, rows: Sequence[TimelineRow]) -> tuple[tuple[int, int], ...]:
+    """When each batch of the timeline was planned (offsets' ``batchTimestampMs``), oldest first:
+    only the offsets files already read (nothing more is read for the picture)."""
+    times = []
+    for row in reversed(rows):
+        entry = snapshot.offsets.get(row.batch_id)
+        record = entry.record if entry is not None else None
+        if record is not None and record.metadata is not None and record.metadata.batch_timestamp_ms:
+            times.append((row.batch_id, record.metadata.batch_timestamp_ms))
+    return tuple(times)
 
 
 def plan_tasks(
@@ -390,13 +402,22 @@ def _audit_checkpoint(
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
     batch_time = metadata.batch_timestamp_ms if metadata is not None else None
+    rows = timeline(snapshot, matrix.mode_detected)
+    now = options.base.now_ms
     return checkpoint_record(
         url=task.url,
         root=task.root,
         path=task.path,
         matrix=matrix,
-        timeline=timeline(snapshot, matrix.mode_detected),
-        latest=LatestBatches(snapshot.offsets.latest_id, snapshot.commits.latest_id, batch_time),
+        timeline=rows,
+        latest=LatestBatches(
+            snapshot.offsets.latest_id,
+            snapshot.commits.latest_id,
+            batch_time,
+            # The audit's clock (injected in tests): "stopped 3 h ago" in every output.
+            stopped_ms=max(0, now - batch_time) if batch_time and now else None,
+            batch_times=_batch_times(snapshot, rows),
+        ),
         files=task.listing.file_count,
         reads=own.read_count + sink_reads_owned + delta_reads,
         sink=sink,
@@ -544,9 +565,12 @@ def run_tasks(
 
 
 def audited_stores(plan: FleetPlan) -> list[Storage]:
-    """Return the storage of every checkpoint and sink the plan audits (to keep outputs out)."""
+    """Return the storage of every checkpoint, sink and Delta table the plan audits or reads for
+    pairing (to keep outputs out: ``audit --html`` into a table's ``_delta_log`` became a commit of
+    the table, issue 31)."""
     store_for = local_store_for(plan)
-    return [store_for(task) for task in plan.tasks]
+    tables = [plan.stores[t.root].child(t.path) if t.path else plan.stores[t.root] for t in plan.tables]
+    return [*(store_for(task) for task in plan.tasks), *tables]
 
 
 def local_store_for(plan: FleetPlan) -> Callable[[AuditTask], Storage]:

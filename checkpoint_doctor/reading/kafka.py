@@ -34,7 +34,7 @@ from checkpoint_doctor.errors import (
     UsageError,
 )
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
-from checkpoint_doctor.redaction import MASK, is_secret
+from checkpoint_doctor.redaction import MASK, is_secret, remember_secret
 
 #: Seconds each broker call may take; a broker that is down fails the command within about twice this.
 TIMEOUT_S = 8.0
@@ -61,6 +61,7 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
             raise UsageError(
                 f"--kafka-option {key or pair!r} is not KEY=VALUE", hint="e.g. security.protocol=SSL"
             )
+        given = value.startswith(("@", "env:"))
         if value.startswith("@"):
             try:
                 with open(value[1:], encoding="utf-8") as fh:
@@ -77,6 +78,9 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
                     f"--kafka-option {key}: environment variable {name} is not set", hint=f"export {name}"
                 )
             value = os.environ[name]
+        if given or is_secret(key):
+            # Read from a file or the environment: a secret whatever its key says (issue 31 item 7).
+            remember_secret(value)
         out[key] = value
     return out
 

@@ -114,6 +114,27 @@ def render_history(data: JsonObject, hints: Hints | None = None) -> str:
     ]
     text = tabulate(table, headers=["plan", "state", "steps", "at", "journal"], tablefmt="plain")
     undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted", "partly undone")]
-    notes = "".join(f"\n{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
+    notes = "".join(
+        f"\n{r['journal']}: {r['note']}"
+        for r in rows
+        if r["state"] in ("partly undone", "failed", "interrupted") and r.get("note")
+    )
     hint = f"\nUndo the newest with: {(hints or Hints()).undo(undo[-1]['journal'])}" if undo else ""
     return f"Applies to {data['checkpoint']}:\n{text}{notes}{hint}\n"
+
+
+def render_unfinished(rows: Sequence[JsonObject], hints: Hints | None = None) -> str:
+    """Return the warning of ``diagnose`` and ``plan`` about applies to the checkpoint that changed
+    it and did not finish, each with the command that undoes it (issue 31: diagnose was silent);
+    empty when there are none. ``rows``: those of :func:`checkpoint_doctor.loading.tool_records_for`."""
+    lines = []
+    for row in rows:
+        steps = row.get("steps_done")
+        how = str(row.get("note") or "").removeprefix("the apply did not finish: ")
+        lines.append(
+            f"\nWARNING: an apply of plan {row.get('plan_id')} to this checkpoint did not finish "
+            f"({row.get('state')}{'' if steps is None else f', {steps} step(s) done'}): {how}.\n"
+            f"  undo it with: {(hints or Hints()).undo(str(row.get('journal')))}"
+            "  (then apply the plan again to finish the repair)\n"
+        )
+    return "".join(lines)

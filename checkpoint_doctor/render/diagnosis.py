@@ -120,9 +120,26 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
         blocks.append(
             f"What to do: {explain(codes[0])}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else "")
         )
-    if failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
+    manual = _nothing_to_plan(findings)
+    if manual:
+        # No strategy addresses any of them (planning.strategies.MANUAL says why): printing 'plan ...
+        # --job' would re-run the job's analysis (tens of seconds) only to say so (issue 34).
+        blocks.append("Nothing to plan (no repair of the checkpoint addresses it):\n" + "\n".join(manual))
+    elif failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
         blocks.append(f"Repair options:\n  {hints.plan(checkpoint, '-o', 'plan.json')}")
     return blocks
+
+
+def _nothing_to_plan(findings: Sequence[Finding]) -> list[str]:
+    """What to do instead, per code, when every finding a plan would repair is one no strategy
+    addresses (CD201: the sources changed); empty when a plan may offer something."""
+    from checkpoint_doctor.planning.strategies import MANUAL, for_code
+
+    wanted = [f for f in findings if f.severity == ERROR or f.code in SILENT_LOSS]
+    if not wanted or any(for_code(f.code) or f.code not in MANUAL for f in findings if f.severity != INFO):
+        return []
+    codes = dict.fromkeys(str(f.code) for f in wanted)
+    return [wrap(f"{code}: {MANUAL[code]}", 2) for code in codes]
 
 
 def delta_steps(checkpoint: str, pairing: DeltaPairing | None, hints: Hints) -> list[str]:

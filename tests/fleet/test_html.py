@@ -25,6 +25,7 @@ from tests.fleet.records import checkpoint_record, json_records
 from tests.storage.builders import read_files, write_files
 
 OPTIONS = DiagnoseOptions(live_window_s=0)
+FIXTURES_DELTA = SPARK.parent / "delta"
 
 
 def page_for(root: str) -> str:
@@ -54,8 +55,12 @@ def test_the_page_loads_nothing_from_anywhere(local_fleet: Fleet) -> None:
     # One picture per checkpoint or sink with batches, one swatch per state in the legend.
     result = audit([local_fleet.root], options=OPTIONS)
     pictures = sum(1 for r in json_records(result) if r.get("timeline") and not r.get("error"))
-    assert html.count('role="img"') == pictures > 0
-    assert html.count("<svg") == pictures + html.count("<span><svg width=")
+    assert html.count('aria-label="newest batch ids') == pictures > 0
+    # One restart matrix grid per checkpoint read, one fleet chart; every other svg is a swatch.
+    grids = sum(1 for r in json_records(result) if r["kind"] == "checkpoint" and not r.get("error"))
+    assert html.count('aria-label="restart matrix by Spark line and mode"') == grids > 0
+    assert html.count('aria-label="fleet by verdict and finding code"') == 1
+    assert html.count("<svg") == html.count('role="img"') + html.count("<span><svg width=")
     assert "Checkpoint audit" in html
 
 
@@ -312,3 +317,183 @@ def test_will_not_restart_is_a_filter_in_a_real_browser(tmp_path: Path) -> None:
     assert len(shown) == summary.restart_fails == 3
     assert all(r == "fails" for _, _, r, hidden in _rows(dom) if not hidden)
     assert f"{summary.restart_fails} shown" in dom
+
+
+# ------------------------------------------------------------- pictures where people look (#36)
+
+#: The audit's clock in these tests: three hours after the newest batch of the window_agg fixture
+#: (Spark's batchTimestampMs, fixed in the fixture), so "stopped 3 h ago" never reads the wall clock.
+WINDOW_AGG_NEWEST_MS = 1795366448414
+NOW_MS = WINDOW_AGG_NEWEST_MS + 3 * 3600 * 1000
+
+
+def _kafka_countdown(written_ago_h: int, deadline_in_h: int, partition: int):  # type: ignore[no-untyped-def]
+    from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown
+
+    deadline = NOW_MS + deadline_in_h * 3600 * 1000
+    return Countdown(
+        "retention.ms",
+        "retention.ms may delete unread records",
+        deadline_ms=deadline,
+        remaining_ms=deadline - NOW_MS,
+        topic="orders",
+        partition=partition,
+        offset=1000 + partition,
+        timestamp_ms=NOW_MS - written_ago_h * 3600 * 1000,
+    )
+
+
+DAY = 24 * 3600 * 1000
+
+
+def orders_windows():  # type: ignore[no-untyped-def]
+    """The retention windows of a checkpoint reading four partitions of ``orders`` (retention.ms 7
+    days), from typed broker facts as ``AuditKafka`` reads them: partition 0's first unread record
+    was written 5 days before the audit, partition 1's 8 days (overdue), partition 2 is caught up
+    (nothing unread: no bar), partition 3's record timestamp could not be fetched (no bar)."""
+    from checkpoint_doctor.fleet.kafka import partition_windows
+    from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
+
+    live = KafkaLive(
+        "b:9092",
+        (("orders", ((0, 0, 50), (1, 0, 50), (2, 0, 50), (3, 0, 50))),),
+        (KafkaRetention("orders", 7 * DAY, -1, "delete"),),
+        (("orders", 0, 10, NOW_MS - 5 * DAY), ("orders", 1, 20, NOW_MS - 8 * DAY), ("orders", 3, 30, None)),
+    )
+    offsets = KafkaOffset((("orders", 0, 10), ("orders", 1, 20), ("orders", 2, 50), ("orders", 3, 30)))
+    return partition_windows([offsets], live)
+
+
+def test_every_unread_partition_has_a_retention_window() -> None:
+    windows = orders_windows()
+    assert [(w.partition, w.offset, w.deadline_ms - w.written_ms) for w in windows] == [
+        (1, 20, 7 * DAY),
+        (0, 10, 7 * DAY),
+    ]
+    assert windows[0].deadline_ms < NOW_MS < windows[1].deadline_ms  # soonest first: 1 is overdue
+
+
+def pictures_page(tmp_path: Path, name: str, scenarios: dict[str, str], *, kafka: bool = False) -> Path:
+    """Audit a fleet of real checkpoints with the injected clock and write its page; with ``kafka``
+    its first record reads the partitions of :func:`orders_windows`."""
+    from checkpoint_doctor.fleet.records import KafkaPart
+
+    root = fleet_of(tmp_path, name, scenarios)
+    result = audit([str(root)], options=DiagnoseOptions(live_window_s=0, now_ms=NOW_MS))
+    records = list(result.records)
+    if kafka:
+        windows = orders_windows()
+        first = windows[0]
+        countdown = _kafka_countdown((NOW_MS - first.written_ms) // 3_600_000, -1, first.partition)
+        records[0] = replace(
+            records[0],
+            kafka=KafkaPart(("orders",), bootstrap="b:9092", retention=countdown, partitions=windows),
+        )
+    page = tmp_path / f"{name}.html"
+    page.write_text(
+        render_html(result.roots, records, result.notes, summarize(records), now_ms=NOW_MS), encoding="utf-8"
+    )
+    return page
+
+
+def test_the_pictures_are_seen_in_a_real_browser(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from checkpoint_doctor.fleet.html import (
+        ELAPSED_FILL,
+        GRID,
+        GRID_W,
+        MATRIX_FILL,
+        NOW_COLOUR,
+        STOPPED_FILL,
+        VERDICT_COLOUR,
+    )
+
+    healthy = pictures_page(tmp_path, "healthy", {"q1": "window_agg", "q2": "stateless"})
+    broken = pictures_page(
+        tmp_path,
+        "broken",
+        {"q1": "window_agg", "q2": "missing-prev-offsets", "q3": "state-delta-missing"},
+        kafka=True,
+    )
+    counts = {}
+    for page in (healthy, broken):
+        png = tmp_path / f"{page.stem}.png"
+        image = decode(screenshot(page, png))
+        with capsys.disabled():
+            print(f"\nscreenshot of the audit page ({page.stem} fleet): {png}")
+        colours = image.colours()
+        counts[page.stem] = {
+            "fails": colours[hex_rgb(MATRIX_FILL["fails"])],
+            "starts": colours[hex_rgb(MATRIX_FILL["starts"])],
+            "now": colours[hex_rgb(NOW_COLOUR)],
+            "stopped": colours[hex_rgb(STOPPED_FILL)],
+            "elapsed": colours[hex_rgb(ELAPSED_FILL)],
+            "error": colours[hex_rgb(VERDICT_COLOUR["error"])],
+        }
+    swatch = (GRID - 2) * (GRID - 2)  # the legend's swatch of each matrix colour
+    cell = (GRID_W - 3) * (GRID - 3)  # the inside of one matrix cell
+    # The restart matrix grid: a healthy fleet's has no failing cell (the legend swatch only); the
+    # broken fleet's failing restarts are red cells.
+    assert counts["healthy"]["fails"] == swatch
+    assert counts["broken"]["fails"] >= swatch + 2 * cell
+    assert counts["healthy"]["starts"] >= swatch + 2 * cell
+    # The time axes: the time since the newest batch is shaded, "now" is marked on every axis.
+    assert counts["healthy"]["stopped"] >= 2 * 100 and counts["healthy"]["now"] >= 2 * 2 * 15
+    # Kafka retention bars: elapsed retention drawn, and a now marker on each bar.
+    assert counts["healthy"]["elapsed"] == 0
+    assert counts["broken"]["elapsed"] >= 200 + 100
+    assert counts["broken"]["now"] >= counts["healthy"]["now"] + 2 * 2 * 14
+    # The fleet chart: the error segment of the verdict bar and the error codes' bars.
+    assert counts["broken"]["error"] > counts["healthy"]["error"] + 500
+
+    dom = dump_dom(broken)
+    # one time axis per checkpoint, on the injected clock
+    assert dom.count('aria-label="batches in time: stopped 3 h ago"') == 3
+    assert 'aria-label="fleet by verdict and finding code"' in dom
+    # One bar per unread partition with a deadline: partition 1 overdue first, then partition 0.
+    bars = re.findall(
+        r'<tr class="retention">.*?<td class="codes">([^<]+)</td>.*?<td[^>]*>([^<]+)</td></tr>', dom
+    )
+    assert bars == [("orders-1", "overdue"), ("orders-0", "2 d left")]
+    assert dom.count('aria-label="restart matrix by Spark line and mode"') == 3
+    assert 'class="cell fails"' in dom and 'class="cell fails"' not in dump_dom(healthy)
+
+
+def test_stopped_is_a_column_in_text_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from tests.cli.test_schemas import validate
+
+    root = fleet_of(tmp_path, "clocked", {"q1": "window_agg"})
+    # The audit's clock, injected: the one clock the CLI reads (cli.app.now_ms) as audit sees it.
+    monkeypatch.setattr("checkpoint_doctor.cli.app.now_ms", lambda: NOW_MS)
+    assert main(["audit", str(root), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    validate("audit", doc)
+    (record,) = doc["result"]["records"]
+    assert record["latest"]["stopped"] == "3 h" and record["latest"]["stopped_s"] == 3 * 3600
+    assert [b["batch_id"] for b in record["latest"]["batch_times"]] == [1, 2, 3]
+    assert record["latest"]["batch_times"][-1]["batch_time_ms"] == WINDOW_AGG_NEWEST_MS
+
+    assert main(["audit", str(root), "-v"]) == 0
+    text = capsys.readouterr().out
+    header = next(line for line in text.splitlines() if line.startswith("verdict"))
+    assert header.split() == ["verdict", "directory", "restart", "stopped", "by", "Spark", "line", "codes"]
+    row = next(line for line in text.splitlines() if line.startswith("ok"))
+    assert "3 h ago" in row
+
+
+def test_the_matrix_grid_says_not_judged_where_no_delta_release_judges_the_line() -> None:
+    from checkpoint_doctor.fleet.html import GRID_W, matrix_grid
+
+    fixture = FIXTURES_DELTA / "spark-4.2.1" / "delta-source-stateless"
+    result = audit([str(fixture)], options=OPTIONS)
+    (record,) = [r for r in result.records if isinstance(r, CheckpointRecord)]
+    grid = matrix_grid(record)
+    assert grid is not None
+    by_line = {line: x - GRID_W // 2 for x, line in grid.columns}  # a column's label is centred
+    states = {c.state for c in grid.cells if c.x == by_line["4.3"]}
+    # 4.3 has no Delta Lake release: its cells are "not judged", never a green "starts".
+    assert states == {"not-judged"}
+    assert {c.state for c in grid.cells if c.x == by_line["4.2"]} <= {"starts", "fails", "if-stateless"}

@@ -124,11 +124,24 @@ def test_audit_reads_every_kafka_checkpoint_and_sorts_the_countdowns(
     assert (retention["topic"], retention["partition"], retention["offset"]) == ("events", 0, 15)
     assert retention["deadline_ms"] == world + 15 * 1000 + RETENTION_MS
     assert 0 < retention["remaining_s"] <= RETENTION_MS / 1000
+    # every unread partition's retention window (the HTML's bars, issue 36 item 7): the countdown's
+    # partition is the soonest
+    windows = part["partitions"]
+    assert windows and (windows[0]["topic"], windows[0]["partition"], windows[0]["offset"]) == (
+        "events",
+        0,
+        15,
+    )
+    assert windows[0]["deadline_ms"] == retention["deadline_ms"]
+    assert all(w["deadline_ms"] - w["written_ms"] == RETENTION_MS for w in windows)
     # the second fetch on the same partitions (another offset) gets its record too
     behind = records["q-behind"]["kafka"]["retention"]
     assert behind["offset"] == 10 and behind["deadline_ms"] == world + 10 * 1000 + RETENTION_MS
     html = page.read_text(encoding="utf-8")
     assert "Kafka retention, soonest first (2)" in html
+    assert html.count('<tr class="retention">') == len(windows) + len(
+        records["q-behind"]["kafka"]["partitions"]
+    )
     assert html.index("events-0 (from offset 10") < html.index("events-0 (from offset 15")
     metric = [
         line for line in prom.read_text(encoding="utf-8").splitlines() if "kafka_retention_remaining" in line

@@ -101,8 +101,15 @@ def _hints(url: str) -> tuple[str, str, str, str]:
     return _AZURE_HINTS if protocol in _AZURE else _GCS_HINTS if protocol in _GCS else _S3_HINTS
 
 
-@functools.lru_cache(maxsize=1)
 def _kinds() -> dict[str, tuple[type[BaseException], ...]]:
+    """Return the exception classes per failure kind, for the backends imported so far (a failure
+    before adlfs or gcsfs was loaded must not leave their classes out of a later one)."""
+    loaded = tuple(name in sys.modules for name in ("asyncio", "azure.core", "azure.identity", "google.auth"))
+    return _kinds_for(loaded)
+
+
+@functools.lru_cache(maxsize=16)
+def _kinds_for(loaded: tuple[bool, ...]) -> dict[str, tuple[type[BaseException], ...]]:
     """Return the exception classes per failure kind, with the optional backends' own classes."""
     import socket  # here, not at start-up: only a failure needs its classes
 

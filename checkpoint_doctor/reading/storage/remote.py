@@ -197,7 +197,13 @@ class FsspecStorage(RootedPaths):
 
     # ----------------------------------------------------------------------------- changing
     def write_exclusive(
-        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Any = None
+        self,
+        rel: str,
+        data: bytes,
+        *,
+        like_siblings: bool = False,
+        owner: Any = None,
+        keep_temp: bool = False,
     ) -> None:
         """Create a file that must not exist yet: ``pipe_file(mode="create")`` (an object has no
         owner or mode of its own: ``like_siblings`` and ``owner`` change nothing).
@@ -211,6 +217,10 @@ class FsspecStorage(RootedPaths):
         with translated(self.url_of(rel), "write"):
             self.fs.pipe_file(path, data, mode="create")
             self.fs.invalidate_cache(path)
+
+    def created_from_temp(self, rel: str) -> bool | None:
+        """An object has no inode and its create no temp: who created it cannot be told."""
+        return None
 
     def write(self, rel: str, data: bytes, *, private: bool = False) -> None:
         """Create or replace a file: one PUT (``private``: the bucket's policy decides who reads)."""
