@@ -54,6 +54,7 @@ ALL_CHECKS = (
     checks_sources.check_source_identity,
     checks_source_files.check_source_files,
     checks_kafka.check_kafka_positions,
+    checks_kafka.check_kafka_topic_recreated,
     checks_delta_sources.check_delta_sources,
     checks_state.check_state_present,
     checks_state.check_state_restorable,

@@ -191,7 +191,8 @@ class KafkaReader:
 
     def read(self, offsets: Iterable[KafkaOffset], *, heads: bool = True) -> KafkaLive:
         """Return the live positions (and retention, and with ``heads`` the timestamps of the
-        records at the positions still held) of the topics the ``offsets`` read.
+        records at the positions still held and of the records just below them) of the topics the
+        ``offsets`` read.
 
         Raises:
             EndpointUnreachableError: the broker did not answer within the timeout.
@@ -216,6 +217,17 @@ class KafkaReader:
                     }
                 )
                 peeked = self._peek(held) if heads and held else ()
+                # the record below each position, when held: its timestamp says whether the checkpoint
+                # can have read it (a topic recreated and grown past the positions, issue 32 item 3)
+                under = sorted(
+                    {
+                        (t, p, o - 1)
+                        for off in offs
+                        for t, p, o in off.partitions
+                        if (t, p) in ends and ends[(t, p)][0] <= o - 1 < ends[(t, p)][1]
+                    }
+                )
+                behind = self._peek(under) if heads and under else ()
             except self._ck.KafkaException as exc:
                 raise self._fail(_reason(exc)) from None
         return KafkaLive(
@@ -223,6 +235,7 @@ class KafkaReader:
             tuple(sorted(found.items())),
             tuple(self._retention[t] for t in topics if t in self._retention),
             tuple(peeked),
+            tuple(behind),
         )
 
     def _describe(self, topics: list[str]) -> None:

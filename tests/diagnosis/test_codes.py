@@ -57,6 +57,7 @@ KNOWN_CODES = frozenset(
         "CD205",
         "CD206",
         "CD207",
+        "CD214",
         "CD208",
         "CD209",
         "CD210",
@@ -163,6 +164,8 @@ def test_scenario_codes(scenario, args, expected, tmp_path):
 #: diagnoses every recorded Kafka restart with them).
 TRIGGERED_ELSEWHERE = {
     "CD207",
+    # CD214 needs the record timestamps of the recreated topic (tests/kafka/test_two_sources.py)
+    "CD214",
     # CD015, CD312 and CD313 need the changed job's facts, recorded per line in fixtures/jobs/
     # (tests/diagnosis/test_job_changes.py)
     "CD015",
