@@ -14,6 +14,7 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.inspection import iso_ms
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
@@ -196,8 +197,9 @@ def check_kafka_topic_recreated(ctx: Context, prediction: RestartPrediction) -> 
         yield Finding(
             Code.KAFKA_TOPIC_RECREATED_UNREAD,
             f"Kafka source {n}: the topic on {live.bootstrap} was replaced after batch {batch} planned its "
-            f"positions (record {t}-{p}@{at - 1}, just below the position {at}, was written at {ts} ms, "
-            f"after the batch's {meta.batch_timestamp_ms} ms): the restart starts at the old positions and "
+            f"positions (record {t}-{p}@{at - 1}, just below the position {at}, was written at "
+            f"{iso_ms(ts) or ts}, after the batch's {iso_ms(meta.batch_timestamp_ms)}): the restart starts at "
+            "the old positions and "
             f"never reads {total} records of the new topic below them ({', '.join(shown[:SHOWN])}{more}); "
             "failOnDataLoss does not see this.",
             paths=(path,),
