@@ -135,6 +135,8 @@ class KafkaReader:
         self._retention: dict[str, KafkaRetention] = {}
         self._consumer: Any = None
         self._heads: dict[tuple[str, int, int], int | None] = {}
+        #: The offset of the record each peek found (the first at or after the position asked).
+        self._found_at: dict[tuple[str, int, int], int] = {}
         self.requests = 0
         self.admin = self._ck.admin.AdminClient(self._conf())
 
@@ -227,7 +229,13 @@ class KafkaReader:
                         if (t, p) in ends and ends[(t, p)][0] <= o - 1 < ends[(t, p)][1]
                     }
                 )
-                behind = self._peek(under) if heads and under else ()
+                # only the record at that very offset says anything: one found past it (the offset is a
+                # transaction marker or was compacted away) was written after the position, legitimately
+                behind = [
+                    (t, p, o, ts)
+                    for t, p, o, ts in (self._peek(under) if heads and under else ())
+                    if self._found_at.get((t, p, o)) == o
+                ]
             except self._ck.KafkaException as exc:
                 raise self._fail(_reason(exc)) from None
         return KafkaLive(
@@ -322,14 +330,20 @@ class KafkaReader:
                     rest.append((t, p, o))
                 else:
                     first[(t, p)] = o
-            for (t, p), ts in self._fetch_heads(first).items():
+            for (t, p), (ts, at) in self._fetch_heads(first).items():
                 self._heads[(t, p, first[(t, p)])] = ts
+                if at is not None:
+                    self._found_at[(t, p, first[(t, p)])] = at
             todo = rest
         return [(t, p, o, self._heads.get((t, p, o))) for t, p, o in held]
 
-    def _fetch_heads(self, wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+    def _fetch_heads(
+        self, wanted: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+        """Return ``(timestamp, offset)`` of the first record at or after each position (None, None
+        when none came in time)."""
         ck = self._ck
-        got: dict[tuple[str, int], int | None] = {}
+        got: dict[tuple[str, int], tuple[int | None, int | None]] = {}
         self.requests += 1
         self._consumer.assign([ck.TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())])
         deadline = time.monotonic() + PEEK_TIMEOUT_S
@@ -342,7 +356,10 @@ class KafkaReader:
                         # the first record at or after the position (a transaction marker or a
                         # compacted gap may sit at the offset itself)
                         kind, ts = msg.timestamp()
-                        got[key] = int(ts) if kind != ck.TIMESTAMP_NOT_AVAILABLE else None
+                        got[key] = (
+                            int(ts) if kind != ck.TIMESTAMP_NOT_AVAILABLE else None,
+                            int(msg.offset()),
+                        )
                         done.append(ck.TopicPartition(*key))
                 if done:  # fetch no more from the partitions answered
                     self._consumer.pause(done)
@@ -350,7 +367,7 @@ class KafkaReader:
             # librdkafka keeps a partition's pause across assignments: resume before letting go
             self._consumer.resume([ck.TopicPartition(t, p) for t, p in wanted])
             self._consumer.unassign()
-        return {tp: got.get(tp) for tp in wanted}
+        return {tp: got.get(tp, (None, None)) for tp in wanted}
 
     def close(self) -> None:
         """Close the consumer (the admin client needs no closing)."""

@@ -23,6 +23,7 @@ import pytest
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from tests.cli.test_schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "fixtures"
@@ -41,7 +42,7 @@ GROWN = [
     *(
         (p.parent, 0)
         for p in sorted(
-            FIXTURES.glob("kafka-sources/spark-*/kafka-two-sources-events-recreated-grown/scenario.json")
+            FIXTURES.glob("kafka-sources/spark-*/kafka-two-sources-events-recreated-*/scenario.json")
         )
     ),
 ]
@@ -182,7 +183,9 @@ def _diagnose_json(folder: Path, line: str, bootstrap: str) -> tuple[int, dict[s
         "json",
     )
     assert out.stdout, out.stderr
-    return out.returncode, json.loads(out.stdout)["result"]
+    doc = json.loads(out.stdout)
+    validate("diagnose", doc)  # CD214's details fit the published schema
+    return out.returncode, doc["result"]
 
 
 @pytest.mark.kafka
@@ -213,9 +216,12 @@ def test_live_recreated_grown_topic_counts_the_records_never_read(kafka: Any, fo
 
 
 @pytest.mark.kafka
-def test_live_records_written_before_the_batch_are_no_finding(kafka: Any) -> None:
+@pytest.mark.parametrize("transactional", [False, True], ids=["plain", "transactional"])
+def test_live_records_written_before_the_batch_are_no_finding(kafka: Any, transactional: bool) -> None:
     """The topic the checkpoint read, grown: its records carry the times they were written (before the
-    batches that read them), so nothing was replaced."""
+    batches that read them), so nothing was replaced. Transactional: records 0..13 in one transaction,
+    its commit marker at offset 14, just below the position 15: the consumer skips the marker and
+    returns record 15, written after the batch; that record is not the one below the position."""
     import kafka_world
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -227,11 +233,26 @@ def test_live_records_written_before_the_batch_are_no_finding(kafka: Any) -> Non
     for future in admin.create_topics([NewTopic("events", 3, 1, config={"retention.ms": "-1"})]).values():
         future.result(timeout=30)
     batch = _batch_ms(folder)
-    producer = Producer({"bootstrap.servers": kafka.bootstrap, "acks": "all"})
+    conf = {"bootstrap.servers": kafka.bootstrap, "acks": "all"}
+    if transactional:
+        conf["transactional.id"] = "checkpoint-doctor-test"
+    producer = Producer(conf)
+    if transactional:
+        producer.init_transactions(30)
+        producer.begin_transaction()
     for p in range(3):
-        for i in range(20):  # 0..14 read by the checkpoint's batches (written before batch 1), 15..19 after
-            ts = batch - 60_000 + i if i < 15 else batch + HOUR_MS + i
-            producer.produce("events", value=f"p{p}-r{i}".encode(), partition=p, timestamp=ts)
+        for i in range(14 if transactional else 15):  # read by the checkpoint's batches: before batch 1
+            producer.produce("events", value=f"p{p}-r{i}".encode(), partition=p, timestamp=batch - 60_000 + i)
+    if transactional:
+        producer.commit_transaction(30)  # the markers take offset 14 on each partition
+        producer.begin_transaction()
+    for p in range(3):
+        for i in range(15, 20):  # unread: written after the batch
+            producer.produce(
+                "events", value=f"p{p}-r{i}".encode(), partition=p, timestamp=batch + HOUR_MS + i
+            )
+    if transactional:
+        producer.commit_transaction(30)
     assert producer.flush(30) == 0
     code, doc = _diagnose_json(folder, "4.3", kafka.bootstrap)
     assert "CD214" not in [f["code"] for f in doc["findings"]], doc["findings"]
