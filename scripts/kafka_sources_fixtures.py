@@ -65,6 +65,16 @@ DAMAGE: dict[str, dict[str, Any]] = {
             *_produce(EVENTS, 25),
         ],
     },
+    "events-recreated-more-partitions": {
+        "description": "source 0's topic events deleted and recreated with 5 partitions of 25 records: "
+        "Spark reads the two new partitions from 0 and the three old ones from 15, records 0..14 of "
+        "those are never read; orders untouched",
+        "steps": [
+            {"op": "delete_topic", "topic": EVENTS},
+            {"op": "create_topic", "topic": EVENTS, "partitions": 5},
+            *({"op": "produce", "topic": EVENTS, "partition": p, "count": 25} for p in range(5)),
+        ],
+    },
 }
 
 

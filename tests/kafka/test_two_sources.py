@@ -71,6 +71,7 @@ def test_there_are_two_source_fixtures_on_the_lines_asked() -> None:
             "kafka-two-sources",
             "kafka-two-sources-orders-records-deleted",
             "kafka-two-sources-events-recreated-grown",
+            "kafka-two-sources-events-recreated-more-partitions",
         }
 
 
@@ -95,7 +96,10 @@ def test_each_source_is_predicted_against_its_own_topics(path: Path, idx: int) -
             assert source["numInputRows"] == g.rows
             topic = ("events", "orders")[n]
             assert {str(r.partition): r.end for r in g.reads} == _offsets(source["endOffset"])[topic]
-            assert {str(r.partition): r.start for r in g.reads} == _offsets(source["startOffset"])[topic]
+            start = _offsets(source["startOffset"])[topic]
+            # a partition new to the checkpoint is read from its earliest offset and is not in Spark's start
+            assert {str(r.partition): r.start for r in g.reads if str(r.partition) in start} == start
+            assert all(r.start == 0 for r in g.reads if str(r.partition) not in start)
     else:
         assert not result["started"]
         errors = [(n, g.error) for n, g in enumerate(got) if g.error is not None]
@@ -160,3 +164,56 @@ def test_the_plan_moves_the_lossy_source_and_keeps_the_other(line: str, tmp_path
     assert "Kafka source 1: " in loss and "Kafka source 0" not in loss
     assert "orders-0: 2 records skipped" in loss and "orders-1: 2 records skipped" in loss
     assert "(4 records skipped in all)" in loss
+
+
+REPAIRS = sorted((FIXTURES.parent / "repairs").glob("kafka-sources-spark-*.json"))
+
+
+def test_every_line_with_two_source_fixtures_has_its_plans_restarted_by_spark() -> None:
+    assert {p.stem.removeprefix("kafka-sources-spark-") for p in REPAIRS} == {
+        p.parent.parent.name.removeprefix("spark-") for p in SCENARIOS
+    }
+
+
+@pytest.mark.parametrize("path", REPAIRS, ids=lambda p: p.stem)
+def test_the_plan_brought_the_refused_restart_back_on_real_spark(path: Path, tmp_path: Path) -> None:
+    """scripts/record_kafka_sources_repairs.py: the plan made from the broker's positions, applied to a
+    copy and restarted by real Spark with the connector: batch 2 starts from the positions the plan
+    wrote (orders 10, events kept at 15) and reads up to the latest offsets; undo gives the bytes back.
+    The plan made here from the recorded positions is the same plan (same steps)."""
+    from tests.repair_proof import plan_key
+
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    line = doc["spark"]
+    refused = [
+        (p, i)
+        for p, i in CASES
+        if p.parent.parent.name == f"spark-{line}" and not _scenario(p)["restarts"][i]["result"]["started"]
+    ]
+    assert sorted(doc["records"]) == sorted(f"{p.parent.name}#{i}" for p, i in refused)
+    assert refused
+    for scen_path, idx in refused:
+        rec = doc["records"][f"{scen_path.parent.name}#{idx}"]
+        scen = _scenario(scen_path)
+        assert rec["fingerprint"] == scen["fingerprint"]
+        assert rec["outcome"] == "started", rec["error"]
+        assert rec["undo_restored"] is True
+        assert rec["first_batch"] == 2
+        events, orders = rec["sources"]
+        assert _offsets(events["startOffset"]) == {"events": {"0": 15, "1": 15, "2": 15}}
+        assert _offsets(orders["startOffset"]) == {"orders": {"0": 10, "1": 10}}
+        assert rec["positions"] == [{"events": {"2": 15, "1": 15, "0": 15}}, {"orders": {"1": 10, "0": 10}}]
+        assert events["numInputRows"] == 3 * (20 - 15) and orders["numInputRows"] == 2 * (12 - 10)
+        (loss,) = rec["loss"]
+        assert "Kafka source 1: " in loss and "(4 records skipped in all)" in loss
+        shutil.copytree(scen_path.parent / "checkpoint", tmp_path / line / "checkpoint")
+        snapshot = load_checkpoint(str(tmp_path / line / "checkpoint"))
+        plain = PlanOptions(
+            diagnose=DiagnoseOptions(
+                spark=_line(scen), mode="micro-batch", live_window_s=0, kafka=_live(scen)
+            )
+        )
+        plan = plan_repair(
+            snapshot, diagnose(snapshot, plain.diagnose), replace(plain, accept_data_loss=True)
+        )
+        assert plan_key(plan) == rec["plan_key"]
