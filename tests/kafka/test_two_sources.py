@@ -217,3 +217,43 @@ def test_the_plan_brought_the_refused_restart_back_on_real_spark(path: Path, tmp
             snapshot, diagnose(snapshot, plain.diagnose), replace(plain, accept_data_loss=True)
         )
         assert plan_key(plan) == rec["plan_key"]
+
+
+@pytest.mark.kafka
+@pytest.mark.parametrize("line", ["spark-3.5.9", "spark-4.3.0"])
+def test_live_diagnose_judges_each_source_against_its_own_topic(kafka: object, line: str) -> None:
+    """The world rebuilt on a real broker, the CLI as an operator runs it: source 1's loss is CD207 in
+    Spark's words for orders, source 0 (events, untouched) is not refused."""
+    import os
+    import subprocess
+    import sys
+
+    import kafka_world
+
+    from tests.cli.test_schemas import validate
+
+    folder = FIXTURES / line / "kafka-two-sources-orders-records-deleted"
+    scen = _scenario(folder / "scenario.json")
+    bootstrap = kafka.bootstrap  # type: ignore[attr-defined]
+    kafka_world.replay(bootstrap, scen["world"])
+    root = Path(__file__).resolve().parents[2]
+    argv = [sys.executable, "-m", "checkpoint_doctor", "diagnose", str(folder / "checkpoint")]
+    argv += ["--spark", _line(scen), "--kafka-bootstrap-servers", bootstrap, "--format", "json"]
+    out = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=False,
+    )
+    assert out.returncode & 4, out.stderr
+    doc = json.loads(out.stdout)
+    validate("diagnose", doc)
+    result = doc["result"]
+    (finding,) = [f for f in result["findings"] if f["code"] == "CD207"]
+    assert finding["details"]["source"] == 1
+    assert finding["details"]["skipped_per_partition"] == [["orders-0", 2], ["orders-1", 2]]
+    (cell,) = [c for c in result["matrix"] if c["spark"] == _line(scen) and c["mode"] == "micro-batch"]
+    assert cell["outcome"] == "fails" and "orders-" in cell["error"]["search"]
+    message = scen["restarts"][0]["result"]["error"]["message"]
+    assert any(s in message for s in [cell["error"]["search"], *cell["error"]["also_seen_as"]])
