@@ -465,6 +465,11 @@ class KafkaLive:
     topics: tuple[tuple[str, tuple[tuple[int, int, int], ...] | None], ...]
     retention: tuple[KafkaRetention, ...] = ()
     heads: tuple[tuple[str, int, int, int | None], ...] = ()
+    #: The timestamp of the record just below each checkpoint position still held (offset
+    #: position - 1, the last record the checkpoint says it read), ``(topic, partition, offset,
+    #: timestamp_ms)``: a record appended after the batch that planned the position proves the
+    #: partition's log was replaced (issue 32 item 3). Empty when not read.
+    below: tuple[tuple[str, int, int, int | None], ...] = ()
 
     @property
     def live(self) -> dict[str, dict[int, tuple[int, int]] | None]:

@@ -32,7 +32,9 @@ Stages:
    written to ``fixtures/delta/spark-<v>/``. Lines without a Delta release (4.3.0) are skipped.
 6. ``jobs``: what each line's Spark says the changed-query jobs run (``fixtures/jobs/facts-<v>.json``,
    the ``--job`` probe); ``kafka-jobs``: the Kafka base restarted by jobs that subscribe to other
-   topics on a real broker (``scripts/kafka_job_fixtures.py``, ``fixtures/kafka-jobs/spark-<v>/``).
+   topics on a real broker (``scripts/kafka_job_fixtures.py``, ``fixtures/kafka-jobs/spark-<v>/``);
+   ``kafka-sources``: two Kafka sources in one query (``scripts/kafka_sources_fixtures.py``,
+   ``fixtures/kafka-sources/spark-<v>/``).
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,
@@ -2387,7 +2389,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--stage",
-        choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "kafka-jobs", "all"),
+        choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "kafka-jobs", "kafka-sources", "all"),
         default="all",
     )
     parser.add_argument(
@@ -2419,6 +2421,11 @@ def main(argv: list[str]) -> int:
             import kafka_job_fixtures  # a broker and the connector, as the kafka stage
 
             kafka_job_fixtures.stage_kafka_jobs(versions)
+        elif stage == "kafka-sources":
+            import kafka_sources_fixtures  # two Kafka sources in one query, as the kafka stage
+
+            for version in versions:
+                kafka_sources_fixtures.write_line(version)
         elif stage == "kafka":
             import kafka_fixtures  # needs confluent-kafka and Maven: only this stage
 

@@ -166,6 +166,21 @@ def q_kafka_stateless(spark, job):
     return _noop(kafka_source(spark, job).select("partition", "offset", F.col("value").cast("string")))
 
 
+@query("kafka_union")
+def q_kafka_union(spark, job):
+    """Two Kafka sources in one query (issue 32 item 2): ``topic`` (source 0) union ``topic2`` (source 1).
+
+    Each source keeps its own offsets in the checkpoint's offsets lines (one per source, in the
+    plan's order), and the connector judges each against its own topics only
+    (KafkaMicroBatchStream per source).
+    """
+    args = _args(job)
+    cols = ("topic", "partition", "offset")
+    first = kafka_source(spark, job).select(*cols)
+    second = kafka_source(spark, {**job, "query_args": {**args, "topic": args.get("topic2", "orders")}})
+    return _noop(first.unionByName(second.select(*cols)))
+
+
 @query("kafka_to_kafka")
 def q_kafka_to_kafka(spark, job):
     """Kafka topic -> Kafka topic ``out``: the sink every execution mode accepts.

@@ -57,6 +57,7 @@ ALL_CHECKS = (
     checks_kafka.check_kafka_offsets_negative,
     checks_kafka.check_kafka_unchecked,
     checks_kafka.check_kafka_retention_deadline,
+    checks_kafka.check_kafka_topic_recreated,
     checks_delta_sources.check_delta_sources,
     checks_state.check_state_present,
     checks_state.check_state_restorable,

@@ -68,6 +68,7 @@ class Code(TextEnum):
     KAFKA_OFFSET_NEGATIVE = "CD211"
     KAFKA_POSITIONS_UNCHECKED = "CD212"
     KAFKA_RETENTION_DEADLINE = "CD213"
+    KAFKA_TOPIC_RECREATED_UNREAD = "CD214"
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
@@ -609,6 +610,23 @@ _ALL = (
         "The query is stopped, or reads slower than retention deletes.",
         "Restart the query before the deadline (the soonest partition first), or raise the topic's "
         "retention.ms; --loss-horizon sets how far ahead to look (default 24 h).",
+    ),
+    _c(
+        Code.KAFKA_TOPIC_RECREATED_UNREAD,
+        "kafka-topic-recreated-unread",
+        WARNING,
+        "A Kafka topic was replaced under the checkpoint: the restart never reads the new records below its positions",
+        "The Kafka source checks only that the checkpoint's next offsets lie between the topic's earliest "
+        "and latest offsets (KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets, KafkaDataConsumer); "
+        "a topic deleted and recreated, then grown past those offsets, passes. Spark starts at the old "
+        "offsets without a warning, whatever failOnDataLoss says, and never reads the new topic's records "
+        "below them. The record just below a position was appended after the batch that planned that "
+        "position, so the checkpoint cannot have read it: the partition's log is not the one it read.",
+        "The topic was deleted and recreated (perhaps with more partitions), or its partitions' logs "
+        "replaced, while the query was stopped, and producers wrote past the checkpoint's offsets.",
+        "Decide whether the records below the positions matter: to read them, start a new checkpoint "
+        "with startingOffsets earliest (or the offsets to start from), or reprocess the counted ranges "
+        "separately; restarting on this checkpoint skips them silently.",
     ),
     _c(
         Code.DELTA_SOURCE_TABLE_REPLACED,

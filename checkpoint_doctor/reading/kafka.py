@@ -148,6 +148,8 @@ class KafkaReader:
         self._retention: dict[str, KafkaRetention] = {}
         self._consumer: Any = None
         self._heads: dict[tuple[str, int, int], int | None] = {}
+        #: The offset of the record each peek found (the first at or after the position asked).
+        self._found_at: dict[tuple[str, int, int], int] = {}
         self.requests = 0
         self.admin = self._ck.admin.AdminClient(self._conf())
 
@@ -241,7 +243,8 @@ class KafkaReader:
 
     def read(self, offsets: Iterable[KafkaOffset], *, heads: bool = True) -> KafkaLive:
         """Return the live positions (and retention, and with ``heads`` the timestamps of the
-        records at the positions still held) of the topics the ``offsets`` read.
+        records at the positions still held and of the records just below them) of the topics the
+        ``offsets`` read.
 
         Raises:
             EndpointUnreachableError: the broker did not answer within the timeout.
@@ -266,6 +269,23 @@ class KafkaReader:
                     }
                 )
                 peeked = self._peek(held) if heads and held else ()
+                # the record below each position, when held: its timestamp says whether the checkpoint
+                # can have read it (a topic recreated and grown past the positions, issue 32 item 3)
+                under = sorted(
+                    {
+                        (t, p, o - 1)
+                        for off in offs
+                        for t, p, o in off.partitions
+                        if (t, p) in ends and ends[(t, p)][0] <= o - 1 < ends[(t, p)][1]
+                    }
+                )
+                # only the record at that very offset says anything: one found past it (the offset is a
+                # transaction marker or was compacted away) was written after the position, legitimately
+                behind = [
+                    (t, p, o, ts)
+                    for t, p, o, ts in (self._peek(under) if heads and under else ())
+                    if self._found_at.get((t, p, o)) == o
+                ]
             except self._ck.KafkaException as exc:
                 raise self._fail(_reason(exc)) from None
         return KafkaLive(
@@ -273,6 +293,7 @@ class KafkaReader:
             tuple(sorted(found.items())),
             tuple(self._retention[t] for t in topics if t in self._retention),
             tuple(peeked),
+            tuple(behind),
         )
 
     def _describe(self, topics: list[str]) -> None:
@@ -397,14 +418,20 @@ class KafkaReader:
                     rest.append((t, p, o))
                 else:
                     first[(t, p)] = o
-            for (t, p), ts in self._fetch_heads(first).items():
+            for (t, p), (ts, at) in self._fetch_heads(first).items():
                 self._heads[(t, p, first[(t, p)])] = ts
+                if at is not None:
+                    self._found_at[(t, p, first[(t, p)])] = at
             todo = rest
         return [(t, p, o, self._heads.get((t, p, o))) for t, p, o in held]
 
-    def _fetch_heads(self, wanted: dict[tuple[str, int], int]) -> dict[tuple[str, int], int | None]:
+    def _fetch_heads(
+        self, wanted: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+        """Return ``(timestamp, offset)`` of the first record at or after each position (None, None
+        when none came in time)."""
         ck = self._ck
-        got: dict[tuple[str, int], int | None] = {}
+        got: dict[tuple[str, int], tuple[int | None, int | None]] = {}
         self.requests += 1
         self._consumer.assign([ck.TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())])
         deadline = time.monotonic() + PEEK_TIMEOUT_S
@@ -417,7 +444,10 @@ class KafkaReader:
                         # the first record at or after the position (a transaction marker or a
                         # compacted gap may sit at the offset itself)
                         kind, ts = msg.timestamp()
-                        got[key] = int(ts) if kind != ck.TIMESTAMP_NOT_AVAILABLE else None
+                        got[key] = (
+                            int(ts) if kind != ck.TIMESTAMP_NOT_AVAILABLE else None,
+                            int(msg.offset()),
+                        )
                         done.append(ck.TopicPartition(*key))
                 if done:  # fetch no more from the partitions answered
                     self._consumer.pause(done)
@@ -425,7 +455,7 @@ class KafkaReader:
             # librdkafka keeps a partition's pause across assignments: resume before letting go
             self._consumer.resume([ck.TopicPartition(t, p) for t, p in wanted])
             self._consumer.unassign()
-        return {tp: got.get(tp) for tp in wanted}
+        return {tp: got.get(tp, (None, None)) for tp in wanted}
 
     def close(self) -> None:
         """Close the consumer (the admin client needs no closing)."""

@@ -60,6 +60,7 @@ KNOWN_CODES = frozenset(
         "CD211",
         "CD212",
         "CD213",
+        "CD214",
         "CD208",
         "CD209",
         "CD210",
@@ -170,6 +171,8 @@ TRIGGERED_ELSEWHERE = {
     "CD211",
     # CD213: a retention deadline needs a broker and a clock (tests/kafka/test_retention_deadline.py)
     "CD213",
+    # CD214 needs the record timestamps of the recreated topic (tests/kafka/test_two_sources.py)
+    "CD214",
     # CD015, CD312 and CD313 need the changed job's facts, recorded per line in fixtures/jobs/
     # (tests/diagnosis/test_job_changes.py)
     "CD015",

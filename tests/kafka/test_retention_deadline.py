@@ -20,7 +20,7 @@ from checkpoint_doctor.diagnosis.sources.kafka import unread_offsets
 from checkpoint_doctor.reading.kafka import KafkaReader
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.cli.test_schemas import validate
-from tests.kafka.test_live_audit import CHECKPOINT, RETENTION_MS, build_topic, copy_checkpoint
+from tests.kafka.test_live_audit import CHECKPOINT, build_topic, copy_checkpoint
 from tests.kafka.test_live_diagnose import cli
 
 pytestmark = pytest.mark.kafka
@@ -92,8 +92,15 @@ def test_beyond_the_horizon_only_the_countdown_remains(fixed_topic: str) -> None
 
 def test_diagnose_and_audit_warn_and_rank_with_the_loss_horizon(kafka: Any, tmp_path: Path) -> None:
     kafka_world.reset(kafka.bootstrap)
-    first_ms = (int(time.time()) - 3600) * 1000  # an hour left of the two
-    build_topic(kafka.bootstrap, "events", first_ms)
+    # The records were written just before the checkpoint's batch planned its positions (records
+    # written after it would be a recreated topic's, CD214), and retention leaves an hour from now.
+    planned_ms = json.loads((CHECKPOINT / "offsets" / "1").read_text(encoding="utf-8").splitlines()[1])[
+        "batchTimestampMs"
+    ]
+    first_ms = planned_ms - 60_000
+    build_topic(
+        kafka.bootstrap, "events", first_ms, retention_ms=int(time.time() * 1000) - first_ms + 3_600_000
+    )
     out = cli("diagnose", str(CHECKPOINT), "--kafka-bootstrap-servers", kafka.bootstrap, "--format", "json")
     doc = json.loads(out.stdout)
     validate("diagnose", doc)
@@ -125,7 +132,7 @@ def test_diagnose_and_audit_warn_and_rank_with_the_loss_horizon(kafka: Any, tmp_
         if line.startswith("checkpoint_doctor_kafka_loss_deadline_seconds{")
     ]
     assert len(due) == 6 and all('topic="events"' in line for line in due), due
-    assert all(0 < float(line.rsplit(" ", 1)[1]) <= RETENTION_MS / 1000 for line in due)
+    assert all(0 < float(line.rsplit(" ", 1)[1]) <= 3600 + 60 for line in due)  # an hour, plus offset 15 s
     wide = cli(*audit, "--loss-horizon", "600", "--format", "json")
     assert wide.returncode == 0, wide.stdout
     shutil.rmtree(root)

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.inspection import iso_ms
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
@@ -263,6 +264,75 @@ def check_kafka_retention_deadline(ctx: Context, prediction: RestartPrediction) 
                     ),
                 ),
                 ("count", len(due)),
+            ),
+        )
+
+
+#: How far a record's timestamp may lie past the batch that planned the position above it before the
+#: record is taken as appended after that batch: the end offsets are read after batchTimestampMs is
+#: taken (MicroBatchExecution.constructNextBatch), and a producer's CreateTime comes from its own clock.
+CLOCK_SLACK_MS = 10 * 60 * 1000
+
+
+def replaced_below(
+    off: KafkaOffset, live: KafkaLive, planned_ms: int
+) -> list[tuple[str, int, int, int, int]]:
+    """Return ``(topic, partition, position, unread, timestamp_ms)`` for each partition whose record
+    just below the checkpoint's position was appended after ``planned_ms`` (the batch that planned the
+    position, plus :data:`CLOCK_SLACK_MS`): that record is not one the checkpoint read, so the log was
+    replaced (the topic deleted and recreated) and the restart never reads the ``unread`` records now
+    held below the position. A position above the latest is CD207's. Pure."""
+    positions = live.live
+    below = {(t, p, o): ts for t, p, o, ts in live.below}
+    out = []
+    for topic, part, at in off.partitions:
+        pos = (positions.get(topic) or {}).get(part)
+        ts = below.get((topic, part, at - 1))
+        if pos is None or ts is None or ts < 0:
+            continue
+        earliest, latest = pos
+        if earliest < at <= latest and ts > planned_ms + CLOCK_SLACK_MS:
+            out.append((topic, part, at, at - earliest, ts))
+    return out
+
+
+def check_kafka_topic_recreated(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD214: a Kafka source's positions lie inside a topic that was replaced after the checkpoint's
+    batch planned them (a topic recreated and grown past them, perhaps with more partitions): Spark
+    starts there without a word and never reads the records below them (issue 32 item 3)."""
+    live = ctx.options.kafka
+    path = prediction.start_from
+    if live is None or not live.below or prediction.start_offsets is None or path is None:
+        return
+    batch = int(path.split("/")[1]) if path.startswith("offsets/") and path[8:].isdigit() else None
+    entry = ctx.snapshot.offsets.get(batch) if batch is not None else None
+    meta = entry.record.metadata if entry is not None and entry.record is not None else None
+    if meta is None or meta.batch_timestamp_ms <= 0:
+        return
+    for n, off in kafka_sources(prediction.start_offsets):
+        found = replaced_below(off, live, meta.batch_timestamp_ms)
+        if not found:
+            continue
+        total = sum(u for _, _, _, u, _ in found)
+        shown = [f"{t}-{p}: {u} (offsets {at - u}..{at - 1})" for t, p, at, u, _ in found]
+        more = f" and {len(shown) - SHOWN} more" if len(shown) > SHOWN else ""
+        t, p, at, _, ts = found[0]
+        yield Finding(
+            Code.KAFKA_TOPIC_RECREATED_UNREAD,
+            f"Kafka source {n}: the topic on {live.bootstrap} was replaced after batch {batch} planned its "
+            f"positions (record {t}-{p}@{at - 1}, just below the position {at}, was written at "
+            f"{iso_ms(ts) or ts}, after the batch's {iso_ms(meta.batch_timestamp_ms)}): the restart starts at "
+            "the old positions and "
+            f"never reads {total} records of the new topic below them ({', '.join(shown[:SHOWN])}{more}); "
+            "failOnDataLoss does not see this.",
+            paths=(path,),
+            batch_ids=(prediction.next_batch_id,) if prediction.next_batch_id is not None else (),
+            details=(
+                ("source", n),
+                ("bootstrap", live.bootstrap),
+                ("batch_timestamp_ms", meta.batch_timestamp_ms),
+                ("unread", total),
+                ("unread_per_partition", tuple((f"{t}-{p}", u) for t, p, _, u, _ in found)),
             ),
         )
 

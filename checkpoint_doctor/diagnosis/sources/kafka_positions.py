@@ -87,7 +87,16 @@ def predict(
         if live.get(topic) is None:
             text = "UnknownTopicOrPartitionException: This server does not host this topic-partition"
             return KafkaRestart(SparkError(f"org.apache.kafka.common.errors.{text}", text, "batch"))
-    now = {(t, p): pos for t, parts in live.items() if parts is not None for p, pos in parts.items()}
+    # Only this source's own topics: ``live`` holds every topic the checkpoint's sources read, and a
+    # query with several Kafka sources (a union or a join) has one KafkaMicroBatchStream per source,
+    # each listing the partitions of its own subscription (KafkaOffsetReaderAdmin.fetchLatestOffsets);
+    # another source's partitions are not "added" to this one (issue 32 item 2).
+    now = {
+        (t, p): pos
+        for t, parts in live.items()
+        if parts is not None and t in {topic for topic, _ in known}
+        for p, pos in parts.items()
+    }
     new = {tp: pos for tp, pos in sorted(now.items()) if tp not in known}
     # New partitions are read from their earliest offset, which must be 0.
     not_zero = [(_tp(*tp), earliest) for tp, (earliest, _) in new.items() if earliest != 0]
