@@ -55,6 +55,7 @@ ALL_CHECKS = (
     checks_source_files.check_source_files,
     checks_kafka.check_kafka_positions,
     checks_delta_sources.check_delta_sources,
+    checks_delta_sources.check_delta_tables,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
     checks_state.check_restorable_batch,

@@ -34,7 +34,7 @@ from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE
 from checkpoint_doctor.fleet.discovery import DELTA_LOG, NOTE_DELTA, join, parent_of
 from checkpoint_doctor.fleet.records import AuditNote
-from checkpoint_doctor.loading_delta import complete_sources
+from checkpoint_doctor.loading_delta import complete_sources, own_unread
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import commit_names, is_delta_table, read_commits, read_table
@@ -312,7 +312,14 @@ class DeltaIndex:
         )
         if pairing.unpaired and copies and not pairing.ambiguous:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
-        return complete_sources(pairing, snapshot, None, read=self._read_from)
+        return own_unread(complete_sources(pairing, snapshot, None, read=self._read_from), self._first_id)
+
+    def _first_id(self, url: str) -> str | None:
+        """The id the first version of an unread table's log names (its own when created)."""
+        task = self._tasks.get(url)
+        if task is None:
+            return None
+        return first_table_id(url, task.log_names, store=self._counted(task, self._local.counter))
 
     def noted(self, notes: Iterable[AuditNote]) -> list[AuditNote]:
         """Return the audit's notes with each Delta table's saying what became of it: read to pair

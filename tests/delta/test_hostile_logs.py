@@ -28,6 +28,7 @@ from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
 from checkpoint_doctor.planning.options import MAX_OPTION_STEPS
+from tests.cli.test_schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = ROOT / "fixtures" / "delta" / "spark-3.5.9"
@@ -92,11 +93,30 @@ def test_two_tables_with_the_source_id_beside_pair_neither_and_plan_changes_noth
     (unpaired,) = pairing["unpaired_sources"]
     assert unpaired["tables_with_its_id"] == [str(copy), str(job / "source")]
     assert "not guessed" in pairing["text"]
-    assert "CD209" not in out and code == 0
+    validate("diagnose", doc)
+    # The ambiguity is a finding (a warning: exit 1, it was 0) naming both tables and the command
+    # that settles it for each, as it runs.
+    (finding,) = doc["result"]["findings"]
+    assert finding["code"] == "CD212" and finding["severity"] == "warning"
+    assert finding["paths"] == [str(copy), str(job / "source")]
+    for table in (copy, job / "source"):
+        assert f"checkpoint-doctor diagnose {job / 'checkpoint'} --delta-table {table}" in finding["message"]
+    assert "CD209" not in out and code == 1
+    api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
+    assert [(f.code, f.severity, f.paths) for f in api.findings] == [
+        ("CD212", "warning", (str(copy), str(job / "source")))
+    ]
+    # The command printed runs and settles it: the table named is the one judged.
+    settle = finding["message"].rsplit("table it reads: ", 1)[1].split(" or ")[1].split()
+    assert settle[0] == "checkpoint-doctor"
+    code, out = _run([*settle[1:], "--format", "json", *QUIET], capsys)
+    settled = json.loads(out)["result"]
+    assert [p["table"] for p in settled["delta_pairing"]["pairs"]] == [str(job / "source")]
+    assert settled["findings"] == [] and code == 0
     # No plan changes anything on an ambiguous pairing, consent or not.
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
-    assert code == 0 and not plan.exists(), out
+    assert code == 1 and not plan.exists() and "CD212" in out, out
     assert "reservoirVersion" not in out and f"2 tables have its id ({copy}, {job / 'source'})" in " ".join(
         out.split()
     )
@@ -112,7 +132,7 @@ def test_an_audit_pairs_no_copy_beside_the_checkpoint_either(
     (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
     assert "CD209" not in record["codes"] and record["delta"]["pairs"] == []
     assert record["delta"]["unpaired_sources"][0]["tables_with_its_id"] == [str(copy), str(job / "source")]
-    assert code == 0
+    assert record["codes"] == ["CD212"] and code == 1
 
 
 def test_the_table_named_with_delta_table_is_the_operators_choice_among_copies(
@@ -152,15 +172,23 @@ def test_copies_of_the_sink_beside_pair_neither_and_plan_changes_nothing(
     assert pairing["pairs"] == [] and pairing["sink_copies"] == [[str(backup), str(job / "sink")]]
     assert "CD407" not in {f["code"] for f in doc["result"]["findings"]}
     assert "which one the query writes is not guessed" in pairing["text"]
+    (finding,) = [f for f in doc["result"]["findings"] if f["code"] == "CD212"]
+    assert finding["severity"] == "warning" and finding["paths"] == [str(backup), str(job / "sink")]
+    assert (
+        f"checkpoint-doctor diagnose {job / 'checkpoint'} --delta-table {job / 'sink'}" in finding["message"]
+    )
+    assert code == 1
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
     assert not plan.exists() and _tree(job / "checkpoint") == before, out
+    assert code == 1 and "CD212" in out
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
     (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
     assert (
         record["delta"]["sink_copies"] == [[str(backup), str(job / "sink")]]
         and "CD407" not in record["codes"]
     )
+    assert "CD212" in record["codes"] and code == 1
     # Named, the operator's choice is judged.
     code, out = _run(
         ["diagnose", str(job / "checkpoint"), "--delta-table", str(job / "sink"), *QUIET], capsys
@@ -292,23 +320,41 @@ def test_a_hostile_delta_log_is_named_never_a_crash(
     checkpoint_before = _tree(job / "checkpoint")
     code, out = _run(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
     assert code in (0, 1, 4), out[-2000:]
-    pairing = json.loads(out)["result"]["delta_pairing"]
+    doc = json.loads(out)
+    validate("diagnose", doc)
+    pairing = doc["result"]["delta_pairing"]
     # Either the table is read as Delta would read it (what is damaged is not what is read), or it is
     # named as not read with the file and what is wrong with it.
     read = [p["table"] for p in pairing["pairs"]] == [str(job / "source")]
     named = [u["table"] for u in pairing["unread"]] == [str(job / "source")]
     assert read or named, pairing["text"]
+    unreadable = [f for f in doc["result"]["findings"] if f["code"] == "CD211"]
     if named:
         assert str(job / "source") in pairing["unread"][0]["reason"], pairing["unread"]  # and the why
+        # ... and a finding on that table (issue 31 item 8: the exit stayed 0): an error, the table
+        # being certainly the query's (its id, by its checksum or its first commit, is the source's).
+        (finding,) = unreadable
+        assert finding["paths"] == [str(job / "source")] and finding["severity"] == "error"
+        assert pairing["unread"][0]["reason"] in finding["message"]
+        assert "not judged" in finding["message"] and code == 4
+        api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
+        assert [(f.code, f.severity, f.paths) for f in api.findings] == [
+            ("CD211", "error", (str(job / "source"),))
+        ]
+    else:
+        assert not unreadable and code == 0, out[-2000:]
+    diagnosed = code
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
-    assert code in (0, 1, 4), out[-2000:]
+    assert code == diagnosed, out[-2000:]
     assert not plan.exists() or plan.stat().st_size <= MAX_DOCUMENT_BYTES
+    assert ("CD211" in out) == named and not (named and plan.exists())
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
-    assert code in (0, 1, 4), out[-2000:]
+    assert code == diagnosed | 1, out[-2000:]  # OR-ed with the other's warning (CD407)
     records = {r["path"]: r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"}
     assert set(records) == {"job/checkpoint", "other/checkpoint"}  # the other is never lost
     assert records["other/checkpoint"]["codes"] == ["CD407"]
+    assert records["job/checkpoint"]["codes"] == (["CD211"] if named else [])
     assert _tree(job / "source") == source_before and _tree(job / "checkpoint") == checkpoint_before
 
 
@@ -319,11 +365,12 @@ def test_a_damaged_commit_says_which_action_and_value(
     _append(4, LINES["txn-version-1e400"])(job / "source" / "_delta_log")
     code, out = _run(["diagnose", str(job / "checkpoint"), *QUIET], capsys)
     text = " ".join(out.split())
-    assert code == 0
+    assert code == 4 and "ERROR    CD211 delta-table-unreadable" in out  # it was exit 0
     assert (
         f"{job / 'source'}/_delta_log/00000000000000000004.json is not a Delta commit: txn.version is not a long: 1E+400"
         in text
     )
+    assert f"Delta source 0's table {job / 'source'} cannot be read" in text
 
 
 def test_a_commit_named_beyond_a_java_long_names_the_file(tmp_path: Path) -> None:
@@ -434,9 +481,15 @@ def test_a_fifo_as_last_checkpoint_never_reaches_delta_rs(tmp_path: Path) -> Non
     hint.unlink()
     os.mkfifo(hint)
     done = _limited(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (unread,) = json.loads(done.stdout)["result"]["delta_pairing"]["unread"]
+    result = json.loads(done.stdout)["result"]
+    (unread,) = result["delta_pairing"]["unread"]
     assert f"{hint} is not a regular file" in unread["reason"]
+    # A finding on the table (it was exit 0): a warning, its id unread (its log starts at version 6,
+    # no first commit names it), so it only lies beside the checkpoint.
+    assert [(f["code"], f["severity"], f["paths"]) for f in result["findings"]] == [
+        ("CD211", "warning", [str(job / "source")])
+    ]
+    assert done.returncode == 1, done.stderr[-2000:]
 
 
 def test_a_link_to_a_fifo_among_the_commits_never_reaches_delta_rs(tmp_path: Path) -> None:
@@ -445,8 +498,8 @@ def test_a_link_to_a_fifo_among_the_commits_never_reaches_delta_rs(tmp_path: Pat
     os.mkfifo(fifo)
     (job / "source" / "_delta_log" / f"{7:020d}.json").symlink_to(fifo)
     done = _limited(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "is not a regular file" in done.stdout
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "is not a regular file" in done.stdout and '"code": "CD211"' in done.stdout
 
 
 @pytest.mark.parametrize("hint", ['{"version":99,"size":6}', "{garbage", ""])
