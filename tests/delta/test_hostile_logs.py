@@ -373,6 +373,41 @@ def test_a_damaged_commit_says_which_action_and_value(
     assert f"Delta source 0's table {job / 'source'} cannot be read" in text
 
 
+def test_an_unreadable_table_that_may_be_the_sink_is_a_warning_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged table beside a checkpoint with no Delta source (its id and txns unread: maybe its
+    sink, the recorded one here) is CD211 as a warning: exit 1 in diagnose, plan and audit (it was
+    0, and CD407 went unsaid), the same in the API; every JSON document validates."""
+    job = _job(tmp_path, SINK)
+    _append(2, LINES["txn-version-1e400"], keep_crc=False)(job / "sink" / "_delta_log")
+    code, out = _run(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
+    doc = json.loads(out)
+    validate("diagnose", doc)
+    (finding,) = doc["result"]["findings"]
+    assert (finding["code"], finding["severity"], finding["paths"]) == (
+        "CD211",
+        "warning",
+        [str(job / "sink")],
+    )
+    assert "may be this query's source or sink" in finding["message"]
+    assert f"{job / 'sink'}/_delta_log/00000000000000000002.json is not a Delta commit" in finding["message"]
+    assert code == 1
+    api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
+    assert [(f.code, f.severity, f.paths, f.message) for f in api.findings] == [
+        ("CD211", "warning", (str(job / "sink"),), finding["message"])
+    ]
+    code, out = _run(["plan", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
+    plan = json.loads(out)
+    validate("plan", plan)
+    assert [u["code"] for u in plan["result"]["unresolved"]] == ["CD211"] and code == 1
+    code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
+    doc = json.loads(out)
+    validate("audit", doc)
+    (record,) = [r for r in doc["result"]["records"] if r["kind"] == "checkpoint"]
+    assert record["codes"] == ["CD211"] and code == 1
+
+
 def test_a_commit_named_beyond_a_java_long_names_the_file(tmp_path: Path) -> None:
     job = _job(tmp_path, STATELESS)
     _write("99999999999999999999.json", "{}\n")(job / "source" / "_delta_log")
