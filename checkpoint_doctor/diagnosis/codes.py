@@ -616,18 +616,17 @@ _ALL = (
         ERROR,
         "A Delta table paired with the checkpoint, or found beside it, cannot be read",
         "Not judged: the restart reads the table's log (DeltaLog, the commits from the checkpoint's "
-        "version on for a Delta source, the txns for a Delta sink), and a commit or checksum that is not "
-        "what Delta writes (a value no Java long holds, an action of the wrong shape, JSON nested beyond "
-        "any parser's depth, a file name beyond a Java long) may fail it or be read otherwise; which, "
-        "this tool does not say. The finding names the file and what is wrong with it.",
+        "version on for a Delta source, the txns for a Delta sink), each commit line with Jackson "
+        "(Action.fromJson: JsonUtils.mapper.readValue[SingleAction]). A line that is not JSON fails there "
+        "with Jackson's exception; a value no Java long holds, an action of the wrong shape, JSON nested "
+        "beyond a parser's depth or a file name beyond a Java long may fail it or be read otherwise, "
+        "which this tool does not say. The finding names the file and what is wrong with it.",
         "A hand edit, a bad tool or a partial copy damaged the table's _delta_log.",
         "Restore the named file from a backup of the table (or repair it the way the tool that wrote it "
-        "would), then diagnose again: the restart is judged against the table only once its log reads. "
-        "An error when the table is certainly the query's (its id is a Delta source's), a warning when "
-        "it only lies beside the checkpoint (it may be the query's source or sink).",
-        "is not a Delta commit",
-        "is not a regular file",
-        "beyond a Java long",
+        "would), then diagnose again: the restart is judged against the table only once its log reads; "
+        "no plan changes the checkpoint for that table until then.",
+        "com.fasterxml.jackson",
+        "JsonParseException",
     ),
     _c(
         Code.DELTA_TABLE_COPIES,

@@ -408,6 +408,23 @@ def test_an_unreadable_table_that_may_be_the_sink_is_a_warning_everywhere(
     assert record["codes"] == ["CD211"] and code == 1
 
 
+def test_explain_states_how_certain_an_unreadable_table_must_be_for_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """CD211's severity is its check's (certainly the query's table, or only beside it), not the
+    restarts' rule every other error code follows: explain says so, in text and JSON."""
+    code, out = _run(["explain", "CD211", "--format", "json"], capsys)
+    doc = json.loads(out)
+    validate("explain", doc)
+    rule = doc["result"]["severity_rule"]
+    assert rule.startswith("error when the table is certainly the query's") and "a warning when" in rule
+    assert "Action.fromJson" in doc["result"]["spark_does"] and code == 0
+    code, out = _run(["explain", "CD211"], capsys)
+    assert out.splitlines()[0] == "CD211 delta-table-unreadable (error or warning)"
+    code, out = _run(["explain", "delta-table-copies", "--format", "json"], capsys)
+    assert json.loads(out)["result"]["severity_rule"] == "warning"
+
+
 def test_a_commit_named_beyond_a_java_long_names_the_file(tmp_path: Path) -> None:
     job = _job(tmp_path, STATELESS)
     _write("99999999999999999999.json", "{}\n")(job / "source" / "_delta_log")
