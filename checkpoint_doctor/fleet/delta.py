@@ -268,6 +268,8 @@ class DeltaIndex:
         query_id = snapshot.query_id
         beside = set(self._beside(root, path))
         copies: list[str] = []
+        #: Copies of one table id none of which is beside the checkpoint (id -> their URLs).
+        far_copies: dict[str | None, tuple[str, ...]] = {}
 
         def pick(urls: Iterable[str]) -> list[str]:
             """One table per table id: copies of a table (a backup, a test copy) share its id, so
@@ -282,6 +284,7 @@ class DeltaIndex:
                     out.append(near[0] if near else group[0])
                 else:
                     copies.extend(group)
+                    far_copies[self.tables[group[0]].table_id] = tuple(sorted(near or group))
             return out
 
         chosen: dict[str, Candidate] = {}
@@ -294,7 +297,7 @@ class DeltaIndex:
             for url in pick(self._by_app.get(query_id, [])):
                 chosen.setdefault(url, Candidate(self.tables[url]))
         unread = [(u, self.unread[u]) for u in sorted(beside) if u in self.unread]
-        if not sources and not chosen and not unread:
+        if not sources and not chosen and not unread and not far_copies:
             return None
         near = {c.table.table_id for c in chosen.values() if c.beside}
         if any(off.reservoir_id not in near for _, off in sources):
@@ -312,6 +315,30 @@ class DeltaIndex:
         )
         if pairing.unpaired and copies and not pairing.ambiguous:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
+        # Copies found only farther away (an audit's roots) are as ambiguous as copies beside: the
+        # source or sink pairs none, and CD212 names them as it does those beside (issue 31 item 1).
+        named = {n for n, _ in pairing.copies}
+        source_copies = tuple(
+            (n, far_copies[table_id])
+            for n, table_id in pairing.unpaired
+            if n not in named and table_id in far_copies
+        )
+        paired = {p.table.url for p in pairing.pairs}
+        sink_ids = {self.tables[u].table_id for u in self._by_app.get(query_id or "", ())}
+        sink_copies = tuple(
+            urls
+            for table_id, urls in far_copies.items()
+            if table_id in sink_ids
+            and urls not in pairing.sink_copies
+            and not paired & set(urls)
+            and not any(table_id == off.reservoir_id for _, off in sources)
+        )
+        if source_copies or sink_copies:
+            pairing = replace(
+                pairing,
+                copies=pairing.copies + source_copies,
+                sink_copies=pairing.sink_copies + sink_copies,
+            )
         return own_unread(complete_sources(pairing, snapshot, None, read=self._read_from), self._first_id)
 
     def _first_id(self, url: str) -> str | None:

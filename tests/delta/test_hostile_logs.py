@@ -196,6 +196,25 @@ def test_copies_of_the_sink_beside_pair_neither_and_plan_changes_nothing(
     assert code == 1 and "CD407" in out and f"Delta sink paired with {job / 'sink'}" in " ".join(out.split())
 
 
+def test_an_audit_names_copies_of_the_sink_found_only_far_from_the_checkpoint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two backups of the sink under the audit's roots, none beside the checkpoint: neither is judged
+    (CD407 against a backup's txns plans batch copies up to its version) and both are named in
+    CD212, a warning (the audit exited 0 and said nothing of them)."""
+    job = _job(tmp_path / "root", SINK)
+    for name in ("b1", "b2"):
+        shutil.copytree(job / "sink", tmp_path / "root" / name / "sink")
+    shutil.rmtree(job / "sink")
+    code, out = _run(["audit", str(tmp_path / "root"), "--format", "json", *QUIET], capsys)
+    doc = json.loads(out)
+    validate("audit", doc)
+    (record,) = [r for r in doc["result"]["records"] if r["kind"] == "checkpoint"]
+    backups = [str(tmp_path / "root" / n / "sink") for n in ("b1", "b2")]
+    assert record["delta"]["pairs"] == [] and record["delta"]["sink_copies"] == [backups]
+    assert record["codes"] == ["CD212"] and code == 1
+
+
 def _offset(reservoir_id: str) -> DeltaOffset:
     return DeltaOffset(
         reservoir_id=reservoir_id, reservoir_version=3, index=-1, source_version=1, is_starting_version=False
