@@ -115,12 +115,13 @@ def pair_beside(
     named: Sequence[DeltaTable] = (),
     storage_options: Mapping[str, Any] | None = None,
     job_paths: Mapping[str, int] | None = None,
+    named_unread: Sequence[tuple[str, str, int | None]] = (),
 ) -> DeltaPairing | None:
     """Pair the checkpoint with the tables found beside it and those named, and read the source
     tables on from its version. None: no Delta source, no table looked at, nothing to say.
     ``job_paths``: the named tables a ``--job``'s Delta sources read (URL -> source index)."""
     sources = delta_sources(newest_sources(snapshot))
-    if not sources and not nearby.tables and not named and not nearby.unread:
+    if not sources and not nearby.tables and not named and not nearby.unread and not named_unread:
         return None
     jobs = job_paths or {}
     by_url: dict[str, Candidate] = {
@@ -144,7 +145,7 @@ def pair_beside(
         snapshot.query_id,
         list(by_url.values()),
         looked_at=nearby.looked_at or "named with --delta-table",
-        unread=nearby.unread,
+        unread=(*((u, why) for u, why, _ in named_unread), *nearby.unread),
     )
     found = {t.url: t for t in nearby.tables}
     query_ids = (snapshot.query_id,) if snapshot.query_id else ()
@@ -156,6 +157,10 @@ def pair_beside(
         return read_table(url, storage_options, query_ids, from_version=from_version)
 
     pairing = complete_sources(pairing, snapshot, storage_options, read)
+    if named_unread:
+        # Named (or a --job's path): certainly the query's, for the source the job reads it as.
+        certain = tuple((u, n) for u, _, n in named_unread)
+        pairing = replace(pairing, unread_paired=tuple(dict.fromkeys(pairing.unread_paired + certain)))
     return own_unread(
         pairing, lambda url: first_table_id(url, logs[url], storage_options) if url in logs else None
     )

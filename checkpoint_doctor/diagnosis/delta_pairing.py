@@ -137,10 +137,11 @@ class DeltaPairing:
     ambiguous: tuple[str, ...] = ()
     #: Why tables could not be read (URL, one line), shown with the pairing.
     unread: tuple[tuple[str, str], ...] = ()
-    #: Of those, the tables paired as a Delta source (by its id, the --job's path, or named) whose
-    #: commits then failed to read (URL, source index): certainly the query's, the rest only lay
-    #: beside it (their id or txns unread: maybe its source or sink). CD211's severity follows.
-    unread_paired: tuple[tuple[str, int], ...] = ()
+    #: Of those, the tables certainly the query's (URL, source index or None): paired as a Delta
+    #: source (by its id, the --job's path, or named) whose commits then failed to read, or named
+    #: with --delta-table; the rest only lay beside it (their id or txns unread: maybe its source or
+    #: sink). CD211's severity follows.
+    unread_paired: tuple[tuple[str, int | None], ...] = ()
     #: Unpaired sources several tables have the id of, equally near (source index, their URLs):
     #: copies of one table (a backup), none guessed.
     copies: tuple[tuple[int, tuple[str, ...]], ...] = ()
@@ -169,7 +170,7 @@ class DeltaPairing:
         """Return what was paired and how, and what was not, one line each."""
         out = [p.text for p in self.pairs]
         copies = dict(self.copies)
-        unread = {n: url for url, n in self.unread_paired}
+        unread = {n: url for url, n in self.unread_paired if n is not None}
         for n, table_id in self.unpaired:
             where = f" ({self.looked_at})" if self.looked_at else ""
             if n in unread:

@@ -444,6 +444,33 @@ def test_explain_states_how_certain_an_unreadable_table_must_be_for_an_error(
     assert json.loads(out)["result"]["severity_rule"] == "warning"
 
 
+def test_a_damaged_table_named_with_delta_table_is_an_error_finding_not_a_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The operator named the table, so it is the query's: its damaged commit is CD211, an error
+    (exit 4, the API alike; it stopped the command with exit 2 and no verdict). A path that holds
+    no Delta log at all is still a usage error (exit 2)."""
+    job = _job(tmp_path, STATELESS)
+    table = tmp_path / "elsewhere" / "events"
+    shutil.copytree(job / "source", table)
+    shutil.rmtree(job / "source")
+    _append(4, LINES["txn-version-1e400"])(table / "_delta_log")
+    args = ["diagnose", str(job / "checkpoint"), "--delta-table", str(table), "--format", "json", *QUIET]
+    code, out = _run(args, capsys)
+    doc = json.loads(out)
+    validate("diagnose", doc)
+    (finding,) = doc["result"]["findings"]
+    assert (finding["code"], finding["severity"], finding["paths"]) == ("CD211", "error", [str(table)])
+    assert f"The Delta table {table} named with --delta-table cannot be read" in finding["message"]
+    assert "txn.version is not a long: 1E+400" in finding["message"] and code == 4
+    api = cd.diagnose(str(job / "checkpoint"), live_window_s=0, delta_tables=[str(table)])
+    assert [(f.code, f.severity, f.message) for f in api.findings] == [("CD211", "error", finding["message"])]
+    code, out = _run(["plan", *args[1:]], capsys)
+    assert code == 4 and [u["code"] for u in json.loads(out)["result"]["unresolved"]] == ["CD211"]
+    code, out = _run(["diagnose", str(job / "checkpoint"), "--delta-table", str(tmp_path), *QUIET], capsys)
+    assert code == 2 and "is not a Delta table" in out
+
+
 def test_a_commit_named_beyond_a_java_long_names_the_file(tmp_path: Path) -> None:
     job = _job(tmp_path, STATELESS)
     _write("99999999999999999999.json", "{}\n")(job / "source" / "_delta_log")

@@ -223,7 +223,13 @@ def check_delta_tables(ctx: Context, prediction: RestartPrediction) -> Iterator[
     certain = dict(pairing.unread_paired)
     for url, why in pairing.unread:
         source = certain.get(url)
-        if source is not None:
+        if url in certain and source is None:
+            whose = (
+                f"The Delta table {url} named with --delta-table cannot be read: {why}. The restart is not "
+                "judged against it: the query reads or writes this log, which Delta may fail on or read "
+                "otherwise."
+            )
+        elif source is not None:
             whose = (
                 f"Delta source {source}'s table {url} cannot be read: {why}. The "
                 f"restart of source {source} is not judged: it reads this log, which Delta may fail on or "
@@ -239,7 +245,7 @@ def check_delta_tables(ctx: Context, prediction: RestartPrediction) -> Iterator[
             f"{whose} Restore the file from a backup of the table and diagnose again.",
             paths=(url,),
             details=(("table", url), ("reason", why), ("source", source)),
-            effective_severity=None if source is not None else WARNING,
+            effective_severity=None if url in certain else WARNING,
         )
     root = ctx.snapshot.root
     for n, urls in pairing.copies:
