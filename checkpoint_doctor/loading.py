@@ -156,7 +156,7 @@ def pair_delta(
     failed = {p for p, _ in unread}
     by_path = dict(zip([p for p in paths if p not in failed], named or (), strict=False))
     job_paths = {by_path[p].url: n for n, p in job_delta.items() if p in by_path}
-    # A named table whose log is damaged is the operator's (or the --job's) table: CD211, an error.
+    # A named table whose log is damaged is the operator's (or the --job's) table: CD215, an error.
     sources = {p: n for n, p in job_delta.items()}
     named_unread = tuple((p, why, sources.get(p)) for p, why in unread)
     pairing = pair_beside(snapshot, nearby, named or (), storage_options, job_paths, named_unread)

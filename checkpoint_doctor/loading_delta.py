@@ -76,7 +76,7 @@ def complete_sources(
         got = done[table.url]
         if isinstance(got, CheckpointDoctorError):
             unread.append((table.url, _why(got)))
-            if pair.how != ONLY_BESIDE:  # a guess by elimination is not certainly the query's (CD211)
+            if pair.how != ONLY_BESIDE:  # a guess by elimination is not certainly the query's (CD215)
                 unread_paired.append((table.url, pair.source))
             if offset is not None:
                 unpaired.append((pair.source, offset.reservoir_id))
@@ -94,7 +94,7 @@ def complete_sources(
 def own_unread(pairing: DeltaPairing, first_id: Callable[[str], str | None]) -> DeltaPairing:
     """Return the pairing with each table that could not be read marked certainly the query's when
     its log's first version (``first_id(url)``: its ``metaData.id`` when created, one read) names
-    the table id of a Delta source no table pairs with: CD211 is then an error, not a warning (a
+    the table id of a Delta source no table pairs with: CD215 is then an error, not a warning (a
     table beside the checkpoint whose newer commit is damaged, with no checksum to pair it by)."""
     wanted = {table_id: n for n, table_id in pairing.unpaired}
     known = {url for url, _ in pairing.unread_paired}

@@ -68,8 +68,8 @@ class Code(TextEnum):
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
-    DELTA_TABLE_UNREADABLE = "CD211"
-    DELTA_TABLE_COPIES = "CD212"
+    DELTA_TABLE_UNREADABLE = "CD215"
+    DELTA_TABLE_COPIES = "CD216"
     STATE_MISSING = "CD301"
     STATE_VERSION_NOT_RESTORABLE = "CD302"
     ROCKSDB_SST_MISSING = "CD303"
@@ -1228,8 +1228,8 @@ CODES: dict[str, CodeInfo] = {c.code: c for c in _ALL}
 #: re-planned batch ids its txn holds, CD407: DeltaSink.addBatch's "Skipping already complete epoch"):
 #: they are repaired like errors, with consent, and every output points at the plan.
 SILENT_LOSS: frozenset[str] = frozenset({Code.DELTA_SINK_SKIPS_BATCHES})
-#: Findings that leave a Delta table the query may read or write not judged (unreadable, CD211;
-#: copies none is guessed of, CD212): no plan step clears them, and a plan names them as left
+#: Findings that leave a Delta table the query may read or write not judged (unreadable, CD215;
+#: copies none is guessed of, CD216): no plan step clears them, and a plan names them as left
 #: unresolved whatever their severity, rather than "nothing to repair" (issue 31 items 1 and 8).
 TABLES_NOT_JUDGED: frozenset[str] = frozenset({Code.DELTA_TABLE_UNREADABLE, Code.DELTA_TABLE_COPIES})
 CODES_BY_SLUG: dict[str, CodeInfo] = {c.slug: c for c in _ALL}

@@ -140,7 +140,7 @@ class DeltaPairing:
     #: Of those, the tables certainly the query's (URL, source index or None): paired as a Delta
     #: source (by its id, the --job's path, or named) whose commits then failed to read, or named
     #: with --delta-table; the rest only lay beside it (their id or txns unread: maybe its source or
-    #: sink). CD211's severity follows.
+    #: sink). CD215's severity follows.
     unread_paired: tuple[tuple[str, int | None], ...] = ()
     #: Unpaired sources several tables have the id of, equally near (source index, their URLs):
     #: copies of one table (a backup), none guessed.

@@ -529,7 +529,7 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
         )
         lowered = first.effective_severity
         if lowered is not None and SEVERITY_ORDER[lowered] > SEVERITY_ORDER[judged]:
-            # A check that knows its fact less certain than its code says so (CD211 of a table that
+            # A check that knows its fact less certain than its code says so (CD215 of a table that
             # only lies beside the checkpoint: maybe the query's): no restart raises it again.
             judged = lowered
         severity: Severity | None = judged

@@ -316,7 +316,7 @@ class DeltaIndex:
         if pairing.unpaired and copies and not pairing.ambiguous:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
         # Copies found only farther away (an audit's roots) are as ambiguous as copies beside: the
-        # source or sink pairs none, and CD212 names them as it does those beside (issue 31 item 1).
+        # source or sink pairs none, and CD216 names them as it does those beside (issue 31 item 1).
         named = {n for n, _ in pairing.copies}
         source_copies = tuple(
             (n, far_copies[table_id])

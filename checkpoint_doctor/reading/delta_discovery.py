@@ -192,7 +192,7 @@ def read_named(
 ) -> tuple[DeltaTable, ...]:
     """Read the tables named with ``--delta-table`` (every commit still in each log). With
     ``unread``, a path that is a Delta table (its ``_delta_log`` holds a commit or checkpoint) whose
-    log cannot be read is appended there (path, why) and left out, for the verdict to name (CD211)
+    log cannot be read is appended there (path, why) and left out, for the verdict to name (CD215)
     rather than stop on: a damaged commit is a fact about the table the operator named.
 
     Raises:

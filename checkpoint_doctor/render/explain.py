@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def _severity_words(info: CodeInfo, severity_rule: str) -> str:
     """``error`` codes are errors as configured and warnings for a plausible restart (the rule);
-    a code with a rule of its own (CD211: how certain the table is the query's) says only that."""
+    a code with a rule of its own (CD215: how certain the table is the query's) says only that."""
     from checkpoint_doctor.diagnosis.severity import RULE
 
     if severity_rule == info.severity:

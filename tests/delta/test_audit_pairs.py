@@ -134,9 +134,9 @@ def test_copies_of_a_table_pair_only_beside_the_checkpoint(tmp_path: Path) -> No
     assert record["delta"]["pairs"] == []
     copies = sorted(str(root / b / "source") for b in ("backup", "backup2"))
     assert record["delta"]["ambiguous"] == copies
-    # ... and a finding (CD212, a warning: the audit exits 1; it was 0), as copies beside are.
+    # ... and a finding (CD216, a warning: the audit exits 1; it was 0), as copies beside are.
     assert record["delta"]["unpaired_sources"][0]["tables_with_its_id"] == copies
-    assert "CD212" in record["codes"]
+    assert "CD216" in record["codes"]
     result = cd.audit(str(root), live_window_s=0)
     assert result.exit_code == 1
 

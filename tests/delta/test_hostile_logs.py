@@ -97,14 +97,14 @@ def test_two_tables_with_the_source_id_beside_pair_neither_and_plan_changes_noth
     # The ambiguity is a finding (a warning: exit 1, it was 0) naming both tables and the command
     # that settles it for each, as it runs.
     (finding,) = doc["result"]["findings"]
-    assert finding["code"] == "CD212" and finding["severity"] == "warning"
+    assert finding["code"] == "CD216" and finding["severity"] == "warning"
     assert finding["paths"] == [str(copy), str(job / "source")]
     for table in (copy, job / "source"):
         assert f"checkpoint-doctor diagnose {job / 'checkpoint'} --delta-table {table}" in finding["message"]
     assert "CD209" not in out and code == 1
     api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
     assert [(f.code, f.severity, f.paths) for f in api.findings] == [
-        ("CD212", "warning", (str(copy), str(job / "source")))
+        ("CD216", "warning", (str(copy), str(job / "source")))
     ]
     # The command printed runs and settles it: the table named is the one judged.
     settle = finding["message"].rsplit("table it reads: ", 1)[1].split(" or ")[1].split()
@@ -116,7 +116,7 @@ def test_two_tables_with_the_source_id_beside_pair_neither_and_plan_changes_noth
     # No plan changes anything on an ambiguous pairing, consent or not.
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
-    assert code == 1 and not plan.exists() and "CD212" in out, out
+    assert code == 1 and not plan.exists() and "CD216" in out, out
     assert "reservoirVersion" not in out and f"2 tables have its id ({copy}, {job / 'source'})" in " ".join(
         out.split()
     )
@@ -132,7 +132,7 @@ def test_an_audit_pairs_no_copy_beside_the_checkpoint_either(
     (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
     assert "CD209" not in record["codes"] and record["delta"]["pairs"] == []
     assert record["delta"]["unpaired_sources"][0]["tables_with_its_id"] == [str(copy), str(job / "source")]
-    assert record["codes"] == ["CD212"] and code == 1
+    assert record["codes"] == ["CD216"] and code == 1
 
 
 def test_the_table_named_with_delta_table_is_the_operators_choice_among_copies(
@@ -172,7 +172,7 @@ def test_copies_of_the_sink_beside_pair_neither_and_plan_changes_nothing(
     assert pairing["pairs"] == [] and pairing["sink_copies"] == [[str(backup), str(job / "sink")]]
     assert "CD407" not in {f["code"] for f in doc["result"]["findings"]}
     assert "which one the query writes is not guessed" in pairing["text"]
-    (finding,) = [f for f in doc["result"]["findings"] if f["code"] == "CD212"]
+    (finding,) = [f for f in doc["result"]["findings"] if f["code"] == "CD216"]
     assert finding["severity"] == "warning" and finding["paths"] == [str(backup), str(job / "sink")]
     assert (
         f"checkpoint-doctor diagnose {job / 'checkpoint'} --delta-table {job / 'sink'}" in finding["message"]
@@ -181,14 +181,14 @@ def test_copies_of_the_sink_beside_pair_neither_and_plan_changes_nothing(
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
     assert not plan.exists() and _tree(job / "checkpoint") == before, out
-    assert code == 1 and "CD212" in out
+    assert code == 1 and "CD216" in out
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
     (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
     assert (
         record["delta"]["sink_copies"] == [[str(backup), str(job / "sink")]]
         and "CD407" not in record["codes"]
     )
-    assert "CD212" in record["codes"] and code == 1
+    assert "CD216" in record["codes"] and code == 1
     # Named, the operator's choice is judged.
     code, out = _run(
         ["diagnose", str(job / "checkpoint"), "--delta-table", str(job / "sink"), *QUIET], capsys
@@ -201,7 +201,7 @@ def test_an_audit_names_copies_of_the_sink_found_only_far_from_the_checkpoint(
 ) -> None:
     """Two backups of the sink under the audit's roots, none beside the checkpoint: neither is judged
     (CD407 against a backup's txns plans batch copies up to its version) and both are named in
-    CD212, a warning (the audit exited 0 and said nothing of them)."""
+    CD216, a warning (the audit exited 0 and said nothing of them)."""
     job = _job(tmp_path / "root", SINK)
     for name in ("b1", "b2"):
         shutil.copytree(job / "sink", tmp_path / "root" / name / "sink")
@@ -212,7 +212,7 @@ def test_an_audit_names_copies_of_the_sink_found_only_far_from_the_checkpoint(
     (record,) = [r for r in doc["result"]["records"] if r["kind"] == "checkpoint"]
     backups = [str(tmp_path / "root" / n / "sink") for n in ("b1", "b2")]
     assert record["delta"]["pairs"] == [] and record["delta"]["sink_copies"] == [backups]
-    assert record["codes"] == ["CD212"] and code == 1
+    assert record["codes"] == ["CD216"] and code == 1
 
 
 def _offset(reservoir_id: str) -> DeltaOffset:
@@ -347,7 +347,7 @@ def test_a_hostile_delta_log_is_named_never_a_crash(
     read = [p["table"] for p in pairing["pairs"]] == [str(job / "source")]
     named = [u["table"] for u in pairing["unread"]] == [str(job / "source")]
     assert read or named, pairing["text"]
-    unreadable = [f for f in doc["result"]["findings"] if f["code"] == "CD211"]
+    unreadable = [f for f in doc["result"]["findings"] if f["code"] == "CD215"]
     if named:
         assert str(job / "source") in pairing["unread"][0]["reason"], pairing["unread"]  # and the why
         # ... and a finding on that table (issue 31 item 8: the exit stayed 0): an error, the table
@@ -358,7 +358,7 @@ def test_a_hostile_delta_log_is_named_never_a_crash(
         assert "not judged" in finding["message"] and code == 4
         api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
         assert [(f.code, f.severity, f.paths) for f in api.findings] == [
-            ("CD211", "error", (str(job / "source"),))
+            ("CD215", "error", (str(job / "source"),))
         ]
     else:
         assert not unreadable and code == 0, out[-2000:]
@@ -367,13 +367,13 @@ def test_a_hostile_delta_log_is_named_never_a_crash(
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
     assert code == diagnosed, out[-2000:]
     assert not plan.exists() or plan.stat().st_size <= MAX_DOCUMENT_BYTES
-    assert ("CD211" in out) == named and not (named and plan.exists())
+    assert ("CD215" in out) == named and not (named and plan.exists())
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
     assert code == diagnosed | 1, out[-2000:]  # OR-ed with the other's warning (CD407)
     records = {r["path"]: r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"}
     assert set(records) == {"job/checkpoint", "other/checkpoint"}  # the other is never lost
     assert records["other/checkpoint"]["codes"] == ["CD407"]
-    assert records["job/checkpoint"]["codes"] == (["CD211"] if named else [])
+    assert records["job/checkpoint"]["codes"] == (["CD215"] if named else [])
     assert _tree(job / "source") == source_before and _tree(job / "checkpoint") == checkpoint_before
 
 
@@ -384,7 +384,7 @@ def test_a_damaged_commit_says_which_action_and_value(
     _append(4, LINES["txn-version-1e400"])(job / "source" / "_delta_log")
     code, out = _run(["diagnose", str(job / "checkpoint"), *QUIET], capsys)
     text = " ".join(out.split())
-    assert code == 4 and "ERROR    CD211 delta-table-unreadable" in out  # it was exit 0
+    assert code == 4 and "ERROR    CD215 delta-table-unreadable" in out  # it was exit 0
     assert (
         f"{job / 'source'}/_delta_log/00000000000000000004.json is not a Delta commit: txn.version is not a long: 1E+400"
         in text
@@ -396,7 +396,7 @@ def test_an_unreadable_table_that_may_be_the_sink_is_a_warning_everywhere(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A damaged table beside a checkpoint with no Delta source (its id and txns unread: maybe its
-    sink, the recorded one here) is CD211 as a warning: exit 1 in diagnose, plan and audit (it was
+    sink, the recorded one here) is CD215 as a warning: exit 1 in diagnose, plan and audit (it was
     0, and CD407 went unsaid), the same in the API; every JSON document validates."""
     job = _job(tmp_path, SINK)
     _append(2, LINES["txn-version-1e400"], keep_crc=False)(job / "sink" / "_delta_log")
@@ -405,7 +405,7 @@ def test_an_unreadable_table_that_may_be_the_sink_is_a_warning_everywhere(
     validate("diagnose", doc)
     (finding,) = doc["result"]["findings"]
     assert (finding["code"], finding["severity"], finding["paths"]) == (
-        "CD211",
+        "CD215",
         "warning",
         [str(job / "sink")],
     )
@@ -414,32 +414,32 @@ def test_an_unreadable_table_that_may_be_the_sink_is_a_warning_everywhere(
     assert code == 1
     api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
     assert [(f.code, f.severity, f.paths, f.message) for f in api.findings] == [
-        ("CD211", "warning", (str(job / "sink"),), finding["message"])
+        ("CD215", "warning", (str(job / "sink"),), finding["message"])
     ]
     code, out = _run(["plan", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
     plan = json.loads(out)
     validate("plan", plan)
-    assert [u["code"] for u in plan["result"]["unresolved"]] == ["CD211"] and code == 1
+    assert [u["code"] for u in plan["result"]["unresolved"]] == ["CD215"] and code == 1
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
     doc = json.loads(out)
     validate("audit", doc)
     (record,) = [r for r in doc["result"]["records"] if r["kind"] == "checkpoint"]
-    assert record["codes"] == ["CD211"] and code == 1
+    assert record["codes"] == ["CD215"] and code == 1
 
 
 def test_explain_states_how_certain_an_unreadable_table_must_be_for_an_error(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """CD211's severity is its check's (certainly the query's table, or only beside it), not the
+    """CD215's severity is its check's (certainly the query's table, or only beside it), not the
     restarts' rule every other error code follows: explain says so, in text and JSON."""
-    code, out = _run(["explain", "CD211", "--format", "json"], capsys)
+    code, out = _run(["explain", "CD215", "--format", "json"], capsys)
     doc = json.loads(out)
     validate("explain", doc)
     rule = doc["result"]["severity_rule"]
     assert rule.startswith("error when the table is certainly the query's") and "a warning when" in rule
     assert "Action.fromJson" in doc["result"]["spark_does"] and code == 0
-    code, out = _run(["explain", "CD211"], capsys)
-    assert out.splitlines()[0] == "CD211 delta-table-unreadable (error or warning)"
+    code, out = _run(["explain", "CD215"], capsys)
+    assert out.splitlines()[0] == "CD215 delta-table-unreadable (error or warning)"
     code, out = _run(["explain", "delta-table-copies", "--format", "json"], capsys)
     assert json.loads(out)["result"]["severity_rule"] == "warning"
 
@@ -447,7 +447,7 @@ def test_explain_states_how_certain_an_unreadable_table_must_be_for_an_error(
 def test_a_damaged_table_named_with_delta_table_is_an_error_finding_not_a_stop(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The operator named the table, so it is the query's: its damaged commit is CD211, an error
+    """The operator named the table, so it is the query's: its damaged commit is CD215, an error
     (exit 4, the API alike; it stopped the command with exit 2 and no verdict). A path that holds
     no Delta log at all is still a usage error (exit 2)."""
     job = _job(tmp_path, STATELESS)
@@ -460,13 +460,13 @@ def test_a_damaged_table_named_with_delta_table_is_an_error_finding_not_a_stop(
     doc = json.loads(out)
     validate("diagnose", doc)
     (finding,) = doc["result"]["findings"]
-    assert (finding["code"], finding["severity"], finding["paths"]) == ("CD211", "error", [str(table)])
+    assert (finding["code"], finding["severity"], finding["paths"]) == ("CD215", "error", [str(table)])
     assert f"The Delta table {table} named with --delta-table cannot be read" in finding["message"]
     assert "txn.version is not a long: 1E+400" in finding["message"] and code == 4
     api = cd.diagnose(str(job / "checkpoint"), live_window_s=0, delta_tables=[str(table)])
-    assert [(f.code, f.severity, f.message) for f in api.findings] == [("CD211", "error", finding["message"])]
+    assert [(f.code, f.severity, f.message) for f in api.findings] == [("CD215", "error", finding["message"])]
     code, out = _run(["plan", *args[1:]], capsys)
-    assert code == 4 and [u["code"] for u in json.loads(out)["result"]["unresolved"]] == ["CD211"]
+    assert code == 4 and [u["code"] for u in json.loads(out)["result"]["unresolved"]] == ["CD215"]
     code, out = _run(["diagnose", str(job / "checkpoint"), "--delta-table", str(tmp_path), *QUIET], capsys)
     assert code == 2 and "is not a Delta table" in out
 
@@ -585,7 +585,7 @@ def test_a_fifo_as_last_checkpoint_never_reaches_delta_rs(tmp_path: Path) -> Non
     # A finding on the table (it was exit 0): a warning, its id unread (its log starts at version 6,
     # no first commit names it), so it only lies beside the checkpoint.
     assert [(f["code"], f["severity"], f["paths"]) for f in result["findings"]] == [
-        ("CD211", "warning", [str(job / "source")])
+        ("CD215", "warning", [str(job / "source")])
     ]
     assert done.returncode == 1, done.stderr[-2000:]
 
@@ -597,7 +597,7 @@ def test_a_link_to_a_fifo_among_the_commits_never_reaches_delta_rs(tmp_path: Pat
     (job / "source" / "_delta_log" / f"{7:020d}.json").symlink_to(fifo)
     done = _limited(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], timeout=60)
     assert done.returncode == 1, done.stderr[-2000:]
-    assert "is not a regular file" in done.stdout and '"code": "CD211"' in done.stdout
+    assert "is not a regular file" in done.stdout and '"code": "CD215"' in done.stdout
 
 
 @pytest.mark.parametrize("hint", ['{"version":99,"size":6}', "{garbage", ""])

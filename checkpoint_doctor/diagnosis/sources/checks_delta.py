@@ -1,5 +1,5 @@
 """The checkpoint's Delta sources against their tables' logs (CD208-CD210), and the tables that
-could not be judged: unreadable (CD211) or copies of one table none is guessed of (CD212). Pure.
+could not be judged: unreadable (CD215) or copies of one table none is guessed of (CD216). Pure.
 
 The tables come from the I/O edge (``checkpoint_doctor.reading.delta``), paired with the checkpoint
 there (found beside it, named with ``--delta-table``, or under an audit's roots:
@@ -212,9 +212,9 @@ def _settle(root: str, urls: Sequence[str]) -> str:
 
 
 def check_delta_tables(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
-    """CD211: a Delta table paired with the checkpoint or found beside it could not be read (issue 31
+    """CD215: a Delta table paired with the checkpoint or found beside it could not be read (issue 31
     item 8: it was named under the pairing only, and the exit stayed 0 where Spark may fail on the
-    commit); CD212: copies of one table, equally near, that the pairing guessed none of (issue 31
+    commit); CD216: copies of one table, equally near, that the pairing guessed none of (issue 31
     item 1: named, but the exit stayed 0). Neither judges a restart: the finding says so."""
     del prediction  # the tables' facts, the same in every cell
     pairing = context_pairing(ctx)
