@@ -36,6 +36,9 @@ SECRET_WORDS = (
 #: Query parameters that are secrets under a short name (Azure SAS ``sig``), and those whose name
 #: only looks like one (S3's paging: ``max-keys``, ``key-marker``, ``continuation-token``).
 SECRET_PARAMS = frozenset({"sig"})
+#: Storage options that hold a secret under a name of no secret word: an Azure connection string
+#: carries ``AccountKey=`` or ``SharedAccessSignature=`` (adlfs's ``connection_string``).
+SECRET_OPTIONS = frozenset({"connection_string"})
 PUBLIC_PARAMS = frozenset({"max-keys", "key-marker", "continuation-token", "start-after", "encoding-type"})
 #: Where user info can only be a credential (bucket names hold neither ``:`` nor ``@``).
 _BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "s3n", "gs", "gcs"})
@@ -53,6 +56,9 @@ _BUCKET_USERINFO = re.compile(
 _USERINFO = re.compile(
     r"(?<![A-Za-z0-9+.\-_])([A-Za-z][A-Za-z0-9+._-]*)://([^/?#\s@:'\"<>]*):([^/?#\s@'\"<>]*)@"
 )
+#: An Azure connection string's secrets (``AccountKey=...;``, ``SharedAccessSignature=sv=...&sig=...;``),
+#: also where no URL is near (a connection string without ``BlobEndpoint=``).
+_AZURE_CONNECTION = re.compile(r"\b(AccountKey|SharedAccessSignature)=([^;\s'\"<>]+)", re.IGNORECASE)
 _QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]+)=([^&;#\s'\"<>]*)")
 #: Header names a debug log prints with their values (``'Authorization': b'AWS4-HMAC...'`` in a
 #: request's repr, ``x-amz-security-token:IQo...`` in botocore's canonical request).
@@ -119,7 +125,7 @@ def _remembered(text: str) -> str:
 def is_secret(key: str) -> bool:
     """Return whether a storage option key (or a URL query parameter) names a secret."""
     lower = key.lower()
-    return lower in SECRET_PARAMS or any(word in lower for word in SECRET_WORDS)
+    return lower in SECRET_PARAMS or lower in SECRET_OPTIONS or any(word in lower for word in SECRET_WORDS)
 
 
 def _userinfo(match: re.Match[str]) -> str:
@@ -141,6 +147,8 @@ def redact(text: str) -> str:
         text = _remembered(text)
     if "://" not in text and "=" not in text:
         return text
+    if "ccount" in text or "ccess" in text:  # AccountKey=, SharedAccessSignature= (any case)
+        text = _AZURE_CONNECTION.sub(lambda m: f"{m.group(1)}={MASK}", text)
     text = _BUCKET_USERINFO.sub(lambda m: f"{m.group(1)}://{MASK}@", text)
     text = _USERINFO.sub(_userinfo, text)
     if "://" in text and "=" in text:

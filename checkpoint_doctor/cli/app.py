@@ -59,6 +59,8 @@ class Invocation:
     #: The options that came from the environment or the config file, not a flag
     #: (:func:`checkpoint_doctor.cli.settings.setting_sources`).
     settings: tuple[Any, ...] = ()
+    #: ``--color``: auto (a terminal, and no NO_COLOR), always or never.
+    color: str = "auto"
 
     @property
     def json(self) -> bool:
@@ -114,16 +116,47 @@ def echo_err(text: str, *, nl: bool = True) -> None:
     click.echo(shown(text), nl=nl, err=True)
 
 
+def colour_on() -> bool:
+    """Whether table output is coloured: ``--color always``, or auto on a terminal without
+    ``NO_COLOR`` (https://no-color.org); never for JSON."""
+    import os
+
+    if _current.json or _current.color == "never":
+        return False
+    if _current.color == "always":
+        return True
+    return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+
+
+def _page(text: str) -> bool:
+    """Whether output goes through a pager: table output longer than the terminal, on a terminal."""
+    import shutil
+
+    if _current.json or not sys.stdout.isatty() or not sys.stdin.isatty():
+        return False
+    return text.count("\n") >= shutil.get_terminal_size().lines
+
+
 def echo_out(text: str) -> None:
     """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
-    credentials masked, never a crash."""
+    credentials masked, never a crash; coloured where :func:`colour_on` (after the escaping, so a
+    name's own escape sequences never reach the terminal)."""
+    from checkpoint_doctor.cli.colour import paint
+
     text = shown(text)
+    colour = colour_on()
+    if colour:
+        text = paint(text)
+    if _page(text):
+        # Longer than the terminal: through the operator's PAGER (click's, less by default).
+        click.echo_via_pager(text, color=colour)
+        return
     try:
-        click.echo(text, nl=not text.endswith("\n"))
+        click.echo(text, nl=not text.endswith("\n"), color=colour)
     except UnicodeEncodeError:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
         escaped = text.encode(encoding, "backslashreplace").decode(encoding)
-        click.echo(escaped, nl=not escaped.endswith("\n"))
+        click.echo(escaped, nl=not escaped.endswith("\n"), color=colour)
 
 
 def now_ms() -> int:
@@ -160,10 +193,24 @@ def _global_params(*, root: bool) -> list[click.Parameter]:
             count=True,
             help="More detail: every audited record and skipped path in tables, INFO logs (-vv: DEBUG).",
         ),
+        click.Option(
+            ["--color", "color"],
+            type=click.Choice(COLOR_CHOICES, case_sensitive=False),
+            default=None,
+            help="Colour errors, warnings, STARTS and FAILS: auto (on a terminal, unless NO_COLOR is set), "
+            "always or never.",
+        ),
     ]
 
 
-def _apply_globals(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+#: The ``--color`` choices (https://no-color.org: NO_COLOR set to anything turns auto off).
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def _apply_globals(
+    debug: bool, log_level: str | None, quiet: bool, verbose: int, color: str | None = None
+) -> None:
+    _current.color = color.lower() if color else _current.color
     _current.debug = _current.debug or debug
     _current.log_level = log_level.upper() if log_level else _current.log_level
     _current.quiet = _current.quiet or quiet
@@ -261,7 +308,11 @@ def with_global_options(command: click.Command) -> click.Command:
     def wrapped(**kwargs: Any) -> Any:
         ctx = click.get_current_context()
         _apply_globals(
-            kwargs.pop("debug"), kwargs.pop("log_level"), kwargs.pop("quiet"), kwargs.pop("verbose")
+            kwargs.pop("debug"),
+            kwargs.pop("log_level"),
+            kwargs.pop("quiet"),
+            kwargs.pop("verbose"),
+            kwargs.pop("color"),
         )
         _current.command = ctx.info_name or command.name or ""
         _current.output_format = str(kwargs.get("output_format") or "table")
@@ -275,6 +326,8 @@ def with_global_options(command: click.Command) -> click.Command:
     return command
 
 
+#: ``\b`` before a paragraph keeps click from rewrapping it: the completion command is copied whole
+#: (issue 36: it broke as ``checkpoint-`` / ``doctor`` at 80 columns).
 EXAMPLES = """\b
 Examples:
   checkpoint-doctor diagnose s3://bucket/checkpoints/orders
@@ -283,8 +336,11 @@ Examples:
   checkpoint-doctor explain CD101
 
 Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
-64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes"). Shell completion:
-eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
+64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes").
+
+\b
+Shell completion:
+  eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
 """
 
 
@@ -311,9 +367,9 @@ class LazyGroup(click.Group):
     params=_global_params(root=True),
 )
 @click.version_option(__version__, prog_name="checkpoint-doctor")
-def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int, color: str | None) -> None:
     """Inspect, diagnose and safely repair Spark Structured Streaming checkpoints, without a JVM."""
-    _apply_globals(debug, log_level, quiet, verbose)
+    _apply_globals(debug, log_level, quiet, verbose, color)
     click.get_current_context().ensure_object(dict)["debug"] = _current.debug
     _configure_logging()
 

@@ -9,7 +9,7 @@ import click
 
 from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
-from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DEFAULT_LOSS_HORIZON_S
 from checkpoint_doctor.diagnosis.versions import LINES
 from checkpoint_doctor.errors import CheckpointDoctorError, MissingDependencyError, UsageError
 from checkpoint_doctor.reading.storage import normalize_url
@@ -195,6 +195,15 @@ def kafka_options() -> list[Callable[[F], F]]:
             help="Kafka client setting, repeatable (security.protocol=SSL, sasl.mechanism=...); "
             "KEY=@FILE or KEY=env:NAME reads the value from a file or the environment (never printed).",
         ),
+        click.option(
+            "--loss-horizon",
+            type=click.FloatRange(min=0),
+            default=DEFAULT_LOSS_HORIZON_S,
+            show_default=True,
+            metavar="SECONDS",
+            help="Warn (CD213) when Kafka retention may delete records the query has not read within "
+            "this long (needs --kafka-bootstrap-servers).",
+        ),
     ]
 
 
@@ -306,6 +315,7 @@ def _matrix_options_of(
         stateful=kw["stateful"],
         checkpoint_format_version=kw["checkpoint_format_version"],
         live_window_s=kw["live_window"],
+        loss_horizon_s=kw.get("loss_horizon", DEFAULT_LOSS_HORIZON_S),
         sink_note=sink_note,
         own_writes=own_writes,
         kafka=kafka,

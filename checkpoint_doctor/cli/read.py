@@ -98,17 +98,34 @@ def diagnose_command(
 
 
 @click.command("explain")
-@click.argument("code")
+@click.argument("code", required=False)
+@click.option("--list", "list_codes", is_flag=True, help="List every finding code: slug, severity, title.")
 @format_option
-def explain_command(code: str, output_format: str) -> None:
-    """Explain a finding code: what Spark does, why it breaks, what to do, what to search for."""
+def explain_command(code: str | None, list_codes: bool, output_format: str) -> None:
+    """Explain a finding code: what Spark does, why it breaks, what to do, what to search for
+    (--list: every code)."""
     from dataclasses import asdict
 
     from checkpoint_doctor.diagnosis.codes import CODES, lookup
     from checkpoint_doctor.diagnosis.severity import rule_text
-    from checkpoint_doctor.render.explain import render_explain
+    from checkpoint_doctor.render.explain import code_rows, render_code_list, render_explain
     from checkpoint_doctor.render.layout import json_document, layout
 
+    if list_codes:
+        if code is not None:
+            raise UsageError("explain takes a CODE or --list, not both", hint="drop one of them")
+        rows = code_rows(CODES.values())
+        with layout(terminal_width()):
+            emit(
+                json_document("explain", {"codes": rows})
+                if output_format == "json"
+                else render_code_list(rows)
+            )
+        return
+    if code is None:
+        raise UsageError(
+            "explain needs a finding CODE", hint="checkpoint-doctor explain --list names them all"
+        )
     info = lookup(code)
     if info is None:
         raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")

@@ -71,6 +71,10 @@ class Candidate:
     job_source: int | None = None
 
 
+#: How an assumption names a paired Delta sink (render.plan reads it back for a plan's header).
+SINK_PAIRED = "Delta sink paired with "
+
+
 @dataclass(frozen=True)
 class DeltaPair:
     """A table paired with the checkpoint: its ``role`` (source or sink), the source index
@@ -87,9 +91,7 @@ class DeltaPair:
         """Return the pair in an operator's words."""
         t = self.table
         if self.role == SINK:
-            return (
-                f"Delta sink paired with {t.url} by txn appId = query id (batch {self.txn_version} committed)"
-            )
+            return f"{SINK_PAIRED}{t.url} by txn appId = query id (batch {self.txn_version} committed)"
         if self.how == BY_TABLE_ID:
             return f"Delta source {self.source} paired with {t.url} by table id {t.table_id}"
         if self.how == BY_JOB_PATH:

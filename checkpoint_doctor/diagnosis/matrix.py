@@ -119,9 +119,7 @@ class CellDiagnosis:
     def delta_not_judged(self) -> bool:
         """Whether this restart's line has no Delta Lake release, so its Delta sources were not
         judged (its STARTS says nothing of them)."""
-        from checkpoint_doctor.diagnosis.sources.checks_delta import NOT_JUDGED
-
-        return NOT_JUDGED.format(line=self.cell.spark) in self.diagnosis.prediction.notes
+        return self.diagnosis.prediction.not_judged
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with the checkpoint's root as Spark prints it)."""
@@ -205,11 +203,18 @@ class MatrixDiagnosis:
 
     @property
     def exit_code(self) -> int:
-        """4: an as-configured cell fails or an error finding; 1: a counted cell fails or a warning."""
+        """4: an as-configured cell fails or an error finding; 1: a counted cell fails, a warning,
+        or an as-configured cell not judged (``--spark 4.3`` on a Delta query: nothing judged its
+        tables, so it is not healthy; the full matrix judges them on the lines with a release)."""
         severities = {f.severity for f in self.findings}
         if ERROR in severities or any(c.fails for c in self.as_configured):
             return ExitCode.ERRORS
-        if WARNING in severities or self.failing_cells or self.unfinished_applies:
+        if (
+            WARNING in severities
+            or self.failing_cells
+            or self.unfinished_applies
+            or any(c.delta_not_judged for c in self.as_configured)
+        ):
             return ExitCode.WARNINGS
         return ExitCode.OK
 

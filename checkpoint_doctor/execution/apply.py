@@ -137,8 +137,11 @@ class _Apply:
     #: before it did (None: it cannot be told).
     stopped: int | None = None
     stopped_changed: bool | None = None
+    #: Told (done, total) after each step: the CLI's progress bar on a long apply (issue 36).
+    on_step: Callable[[int, int], None] | None = None
 
     def run_steps(self) -> None:
+        total = len(self.plan.executable_steps)
         for i, step in enumerate(self.plan.executable_steps):
             # Marked running before it starts and until it is counted: a Ctrl-C between its change
             # and the count leaves it "may have changed" (undo then looks at its file), never lost.
@@ -151,6 +154,8 @@ class _Apply:
                     raise
             self.done = i + 1
             self.stopped = None
+            if self.on_step is not None:
+                self.on_step(self.done, total)
             if self.done % PROGRESS_EVERY == 0:
                 self.progress()
         if self.done % PROGRESS_EVERY:
@@ -315,11 +320,13 @@ def apply_plan(
     diagnose_options: DiagnoseOptions | None = None,
     kafka: KafkaLive | None = None,
     delta: tuple[DeltaTable, ...] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> ApplyResult:
     """Apply a plan (see module docstring). ``tool`` is the checkpoint's tool directory (lock, history,
     default backups); ``backup`` an explicit backup location (default: a new one in ``tool``);
     ``kafka`` the positions of the plan's Kafka topics, read again from its broker by the caller;
-    ``delta`` the Delta tables the plan relies on, read again by the caller.
+    ``delta`` the Delta tables the plan relies on, read again by the caller; ``on_step`` is told
+    (steps done, steps in all) as the checkpoint changes.
 
     Raises:
         PlanMismatchError / PreconditionFailedError / LockHeldError: refused; nothing was changed.
@@ -371,7 +378,7 @@ def apply_plan(
         if confirm is not None and not confirm(plan):
             return ApplyResult(plan.plan_id, False, None, None, 0, manual, cancelled=True, would=_would(plan))
         journal = _begin(plan, checkpoint, sink, tool, backup, now_ms)
-        work = _Apply(plan, AreaIO(checkpoint, sink), journal)
+        work = _Apply(plan, AreaIO(checkpoint, sink), journal, on_step=on_step)
         work.io.keep_temps = True
         try:
             _record(work, tool, snapshot, now_ms)

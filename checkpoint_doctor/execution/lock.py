@@ -67,6 +67,9 @@ def _removal_hint(store: Storage) -> str:
         return f"if no checkpoint-doctor apply or undo is running, remove it: rm {shlex.quote(path)}"
     if url.startswith(("s3://", "s3a://")):
         return f"if no checkpoint-doctor apply or undo is running, remove it: aws s3 rm '{url}'"
+    if url.startswith(("gs://", "gcs://")):
+        gs_url = "gs://" + url.partition("://")[2]
+        return f"if no checkpoint-doctor apply or undo is running, remove it: gcloud storage rm '{gs_url}'"
     return f"if no checkpoint-doctor apply or undo is running, delete {url}"
 
 

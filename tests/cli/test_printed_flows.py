@@ -10,12 +10,14 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.render.hints import plan_file
 from tests.scenarios import all_scenarios
 
 LINES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
@@ -93,7 +95,7 @@ def test_every_printed_hint_of_an_error_diagnosis_leads_to_an_applied_plan_or_sa
     for scenario in (s for s in all_scenarios() if s.path.parent.name == f"spark-{line}"):
         where = tmp_path / scenario.path.name
         checkpoint = scenario.copy_to(where)
-        monkeypatch.chdir(where)  # the printed -o plan.json lands beside this copy
+        monkeypatch.chdir(where)  # the printed -o plan-<name>.json lands beside this copy
         ends[scenario.path.name] = walk(capsys, str(checkpoint))
     assert "applied" in ends.values() and "none, said why" in ends.values()
     # The sink damage: the file sink log ahead of the offsets is repaired by a plan.
@@ -109,14 +111,16 @@ def test_a_plan_with_nothing_to_apply_writes_no_file_and_prints_the_next_command
     monkeypatch.chdir(tmp_path)
 
     code, out, _ = run(capsys, ["diagnose", cp, "--live-window", "0"])
-    assert f"checkpoint-doctor plan {cp} --live-window 0 -o plan.json" in out
+    # the file the hint writes names the checkpoint it is for (issue 36)
+    name = "plan-copy-checkpoint.json"
+    assert f"checkpoint-doctor plan {cp} --live-window 0 -o {name}" in out
     code, out, _ = run(capsys, printed(out, "Repair options:"))
-    assert code == ExitCode.ERRORS and not (tmp_path / "plan.json").exists()
-    assert "Nothing to apply: no plan file was written to plan.json." in out
+    assert code == ExitCode.ERRORS and not (tmp_path / name).exists()
+    assert f"Nothing to apply: no plan file was written to {name}." in out
     command = printed(out, "To plan it anyway, accepting the data loss named above:")
-    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", name]
     code, out, _ = run(capsys, command)  # no "exists" error: the first plan wrote nothing
-    assert code == 0 and (tmp_path / "plan.json").exists() and "Apply it with:" in out
+    assert code == 0 and (tmp_path / name).exists() and "Apply it with:" in out
 
 
 def test_a_plan_shown_without_o_says_how_to_write_it(tmp_path, capsys):
@@ -127,7 +131,7 @@ def test_a_plan_shown_without_o_says_how_to_write_it(tmp_path, capsys):
 
     assert code == 0
     assert out.rstrip().endswith(
-        f"Write the plan to a file, then apply it:\n  checkpoint-doctor plan {cp} --live-window 0 -o plan.json"
+        f"Write the plan to a file, then apply it:\n  checkpoint-doctor plan {cp} --live-window 0 -o {plan_file(cp)}"
     )
 
 
@@ -171,7 +175,6 @@ def pinned_clock(monkeypatch) -> int:
 def slow_machine(monkeypatch) -> None:
     """A loaded machine: the wall clock is 100 s later at each command than at the one before it (a
     real clock, for what is not the CLI's: lock and journal stamps, the mtimes of files written)."""
-    import time
 
     real, commands, cli_main = time.time, [0], main
 
@@ -263,10 +266,15 @@ def test_every_delta_scenario_copied_and_typed_as_an_operator_does_walks_to_its_
             assert code in (ExitCode.OK, ExitCode.WARNINGS) and end == "no repair", (name, code, end)
 
 
-def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
+def test_a_checkpoint_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
     tmp_path, capsys, monkeypatch, pinned_clock
 ):
     fresh_copy(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    # copied an hour before the (pinned) now, then a commit written now (a copy alone is not live:
+    # issue 36)
+    for path in (tmp_path / "job").rglob("*"):
+        os.utime(path, ns=((NOW_MS - 3_600_000) * 1_000_000,) * 2)
+    os.utime(tmp_path / "job" / "checkpoint" / "commits" / "0", ns=(NOW_MS * 1_000_000,) * 2)
     monkeypatch.chdir(tmp_path / "job")
 
     code, out, _ = run(capsys, ["diagnose", "checkpoint"])
@@ -276,12 +284,20 @@ def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_it
     assert code == ExitCode.WARNINGS and "CD407" not in out
     command = printed(out, "plan it without the live check:")
     cp = str(tmp_path / "job" / "checkpoint")
-    assert command == ["plan", cp, "--live-window", "0", "-o", "plan.json"]
+    assert command == ["plan", cp, "--live-window", "0", "-o", "plan-job-checkpoint.json"]
     code, out, _ = run(capsys, command)
     # delta-sink-txn skips nothing: its consent is for rows written twice, not for data loss
     assert "To plan it anyway, accepting the rows written twice named above:" in out, out
     command = printed(out, "named above:")
-    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    assert command == [
+        "plan",
+        cp,
+        "--live-window",
+        "0",
+        "--accept-data-loss",
+        "-o",
+        "plan-job-checkpoint.json",
+    ]
     code, out, _ = run(capsys, command)
     assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
 
@@ -311,6 +327,7 @@ def test_a_plan_that_only_writes_rows_twice_asks_consent_for_that_not_for_data_l
     assert code == ExitCode.WARNINGS and "data loss" not in out, out
     assert "To plan it anyway, accepting the rows written twice named above:" in out
     command = printed(out, "named above:")
+    # the -o the operator gave is the one repeated
     assert command == ["plan", "checkpoint", "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
     code, out, _ = run(capsys, command)
     assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
@@ -422,3 +439,30 @@ def test_interleaved_runs_in_the_logs_do_not_stop_a_repair_forever(tmp_path, cap
     code, out, _ = run(capsys, ["plan", str(cp), "--live-window", "0"])
     assert code == ExitCode.OK and "Unresolved" not in out, out
     assert printed(out, "warnings included:") == ["diagnose", str(cp), "--live-window", "0"]
+
+
+def test_the_hinted_plan_file_and_apply_name_the_checkpoint(tmp_path, capsys, monkeypatch):
+    """Issue 36: two checkpoints planned from one directory get two plan files, each named for its
+    checkpoint, and apply's first line (a dry run too) names the checkpoint the plan is for."""
+    for query in ("orders", "payments"):
+        shutil.copytree(DELTA / "spark-3.5.9" / "delta-source-count-log-cleaned", tmp_path / query)
+    monkeypatch.chdir(tmp_path)
+    files = []
+    for query in ("orders", "payments"):
+        code, out, _ = run(capsys, ["diagnose", f"{query}/checkpoint", "--live-window", "0"])
+        command = printed(out, "Repair options:")
+        assert code == ExitCode.ERRORS and command[-2:] == ["-o", f"plan-{query}-checkpoint.json"]
+        _, out, _ = run(capsys, command)
+        code, out, _ = run(capsys, printed(out, "named above:"))
+        assert code == ExitCode.OK and f"Plan written to plan-{query}-checkpoint.json." in out
+        files.append(printed(out, "Apply it with:"))
+    assert files == [["apply", "plan-orders-checkpoint.json"], ["apply", "plan-payments-checkpoint.json"]]
+    code, out, _ = run(capsys, [*files[1], "--dry-run"])
+    first = " ".join(out.split("Apply would do:")[0].split())
+    assert (
+        code == ExitCode.OK
+        and first.startswith("Dry run of plan ")
+        and f" to {tmp_path}/payments/checkpoint:" in first
+    )
+    code, out, _ = run(capsys, [*files[0], "--yes"])
+    assert out.startswith("Applied plan ") and f" to {tmp_path}/orders/checkpoint: " in out.splitlines()[0]
