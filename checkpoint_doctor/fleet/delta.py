@@ -297,7 +297,7 @@ class DeltaIndex:
             for url in pick(self._by_app.get(query_id, [])):
                 chosen.setdefault(url, Candidate(self.tables[url]))
         unread = [(u, self.unread[u]) for u in sorted(beside) if u in self.unread]
-        if not sources and not chosen and not unread and not far_copies:
+        if not sources and not chosen and not unread:
             return None
         near = {c.table.table_id for c in chosen.values() if c.beside}
         if any(off.reservoir_id not in near for _, off in sources):
@@ -315,30 +315,18 @@ class DeltaIndex:
         )
         if pairing.unpaired and copies and not pairing.ambiguous:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
-        # Copies found only farther away (an audit's roots) are as ambiguous as copies beside: the
-        # source or sink pairs none, and CD216 names them as it does those beside (issue 31 item 1).
+        # Copies of a source's table found only farther away (an audit's roots) are as ambiguous as
+        # copies beside: its reservoirId is theirs, and the source pairs none; CD216 names them as it
+        # does copies beside (issue 31 item 1). Tables far away holding this query's txns are weaker
+        # evidence of its sink (recorded copies of one query's runs): named in the pairing only.
         named = {n for n, _ in pairing.copies}
         source_copies = tuple(
             (n, far_copies[table_id])
             for n, table_id in pairing.unpaired
             if n not in named and table_id in far_copies
         )
-        paired = {p.table.url for p in pairing.pairs}
-        sink_ids = {self.tables[u].table_id for u in self._by_app.get(query_id or "", ())}
-        sink_copies = tuple(
-            urls
-            for table_id, urls in far_copies.items()
-            if table_id in sink_ids
-            and urls not in pairing.sink_copies
-            and not paired & set(urls)
-            and not any(table_id == off.reservoir_id for _, off in sources)
-        )
-        if source_copies or sink_copies:
-            pairing = replace(
-                pairing,
-                copies=pairing.copies + source_copies,
-                sink_copies=pairing.sink_copies + sink_copies,
-            )
+        if source_copies:
+            pairing = replace(pairing, copies=pairing.copies + source_copies)
         return own_unread(complete_sources(pairing, snapshot, None, read=self._read_from), self._first_id)
 
     def _first_id(self, url: str) -> str | None:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
-from checkpoint_doctor.diagnosis.model import NOT_JUDGED, Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
@@ -129,6 +129,9 @@ def reads_notes(
         if delta_sources(start or end) or (pairing is not None and pairing.sink_tables):
             return [NOT_JUDGED.format(line=ctx.target.line)]
     out = []
+    unjudged = tables_not_judged(context_pairing(ctx))
+    if unjudged:
+        out.append(TABLES_NOT_JUDGED.format(why=unjudged))
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:
             first, last = restart.versions
@@ -204,6 +207,19 @@ def assumption(
 def _settle(root: str, urls: Sequence[str]) -> str:
     """The commands that settle which of ``urls`` the query reads or writes, as they run."""
     return " or ".join(shlex.join(["checkpoint-doctor", "diagnose", root, "--delta-table", u]) for u in urls)
+
+
+def tables_not_judged(pairing: DeltaPairing | None) -> str:
+    """The Delta tables a restart cannot be judged against though its line has a Delta release
+    (CD215, CD216), in words; empty when there is none."""
+    if pairing is None:
+        return ""
+    parts = [f"{url} cannot be read ({Code.DELTA_TABLE_UNREADABLE})" for url, _ in pairing.unread]
+    parts += [
+        f"{len(urls)} copies of one table, none guessed ({Code.DELTA_TABLE_COPIES})"
+        for urls in [*(u for _, u in pairing.copies), *pairing.sink_copies]
+    ]
+    return "; ".join(parts)
 
 
 def check_delta_tables(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
