@@ -315,18 +315,7 @@ class DeltaIndex:
         )
         if pairing.unpaired and copies and not pairing.ambiguous:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
-        # Copies of a source's table found only farther away (an audit's roots) are as ambiguous as
-        # copies beside: its reservoirId is theirs, and the source pairs none; CD216 names them as it
-        # does copies beside (issue 31 item 1). Tables far away holding this query's txns are weaker
-        # evidence of its sink (recorded copies of one query's runs): named in the pairing only.
-        named = {n for n, _ in pairing.copies}
-        source_copies = tuple(
-            (n, far_copies[table_id])
-            for n, table_id in pairing.unpaired
-            if n not in named and table_id in far_copies
-        )
-        if source_copies:
-            pairing = replace(pairing, copies=pairing.copies + source_copies)
+        pairing = _with_far_copies(pairing, far_copies)
         return own_unread(complete_sources(pairing, snapshot, None, read=self._read_from), self._first_id)
 
     def _first_id(self, url: str) -> str | None:
@@ -350,3 +339,17 @@ class DeltaIndex:
             else:
                 out.append(replace(n, message=PAIRED_NOTE))
         return out
+
+
+def _with_far_copies(pairing: DeltaPairing, far_copies: dict[str | None, tuple[str, ...]]) -> DeltaPairing:
+    """Copies of a source's table found only farther away (an audit's roots) are as ambiguous as
+    copies beside: its reservoirId is theirs, and the source pairs none; CD216 names them as it does
+    copies beside (issue 31 item 1). Tables far away holding this query's txns are weaker evidence of
+    its sink (recorded copies of one query's runs): named in the pairing only."""
+    named = {n for n, _ in pairing.copies}
+    more = tuple(
+        (n, far_copies[table_id])
+        for n, table_id in pairing.unpaired
+        if n not in named and table_id in far_copies
+    )
+    return replace(pairing, copies=pairing.copies + more) if more else pairing
