@@ -150,11 +150,17 @@ def pair_delta(
     from checkpoint_doctor.reading.delta_discovery import read_named
 
     paths = tuple(dict.fromkeys((*delta_tables, *job_delta.values())))
-    named = read_named(paths, storage_options, snapshot.query_id) if paths else None
-    # read_named keeps the order of the paths: the URL each job path was read as.
-    by_path = dict(zip(paths, named or (), strict=False))
+    unread: list[tuple[str, str]] = []
+    named = read_named(paths, storage_options, snapshot.query_id, unread) if paths else None
+    # read_named keeps the order of the paths it read: the URL each job path was read as.
+    failed = {p for p, _ in unread}
+    by_path = dict(zip([p for p in paths if p not in failed], named or (), strict=False))
     job_paths = {by_path[p].url: n for n, p in job_delta.items() if p in by_path}
-    return pair_beside(snapshot, nearby, named or (), storage_options, job_paths), named
+    # A named table whose log is damaged is the operator's (or the --job's) table: CD215, an error.
+    sources = {p: n for n, p in job_delta.items()}
+    named_unread = tuple((p, why, sources.get(p)) for p, why in unread)
+    pairing = pair_beside(snapshot, nearby, named or (), storage_options, job_paths, named_unread)
+    return pairing, named
 
 
 def load_for_verdict(

@@ -11,7 +11,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from checkpoint_doctor.diagnosis.delta_pairing import SOURCE, Candidate, DeltaPairing, pair_tables
+from checkpoint_doctor.diagnosis.delta_pairing import (
+    ONLY_BESIDE,
+    SOURCE,
+    Candidate,
+    DeltaPairing,
+    pair_tables,
+)
 from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
@@ -50,6 +56,7 @@ def complete_sources(
     pairs = []
     unread = list(pairing.unread)
     unpaired = list(pairing.unpaired)
+    unread_paired = list(pairing.unread_paired)
     for pair in pairing.pairs:
         table = pair.table
         if pair.role != SOURCE or table.commits or pair.source is None:
@@ -69,11 +76,37 @@ def complete_sources(
         got = done[table.url]
         if isinstance(got, CheckpointDoctorError):
             unread.append((table.url, _why(got)))
+            if pair.how != ONLY_BESIDE:  # a guess by elimination is not certainly the query's (CD215)
+                unread_paired.append((table.url, pair.source))
             if offset is not None:
                 unpaired.append((pair.source, offset.reservoir_id))
             continue
         pairs.append(replace(pair, table=got))
-    return replace(pairing, pairs=tuple(pairs), unread=tuple(dict.fromkeys(unread)), unpaired=tuple(unpaired))
+    return replace(
+        pairing,
+        pairs=tuple(pairs),
+        unread=tuple(dict.fromkeys(unread)),
+        unpaired=tuple(unpaired),
+        unread_paired=tuple(dict.fromkeys(unread_paired)),
+    )
+
+
+def own_unread(pairing: DeltaPairing, first_id: Callable[[str], str | None]) -> DeltaPairing:
+    """Return the pairing with each table that could not be read marked certainly the query's when
+    its log's first version (``first_id(url)``: its ``metaData.id`` when created, one read) names
+    the table id of a Delta source no table pairs with: CD215 is then an error, not a warning (a
+    table beside the checkpoint whose newer commit is damaged, with no checksum to pair it by)."""
+    wanted = {table_id: n for n, table_id in pairing.unpaired}
+    known = {url for url, _ in pairing.unread_paired}
+    if not wanted:
+        return pairing
+    found = []
+    for url, _ in pairing.unread:
+        if url not in known:
+            n = wanted.get(first_id(url) or "")
+            if n is not None:
+                found.append((url, n))
+    return replace(pairing, unread_paired=pairing.unread_paired + tuple(found)) if found else pairing
 
 
 def pair_beside(
@@ -82,12 +115,13 @@ def pair_beside(
     named: Sequence[DeltaTable] = (),
     storage_options: Mapping[str, Any] | None = None,
     job_paths: Mapping[str, int] | None = None,
+    named_unread: Sequence[tuple[str, str, int | None]] = (),
 ) -> DeltaPairing | None:
     """Pair the checkpoint with the tables found beside it and those named, and read the source
     tables on from its version. None: no Delta source, no table looked at, nothing to say.
     ``job_paths``: the named tables a ``--job``'s Delta sources read (URL -> source index)."""
     sources = delta_sources(newest_sources(snapshot))
-    if not sources and not nearby.tables and not named and not nearby.unread:
+    if not sources and not nearby.tables and not named and not nearby.unread and not named_unread:
         return None
     jobs = job_paths or {}
     by_url: dict[str, Candidate] = {
@@ -111,7 +145,7 @@ def pair_beside(
         snapshot.query_id,
         list(by_url.values()),
         looked_at=nearby.looked_at or "named with --delta-table",
-        unread=nearby.unread,
+        unread=(*((u, why) for u, why, _ in named_unread), *nearby.unread),
     )
     found = {t.url: t for t in nearby.tables}
     query_ids = (snapshot.query_id,) if snapshot.query_id else ()
@@ -122,4 +156,11 @@ def pair_beside(
             return read_on(found[url], logs[url], storage_options, from_version)
         return read_table(url, storage_options, query_ids, from_version=from_version)
 
-    return complete_sources(pairing, snapshot, storage_options, read)
+    pairing = complete_sources(pairing, snapshot, storage_options, read)
+    if named_unread:
+        # Named (or a --job's path): certainly the query's, for the source the job reads it as.
+        certain = tuple((u, n) for u, _, n in named_unread)
+        pairing = replace(pairing, unread_paired=tuple(dict.fromkeys(pairing.unread_paired + certain)))
+    return own_unread(
+        pairing, lambda url: first_table_id(url, logs[url], storage_options) if url in logs else None
+    )

@@ -72,6 +72,8 @@ class Code(TextEnum):
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
+    DELTA_TABLE_UNREADABLE = "CD215"
+    DELTA_TABLE_COPIES = "CD216"
     STATE_MISSING = "CD301"
     STATE_VERSION_NOT_RESTORABLE = "CD302"
     ROCKSDB_SST_MISSING = "CD303"
@@ -677,6 +679,38 @@ _ALL = (
         "DELTA_SOURCE_TABLE_IGNORE_CHANGES",
     ),
     _c(
+        Code.DELTA_TABLE_UNREADABLE,
+        "delta-table-unreadable",
+        ERROR,
+        "A Delta table paired with the checkpoint, or found beside it, cannot be read",
+        "Not judged: the restart reads the table's log (DeltaLog, the commits from the checkpoint's "
+        "version on for a Delta source, the txns for a Delta sink), each commit line with Jackson "
+        "(Action.fromJson: JsonUtils.mapper.readValue[SingleAction]). A line that is not JSON fails there "
+        "with Jackson's exception; a value no Java long holds, an action of the wrong shape, JSON nested "
+        "beyond a parser's depth or a file name beyond a Java long may fail it or be read otherwise, "
+        "which this tool does not say. The finding names the file and what is wrong with it.",
+        "A hand edit, a bad tool or a partial copy damaged the table's _delta_log.",
+        "Restore the named file from a backup of the table (or repair it the way the tool that wrote it "
+        "would), then diagnose again: the restart is judged against the table only once its log reads; "
+        "no plan changes the checkpoint for that table until then.",
+        "com.fasterxml.jackson",
+        "JsonParseException",
+    ),
+    _c(
+        Code.DELTA_TABLE_COPIES,
+        "delta-table-copies",
+        WARNING,
+        "Several Delta tables could be the checkpoint's source or sink, equally near: none is judged",
+        "Not judged: a Delta source finds its table by path, and checks only that its id is the "
+        "checkpoint's reservoirId (DeltaSource); a Delta sink finds its txns in the table it writes. "
+        "Copies of one table (a backup, cp -r) share its id and its txns, so the checkpoint cannot say "
+        "which one the query reads or writes, and a copy's log may start at another version.",
+        "A copy or backup of the table lies beside the checkpoint (or was named with --delta-table "
+        "twice), as near as the table itself.",
+        "Name the table the query reads or writes with --delta-table (the finding prints the "
+        "command for each candidate); no plan changes the checkpoint until one is named.",
+    ),
+    _c(
         Code.STATE_MISSING,
         "state-missing",
         ERROR,
@@ -1262,6 +1296,10 @@ CODES: dict[str, CodeInfo] = {c.code: c for c in _ALL}
 #: re-planned batch ids its txn holds, CD407: DeltaSink.addBatch's "Skipping already complete epoch"):
 #: they are repaired like errors, with consent, and every output points at the plan.
 SILENT_LOSS: frozenset[str] = frozenset({Code.DELTA_SINK_SKIPS_BATCHES})
+#: Findings that leave a Delta table the query may read or write not judged (unreadable, CD215;
+#: copies none is guessed of, CD216): no plan step clears them, and a plan names them as left
+#: unresolved whatever their severity, rather than "nothing to repair" (issue 31 items 1 and 8).
+TABLES_NOT_JUDGED: frozenset[str] = frozenset({Code.DELTA_TABLE_UNREADABLE, Code.DELTA_TABLE_COPIES})
 CODES_BY_SLUG: dict[str, CodeInfo] = {c.slug: c for c in _ALL}
 
 

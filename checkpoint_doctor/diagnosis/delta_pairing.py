@@ -139,6 +139,11 @@ class DeltaPairing:
     ambiguous: tuple[str, ...] = ()
     #: Why tables could not be read (URL, one line), shown with the pairing.
     unread: tuple[tuple[str, str], ...] = ()
+    #: Of those, the tables certainly the query's (URL, source index or None): paired as a Delta
+    #: source (by its id, the --job's path, or named) whose commits then failed to read, or named
+    #: with --delta-table; the rest only lay beside it (their id or txns unread: maybe its source or
+    #: sink). CD215's severity follows.
+    unread_paired: tuple[tuple[str, int | None], ...] = ()
     #: Unpaired sources several tables have the id of, equally near (source index, their URLs):
     #: copies of one table (a backup), none guessed.
     copies: tuple[tuple[int, tuple[str, ...]], ...] = ()
@@ -167,9 +172,12 @@ class DeltaPairing:
         """Return what was paired and how, and what was not, one line each."""
         out = [p.text for p in self.pairs]
         copies = dict(self.copies)
+        unread = {n: url for url, n in self.unread_paired if n is not None}
         for n, table_id in self.unpaired:
             where = f" ({self.looked_at})" if self.looked_at else ""
-            if n in copies:
+            if n in unread:
+                why = f"its table {unread[n]} cannot be read (below)"
+            elif n in copies:
                 why = (
                     f"{len(copies[n])} tables have its id ({', '.join(copies[n])}): copies of one table (a "
                     "backup?), and which one the query reads is not guessed"

@@ -35,7 +35,7 @@ from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis import cell_memo, diagnose_cell
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
-from checkpoint_doctor.diagnosis.codes import ERROR, INFO, WARNING, Code, Severity
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
@@ -526,13 +526,19 @@ def merge_findings(cells: Sequence[CellDiagnosis], detected: str) -> tuple[Findi
         # Spark's words end the first sentence; the finding (often a path: ``commits/.3.crc
         # remains``) is labelled rather than starting a sentence in lower case.
         message = f"{_sentence(quote.rstrip('.'))}. Cause: {first.message}" if quote else first.message
-        severity: Severity | None = effective_severity(
+        judged = effective_severity(
             code,
             fails_configured=fails_configured,
             fails_plausible=fails_plausible,
             met_configured=configured,
         )
-        if severity == first.severity:
+        lowered = first.effective_severity
+        if lowered is not None and SEVERITY_ORDER[lowered] > SEVERITY_ORDER[judged]:
+            # A check that knows its fact less certain than its code says so (CD215 of a table that
+            # only lies beside the checkpoint: maybe the query's): no restart raises it again.
+            judged = lowered
+        severity: Severity | None = judged
+        if severity == CODES[code].severity:
             severity = None  # the code's own: not stored, so a finding's JSON stays as it was
         if code == Code.STATE_MAY_BE_GONE:
             message = _state_message(first, cells, detected)

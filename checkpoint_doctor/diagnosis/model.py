@@ -90,6 +90,12 @@ class Finding:
 #: not judged (no delta-spark artifact is published for it, so no restart of it was ever recorded).
 NOT_JUDGED = "Delta tables not judged on Spark {line}: no Delta Lake release exists for it"
 
+#: The note of a restart on a line with a Delta Lake release whose Delta tables could not be judged
+#: all the same: one cannot be read (CD215) or several copies of one are equally near (CD216), so its
+#: STARTS says nothing of them either (issue 31 items 1 and 8).
+TABLES_NOT_JUDGED = "Delta tables not judged: {why}"
+_TABLES_NOT_JUDGED_PREFIX = TABLES_NOT_JUDGED.format(why="")
+
 #: The three outcomes of a restart: Spark starts it, fails it, or the tool cannot judge it (a
 #: Delta query on a line with no Delta Lake release: a STARTS there would say nothing of its tables).
 STARTS, FAILS, NOT_JUDGED_OUTCOME = "starts", "fails", "not-judged"
@@ -126,8 +132,16 @@ class RestartPrediction:
     @property
     def not_judged(self) -> bool:
         """Whether the restart starts only as far as the tool can tell: its Delta tables were not
-        judged (no Delta Lake release for the line), so it is neither a start nor a failure."""
-        return self.starts and NOT_JUDGED.format(line=self.spark) in self.notes
+        judged (no Delta Lake release for the line, or a table unread or ambiguous: CD215, CD216),
+        so it is neither a start nor a failure."""
+        return self.starts and (
+            self.no_delta_release or any(n.startswith(_TABLES_NOT_JUDGED_PREFIX) for n in self.notes)
+        )
+
+    @property
+    def no_delta_release(self) -> bool:
+        """Whether its Delta tables were not judged because the line has no Delta Lake release."""
+        return NOT_JUDGED.format(line=self.spark) in self.notes
 
     @property
     def outcome(self) -> str:
@@ -140,6 +154,8 @@ class RestartPrediction:
         if self.not_judged:
             # Not a start: the Delta tables decide the restart and no Delta Lake release reads them
             # on this line. What the checkpoint alone says is kept after it.
+            if not self.no_delta_release:
+                return f"NOT JUDGED: a Delta table could not be judged ({self._started})"
             return f"NOT JUDGED: no Delta Lake release for Spark {self.spark} ({self._started})"
         if not self.starts and self.error is not None:
             when = {

@@ -20,7 +20,7 @@ Downgrades (a line older than the writer) are shown and never counted. The exit 
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis.codes import CODES, ERROR, WARNING, Severity
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, WARNING, Code, Severity
 
 #: The rule in an operator's words (``explain`` prints it for every error code; the README quotes it).
 RULE = (
@@ -46,7 +46,18 @@ def effective_severity(
     return ERROR if met_configured else WARNING
 
 
+#: Codes whose severity is set by how certain their fact is, not by the restarts (their checks lower
+#: it, and :func:`~checkpoint_doctor.diagnosis.matrix.merge_findings` keeps a lowered severity).
+OWN_RULES: dict[str, str] = {
+    Code.DELTA_TABLE_UNREADABLE: (
+        "error when the table is certainly the query's (paired as a Delta source by its id, the --job's "
+        "path or --delta-table before its log failed to read, or its log's first commit names a Delta "
+        "source's table id); a warning when it only lies beside the checkpoint (maybe its source or sink)"
+    ),
+}
+
+
 def rule_text(code: str) -> str:
     """Return the severity of a code as ``explain`` states it: the rule for an error code."""
     severity = CODES[code].severity
-    return RULE if severity == ERROR else severity
+    return OWN_RULES.get(code) or (RULE if severity == ERROR else severity)

@@ -34,7 +34,7 @@ from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE
 from checkpoint_doctor.fleet.discovery import DELTA_LOG, NOTE_DELTA, join, parent_of
 from checkpoint_doctor.fleet.records import AuditNote
-from checkpoint_doctor.loading_delta import complete_sources
+from checkpoint_doctor.loading_delta import complete_sources, own_unread
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import commit_names, is_delta_table, read_commits, read_table
@@ -268,6 +268,8 @@ class DeltaIndex:
         query_id = snapshot.query_id
         beside = set(self._beside(root, path))
         copies: list[str] = []
+        #: Copies of one table id none of which is beside the checkpoint (id -> their URLs).
+        far_copies: dict[str | None, tuple[str, ...]] = {}
 
         def pick(urls: Iterable[str]) -> list[str]:
             """One table per table id: copies of a table (a backup, a test copy) share its id, so
@@ -282,6 +284,7 @@ class DeltaIndex:
                     out.append(near[0] if near else group[0])
                 else:
                     copies.extend(group)
+                    far_copies[self.tables[group[0]].table_id] = tuple(sorted(near or group))
             return out
 
         chosen: dict[str, Candidate] = {}
@@ -312,7 +315,15 @@ class DeltaIndex:
         )
         if pairing.unpaired and copies and not pairing.ambiguous:
             pairing = replace(pairing, ambiguous=tuple(sorted(set(copies))))
-        return complete_sources(pairing, snapshot, None, read=self._read_from)
+        pairing = _with_far_copies(pairing, far_copies)
+        return own_unread(complete_sources(pairing, snapshot, None, read=self._read_from), self._first_id)
+
+    def _first_id(self, url: str) -> str | None:
+        """The id the first version of an unread table's log names (its own when created)."""
+        task = self._tasks.get(url)
+        if task is None:
+            return None
+        return first_table_id(url, task.log_names, store=self._counted(task, self._local.counter))
 
     def noted(self, notes: Iterable[AuditNote]) -> list[AuditNote]:
         """Return the audit's notes with each Delta table's saying what became of it: read to pair
@@ -328,3 +339,17 @@ class DeltaIndex:
             else:
                 out.append(replace(n, message=PAIRED_NOTE))
         return out
+
+
+def _with_far_copies(pairing: DeltaPairing, far_copies: dict[str | None, tuple[str, ...]]) -> DeltaPairing:
+    """Copies of a source's table found only farther away (an audit's roots) are as ambiguous as
+    copies beside: its reservoirId is theirs, and the source pairs none; CD216 names them as it does
+    copies beside (issue 31 item 1). Tables far away holding this query's txns are weaker evidence of
+    its sink (recorded copies of one query's runs): named in the pairing only."""
+    named = {n for n, _ in pairing.copies}
+    more = tuple(
+        (n, far_copies[table_id])
+        for n, table_id in pairing.unpaired
+        if n not in named and table_id in far_copies
+    )
+    return replace(pairing, copies=pairing.copies + more) if more else pairing

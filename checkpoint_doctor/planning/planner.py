@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
-from checkpoint_doctor.diagnosis.codes import CODES, ERROR
+from checkpoint_doctor.diagnosis.codes import CODES, ERROR, TABLES_NOT_JUDGED
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.errors import RefusedError
@@ -187,7 +187,11 @@ def _unresolved(
     for cell, diagnosis in after.items():
         for f in diagnosis.findings:
             # A warning with a repair is left unresolved only when its repair waits for consent.
-            if f.severity != ERROR and (f.code not in WARNING_REPAIRS or needs_consent is None):
+            if (
+                f.severity != ERROR
+                and f.code not in TABLES_NOT_JUDGED
+                and (f.code not in WARNING_REPAIRS or needs_consent is None)
+            ):
                 continue
             entry = out.setdefault(
                 f.code,

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from checkpoint_doctor.errors import CheckpointDoctorError
+from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.delta import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
@@ -185,17 +185,40 @@ def read_on(
 
 
 def read_named(
-    paths: Sequence[str], storage_options: Mapping[str, Any] | None, query_id: str | None
+    paths: Sequence[str],
+    storage_options: Mapping[str, Any] | None,
+    query_id: str | None,
+    unread: list[tuple[str, str]] | None = None,
 ) -> tuple[DeltaTable, ...]:
-    """Read the tables named with ``--delta-table`` (every commit still in each log).
+    """Read the tables named with ``--delta-table`` (every commit still in each log). With
+    ``unread``, a path that is a Delta table (its ``_delta_log`` holds a commit or checkpoint) whose
+    log cannot be read is appended there (path, why) and left out, for the verdict to name (CD215)
+    rather than stop on: a damaged commit is a fact about the table the operator named.
 
     Raises:
-        UsageError: a path is not a Delta table.
+        UsageError: a path is not a Delta table (or, without ``unread``, its log is damaged).
         MissingDependencyError: a table's state is in a checkpoint only and deltalake is missing.
         StorageError: a log cannot be read.
     """
     ids = (query_id,) if query_id else ()
-    return tuple(read_table(p, storage_options, ids) for p in dict.fromkeys(paths))
+    out = []
+    for p in dict.fromkeys(paths):
+        try:
+            out.append(read_table(p, storage_options, ids))
+        except UsageError as exc:
+            if unread is None or not _holds_delta_log(p, storage_options):
+                raise
+            unread.append((p, _why(exc)))
+    return tuple(out)
+
+
+def _holds_delta_log(url: str, storage_options: Mapping[str, Any] | None) -> bool:
+    """Whether ``url/_delta_log`` lists a commit or checkpoint (one listing; False if it cannot)."""
+    try:
+        log = open_storage(url, storage_options).child(LOG_DIR)
+        return is_delta_table(f.path for f in log.list_tree(missing_ok=True).files if "/" not in f.path)
+    except CheckpointDoctorError:
+        return False
 
 
 def source_versions(snapshot: CheckpointSnapshot) -> dict[str, int]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
+from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING, Code
 from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
 from checkpoint_doctor.render.hints import Hints, explain, plan_file
@@ -195,7 +195,7 @@ def render_diagnosis(
     if assumptions:
         blocks.append(section("Assumptions", bullets(assumptions)))
     blocks += delta_steps(d.checkpoint, delta_pairing, hints or Hints())
-    if d.prediction.not_judged:
+    if d.prediction.no_delta_release and d.prediction.not_judged:
         # The operator asked a line that cannot read the tables: the lines that can judge them.
         blocks.append(
             f"Not judged on Spark {d.spark}; the lines with a Delta Lake release judge its tables:\n  "
@@ -271,11 +271,20 @@ def render_matrix_table(matrix: MatrixDiagnosis, width: int | None = None) -> st
         legend.append("downgrade rows (older than the writer) are shown, not counted")
     if any((c.if_stateful or "").startswith("FAILS") for c in cells):
         legend.append("? fails if the query has stateful operators (CD310)")
-    unjudged = list(dict.fromkeys(c.cell.spark for c in cells if c.delta_not_judged))
+    unjudged = list(
+        dict.fromkeys(
+            c.cell.spark for c in cells if c.delta_not_judged and c.diagnosis.prediction.no_delta_release
+        )
+    )
     if unjudged:
         legend.append(
             f"~ not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}, so nothing"
             " reads the query's Delta tables there"
+        )
+    if any(c.delta_not_judged and not c.diagnosis.prediction.no_delta_release for c in cells):
+        legend.append(
+            "~ not judged: a Delta table the query may read or write could not be judged (unreadable: "
+            f"{Code.DELTA_TABLE_UNREADABLE}; copies none is guessed of: {Code.DELTA_TABLE_COPIES})"
         )
     # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
     with layout(width or line_width()):

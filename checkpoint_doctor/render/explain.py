@@ -39,11 +39,16 @@ def render_code_list(rows: Iterable[dict[str, Any]]) -> str:
 
 
 def _severity_words(info: CodeInfo, severity_rule: str) -> str:
-    """``error`` codes are errors as configured and warnings for a plausible restart (the rule)."""
+    """``error`` codes are errors as configured and warnings for a plausible restart (the rule);
+    a code with a rule of its own (CD215: how certain the table is the query's) says only that."""
+    from checkpoint_doctor.diagnosis.severity import RULE
+
+    if severity_rule == info.severity:
+        return str(info.severity)
     return (
         "error as configured, warning for a plausible restart"
-        if severity_rule != info.severity
-        else info.severity
+        if severity_rule == RULE
+        else "error or warning"
     )
 
 

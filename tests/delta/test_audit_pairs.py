@@ -132,7 +132,13 @@ def test_copies_of_a_table_pair_only_beside_the_checkpoint(tmp_path: Path) -> No
         r for r in cd.audit(str(root), live_window_s=0).to_json()["records"] if r["kind"] == "checkpoint"
     )
     assert record["delta"]["pairs"] == []
-    assert record["delta"]["ambiguous"] == sorted(str(root / b / "source") for b in ("backup", "backup2"))
+    copies = sorted(str(root / b / "source") for b in ("backup", "backup2"))
+    assert record["delta"]["ambiguous"] == copies
+    # ... and a finding (CD216, a warning: the audit exits 1; it was 0), as copies beside are.
+    assert record["delta"]["unpaired_sources"][0]["tables_with_its_id"] == copies
+    assert "CD216" in record["codes"]
+    result = cd.audit(str(root), live_window_s=0)
+    assert result.exit_code == 1
 
 
 def test_each_table_log_is_read_once_per_audit(monkeypatch: pytest.MonkeyPatch) -> None:

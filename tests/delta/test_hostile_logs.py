@@ -28,6 +28,7 @@ from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
 from checkpoint_doctor.planning.options import MAX_OPTION_STEPS
+from tests.cli.test_schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]
 LINE = ROOT / "fixtures" / "delta" / "spark-3.5.9"
@@ -92,11 +93,31 @@ def test_two_tables_with_the_source_id_beside_pair_neither_and_plan_changes_noth
     (unpaired,) = pairing["unpaired_sources"]
     assert unpaired["tables_with_its_id"] == [str(copy), str(job / "source")]
     assert "not guessed" in pairing["text"]
-    assert "CD209" not in out and code == 0
+    validate("diagnose", doc)
+    # The ambiguity is a finding (a warning: exit 1, it was 0) naming both tables and the command
+    # that settles it for each, as it runs.
+    (finding,) = doc["result"]["findings"]
+    assert finding["code"] == "CD216" and finding["severity"] == "warning"
+    assert finding["paths"] == [str(copy), str(job / "source")]
+    for table in (copy, job / "source"):
+        assert f"checkpoint-doctor diagnose {job / 'checkpoint'} --delta-table {table}" in finding["message"]
+    assert "CD209" not in out and code == 1
+    assert {c["outcome"] for c in doc["result"]["matrix"]} == {"not-judged"}
+    api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
+    assert [(f.code, f.severity, f.paths) for f in api.findings] == [
+        ("CD216", "warning", (str(copy), str(job / "source")))
+    ]
+    # The command printed runs and settles it: the table named is the one judged.
+    settle = finding["message"].rsplit("table it reads: ", 1)[1].split(" or ")[1].split()
+    assert settle[0] == "checkpoint-doctor"
+    code, out = _run([*settle[1:], "--format", "json", *QUIET], capsys)
+    settled = json.loads(out)["result"]
+    assert [p["table"] for p in settled["delta_pairing"]["pairs"]] == [str(job / "source")]
+    assert settled["findings"] == [] and code == 0
     # No plan changes anything on an ambiguous pairing, consent or not.
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
-    assert code == 0 and not plan.exists(), out
+    assert code == 1 and not plan.exists() and "CD216" in out, out
     assert "reservoirVersion" not in out and f"2 tables have its id ({copy}, {job / 'source'})" in " ".join(
         out.split()
     )
@@ -112,7 +133,7 @@ def test_an_audit_pairs_no_copy_beside_the_checkpoint_either(
     (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
     assert "CD209" not in record["codes"] and record["delta"]["pairs"] == []
     assert record["delta"]["unpaired_sources"][0]["tables_with_its_id"] == [str(copy), str(job / "source")]
-    assert code == 0
+    assert record["codes"] == ["CD216"] and code == 1
 
 
 def test_the_table_named_with_delta_table_is_the_operators_choice_among_copies(
@@ -152,15 +173,23 @@ def test_copies_of_the_sink_beside_pair_neither_and_plan_changes_nothing(
     assert pairing["pairs"] == [] and pairing["sink_copies"] == [[str(backup), str(job / "sink")]]
     assert "CD407" not in {f["code"] for f in doc["result"]["findings"]}
     assert "which one the query writes is not guessed" in pairing["text"]
+    (finding,) = [f for f in doc["result"]["findings"] if f["code"] == "CD216"]
+    assert finding["severity"] == "warning" and finding["paths"] == [str(backup), str(job / "sink")]
+    assert (
+        f"checkpoint-doctor diagnose {job / 'checkpoint'} --delta-table {job / 'sink'}" in finding["message"]
+    )
+    assert code == 1
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
     assert not plan.exists() and _tree(job / "checkpoint") == before, out
+    assert code == 1 and "CD216" in out
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
     (record,) = [r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"]
     assert (
         record["delta"]["sink_copies"] == [[str(backup), str(job / "sink")]]
         and "CD407" not in record["codes"]
     )
+    assert "CD216" in record["codes"] and code == 1
     # Named, the operator's choice is judged.
     code, out = _run(
         ["diagnose", str(job / "checkpoint"), "--delta-table", str(job / "sink"), *QUIET], capsys
@@ -292,23 +321,43 @@ def test_a_hostile_delta_log_is_named_never_a_crash(
     checkpoint_before = _tree(job / "checkpoint")
     code, out = _run(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
     assert code in (0, 1, 4), out[-2000:]
-    pairing = json.loads(out)["result"]["delta_pairing"]
+    doc = json.loads(out)
+    validate("diagnose", doc)
+    pairing = doc["result"]["delta_pairing"]
     # Either the table is read as Delta would read it (what is damaged is not what is read), or it is
     # named as not read with the file and what is wrong with it.
     read = [p["table"] for p in pairing["pairs"]] == [str(job / "source")]
     named = [u["table"] for u in pairing["unread"]] == [str(job / "source")]
     assert read or named, pairing["text"]
+    unreadable = [f for f in doc["result"]["findings"] if f["code"] == "CD215"]
     if named:
         assert str(job / "source") in pairing["unread"][0]["reason"], pairing["unread"]  # and the why
+        # ... and a finding on that table (issue 31 item 8: the exit stayed 0): an error, the table
+        # being certainly the query's (its id, by its checksum or its first commit, is the source's).
+        (finding,) = unreadable
+        assert finding["paths"] == [str(job / "source")] and finding["severity"] == "error"
+        assert pairing["unread"][0]["reason"] in finding["message"]
+        assert "not judged" in finding["message"] and code == 4
+        # No cell reads as a clean start: each is NOT JUDGED (ux-cli's outcome), on every line.
+        assert {c["outcome"] for c in doc["result"]["matrix"]} == {"not-judged"}
+        api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
+        assert [(f.code, f.severity, f.paths) for f in api.findings] == [
+            ("CD215", "error", (str(job / "source"),))
+        ]
+    else:
+        assert not unreadable and code == 0, out[-2000:]
+    diagnosed = code
     plan = tmp_path / "plan.json"
     code, out = _run(["plan", str(job / "checkpoint"), "--accept-data-loss", "-o", str(plan), *QUIET], capsys)
-    assert code in (0, 1, 4), out[-2000:]
+    assert code == diagnosed, out[-2000:]
     assert not plan.exists() or plan.stat().st_size <= MAX_DOCUMENT_BYTES
+    assert ("CD215" in out) == named and not (named and plan.exists())
     code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
-    assert code in (0, 1, 4), out[-2000:]
+    assert code == diagnosed | 1, out[-2000:]  # OR-ed with the other's warning (CD407)
     records = {r["path"]: r for r in json.loads(out)["result"]["records"] if r["kind"] == "checkpoint"}
     assert set(records) == {"job/checkpoint", "other/checkpoint"}  # the other is never lost
     assert records["other/checkpoint"]["codes"] == ["CD407"]
+    assert records["job/checkpoint"]["codes"] == (["CD215"] if named else [])
     assert _tree(job / "source") == source_before and _tree(job / "checkpoint") == checkpoint_before
 
 
@@ -319,11 +368,91 @@ def test_a_damaged_commit_says_which_action_and_value(
     _append(4, LINES["txn-version-1e400"])(job / "source" / "_delta_log")
     code, out = _run(["diagnose", str(job / "checkpoint"), *QUIET], capsys)
     text = " ".join(out.split())
-    assert code == 0
+    assert code == 4 and "ERROR    CD215 delta-table-unreadable" in out  # it was exit 0
     assert (
         f"{job / 'source'}/_delta_log/00000000000000000004.json is not a Delta commit: txn.version is not a long: 1E+400"
         in text
     )
+    assert f"Delta source 0's table {job / 'source'} cannot be read" in text
+
+
+def test_an_unreadable_table_that_may_be_the_sink_is_a_warning_everywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged table beside a checkpoint with no Delta source (its id and txns unread: maybe its
+    sink, the recorded one here) is CD215 as a warning: exit 1 in diagnose, plan and audit (it was
+    0, and CD407 went unsaid), the same in the API; every JSON document validates."""
+    job = _job(tmp_path, SINK)
+    _append(2, LINES["txn-version-1e400"], keep_crc=False)(job / "sink" / "_delta_log")
+    code, out = _run(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
+    doc = json.loads(out)
+    validate("diagnose", doc)
+    (finding,) = doc["result"]["findings"]
+    assert (finding["code"], finding["severity"], finding["paths"]) == (
+        "CD215",
+        "warning",
+        [str(job / "sink")],
+    )
+    assert "may be this query's source or sink" in finding["message"]
+    assert f"{job / 'sink'}/_delta_log/00000000000000000002.json is not a Delta commit" in finding["message"]
+    assert code == 1
+    api = cd.diagnose(str(job / "checkpoint"), live_window_s=0)
+    assert [(f.code, f.severity, f.paths, f.message) for f in api.findings] == [
+        ("CD215", "warning", (str(job / "sink"),), finding["message"])
+    ]
+    code, out = _run(["plan", str(job / "checkpoint"), "--format", "json", *QUIET], capsys)
+    plan = json.loads(out)
+    validate("plan", plan)
+    assert [u["code"] for u in plan["result"]["unresolved"]] == ["CD215"] and code == 1
+    code, out = _run(["audit", str(tmp_path), "--format", "json", *QUIET], capsys)
+    doc = json.loads(out)
+    validate("audit", doc)
+    (record,) = [r for r in doc["result"]["records"] if r["kind"] == "checkpoint"]
+    assert record["codes"] == ["CD215"] and code == 1
+
+
+def test_explain_states_how_certain_an_unreadable_table_must_be_for_an_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """CD215's severity is its check's (certainly the query's table, or only beside it), not the
+    restarts' rule every other error code follows: explain says so, in text and JSON."""
+    code, out = _run(["explain", "CD215", "--format", "json"], capsys)
+    doc = json.loads(out)
+    validate("explain", doc)
+    rule = doc["result"]["severity_rule"]
+    assert rule.startswith("error when the table is certainly the query's") and "a warning when" in rule
+    assert "Action.fromJson" in doc["result"]["spark_does"] and code == 0
+    code, out = _run(["explain", "CD215"], capsys)
+    assert out.splitlines()[0] == "CD215 delta-table-unreadable (error or warning)"
+    code, out = _run(["explain", "delta-table-copies", "--format", "json"], capsys)
+    assert json.loads(out)["result"]["severity_rule"] == "warning"
+
+
+def test_a_damaged_table_named_with_delta_table_is_an_error_finding_not_a_stop(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The operator named the table, so it is the query's: its damaged commit is CD215, an error
+    (exit 4, the API alike; it stopped the command with exit 2 and no verdict). A path that holds
+    no Delta log at all is still a usage error (exit 2)."""
+    job = _job(tmp_path, STATELESS)
+    table = tmp_path / "elsewhere" / "events"
+    shutil.copytree(job / "source", table)
+    shutil.rmtree(job / "source")
+    _append(4, LINES["txn-version-1e400"])(table / "_delta_log")
+    args = ["diagnose", str(job / "checkpoint"), "--delta-table", str(table), "--format", "json", *QUIET]
+    code, out = _run(args, capsys)
+    doc = json.loads(out)
+    validate("diagnose", doc)
+    (finding,) = doc["result"]["findings"]
+    assert (finding["code"], finding["severity"], finding["paths"]) == ("CD215", "error", [str(table)])
+    assert f"The Delta table {table} named with --delta-table cannot be read" in finding["message"]
+    assert "txn.version is not a long: 1E+400" in finding["message"] and code == 4
+    api = cd.diagnose(str(job / "checkpoint"), live_window_s=0, delta_tables=[str(table)])
+    assert [(f.code, f.severity, f.message) for f in api.findings] == [("CD215", "error", finding["message"])]
+    code, out = _run(["plan", *args[1:]], capsys)
+    assert code == 4 and [u["code"] for u in json.loads(out)["result"]["unresolved"]] == ["CD215"]
+    code, out = _run(["diagnose", str(job / "checkpoint"), "--delta-table", str(tmp_path), *QUIET], capsys)
+    assert code == 2 and "is not a Delta table" in out
 
 
 def test_a_commit_named_beyond_a_java_long_names_the_file(tmp_path: Path) -> None:
@@ -434,9 +563,15 @@ def test_a_fifo_as_last_checkpoint_never_reaches_delta_rs(tmp_path: Path) -> Non
     hint.unlink()
     os.mkfifo(hint)
     done = _limited(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    (unread,) = json.loads(done.stdout)["result"]["delta_pairing"]["unread"]
+    result = json.loads(done.stdout)["result"]
+    (unread,) = result["delta_pairing"]["unread"]
     assert f"{hint} is not a regular file" in unread["reason"]
+    # A finding on the table (it was exit 0): a warning, its id unread (its log starts at version 6,
+    # no first commit names it), so it only lies beside the checkpoint.
+    assert [(f["code"], f["severity"], f["paths"]) for f in result["findings"]] == [
+        ("CD215", "warning", [str(job / "source")])
+    ]
+    assert done.returncode == 1, done.stderr[-2000:]
 
 
 def test_a_link_to_a_fifo_among_the_commits_never_reaches_delta_rs(tmp_path: Path) -> None:
@@ -445,8 +580,8 @@ def test_a_link_to_a_fifo_among_the_commits_never_reaches_delta_rs(tmp_path: Pat
     os.mkfifo(fifo)
     (job / "source" / "_delta_log" / f"{7:020d}.json").symlink_to(fifo)
     done = _limited(["diagnose", str(job / "checkpoint"), "--format", "json", *QUIET], timeout=60)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "is not a regular file" in done.stdout
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "is not a regular file" in done.stdout and '"code": "CD215"' in done.stdout
 
 
 @pytest.mark.parametrize("hint", ['{"version":99,"size":6}', "{garbage", ""])

@@ -64,6 +64,8 @@ KNOWN_CODES = frozenset(
         "CD208",
         "CD209",
         "CD210",
+        "CD215",
+        "CD216",
         "CD301",
         "CD302",
         "CD303",
@@ -183,6 +185,10 @@ TRIGGERED_ELSEWHERE = {
     "CD208",
     "CD209",
     "CD210",
+    # CD215 and CD216 need a damaged or copied table beside a Delta fixture
+    # (tests/delta/test_hostile_logs.py)
+    "CD215",
+    "CD216",
     "CD407",
     "CD408",
     # real-time restarts on 4.3 of checkpoints 4.1/4.2 wrote: fixtures/kafka-realtime/, proven by

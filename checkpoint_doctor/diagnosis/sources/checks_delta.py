@@ -1,4 +1,5 @@
-"""The checkpoint's Delta sources against their tables' logs (CD208-CD210). Pure.
+"""The checkpoint's Delta sources against their tables' logs (CD208-CD210), and the tables that
+could not be judged: unreadable (CD215) or copies of one table none is guessed of (CD216). Pure.
 
 The tables come from the I/O edge (``checkpoint_doctor.reading.delta``), paired with the checkpoint
 there (found beside it, named with ``--delta-table``, or under an audit's roots:
@@ -10,12 +11,13 @@ in ``fixtures/delta/``."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Sequence
 
-from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
-from checkpoint_doctor.diagnosis.model import NOT_JUDGED, Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
@@ -127,6 +129,9 @@ def reads_notes(
         if delta_sources(start or end) or (pairing is not None and pairing.sink_tables):
             return [NOT_JUDGED.format(line=ctx.target.line)]
     out = []
+    unjudged = tables_not_judged(context_pairing(ctx))
+    if unjudged:
+        out.append(TABLES_NOT_JUDGED.format(why=unjudged))
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:
             first, last = restart.versions
@@ -197,3 +202,81 @@ def assumption(
     if tables and not chosen.lines():
         return "Delta tables named but none pairs with this checkpoint"
     return chosen.text or None
+
+
+def _settle(root: str, urls: Sequence[str]) -> str:
+    """The commands that settle which of ``urls`` the query reads or writes, as they run."""
+    return " or ".join(shlex.join(["checkpoint-doctor", "diagnose", root, "--delta-table", u]) for u in urls)
+
+
+def tables_not_judged(pairing: DeltaPairing | None) -> str:
+    """The Delta tables a restart cannot be judged against though its line has a Delta release
+    (CD215, CD216), in words; empty when there is none."""
+    if pairing is None:
+        return ""
+    parts = [f"{url} cannot be read ({Code.DELTA_TABLE_UNREADABLE})" for url, _ in pairing.unread]
+    parts += [
+        f"{len(urls)} copies of one table, none guessed ({Code.DELTA_TABLE_COPIES})"
+        for urls in [*(u for _, u in pairing.copies), *pairing.sink_copies]
+    ]
+    return "; ".join(parts)
+
+
+def check_delta_tables(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD215: a Delta table paired with the checkpoint or found beside it could not be read (issue 31
+    item 8: it was named under the pairing only, and the exit stayed 0 where Spark may fail on the
+    commit); CD216: copies of one table, equally near, that the pairing guessed none of (issue 31
+    item 1: named, but the exit stayed 0). Neither judges a restart: the finding says so."""
+    del prediction  # the tables' facts, the same in every cell
+    pairing = context_pairing(ctx)
+    if pairing is None:
+        return
+    certain = dict(pairing.unread_paired)
+    for url, why in pairing.unread:
+        source = certain.get(url)
+        if url in certain and source is None:
+            whose = (
+                f"The Delta table {url} named with --delta-table cannot be read: {why}. The restart is not "
+                "judged against it: the query reads or writes this log, which Delta may fail on or read "
+                "otherwise."
+            )
+        elif source is not None:
+            whose = (
+                f"Delta source {source}'s table {url} cannot be read: {why}. The "
+                f"restart of source {source} is not judged: it reads this log, which Delta may fail on or "
+                "read otherwise."
+            )
+        else:
+            whose = (
+                f"The Delta table {url} beside the checkpoint cannot be read: {why}. It may be this query's "
+                "source or sink (its id and transactions are unread), and its restart is not judged."
+            )
+        yield Finding(
+            Code.DELTA_TABLE_UNREADABLE,
+            f"{whose} Restore the file from a backup of the table and diagnose again.",
+            paths=(url,),
+            details=(("table", url), ("reason", why), ("source", source)),
+            effective_severity=None if url in certain else WARNING,
+        )
+    root = ctx.snapshot.root
+    for n, urls in pairing.copies:
+        table_id = dict(pairing.unpaired).get(n)
+        yield Finding(
+            Code.DELTA_TABLE_COPIES,
+            f"Delta source {n} (table {table_id}): {len(urls)} tables have its id, equally near "
+            f"({', '.join(urls)}): copies of one table (a backup?), and which one the query reads is not "
+            f"guessed, so its restart is not judged and no plan changes the checkpoint for it. Name the table "
+            f"it reads: {_settle(root, urls)}",
+            paths=tuple(urls),
+            details=(("source", n), ("table_id", table_id), ("tables", tuple(urls))),
+        )
+    for urls in pairing.sink_copies:
+        yield Finding(
+            Code.DELTA_TABLE_COPIES,
+            f"Delta sink: {len(urls)} tables hold this query's transactions under one table id, equally near "
+            f"({', '.join(urls)}): copies of one table (a backup?), and which one the query writes is not "
+            f"guessed, so the sink is not judged and no plan changes the checkpoint for it. Name the table it "
+            f"writes: {_settle(root, urls)}",
+            paths=tuple(urls),
+            details=(("source", None), ("tables", tuple(urls))),
+        )
