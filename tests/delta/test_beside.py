@@ -377,3 +377,22 @@ def test_a_checkpoint_in_a_visible_directory_of_a_table_is_not_looked_above(tmp_
     found = nearby_tables(str(_nested(tmp_path / "n", "4.2.1", "_checkpoints/q1") / "_checkpoints" / "q1"))
     assert [t.url for t in found.tables] == [str(tmp_path / "n" / "orders")]
     assert found.looked_at.endswith("and the table holding its parent _checkpoints/")
+
+
+def test_diagnose_and_the_audit_agree_on_a_source_table_holding_its_checkpoint(tmp_path: Path) -> None:
+    """A recreated source (nothing in its log names the old id) pairs with the only table beside:
+    the table holding ``_checkpoints/`` is that table for diagnose and, alike, for the audit (which
+    said nothing: it looked at the parent and its siblings only)."""
+    scen = FIXTURES / "spark-4.2.1" / "delta-source-stateless-recreated"
+    table = tmp_path / "job" / "orders"
+    shutil.copytree(scen / "source", table)
+    shutil.copytree(scen / "checkpoint", table / "_checkpoints" / "q1")
+    got = cd.diagnose(str(table / "_checkpoints" / "q1"), spark=["4.2.1"], live_window_s=0).to_dict()
+    assert [(p["how"], p["table"]) for p in got["delta_pairing"]["pairs"]] == [
+        ("only-table-beside", str(table))
+    ]
+    assert "CD208" in {f["code"] for f in got["findings"]}
+    audit = cd.audit(str(tmp_path), live_window_s=0).to_json()
+    (record,) = [r for r in audit["records"] if r["kind"] == "checkpoint"]
+    assert [(p["how"], p["table"]) for p in record["delta"]["pairs"]] == [("only-table-beside", str(table))]
+    assert "CD208" in record["codes"] and record["restart"]["outcome"] == "fails"
