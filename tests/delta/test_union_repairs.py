@@ -7,6 +7,7 @@ the one Delta source)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -81,3 +82,38 @@ def test_the_plan_for_one_replaced_source_of_two_is_made_the_same_twice_and_appl
     assert not {"CD208", "CD209", "CD210"} & {f["code"] for f in doc["findings"]}
     pairs = {p["source"]: (p["how"], p["table"]) for p in doc["delta_pairing"]["pairs"]}
     assert pairs == {0: ("table-id", str(root / "source")), 1: ("table-id", str(root / "source2"))}
+
+
+def _paths_out(doc: object, root: Path | None = None) -> str:
+    """The JSON text with the tables' locations (a copy's, the recording's scratch) said alike."""
+    text = json.dumps(doc, sort_keys=True)
+    if root is not None:
+        text = text.replace(str(root), "<copy>")
+    return re.sub(r"/[^\s\"()]*/(source2?)\b", r"<copy>/\1", text)
+
+
+@pytest.mark.parametrize("line", LINES)
+def test_the_repair_was_restarted_by_spark_and_read_what_the_plan_says(
+    line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recording (scripts/delta_union_fixtures.py) applied the tool's plan to a copy and restarted
+    it with real Spark: batch 2 started, source 0 read its unread version 4 (ids 15..19), source 1 the
+    replacing table as of its first version (ids 100..102), as the plan's consequences say; the plan
+    made today is the one recorded."""
+    scen = json.loads((UNION / f"spark-{line}" / "delta-two-sources-replaced" / "scenario.json").read_text())
+    repair = scen["repair"]
+    result = repair["result"]
+    assert repair["strategy"] == "delta-table" and result["error"] is None and result["started"]
+    (batch,) = result["batches"]
+    assert batch["batchId"] == repair["expected"]["next_batch_id"] == 2
+    assert [s["numInputRows"] for s in batch["sources"]] == [5, 3]
+    loss = " ".join(repair["expected"]["consequences"]["loss"])
+    assert "reads table" in loss and "as of version 4 (1 file(s), 3 rows)" in loss
+    root = _copy(tmp_path, line, "delta-two-sources-replaced")
+    out = tmp_path / "plan.json"
+    code = main(
+        ["plan", str(root / "checkpoint"), "--live-window", "0", "--accept-data-loss", "-o", str(out)]
+    )
+    assert code == 0, capsys.readouterr().out
+    plan = json.loads(out.read_text(encoding="utf-8"))
+    assert _paths_out(plan["expected"], root) == _paths_out(repair["expected"])
