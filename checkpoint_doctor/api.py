@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.detect import WriterGuess, detect_mode, detect_writer
-from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis, MatrixOptions, diagnose_matrix
+from checkpoint_doctor.diagnosis.matrix import (
+    MatrixDiagnosis,
+    MatrixOptions,
+    diagnose_matrix,
+    with_unfinished,
+)
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
 from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.diagnosis.timeline import TimelineRow, timeline
@@ -27,6 +32,7 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.fleet.baseline import AuditChanges
+    from checkpoint_doctor.loading import Unfinished
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
 LIVE_WINDOW_S = DEFAULT_LIVE_WINDOW_S
@@ -110,8 +116,8 @@ def _verdict(
     now_ms: int | None,
     delta_tables: Sequence[str] = (),
     job: JobFacts | None = None,
-) -> tuple[CheckpointSnapshot, MatrixOptions]:
-    """Return the snapshot and matrix options of a verdict: a URL is loaded as the CLI loads it
+) -> tuple[CheckpointSnapshot, MatrixOptions, Unfinished]:
+    """Return the snapshot, matrix options and unfinished applies of a verdict: a URL is loaded as the CLI loads it
     (the file sink next to it whose log proves it is the query's, the tool's own writes, the Delta
     tables beside it and those named, paired with it); a snapshot from :func:`load` is taken as it
     is (with the Delta tables named only)."""
@@ -157,7 +163,7 @@ def _verdict(
         from checkpoint_doctor.diagnosis.changes.options import with_job
 
         options = with_job(options, job)
-    return loaded.snapshot, options
+    return loaded.snapshot, options, loaded.unfinished
 
 
 def diagnose(
@@ -181,7 +187,7 @@ def diagnose(
     described it (``--job``; the facts come from
     ``checkpoint_doctor.execution.job_facts.describe_jobs``, which starts that line's python); the
     tables its Delta sources read are paired as named ones, as ``--job`` does."""
-    snapshot, options = _verdict(
+    snapshot, options, unfinished = _verdict(
         target,
         storage_options=storage_options,
         sink_path=sink_path,
@@ -193,7 +199,7 @@ def diagnose(
         delta_tables=delta_tables,
         job=job,
     )
-    return diagnose_matrix(snapshot, options)
+    return with_unfinished(diagnose_matrix(snapshot, options), unfinished)
 
 
 def plan(
@@ -216,7 +222,7 @@ def plan(
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.matrix_plan import plan_for_matrix
 
-    snapshot, options = _verdict(
+    snapshot, options, _unfinished = _verdict(
         target,
         storage_options=storage_options,
         sink_path=sink_path,

@@ -80,10 +80,11 @@ class NotACheckpointError(CheckpointDoctorError):
 class MissingDependencyError(CheckpointDoctorError):
     """Raised when an optional feature needs an extra that is not installed."""
 
-    def __init__(self, feature: str, extra: str, module: str) -> None:
+    def __init__(self, feature: str, extra: str, module: str, *, or_else: str | None = None) -> None:
+        hint = f"install it with: pip install 'checkpoint-doctor[{extra}]'"
         super().__init__(
             f"{feature} needs the '{module}' package, which is not installed",
-            hint=f"install it with: pip install 'checkpoint-doctor[{extra}]'",
+            hint=f"{hint}, or {or_else}" if or_else else hint,
         )
         self.extra = extra
         self.module = module

@@ -25,6 +25,8 @@ from checkpoint_doctor.reading.storage import open_storage, split_protocol
 from checkpoint_doctor.valueclasses import frozen
 
 OwnWrites = frozenset[tuple[str, int | str]]
+#: The applies that changed a checkpoint and did not finish (rows of ``history``).
+Unfinished = tuple[dict[str, Any], ...]
 
 
 @frozen
@@ -39,15 +41,30 @@ class VerdictInput:
     own_writes: OwnWrites
     delta: DeltaPairing | None = None
     delta_named: tuple[DeltaTable, ...] | None = None
+    #: Every Delta table the verdict looked at (found beside it, read or not, and named): a
+    #: command's output never lands inside one (issue 31: ``plan -o`` became a table's commit).
+    delta_read: tuple[str, ...] = ()
+    #: The applies that changed the checkpoint and did not finish (diagnose and plan say so).
+    unfinished: Unfinished = ()
 
 
 def own_writes_for(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> OwnWrites:
     """Return the files checkpoint-doctor's own applies (still in place) wrote into a checkpoint,
     from its tool directory (empty when there is none, or it cannot be read)."""
+    return tool_records_for(checkpoint_url, storage_options)[0]
+
+
+def tool_records_for(
+    checkpoint_url: str, storage_options: Mapping[str, Any] | None
+) -> tuple[OwnWrites, Unfinished]:
+    """Return the files checkpoint-doctor's own applies (still in place) wrote into a checkpoint and
+    the applies that changed it and did not finish, from its tool directory (nothing when there is
+    none, or it cannot be read: :func:`checkpoint_doctor.execution.history.tool_record`)."""
     from checkpoint_doctor.execution.journal import APPLIES, tool_urls
 
     try:
         out: OwnWrites = frozenset()
+        unfinished: Unfinished = ()
         # Beside the real location first, then beside the path as typed (applies made through a link).
         for url in tool_urls(open_storage(checkpoint_url, storage_options)):
             tool = open_storage(url, storage_options)
@@ -63,12 +80,14 @@ def own_writes_for(checkpoint_url: str, storage_options: Mapping[str, Any] | Non
                 continue
             # Imported only when there is a history to read: it brings the planner's plan and steps,
             # which a verdict on a never-repaired checkpoint does not need (start-up is most of it).
-            from checkpoint_doctor.execution.history import own_writes
+            from checkpoint_doctor.execution.history import tool_record
 
-            out |= own_writes(tool)
-        return out
+            own, stopped = tool_record(tool)
+            out |= own
+            unfinished += stopped
+        return out, unfinished
     except CheckpointDoctorError:
-        return frozenset()
+        return frozenset(), ()
 
 
 def pair_nearby(
@@ -168,24 +187,28 @@ def load_for_verdict(
     if split_protocol(checkpoint_url)[0] == "file":
         snapshot = load()
         snapshot, note = find_sink(snapshot, checkpoint_url, storage_options, sink_path)
-        delta, named = pair_delta(
-            snapshot,
-            nearby_tables(checkpoint_url, storage_options),
-            storage_options,
-            delta_tables,
-            job_delta or {},
-        )
-        return VerdictInput(snapshot, note, own_writes_for(snapshot.root, storage_options), delta, named)
+        beside = nearby_tables(checkpoint_url, storage_options)
+        delta, named = pair_delta(snapshot, beside, storage_options, delta_tables, job_delta or {})
+        own, unfinished = tool_records_for(snapshot.root, storage_options)
+        return VerdictInput(snapshot, note, own, delta, named, _looked_at(beside, named), unfinished)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="cd-side") as pool:
         sinks = pool.submit(nearby_sinks, checkpoint_url, storage_options) if not sink_path else None
-        writes = pool.submit(own_writes_for, checkpoint_url.rstrip("/"), storage_options)
+        writes = pool.submit(tool_records_for, checkpoint_url.rstrip("/"), storage_options)
         tables = pool.submit(nearby_tables, checkpoint_url, storage_options)
         snapshot = load()
         if sinks is not None:
             snapshot, note = pair_nearby(snapshot, sinks.result())
         else:
             note = sink_path_note(snapshot, sink_path or "")
-        delta, named = pair_delta(snapshot, tables.result(), storage_options, delta_tables, job_delta or {})
-        return VerdictInput(snapshot, note, writes.result(), delta, named)
+        nearby = tables.result()
+        delta, named = pair_delta(snapshot, nearby, storage_options, delta_tables, job_delta or {})
+        own, unfinished = writes.result()
+        return VerdictInput(snapshot, note, own, delta, named, _looked_at(nearby, named), unfinished)
+
+
+def _looked_at(nearby: NearbyTables, named: Sequence[DeltaTable] | None) -> tuple[str, ...]:
+    """Return the URL of every Delta table found beside the checkpoint (read or not) and named."""
+    urls = [t.url for t in nearby.tables] + [url for url, _ in nearby.unread] + [t.url for t in named or ()]
+    return tuple(dict.fromkeys(urls))

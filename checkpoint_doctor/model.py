@@ -474,6 +474,17 @@ class KafkaLive:
         }
 
 
+#: Kafka's limit on a topic name (``org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH``).
+MAX_TOPIC_NAME = 249
+_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def legal_topic(name: str) -> bool:
+    """Whether Kafka accepts ``name`` as a topic (``Topic.validate``: 1 to 249 of ``[a-zA-Z0-9._-]``,
+    not ``.`` or ``..``); no broker holds a topic of any other name."""
+    return 0 < len(name) <= MAX_TOPIC_NAME and name not in (".", "..") and set(name) <= _TOPIC_CHARS
+
+
 @frozen
 class KafkaOffset:
     """``KafkaSourceOffset``: ``{"topic": {"partition": offset}}``, the next offset to read per partition."""

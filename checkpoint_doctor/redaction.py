@@ -36,6 +36,9 @@ SECRET_WORDS = (
 #: Query parameters that are secrets under a short name (Azure SAS ``sig``), and those whose name
 #: only looks like one (S3's paging: ``max-keys``, ``key-marker``, ``continuation-token``).
 SECRET_PARAMS = frozenset({"sig"})
+#: Storage options that hold a secret under a name of no secret word: an Azure connection string
+#: carries ``AccountKey=`` or ``SharedAccessSignature=`` (adlfs's ``connection_string``).
+SECRET_OPTIONS = frozenset({"connection_string"})
 PUBLIC_PARAMS = frozenset({"max-keys", "key-marker", "continuation-token", "start-after", "encoding-type"})
 #: Where user info can only be a credential (bucket names hold neither ``:`` nor ``@``).
 _BUCKET_PROTOCOLS = frozenset({"s3", "s3a", "s3n", "gs", "gcs"})
@@ -47,7 +50,15 @@ _BUCKET_USERINFO = re.compile(
     r"\b(s3|s3a|s3n|gs|gcs)://([^/?#\s@:'\"<>]*(?::[^?#\s@'\"<>]*)?)@(?=[^\s@/'\"<>]+)", re.IGNORECASE
 )
 #: Elsewhere: ``user:password@`` (a ``/`` ends the authority: ``https://host:8080/a@b`` has none).
-_USERINFO = re.compile(r"\b([A-Za-z][A-Za-z0-9+.-]*)://([^/?#\s@:'\"<>]*):([^/?#\s@'\"<>]*)@")
+#: A scheme may hold ``_`` where it names a Kafka listener's protocol (``SASL_SSL://user:pw@host:9093``
+#: in ``--kafka-bootstrap-servers``, issue 31 item 7): no ``\b`` before the scheme, since ``_`` is a
+#: word character and ``SASL_SSL`` would otherwise be matched from ``SSL`` on.
+_USERINFO = re.compile(
+    r"(?<![A-Za-z0-9+.\-_])([A-Za-z][A-Za-z0-9+._-]*)://([^/?#\s@:'\"<>]*):([^/?#\s@'\"<>]*)@"
+)
+#: An Azure connection string's secrets (``AccountKey=...;``, ``SharedAccessSignature=sv=...&sig=...;``),
+#: also where no URL is near (a connection string without ``BlobEndpoint=``).
+_AZURE_CONNECTION = re.compile(r"\b(AccountKey|SharedAccessSignature)=([^;\s'\"<>]+)", re.IGNORECASE)
 _QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]+)=([^&;#\s'\"<>]*)")
 #: Header names a debug log prints with their values (``'Authorization': b'AWS4-HMAC...'`` in a
 #: request's repr, ``x-amz-security-token:IQo...`` in botocore's canonical request).
@@ -67,10 +78,54 @@ def _log_patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], 
     )
 
 
+#: Values this process was given as secrets (:func:`remember_secret`): masked wherever they appear.
+_REMEMBERED: set[str] = set()
+#: Shorter values are not remembered: masking a 3-letter word everywhere would garble the output
+#: (``SSL`` inside ``SASL_SSL``), and no credential is that short.
+_MIN_REMEMBERED = 6
+
+
+def remember_secret(value: str) -> None:
+    """Mask ``value`` in everything printed or written from now on, whatever surrounds it.
+
+    For a value the operator gave as a secret, whatever its key says (``--kafka-option KEY=@FILE``
+    or ``KEY=env:NAME``: read off the command line because it is one) and for a password in the
+    user info of ``--kafka-bootstrap-servers`` without a scheme (``user:pw@host:9092``).
+    """
+    value = value.strip()
+    if len(value) >= _MIN_REMEMBERED:
+        _REMEMBERED.add(value)
+        # As a JSON document holds it (a quote or a backslash escaped).
+        import json
+
+        _REMEMBERED.add(json.dumps(value)[1:-1])
+
+
+def remember_userinfo(servers: str) -> None:
+    """Remember the password of each ``[SCHEME://]user:password@host:port`` in a server list."""
+    for server in servers.split(","):
+        authority = server.strip().partition("://")[2] or server.strip()
+        userinfo, at, _ = authority.rpartition("@")
+        if at and ":" in userinfo:
+            remember_secret(userinfo.partition(":")[2])
+
+
+def forget_secrets() -> None:
+    """Forget every remembered value (a new command in the same process: tests, the API)."""
+    _REMEMBERED.clear()
+
+
+def _remembered(text: str) -> str:
+    for value in sorted(_REMEMBERED, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
 def is_secret(key: str) -> bool:
     """Return whether a storage option key (or a URL query parameter) names a secret."""
     lower = key.lower()
-    return lower in SECRET_PARAMS or any(word in lower for word in SECRET_WORDS)
+    return lower in SECRET_PARAMS or lower in SECRET_OPTIONS or any(word in lower for word in SECRET_WORDS)
 
 
 def _userinfo(match: re.Match[str]) -> str:
@@ -88,8 +143,12 @@ def _query(match: re.Match[str]) -> str:
 def redact(text: str) -> str:
     """Return ``text`` with the credentials of every URL in it masked: user info (see the module
     docstring) and secret query parameters."""
+    if _REMEMBERED:
+        text = _remembered(text)
     if "://" not in text and "=" not in text:
         return text
+    if "ccount" in text or "ccess" in text:  # AccountKey=, SharedAccessSignature= (any case)
+        text = _AZURE_CONNECTION.sub(lambda m: f"{m.group(1)}={MASK}", text)
     text = _BUCKET_USERINFO.sub(lambda m: f"{m.group(1)}://{MASK}@", text)
     text = _USERINFO.sub(_userinfo, text)
     if "://" in text and "=" in text:

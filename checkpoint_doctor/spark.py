@@ -110,8 +110,26 @@ def _local_workers_use_this_interpreter(sc: Any) -> None:
 
 
 def ship_py_file(spark: Any, path: str) -> None:
-    """Put a zip of Python packages on every executor's ``sys.path`` (``SparkContext.addPyFile``)."""
+    """Put a zip of Python packages on every executor's ``sys.path`` (``SparkContext.addPyFile``),
+    and not on the driver's.
+
+    ``SparkContext.addPyFile`` also inserts the zip's copy (in Spark's temp ``userFiles-*``
+    directory) at ``sys.path[1]`` of the driver ("for tests in local mode", pyspark's comment): the
+    driver would then import a module it has not imported yet (``tabulate``, lazily, to print the
+    table) from a zip that ``SparkSession.stop`` deletes, a ``FileNotFoundError`` after the audit
+    (issue 31 item 14). The workers do not need it there: ``pyspark.worker`` puts each of the job's
+    Python includes on its own path.
+    """
+    import importlib
+
+    before = set(sys.path)
     spark.sparkContext.addPyFile(path)
+    added = [entry for entry in sys.path if entry not in before]
+    for entry in added:
+        sys.path.remove(entry)
+        sys.path_importer_cache.pop(entry, None)
+    if added:
+        importlib.invalidate_caches()
 
 
 def task_failure_text(exc: BaseException) -> str:
@@ -183,6 +201,99 @@ def start_query(writer: Any, options: Sequence[tuple[str, str]], trigger: Mappin
         return Query(writer.start())
     except Exception as exc:  # Spark's refusals at start() are results, in its words
         raise QueryStartError(exception_text(exc)) from exc
+
+
+#: What ``--job`` refuses while the operator's code runs (issue 31 item 3: a job that started its
+#: query left ``offsets/4`` in the checkpoint after a ``diagnose``). ``DataStreamWriter.start`` and
+#: ``toTable`` reach ``StreamingQueryManager.startQuery``, whose first micro-batch writes the offsets
+#: log; the batch writers write wherever their path says (the checkpoint too).
+_PYTHON_WRITES = (
+    ("pyspark.sql.streaming.readwriter", "DataStreamWriter", ("start", "toTable")),
+    (
+        "pyspark.sql.readwriter",
+        "DataFrameWriter",
+        ("save", "saveAsTable", "insertInto", "json", "parquet", "text", "csv", "xml", "orc", "jdbc"),
+    ),
+    (
+        "pyspark.sql.readwriter",
+        "DataFrameWriterV2",
+        ("create", "replace", "createOrReplace", "append", "overwrite", "overwritePartitions"),
+    ),
+)
+#: The same through py4j, on the JVM objects themselves (``df._jdf.writeStream().start()`` passes by
+#: the Python classes): ``DataStreamWriter.start/toTable``, ``StreamingQueryManager.startQuery``,
+#: ``DataFrameWriter.save/saveAsTable/insertInto``, and the RDD saves PySpark's ``RDD.saveAs*``
+#: reach (``JavaRDD.saveAsTextFile``, ``PythonRDD.saveAsHadoopFile`` ...). No JVM method of these
+#: names builds a query.
+_JVM_WRITES = frozenset(
+    {
+        *("start", "toTable", "startQuery", "save", "saveAsTable", "insertInto"),
+        *("saveAsTextFile", "saveAsObjectFile", "saveAsSequenceFile", "saveAsHadoopFile"),
+        *("saveAsNewAPIHadoopFile", "saveAsHadoopDataset", "saveAsNewAPIHadoopDataset"),
+    }
+)
+
+
+class StartRefusedError(RuntimeError):
+    """The operator's code asked to start a query or write while ``--job`` only describes it."""
+
+
+@contextlib.contextmanager
+def nothing_starts(what: str) -> Iterator[None]:
+    """While inside: every call that starts a streaming query or writes a DataFrame raises
+    :class:`StartRefusedError` before Spark is asked (``what``: the job, for the message).
+
+    PySpark's writer methods and py4j's ``JavaMember.__call__`` are replaced for the time of the
+    block, in this process only (the ``--job`` probe, a child that exits afterwards).
+    """
+    import importlib
+
+    java_member = importlib.import_module("py4j.java_gateway").JavaMember
+
+    def refuse(name: str) -> Callable[..., Any]:
+        def refused(*_args: Any, **_kwargs: Any) -> Any:
+            raise StartRefusedError(
+                f"{what} called {name}(): --job only analyses the query, it must not start or write "
+                "anything (return the DataStreamWriter, not started)"
+            )
+
+        return refused
+
+    saved: list[tuple[Any, str, Any]] = []
+    for module_name, class_name, methods in _PYTHON_WRITES:
+        try:
+            cls = getattr(importlib.import_module(module_name), class_name)
+        except (ImportError, AttributeError):  # a class this line does not have
+            continue
+        for method in methods:
+            if method in cls.__dict__:
+                saved.append((cls, method, cls.__dict__[method]))
+                setattr(cls, method, refuse(f"{class_name}.{method}"))
+    java_call = java_member.__call__
+
+    def guarded_call(self: Any, *args: Any) -> Any:
+        if self.name in _JVM_WRITES:
+            raise StartRefusedError(
+                f"{what} called the JVM's {self.name}() through py4j: --job only analyses the query, it "
+                "must not start or write anything (return the DataStreamWriter, not started)"
+            )
+        return java_call(self, *args)
+
+    saved.append((java_member, "__call__", java_call))
+    java_member.__call__ = guarded_call
+    try:
+        yield
+    finally:
+        for cls, method, original in reversed(saved):
+            setattr(cls, method, original)
+
+
+def active_queries(spark: Any) -> list[Any]:
+    """Return the session's active streaming queries (none when it cannot say)."""
+    try:
+        return list(spark.streams.active)
+    except Exception:  # noqa: BLE001 - a session that cannot list its queries has started none we know of
+        return []
 
 
 def stop_quietly(query: Any) -> None:

@@ -10,6 +10,11 @@ Stdlib only; needs ``mvn`` and a JDK on PATH. Three kinds of jar set:
   (``maven/kafka-broker/pom.xml``), the classpath of ``scripts/kafka_broker.py``.
 - ``delta <pyspark version>``: Delta Lake's ``io.delta:delta-spark`` release for that line with its
   dependencies (``maven/delta-spark/pom.xml``), handed to Spark with ``spark.jars`` as well.
+- ``spark-tests <spark version>``: Spark's published test jars (classifier ``tests``) of ``spark-sql``
+  and ``spark-sql-kafka-0-10`` for one Spark release, without their dependencies
+  (``maven/spark-test-jars/pom.xml``), and their streaming resources (``structured-streaming/``,
+  ``kafka-source-*``) extracted beside them into ``resources/``: the real checkpoints and logs that
+  Spark's own suites restart and decode (tests/spark_test_jars/).
 
 Layout: ``<repo>/.jars/<kind>-<version>/`` (the parent moves with ``CHECKPOINT_DOCTOR_JARS``).
 A marker ``.installed`` naming the resolved coordinates is written after a successful copy;
@@ -141,6 +146,66 @@ def ensure_delta(pyspark_version: str) -> pathlib.Path:
     return _resolve(REPO / "maven" / "delta-spark", jars_root() / f"delta-{pyspark_version}", props)
 
 
+#: Spark releases whose test jars the tests read (issue 34), with the Kafka connector release whose
+#: test jar stands for it: ``spark-sql-kafka-0-10_2.12:3.5.9:tests`` is not on Maven Central (the
+#: connector's 3.5.8/3.5.9 are absent, see CONNECTOR_FOR), so 3.5.9 takes 3.5.7's.
+TEST_JARS_FOR = {
+    "3.5.9": ("2.12", "3.5.7"),
+    "4.0.4": ("2.13", "4.0.4"),
+    "4.1.3": ("2.13", "4.1.3"),
+    "4.2.0": ("2.13", "4.2.0"),
+}
+
+#: Members of a test jar that are streaming resources: every checkpoint and log Spark's streaming
+#: suites read (StreamSuite, OffsetSeqLogSuite, CommitLogSuite, FileStreamSinkLogSuite,
+#: KafkaMicroBatchSourceSuite ...). Nothing else (classes, other modules' resources) is extracted.
+_RESOURCE_PREFIXES = ("structured-streaming/", "kafka-source-")
+RESOURCES = "resources"
+
+
+def _extract_resources(folder: pathlib.Path) -> None:
+    """Extract the streaming resources of every test jar in ``folder`` into ``folder/resources``.
+
+    Directory entries are made too: a jar keeps empty directories (an empty ``commits/``) that a
+    checkpoint's meaning depends on. Written beside and renamed, so a stopped run leaves none half made.
+    """
+    import zipfile
+
+    target = folder / RESOURCES
+    partial = folder / (RESOURCES + ".partial")
+    if partial.exists():
+        shutil.rmtree(partial)
+    for jar in sorted(folder.glob("*-tests.jar")):
+        with zipfile.ZipFile(jar) as archive:
+            for info in archive.infolist():
+                name = info.filename
+                if not name.startswith(_RESOURCE_PREFIXES) or ".." in pathlib.PurePosixPath(name).parts:
+                    continue
+                out = partial / name
+                if info.is_dir():
+                    out.mkdir(parents=True, exist_ok=True)
+                    continue
+                out.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as src, open(out, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+    if target.exists():
+        shutil.rmtree(target)
+    partial.rename(target)
+
+
+def ensure_spark_tests(spark_version: str) -> pathlib.Path:
+    """Return the folder of one Spark release's test jars; their streaming resources are in
+    ``<folder>/resources`` (extracted once, kept while the jars are)."""
+    if spark_version not in TEST_JARS_FOR:
+        raise ValueError(f"no test jars known for Spark {spark_version}; add it to TEST_JARS_FOR")
+    scala, kafka = TEST_JARS_FOR[spark_version]
+    props = {"kafka.version": kafka, "scala.binary": scala, "spark.version": spark_version}
+    folder = _resolve(REPO / "maven" / "spark-test-jars", jars_root() / f"spark-tests-{spark_version}", props)
+    if not (folder / RESOURCES).is_dir():
+        _extract_resources(folder)
+    return folder
+
+
 def _artifact(jar: pathlib.Path) -> str:
     """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``: the name before its first dotted version
     (``spark-sql-kafka-0-10_2.13-4.2.0`` keeps its ``0-10_2.13``; ``zstd-jni-1.5.7-7`` is ``zstd-jni``)."""
@@ -164,12 +229,19 @@ def spark_jars(
 
 
 def main(argv: list[str]) -> int:
-    usage = "usage: scripts/jars.py spark-kafka|delta PYSPARK_VERSION... | kafka-broker [KAFKA_VERSION]"
-    if not argv or argv[0] not in ("spark-kafka", "delta", "kafka-broker"):
+    usage = (
+        "usage: scripts/jars.py spark-kafka|delta PYSPARK_VERSION... | kafka-broker [KAFKA_VERSION]"
+        " | spark-tests [SPARK_VERSION...]"
+    )
+    if not argv or argv[0] not in ("spark-kafka", "delta", "kafka-broker", "spark-tests"):
         print(usage, file=sys.stderr)
         return 2
     if argv[0] == "kafka-broker":
         print(ensure_kafka_broker(*(argv[1:2] or [KAFKA_VERSION])))
+        return 0
+    if argv[0] == "spark-tests":
+        for version in argv[1:] or list(TEST_JARS_FOR):
+            print(f"{version} {ensure_spark_tests(version)}")
         return 0
     if len(argv) < 2:
         print(usage, file=sys.stderr)

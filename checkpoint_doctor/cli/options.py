@@ -9,7 +9,7 @@ import click
 
 from checkpoint_doctor.cli.app import now_ms
 from checkpoint_doctor.diagnosis.detect import MODES
-from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DEFAULT_LOSS_HORIZON_S
 from checkpoint_doctor.diagnosis.versions import LINES
 from checkpoint_doctor.errors import CheckpointDoctorError, MissingDependencyError, UsageError
 from checkpoint_doctor.reading.storage import normalize_url
@@ -168,12 +168,23 @@ def job_timeout_option(text: str) -> Callable[[F], F]:
     )
 
 
+def _masked_servers(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """A password in a server's user info (``SASL_SSL://user:pw@host:9093``, ``user:pw@host:9092``)
+    is masked in every output of the command (issue 31 item 7)."""
+    if value:
+        from checkpoint_doctor.redaction import remember_userinfo
+
+        remember_userinfo(value)
+    return value
+
+
 def kafka_options() -> list[Callable[[F], F]]:
     """The broker options of diagnose, plan and audit."""
     return [
         click.option(
             "--kafka-bootstrap-servers",
             metavar="HOST:PORT[,...]",
+            callback=_masked_servers,
             help="A Kafka broker of the query's topics: compare the checkpoint's offsets with the "
             "topics' earliest and latest, and count down to retention (needs checkpoint-doctor[kafka]).",
         ),
@@ -183,6 +194,15 @@ def kafka_options() -> list[Callable[[F], F]]:
             multiple=True,
             help="Kafka client setting, repeatable (security.protocol=SSL, sasl.mechanism=...); "
             "KEY=@FILE or KEY=env:NAME reads the value from a file or the environment (never printed).",
+        ),
+        click.option(
+            "--loss-horizon",
+            type=click.FloatRange(min=0),
+            default=DEFAULT_LOSS_HORIZON_S,
+            show_default=True,
+            metavar="SECONDS",
+            help="Warn (CD213) when Kafka retention may delete records the query has not read within "
+            "this long (needs --kafka-bootstrap-servers).",
         ),
     ]
 
@@ -295,6 +315,7 @@ def _matrix_options_of(
         stateful=kw["stateful"],
         checkpoint_format_version=kw["checkpoint_format_version"],
         live_window_s=kw["live_window"],
+        loss_horizon_s=kw.get("loss_horizon", DEFAULT_LOSS_HORIZON_S),
         sink_note=sink_note,
         own_writes=own_writes,
         kafka=kafka,
@@ -346,9 +367,18 @@ def terminal_width() -> int:
 
 
 def parse_storage_options(pairs: Sequence[str]) -> dict[str, Any]:
+    """Parse ``--storage-option`` pairs; a secret's value (``secret=``, ``token=``, ``account_key=``
+    ...) is masked in every output of the command from here on, wherever it shows up: a backend's
+    exception may quote its options (``{'secret': '...'}``) in an error or a ``--debug`` traceback
+    (issue 31 item 7)."""
     from checkpoint_doctor.reading.storage import parse_storage_options
+    from checkpoint_doctor.redaction import is_secret, remember_secret
 
-    return parse_storage_options(pairs)
+    parsed = parse_storage_options(pairs)
+    for key, value in parsed.items():
+        if isinstance(value, str) and is_secret(key):
+            remember_secret(value)
+    return parsed
 
 
 def near_matches(url: str, limit: int = 3) -> list[str]:

@@ -61,7 +61,7 @@ def diagnose_command(
 ) -> None:
     """Predict what Spark does on restart, for every Spark line and plausible restart mode (the
     restart matrix; --spark and --mode narrow it), and list findings with stable codes."""
-    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix, with_unfinished
     from checkpoint_doctor.render.diagnosis import render_diagnosis, render_matrix
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.layout import json_document, layout
@@ -78,7 +78,7 @@ def diagnose_command(
     options = matrix_options_from(
         kw, loaded.sink_note, loaded.own_writes, kafka, loaded.delta_named, delta_pairing=loaded.delta
     )
-    result = diagnose_matrix(loaded.snapshot, options)
+    result = with_unfinished(diagnose_matrix(loaded.snapshot, options), loaded.unfinished)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
         emit(json_document("diagnose", result.to_dict()))
@@ -89,22 +89,43 @@ def diagnose_command(
                 emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing, sink))
             else:
                 emit(render_matrix(result, hints=hints))
+            if result.unfinished_applies:
+                from checkpoint_doctor.render.changes import render_unfinished
+
+                emit(render_unfinished(result.unfinished_applies, hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
 
 
 @click.command("explain")
-@click.argument("code")
+@click.argument("code", required=False)
+@click.option("--list", "list_codes", is_flag=True, help="List every finding code: slug, severity, title.")
 @format_option
-def explain_command(code: str, output_format: str) -> None:
-    """Explain a finding code: what Spark does, why it breaks, what to do, what to search for."""
+def explain_command(code: str | None, list_codes: bool, output_format: str) -> None:
+    """Explain a finding code: what Spark does, why it breaks, what to do, what to search for
+    (--list: every code)."""
     from dataclasses import asdict
 
     from checkpoint_doctor.diagnosis.codes import CODES, lookup
     from checkpoint_doctor.diagnosis.severity import rule_text
-    from checkpoint_doctor.render.explain import render_explain
+    from checkpoint_doctor.render.explain import code_rows, render_code_list, render_explain
     from checkpoint_doctor.render.layout import json_document, layout
 
+    if list_codes:
+        if code is not None:
+            raise UsageError("explain takes a CODE or --list, not both", hint="drop one of them")
+        rows = code_rows(CODES.values())
+        with layout(terminal_width()):
+            emit(
+                json_document("explain", {"codes": rows})
+                if output_format == "json"
+                else render_code_list(rows)
+            )
+        return
+    if code is None:
+        raise UsageError(
+            "explain needs a finding CODE", hint="checkpoint-doctor explain --list names them all"
+        )
     info = lookup(code)
     if info is None:
         raise UsageError(f"unknown finding code {code!r}", hint=f"known codes: {', '.join(CODES)}")

@@ -14,13 +14,13 @@ from checkpoint_doctor.cli.options import (
     diagnosis_options,
     format_option,
     kafka_positions_for,
+    load,
     load_for_verdict,
     matrix_options_from,
     normalize_url,
     parse_storage_options,
     storage_options,
     terminal_width,
-    with_near_matches,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import (
@@ -31,7 +31,7 @@ from checkpoint_doctor.errors import (
     UsageError,
 )
 from checkpoint_doctor.exit_codes import ExitCode
-from checkpoint_doctor.render.hints import Hints, public_storage_options, storage_pairs
+from checkpoint_doctor.render.hints import Hints, plan_file, public_storage_options, storage_pairs
 
 if TYPE_CHECKING:
     from checkpoint_doctor.model import KafkaLive
@@ -175,6 +175,7 @@ def plan_command(
         reading = [open_storage(checkpoint, options)]
         if kw["sink_path"]:
             reading.append(open_storage(kw["sink_path"], options))
+        reading += [open_storage(t, options) for t in kw["delta_table"]]
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     loaded = load_for_verdict(
         checkpoint,
@@ -188,6 +189,10 @@ def plan_command(
     snapshot = loaded.snapshot
     if not kw["sink_path"] and dest is not None and snapshot.sink is not None:
         check_outside(dest, [open_storage(snapshot.sink.url, options)])  # a sink found beside it is read too
+    if dest is not None:
+        # The Delta tables found beside it (or a --job reads) are read too: a plan written into a
+        # table's _delta_log became its next commit (issue 31).
+        check_outside(dest, [open_storage(url, options) for url in loaded.delta_read])
     kafka = kafka_positions_for(snapshot, kw)
     mopts = matrix_options_from(
         kw,
@@ -216,20 +221,22 @@ def plan_command(
     # A plan without a step is not written: apply would have nothing to do, and the next
     # 'plan -o' (with --accept-data-loss, say) would meet the file.
     if dest is not None and plan.steps:
-        write_destination(dest, plan.to_json())
+        write_destination(dest, _bounded_plan(plan.to_json(), output or ""))
     hints = Hints.from_options(kw, storage_option)
     flags = _plan_flags(strategy, sink_kind, query_id, state_store, deep)
     if delta_version is not None:
         flags += ["--delta-version", str(delta_version)]
+    # The hinted file names the checkpoint it is for (render.hints.plan_file).
+    target = output or plan_file(checkpoint)
     follow = PlanFollowUp(
         output=output,
         written=dest is not None and bool(plan.steps),
-        write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"),
+        write=hints.plan(checkpoint, *flags, *_accept(accept_data_loss), "-o", target),
         consent=None
         if accept_data_loss or not any(u["manual"] == CONSENT_MANUAL for u in plan.unresolved)
-        else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", output or "plan.json"),
+        else hints.plan(checkpoint, *flags, "--accept-data-loss", "-o", target),
         live=replace(hints, live_window=0.0).plan(
-            checkpoint, *flags, *_accept(accept_data_loss), "-o", output or "plan.json"
+            checkpoint, *flags, *_accept(accept_data_loss), "-o", target
         )
         if {u["code"] for u in plan.unresolved} & {Code.LIVE_WRITER, Code.FRESH_TEMP_FILE}
         else None,
@@ -240,10 +247,35 @@ def plan_command(
             if output_format == "json"
             else render_plan(plan, output, hints, follow)
         )
+        if loaded.unfinished:
+            from checkpoint_doctor.render.changes import render_unfinished
+
+            # A JSON plan is the plan document alone: the warning goes to stderr there.
+            warning = render_unfinished(loaded.unfinished, hints)
+            if output_format == "json":
+                echo_err(warning.rstrip("\n"))
+            else:
+                emit(warning)
     if plan.unresolved:
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
+
+
+def _bounded_plan(text: str, output: str) -> str:
+    """The plan file's text, or a refusal when 'apply' would refuse to read it (a plan is never
+    written larger than parse_json_document's MAX_DOCUMENT_BYTES; issue 31 item 9)."""
+    from checkpoint_doctor.errors import RefusedError
+    from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
+
+    size = len(text.encode("utf-8"))
+    if size > MAX_DOCUMENT_BYTES:
+        raise RefusedError(
+            f"the plan for {output} would be {size} bytes, more than the {MAX_DOCUMENT_BYTES} 'apply' reads; "
+            "nothing was written",
+            hint="plan fewer changes at a time (e.g. --strategy), or restore the checkpoint from a backup",
+        )
+    return text
 
 
 def _accept(accept_data_loss: bool) -> list[str]:
@@ -348,6 +380,7 @@ def apply_command(
             echo_err(render_plan(p, None))
         return click.confirm(shown(apply_question(p)), default=False, err=True)
 
+    progress = _ApplyProgress(len(plan.executable_steps))
     try:
         result = apply_plan(
             plan,
@@ -360,14 +393,17 @@ def apply_command(
             confirm=None if dry_run else confirm,
             kafka=kafka,
             delta=delta,
+            on_step=progress if progress.shown else None,
         )
     except (PlanMismatchError, PreconditionFailedError) as exc:
         raise _already_applied(plan, checkpoint, options, hints) or exc from exc
+    finally:
+        progress.close()
     with layout(terminal_width()):
         emit(
             json_document("apply", result.to_dict())
             if output_format == "json"
-            else render_apply(result, hints)
+            else render_apply(result, hints, plan.checkpoint)
         )
     if result.cancelled:
         raise CommandFailed(ExitCode.REFUSED)
@@ -375,6 +411,31 @@ def apply_command(
         raise CommandFailed(ExitCode.REFUSED)
     if result.after is not None and result.after.exit_code:
         raise CommandFailed(result.after.exit_code)
+
+
+class _ApplyProgress:
+    """click's progress bar on stderr while a long apply changes the checkpoint (issue 36): only on a
+    terminal, without --quiet, for a plan of more than LONG_APPLY steps."""
+
+    LONG_APPLY = 40
+
+    def __init__(self, total: int) -> None:
+        from checkpoint_doctor.cli.app import invocation
+
+        self.shown = total > self.LONG_APPLY and sys.stderr.isatty() and not invocation().quiet
+        self.total = total
+        self.bar: Any = None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self.bar is None:
+            self.bar = click.progressbar(length=total, label="apply", file=sys.stderr, show_eta=False)
+            self.bar.__enter__()
+        self.bar.update(done - self.bar.pos)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
 
 
 def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
@@ -496,6 +557,7 @@ def undo_command(
     from checkpoint_doctor.render.layout import json_document, layout
 
     options = parse_storage_options(storage_option)
+    journal = _newest_journal(journal, options)
     local = normalize_url(journal)
     for path in (local, f"{local.rstrip('/')}/journal.jsonl"):  # as named, and in a named directory
         refuse_special_file(path, "journal", "pass the journal.jsonl that apply printed", directory_ok=True)
@@ -521,6 +583,36 @@ def undo_command(
         emit(json_document("undo", result.to_dict()) if output_format == "json" else render_undo(result))
 
 
+#: The states of an apply that undo reverses (the ones history's "Undo the newest with" names).
+UNDOABLE = ("applied", "failed", "interrupted", "partly undone")
+
+
+def _newest_journal(named: str, options: Mapping[str, Any]) -> str:
+    """Return the journal to undo: ``named`` when it is one (a journal.jsonl or its directory),
+    else, ``named`` being a checkpoint, the journal of its newest apply that undo reverses
+    (issue 36: ``undo CHECKPOINT``), said on stderr."""
+    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.storage import open_storage
+
+    try:
+        if open_storage(_journal_location(named), options).exists("journal.jsonl"):
+            return named
+        store = open_storage(named, options)
+        rows = apply_history(store.url, lambda url: open_storage(url, options))
+    except CheckpointDoctorError:
+        return named  # undo's own reading names what is wrong with it
+    if not rows:
+        return named
+    undoable = [r for r in rows if r["state"] in UNDOABLE]
+    if not undoable:
+        raise UsageError(
+            f"no apply to {store.url} is left to undo ({len(rows)} recorded, all undone)",
+            hint=f"see them: checkpoint-doctor history {store.url}",
+        )
+    echo_err(f"Undoing the newest apply to {store.url}: {undoable[-1]['journal']}")
+    return str(undoable[-1]["journal"])
+
+
 @click.command("history")
 @click.argument("checkpoint")
 @format_option
@@ -536,15 +628,9 @@ def history_command(checkpoint: str, output_format: str, storage_option: Sequenc
     store = open_storage(checkpoint, options)
     rows = apply_history(store.url, lambda url: open_storage(url, options))
     if not rows:
-        listing = store.list_tree(missing_ok=True)
-        if not listing.files and not listing.dirs:
-            # A mistyped path has no applies either: say it is not there, not "no apply was recorded".
-            from checkpoint_doctor.errors import CheckpointNotFoundError
-
-            missing = CheckpointNotFoundError(
-                store.url, "list", "no such file or directory", hint="check the path"
-            )
-            raise with_near_matches(missing, normalize_url(checkpoint))
+        # A mistyped path, a parent of the checkpoint or its offsets/ has no applies either: named
+        # as diagnose names them (issue 36: "No apply was recorded", exit 0), not "no apply".
+        load(checkpoint, storage_option, deep=False, sink_path=None)
     # ``at`` is ``at_ms`` readable (ISO 8601 UTC), added beside it so that readers of at_ms keep working.
     data = {"checkpoint": store.url, "applies": [{**r, "at": _iso(r.get("at_ms"))} for r in rows]}
     hints = Hints(storage_options=public_storage_options(storage_option))

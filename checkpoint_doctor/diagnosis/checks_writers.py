@@ -83,7 +83,10 @@ def _changed_recently(ctx: Context, window_ms: int, now: int) -> Finding | None:
     newest = max(mtimes)
     if now - newest > window_ms:
         return None
-    if len(mtimes) >= 4 and newest - min(mtimes) <= BULK_COPY_SPREAD_MS:
+    # A copy is judged the same way whatever its size (issue 36: a copy of three files was a live
+    # query, one of thirty was not): a query that just wrote every file it has has just planned its
+    # batch too, which _planned_recently sees in batchTimestampMs.
+    if newest - min(mtimes) <= BULK_COPY_SPREAD_MS:
         return None
     return Finding(
         Code.LIVE_WRITER,

@@ -65,6 +65,9 @@ class Code(TextEnum):
     SOURCE_FILE_UNREADABLE = "CD205"
     SOURCE_FILE_DAMAGED_UNREAD = "CD206"
     KAFKA_POSITIONS_GONE = "CD207"
+    KAFKA_OFFSET_NEGATIVE = "CD211"
+    KAFKA_POSITIONS_UNCHECKED = "CD212"
+    KAFKA_RETENTION_DEADLINE = "CD213"
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
@@ -559,6 +562,53 @@ _ALL = (
         "not available in Kafka any more",
         "KAFKA_DATA_LOSS",
         "UnknownTopicOrPartitionException",
+    ),
+    _c(
+        Code.KAFKA_OFFSET_NEGATIVE,
+        "kafka-offset-negative",
+        ERROR,
+        "A Kafka source's offsets in the offsets log hold a negative offset, which is not a position",
+        "A batch's end offsets are the positions the broker returned (KafkaSourceOffset: the next offset "
+        "to read per partition, 0 or more). -1 (latest) and -2 (earliest) mean something only in the "
+        "startingOffsets option (KafkaOffsetRangeLimit). Spark does not check the offsets log: a batch "
+        "starting from a negative offset is late-bound in its tasks (KafkaBatchPartitionReader."
+        "resolveRange): -2 reads from the earliest offset, any other negative value fails its assertion.",
+        "A hand edit or a tool wrote the offsets file (a startingOffsets JSON pasted into it), or the "
+        "file was damaged.",
+        "Restore the offsets file from a backup, or write the partition's real next offset (how many "
+        "records lie between is unknown: a negative offset is never counted as records).",
+        "does not equal -2",
+        "does not equal -1",
+    ),
+    _c(
+        Code.KAFKA_POSITIONS_UNCHECKED,
+        "kafka-positions-unchecked",
+        WARNING,
+        "The Kafka positions the checkpoint resumes from were not checked against a broker",
+        "The Kafka source checks the checkpoint's next offsets against the topics when it plans the "
+        "first batch and in its tasks (see CD207): records retention deleted, a topic deleted or "
+        "recreated, partitions added or lost fail the restart (failOnDataLoss=true) or skip records. "
+        "None of that is in the checkpoint: only the broker knows.",
+        "No broker was given (--kafka-bootstrap-servers), so the verdict covers the checkpoint's own "
+        "files only.",
+        "Run the command again with --kafka-bootstrap-servers HOST:PORT (a broker of the query's topics; "
+        "--kafka-option KEY=VALUE for client settings), or set CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS "
+        "(or kafka-bootstrap-servers in the config file) so that every scheduled run checks them: the "
+        "positions are then judged (CD207) and counted down to retention (CD213).",
+    ),
+    _c(
+        Code.KAFKA_RETENTION_DEADLINE,
+        "kafka-retention-deadline",
+        WARNING,
+        "Kafka retention may delete records the query has not read within the loss horizon",
+        "Nothing yet: the restart starts while the broker holds the records. Kafka deletes a closed "
+        "segment once its newest record is older than retention.ms (UnifiedLog."
+        "deleteRetentionMsBreachedSegments), so the record at the query's position goes no sooner than "
+        "its timestamp plus retention.ms; after that the restart fails (failOnDataLoss=true) or skips "
+        "the records (false): CD207.",
+        "The query is stopped, or reads slower than retention deletes.",
+        "Restart the query before the deadline (the soonest partition first), or raise the topic's "
+        "retention.ms; --loss-horizon sets how far ahead to look (default 24 h).",
     ),
     _c(
         Code.DELTA_SOURCE_TABLE_REPLACED,

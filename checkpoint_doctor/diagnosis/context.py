@@ -13,7 +13,7 @@ from checkpoint_doctor.diagnosis.state.statefulness import STATEFUL
 from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
 from checkpoint_doctor.parsing.text import java_parse_int
-from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateStore
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, StateOperator, StateStore
 from checkpoint_doctor.valueclasses import frozen
 
 OFFSETS = "offsets"
@@ -26,6 +26,24 @@ LEGACY_STATE_FORMATS = (
     ("spark.sql.streaming.join.stateFormatVersion", "1"),
     ("spark.sql.streaming.flatMapGroupsWithState.stateFormatVersion", "1"),
 )
+
+
+def is_global_limit(op: StateOperator) -> bool:
+    """Whether a state operator is a streaming global limit: named so in its operator metadata
+    (4.0+, ``globalLimit``), or its store's schema is StreamingGlobalLimitExec's (a key of null type
+    named ``key``, a long ``value``) where no metadata names it."""
+    if op.metadata is not None and op.metadata.record is not None:
+        return op.metadata.record.operator_name == "globalLimit"
+    for store in op.stores:
+        schema = store.schema.record if store.schema is not None else None
+        if schema is not None:
+            return (
+                schema.key_fields == ("key",)
+                and schema.value_fields == ("value",)
+                and schema.key_schema is not None
+                and ('"type":"void"' in schema.key_schema or '"type":"null"' in schema.key_schema)
+            )
+    return False
 
 
 @frozen
@@ -161,6 +179,15 @@ class Context:
                 return java_parse_int(value) if value is not None else None
         return None
 
+    def operator_partitions(self, op: StateOperator) -> int | None:
+        """Return how many partition directories an operator's state has: the pinned shuffle
+        partitions, but one for a global limit (``StreamingGlobalLimitExec`` requires ``AllTuples``
+        and writes its single count under partition 0 only, streamingLimits.scala; Spark's own
+        checkpoint-version-4.0.0/{hdfs,rocksdb}/limit hold state/0/0 alone with 5 pinned)."""
+        if is_global_limit(op):
+            return 1
+        return self.pinned_partitions
+
     @cached
     def pinned_provider(self) -> str:
         """Return ``rocksdb`` or ``hdfs``: the state store provider pinned in the newest offsets file."""
@@ -206,7 +233,16 @@ class Context:
             if md is None or not md.has_conf:
                 continue
             return any(md.conf_value(key) not in (None, legacy) for key, legacy in LEGACY_STATE_FORMATS)
-        return True
+        # No offsets file pins a conf: the legacy defaults Spark falls back to
+        # (OffsetSeqMetadata.relevantSQLConfDefaultValues) exist for exactly such checkpoints, written
+        # by Spark <= 2.1 (SPARK-19873 added the conf map in 2.2) with the formats now called 1, and
+        # StreamSuite "recover from a Spark v2.1 checkpoint" restarts one on every line. Only a state
+        # schema file (state/<op>/<part>/_metadata/schema, Spark 3.1+, SPARK-27237) or operator
+        # metadata (4.0+) proves a newer writer whose conf map was lost (its default formats are 2).
+        return any(
+            op.metadata is not None or any(store.schema is not None for store in op.stores)
+            for op in self.snapshot.state.operators
+        )
 
     def session_conf(self, key: str) -> str | None:
         """Return a session conf the operator passed for the restart."""

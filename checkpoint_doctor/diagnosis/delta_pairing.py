@@ -21,6 +21,12 @@ version is the batch id (``DeltaSink.addBatch``). So a table is paired:
   ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE`` (recorded in ``fixtures/delta/``: ``-replaced``
   and ``-recreated``). The pairing says so in words; a wrong guess names a table the operator can see.
 
+Copies of a table (a backup, ``cp -r``: the same ``metaData.id``) are never told apart by guessing:
+when several tables with a source's id are equally near (both named, both beside, or none near), the
+source pairs with none of them and the pairing names them all (``copies``). A copy's log may start
+anywhere (a copy of a cleaned-up log starts at its oldest commit), so pairing with the wrong one
+would judge the restart against another log and steer a repair (issue 31, item 1).
+
 Where the candidates come from is the caller's (the I/O edge): ``diagnose``/``plan`` look beside the
 checkpoint (:mod:`checkpoint_doctor.reading.delta_discovery`) and read the tables named with
 ``--delta-table``; ``audit`` indexes every table under its roots (:mod:`checkpoint_doctor.fleet.delta`).
@@ -65,6 +71,10 @@ class Candidate:
     job_source: int | None = None
 
 
+#: How an assumption names a paired Delta sink (render.plan reads it back for a plan's header).
+SINK_PAIRED = "Delta sink paired with "
+
+
 @dataclass(frozen=True)
 class DeltaPair:
     """A table paired with the checkpoint: its ``role`` (source or sink), the source index
@@ -81,9 +91,7 @@ class DeltaPair:
         """Return the pair in an operator's words."""
         t = self.table
         if self.role == SINK:
-            return (
-                f"Delta sink paired with {t.url} by txn appId = query id (batch {self.txn_version} committed)"
-            )
+            return f"{SINK_PAIRED}{t.url} by txn appId = query id (batch {self.txn_version} committed)"
         if self.how == BY_TABLE_ID:
             return f"Delta source {self.source} paired with {t.url} by table id {t.table_id}"
         if self.how == BY_JOB_PATH:
@@ -131,6 +139,12 @@ class DeltaPairing:
     ambiguous: tuple[str, ...] = ()
     #: Why tables could not be read (URL, one line), shown with the pairing.
     unread: tuple[tuple[str, str], ...] = ()
+    #: Unpaired sources several tables have the id of, equally near (source index, their URLs):
+    #: copies of one table (a backup), none guessed.
+    copies: tuple[tuple[int, tuple[str, ...]], ...] = ()
+    #: Tables holding this query's txns that are copies of one table (same id, equally near): no
+    #: sink is paired among them.
+    sink_copies: tuple[tuple[str, ...], ...] = ()
 
     def source_table(self, source: int) -> DeltaTable | None:
         """Return the table paired with source ``source``, or None."""
@@ -152,15 +166,27 @@ class DeltaPairing:
     def lines(self) -> list[str]:
         """Return what was paired and how, and what was not, one line each."""
         out = [p.text for p in self.pairs]
+        copies = dict(self.copies)
         for n, table_id in self.unpaired:
             where = f" ({self.looked_at})" if self.looked_at else ""
-            if self.ambiguous:
+            if n in copies:
+                why = (
+                    f"{len(copies[n])} tables have its id ({', '.join(copies[n])}): copies of one table (a "
+                    "backup?), and which one the query reads is not guessed"
+                )
+            elif self.ambiguous:
                 why = f"several tables could be it ({', '.join(self.ambiguous)})"
             else:
                 why = f"no Delta table looked at{where} has id {table_id}"
             out.append(
                 f"Delta source {n} (table {table_id}) not paired: {why}; pass {FLAG} with the path of the "
                 "table it reads to check the restart against its log"
+            )
+        for urls in self.sink_copies:
+            out.append(
+                f"Delta sink not paired: {len(urls)} tables hold this query's transactions under one table id "
+                f"({', '.join(urls)}): copies of one table (a backup?), and which one the query writes is not "
+                f"guessed; pass {FLAG} with the path of its sink to check the restart against it"
             )
         for table in self.others:
             apps = ", ".join(f"{app} (batch {v})" for app, v in table.txns)
@@ -188,23 +214,35 @@ class DeltaPairing:
             "looked_at": self.looked_at,
             "candidates": self.candidates,
             "pairs": [p.to_dict() for p in self.pairs],
-            "unpaired_sources": [{"source": n, "table_id": t} for n, t in self.unpaired],
+            "unpaired_sources": [
+                {"source": n, "table_id": t, "tables_with_its_id": list(dict(self.copies).get(n, ()))}
+                for n, t in self.unpaired
+            ],
             "ambiguous": list(self.ambiguous),
+            "sink_copies": [list(urls) for urls in self.sink_copies],
             "other_queries_tables": [t.url for t in self.others],
             "unread": [{"table": u, "reason": r} for u, r in self.unread],
             "text": self.text,
         }
 
 
+def _nearest(candidates: Sequence[Candidate], table_id: str) -> list[Candidate]:
+    """The tables with ``table_id`` of the nearest kind that has any (named, then beside, then
+    farther away), one per URL: one is the source's table, several are copies none is guessed of."""
+    same = {c.table.url: c for c in candidates if c.table.table_id == table_id}
+    for near in (lambda c: c.named, lambda c: c.beside and not c.named, lambda c: not (c.named or c.beside)):
+        tier = [c for c in same.values() if near(c)]
+        if tier:
+            return tier
+    return []
+
+
 def _by_job_or_id(
     sources: Sequence[tuple[int, DeltaOffset]], candidates: Sequence[Candidate]
-) -> tuple[list[DeltaPair], list[tuple[int, str]]]:
-    """Pair each source with the table its ``--job`` reads, else with the table that has its id (one
-    beside the checkpoint or named first); return the pairs and the sources left (index, id)."""
-    by_id: dict[str, Candidate] = {}
-    for c in sorted(candidates, key=lambda c: not (c.beside or c.named)):  # near ones first
-        if c.table.table_id is not None:
-            by_id.setdefault(c.table.table_id, c)
+) -> tuple[list[DeltaPair], list[tuple[int, str]], list[tuple[int, tuple[str, ...]]]]:
+    """Pair each source with the table its ``--job`` reads, else with the one table that has its id
+    (named first, then beside the checkpoint); return the pairs, the sources left (index, id) and,
+    of those, the ones several equally near tables have the id of (index, their URLs)."""
 
     def replaced_beside(reservoir_id: str) -> bool:
         # A table beside the checkpoint whose log shows the source's id before it was replaced is the
@@ -215,6 +253,7 @@ def _by_job_or_id(
 
     pairs: list[DeltaPair] = []
     unpaired: list[tuple[int, str]] = []
+    copies: list[tuple[int, tuple[str, ...]]] = []
     # The changed query names the path each Delta source reads: that table is the one the restart
     # reads, whatever lies beside the checkpoint with the old id.
     by_job = {c.job_source: c.table for c in candidates if c.job_source is not None}
@@ -222,12 +261,19 @@ def _by_job_or_id(
         if n in by_job:
             pairs.append(DeltaPair(SOURCE, by_job[n], BY_JOB_PATH, source=n))
             continue
-        match = by_id.get(off.reservoir_id)
+        nearest = _nearest(candidates, off.reservoir_id)
+        if len(nearest) > 1:
+            # A copy and its original are the same id: the first by name would win silently, and a
+            # copy whose log starts elsewhere would read CD209 and plan a reservoirVersion of its own.
+            unpaired.append((n, off.reservoir_id))
+            copies.append((n, tuple(sorted(c.table.url for c in nearest))))
+            continue
+        match = nearest[0] if nearest else None
         if match is not None and (match.beside or match.named or not replaced_beside(off.reservoir_id)):
             pairs.append(DeltaPair(SOURCE, match.table, BY_TABLE_ID, source=n))
         else:
             unpaired.append((n, off.reservoir_id))
-    return pairs, unpaired
+    return pairs, unpaired, copies
 
 
 def pair_tables(
@@ -242,7 +288,12 @@ def pair_tables(
     """Pair the checkpoint's Delta ``sources`` (source index, newest offset) and its query id with
     the candidate tables (see the module docstring). ``taken``: URLs of tables another checkpoint
     of the same audit pairs with (never a spare)."""
-    pairs, unpaired = _by_job_or_id(sources, candidates)
+    pairs, unpaired, copies = _by_job_or_id(sources, candidates)
+    # A source whose table has copies is left to the operator: no former id or spare table pairs it
+    # either (a table beside it that is not one of the copies is not its replacement).
+    with_copies = {n for n, _ in copies}
+    held = [u for u in unpaired if u[0] in with_copies]
+    unpaired = [u for u in unpaired if u[0] not in with_copies]
     # A table whose log shows it had the source's id before it was replaced (CREATE OR REPLACE keeps
     # the log): the path the query reads, whatever else lies beside it.
     for n, reservoir_id in list(unpaired):
@@ -269,7 +320,7 @@ def pair_tables(
         )
 
     ambiguous: tuple[str, ...] = ()
-    if len(unpaired) == 1:
+    if len(unpaired) == 1 and not held:
         # Found beside it, a table another stream writes (txns of other query ids only) is more
         # likely that query's sink (a lost checkpoint's, say) than this one's replaced source: it is
         # named (``others``), and pairs only when named with --delta-table.
@@ -285,12 +336,31 @@ def pair_tables(
             if len(spares) > 1:
                 ambiguous = tuple(c.table.url for c in spares)
                 break
+    unpaired = sorted(unpaired + held)
     paired = {p.table.url for p in pairs}
-    for c in candidates:
+    writes = [
+        c
+        for c in candidates
+        if query_id and c.table.txn_version(query_id) is not None and c.table.url not in paired
+    ]
+    # Copies of the sink (the same table id, equally near) hold the same txns, or a backup's older
+    # ones: judged against the wrong one, CD407 plans batch copies up to a copy's txn version. None
+    # is guessed; tables with other ids are each a sink (a foreachBatch may write several).
+    sink_copies = []
+    copied: set[str] = set()
+    for table_id in dict.fromkeys(c.table.table_id for c in writes if c.table.table_id is not None):
+        nearest = _nearest(writes, table_id)
+        if len(nearest) > 1:
+            sink_copies.append(tuple(sorted(c.table.url for c in nearest)))
+            copied |= {c.table.url for c in writes if c.table.table_id == table_id}
+        else:
+            copied |= {c.table.url for c in writes if c.table.table_id == table_id and c not in nearest}
+    for c in writes:
         version = c.table.txn_version(query_id) if query_id else None
-        if version is not None and c.table.url not in paired:
+        if version is not None and c.table.url not in paired and c.table.url not in copied:
             pairs.append(DeltaPair(SINK, c.table, BY_TXN_APP_ID, txn_version=version))
             paired.add(c.table.url)
+    paired |= copied  # neither judged as a named sink nor said to be other queries' tables
     named_unpaired = tuple(
         {c.table.url: c.table for c in candidates if c.named and c.table.url not in paired}.values()
     )
@@ -308,6 +378,10 @@ def pair_tables(
         looked_at=looked_at,
         candidates=len({c.table.url for c in candidates}),
         named_unpaired=named_unpaired,
-        ambiguous=ambiguous if unpaired else (),
+        ambiguous=tuple(dict.fromkeys([*ambiguous, *(u for _, urls in copies for u in urls)]))
+        if unpaired
+        else (),
         unread=tuple(unread),
+        copies=tuple(copies),
+        sink_copies=tuple(sink_copies),
     )

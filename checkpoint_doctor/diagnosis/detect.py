@@ -77,12 +77,34 @@ class WriterGuess:
     line: str | None
     minimum: str | None
     evidence: tuple[str, ...]
+    #: A line older than every supported one that the newest offsets file names: ``"2.1"`` when it
+    #: pins no SQL conf at all (Spark 2.2 started pinning them, SPARK-19873) and no file present
+    #: needs a newer writer.
+    older: str | None = None
+
+    @property
+    def beyond_line(self) -> bool:
+        """Whether a file present needs a newer line than the newest offsets file's conf keys name
+        (``line`` ``"4.0"`` spans 4.0 and 4.1)."""
+        if self.line is None or self.minimum is None:
+            return False
+        end = "4.1" if self.line == "4.0" else self.line
+        return LINES.index(self.minimum) > LINES.index(end)
 
     @property
     def label(self) -> str:
         """Return a short human-readable label."""
         if self.line is None:
+            if self.older is not None:
+                return f"{self.older}.x or older"
             return f">= {self.minimum}" if self.minimum else "unknown"
+        if self.beyond_line:
+            # The newest offsets file pins an older line's conf keys but a file present needs a newer
+            # writer: Spark's own 4.0.0 golden checkpoints (checkpoint-version-4.0.0, written by a
+            # 4.0 build before stateStore.encodingFormat existed) read so, and so does a checkpoint
+            # restarted by an older line after a newer one wrote it. One answer names both.
+            newer = WriterGuess(self.minimum, self.minimum, ()).label
+            return f"{newer} (with {self.line}'s conf keys), or {self.line}.x after a downgrade"
         if self.line == "4.0" and self.minimum == "4.1":
             # A file only 4.1 writes narrows "4.0 or 4.1" to 4.1 (matrix.writer_lines stars 4.1 alone).
             return "4.1.x"
@@ -196,11 +218,14 @@ def detect_writer(snapshot: CheckpointSnapshot) -> WriterGuess:
             minimum = release
 
     line = None
+    older = None
     latest = next((e for e in reversed(snapshot.offsets.entries) if e.record is not None), None)
     if latest is not None and latest.record is not None:
         line = writer_line_of(latest.record)
         if line is not None:
             at_least(line, f"the conf keys pinned in {latest.file.path} are those of Spark {line}")
+        elif latest.record.metadata is not None and latest.record.version == 1:
+            older = "2.1"
         if latest.record.version >= 2:
             at_least("4.2", f"{latest.file.path} is offsets log v{latest.record.version}")
     for e in reversed(snapshot.commits.entries):
@@ -214,4 +239,10 @@ def detect_writer(snapshot: CheckpointSnapshot) -> WriterGuess:
         at_least("4.0", "state operator metadata (state/<op>/_metadata/metadata) exists")
     if any(s.spark_checksums for op in snapshot.state.operators for s in op.stores):
         at_least("4.1", "state files have Spark checksum side files (<file>.crc)")
-    return WriterGuess(line, minimum, tuple(dict.fromkeys(evidence)))
+    if older is not None and not evidence and latest is not None:
+        # Nothing present needs a newer writer: an offsets metadata line without a conf map is what
+        # Spark <= 2.1 wrote (StreamSuite "recover from a Spark v2.1 checkpoint").
+        evidence.append(f"{latest.file.path} pins no SQL confs, as Spark 2.1 and older wrote")
+    else:
+        older = None
+    return WriterGuess(line, minimum, tuple(dict.fromkeys(evidence)), older)

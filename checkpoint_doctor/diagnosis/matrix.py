@@ -119,9 +119,7 @@ class CellDiagnosis:
     def delta_not_judged(self) -> bool:
         """Whether this restart's line has no Delta Lake release, so its Delta sources were not
         judged (its STARTS says nothing of them)."""
-        from checkpoint_doctor.diagnosis.sources.checks_delta import NOT_JUDGED
-
-        return NOT_JUDGED.format(line=self.cell.spark) in self.diagnosis.prediction.notes
+        return self.diagnosis.prediction.not_judged
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict (the error text with the checkpoint's root as Spark prints it)."""
@@ -168,6 +166,10 @@ class MatrixDiagnosis:
     #: What was checked of a file sink (found beside the checkpoint, named, or not checked): one of
     #: ``assumptions``, which a one-cell answer says too.
     sink_assumption: str | None = None
+    #: The applies of checkpoint-doctor that changed this checkpoint and did not finish (rows of
+    #: ``history``, :func:`checkpoint_doctor.loading.tool_records_for`): a warning, whatever Spark
+    #: would do, because the checkpoint is half repaired until the apply is undone or finished.
+    unfinished_applies: tuple[dict[str, Any], ...] = ()
 
     @property
     def job_assumptions(self) -> tuple[str, ...]:
@@ -201,11 +203,18 @@ class MatrixDiagnosis:
 
     @property
     def exit_code(self) -> int:
-        """4: an as-configured cell fails or an error finding; 1: a counted cell fails or a warning."""
+        """4: an as-configured cell fails or an error finding; 1: a counted cell fails, a warning,
+        or an as-configured cell not judged (``--spark 4.3`` on a Delta query: nothing judged its
+        tables, so it is not healthy; the full matrix judges them on the lines with a release)."""
         severities = {f.severity for f in self.findings}
         if ERROR in severities or any(c.fails for c in self.as_configured):
             return ExitCode.ERRORS
-        if WARNING in severities or self.failing_cells:
+        if (
+            WARNING in severities
+            or self.failing_cells
+            or self.unfinished_applies
+            or any(c.delta_not_judged for c in self.as_configured)
+        ):
             return ExitCode.WARNINGS
         return ExitCode.OK
 
@@ -255,6 +264,7 @@ class MatrixDiagnosis:
             "assumptions": list(self.assumptions),
             "job": self.job.to_dict() if self.job is not None else None,
             "delta_pairing": self.delta_pairing.to_dict() if self.delta_pairing is not None else None,
+            **({"unfinished_applies": list(self.unfinished_applies)} if self.unfinished_applies else {}),
             "exit_code": self.exit_code,
         }
 
@@ -267,6 +277,10 @@ def writer_lines(writer: WriterGuess) -> tuple[str, ...]:
     line from the oldest that can have written every file)."""
     if writer.line is None:
         return LINES[LINES.index(writer.minimum or LINES[0]) :]
+    if writer.minimum is not None and writer.beyond_line:
+        # Conf keys of an older line, files of a newer one (WriterGuess.label): either wrote it.
+        end = "4.1" if writer.minimum == "4.0" else writer.minimum
+        return LINES[LINES.index(writer.line) : LINES.index(end) + 1]
     end = "4.1" if writer.line == "4.0" else writer.line
     span = LINES[LINES.index(writer.line) : LINES.index(end) + 1]
     if writer.minimum is not None:
@@ -582,6 +596,12 @@ def _sink_assumption(snapshot: CheckpointSnapshot, opts: MatrixOptions) -> str |
         # A --job that writes no file sink (noop, Delta, Kafka...) has no sink log to check.
         return "file sink not checked (pass --sink-path with the query's output directory if it writes files)"
     return None
+
+
+def with_unfinished(result: MatrixDiagnosis, unfinished: Sequence[dict[str, Any]]) -> MatrixDiagnosis:
+    """Return ``result`` with the applies that changed its checkpoint and did not finish (issue 31:
+    diagnose was silent after an interrupted apply; the CLI and the API say it alike)."""
+    return replace(result, unfinished_applies=tuple(unfinished)) if unfinished else result
 
 
 def diagnose_matrix(snapshot: CheckpointSnapshot, options: MatrixOptions | None = None) -> MatrixDiagnosis:

@@ -24,6 +24,9 @@ WRITER_CODES = LIVE_WRITER_CODES | {Code.INTERLEAVED_RUNS}
 #: How recent a planned batch or a temp file must be for a query to count as live (seconds;
 #: ``--live-window``'s default everywhere).
 DEFAULT_LIVE_WINDOW_S = 600.0
+#: How soon a Kafka retention deadline must be to be a finding (CD213; ``--loss-horizon``'s default):
+#: a daily audit sees every unread record retention may delete before the next one.
+DEFAULT_LOSS_HORIZON_S = 86400.0
 
 
 @frozen
@@ -83,6 +86,15 @@ class Finding:
         }
 
 
+#: The note of a restart on a line with no Delta Lake release (4.3): its Delta sources and sink are
+#: not judged (no delta-spark artifact is published for it, so no restart of it was ever recorded).
+NOT_JUDGED = "Delta tables not judged on Spark {line}: no Delta Lake release exists for it"
+
+#: The three outcomes of a restart: Spark starts it, fails it, or the tool cannot judge it (a
+#: Delta query on a line with no Delta Lake release: a STARTS there would say nothing of its tables).
+STARTS, FAILS, NOT_JUDGED_OUTCOME = "starts", "fails", "not-judged"
+
+
 @frozen
 class RestartPrediction:
     """What Spark does when the query is restarted on this checkpoint.
@@ -112,8 +124,23 @@ class RestartPrediction:
     new_query_id: bool = False
 
     @property
+    def not_judged(self) -> bool:
+        """Whether the restart starts only as far as the tool can tell: its Delta tables were not
+        judged (no Delta Lake release for the line), so it is neither a start nor a failure."""
+        return self.starts and NOT_JUDGED.format(line=self.spark) in self.notes
+
+    @property
+    def outcome(self) -> str:
+        """``starts``, ``fails`` or ``not-judged`` (:attr:`not_judged`)."""
+        return FAILS if not self.starts else NOT_JUDGED_OUTCOME if self.not_judged else STARTS
+
+    @property
     def summary(self) -> str:
         """Return the prediction in one sentence."""
+        if self.not_judged:
+            # Not a start: the Delta tables decide the restart and no Delta Lake release reads them
+            # on this line. What the checkpoint alone says is kept after it.
+            return f"NOT JUDGED: no Delta Lake release for Spark {self.spark} ({self._started})"
         if not self.starts and self.error is not None:
             when = {
                 "start": "at start()",
@@ -123,6 +150,10 @@ class RestartPrediction:
                 "commit": f"when committing batch {self.next_batch_id}",
             }.get(self.error.phase, "")
             return f"FAILS {when}: {self.error.summary}".strip()
+        return self._started
+
+    @property
+    def _started(self) -> str:
         # The one wording of a start, also a matrix cell's (render.diagnosis._cell_text).
         unit = "epoch" if self.mode == "continuous" else "batch"
         kind = "re-runs" if self.rerun else "new"
@@ -137,7 +168,7 @@ class RestartPrediction:
         return {
             "spark": self.spark,
             "mode": self.mode,
-            "outcome": "starts" if self.starts else "fails",
+            "outcome": self.outcome,
             "summary": self.summary,
             "next_batch_id": self.next_batch_id,
             "batch_kind": None if self.next_batch_id is None else ("rerun" if self.rerun else "new"),
@@ -179,6 +210,8 @@ class DiagnoseOptions:
     own_writes: frozenset[tuple[str, int | str]] = frozenset()
     #: The Kafka topics' positions read from a broker at the I/O edge (None: not checked).
     kafka: KafkaLive | None = None
+    #: Seconds ahead within which a Kafka retention deadline of unread records is a warning (CD213).
+    loss_horizon_s: float = DEFAULT_LOSS_HORIZON_S
     #: The Delta tables named with --delta-table, read at the I/O edge (None: not checked).
     delta: tuple[DeltaTable, ...] | None = None
     #: Which Delta tables are the checkpoint's source and sink (found beside it, named, or under an
@@ -229,7 +262,8 @@ class Diagnosis:
         worst = self.worst
         if worst == ERROR or not self.prediction.starts:
             return ExitCode.ERRORS
-        if worst == WARNING:
+        # A restart the tool could not judge is not a healthy one (issue 36): a warning.
+        if worst == WARNING or self.prediction.not_judged:
             return ExitCode.WARNINGS
         return ExitCode.OK
 

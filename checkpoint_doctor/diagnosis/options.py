@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
-from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DiagnoseOptions
+from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DEFAULT_LOSS_HORIZON_S, DiagnoseOptions
 from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
@@ -27,6 +27,7 @@ def matrix_options(
     kafka: KafkaLive | None = None,
     delta: tuple[DeltaTable, ...] | None = None,
     delta_pairing: DeltaPairing | None = None,
+    loss_horizon_s: float = DEFAULT_LOSS_HORIZON_S,
 ) -> MatrixOptions:
     """Return the options of a restart matrix: ``spark`` names lines or versions (``4.3``,
     ``4.3.0``: each its line, once), ``modes`` the restart modes (both empty: every plausible
@@ -48,6 +49,7 @@ def matrix_options(
             now_ms=now_ms,
             own_writes=own_writes,
             kafka=kafka,
+            loss_horizon_s=float(loss_horizon_s),
             delta=delta,
             delta_pairing=delta_pairing,
         ),

@@ -133,7 +133,13 @@ def _job_step(run: _Run, *, schemas: bool) -> RestartPrediction | None:
         return None
     if schemas:
         error = changes.schema_error(ctx, job)
-        return run.done(error, Code.STATE_SCHEMA_INCOMPATIBLE) if error is not None else None
+        if error is not None:
+            return run.done(error, Code.STATE_SCHEMA_INCOMPATIBLE)
+        # Then the state of each operator is loaded: one the job added has none [exp: job-dedup-added on 3.5.9].
+        added = changes.operators_without_state(ctx, job)
+        if added:
+            return run.done(changes.state_missing_error(ctx, added[0][0]), Code.STATE_OPERATORS_CHANGED)
+        return None
     error = changes.operators_error(ctx, job)
     return run.done(error, Code.STATE_OPERATORS_CHANGED) if error is not None else None
 
@@ -166,16 +172,20 @@ def _state_step(run: _Run) -> RestartPrediction | None:
     failed = _job_step(run, schemas=True)
     if failed is not None:
         return failed
-    expected = ctx.pinned_partitions
     for op in state.operators:
+        expected = ctx.operator_partitions(op)
         if expected is not None and b > 0:
             missing_parts = missing_in(0, expected - 1, op.partition_dirs, limit=1)
             if missing_parts:
                 p = missing_parts[0]
-                return run.done(
-                    ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p),
-                    Code.STATE_PARTITIONS_MISSING,
+                # A RocksDB store without a zip replays changelogs from version 1 (state_missing_dir).
+                rocksdb = any(s.provider == "rocksdb" for s in op.stores)
+                error = (
+                    ctx.target.state_file_missing(f"state/{op.operator_id}/{p}/1.changelog")
+                    if rocksdb
+                    else ctx.target.delta_missing(f"state/{op.operator_id}/{p}", 1, op.operator_id, p)
                 )
+                return run.done(error, Code.STATE_PARTITIONS_MISSING)
     for store, result, code, _ in ctx.notable_stores(b):
         if code is None:
             continue

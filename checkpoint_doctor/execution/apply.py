@@ -12,12 +12,16 @@ checkpoint's lock (:mod:`~checkpoint_doctor.execution.lock`, one writer at a tim
    ``<root>.checkpoint-doctor/<plan-id>/``), and the apply is added to the checkpoint's history;
 3. a backup of every file the plan removes (Hadoop ``.crc`` side files are steps of their own), each
    read back and verified by size and sha256; copy sources are verified against the plan's sha256;
-4. the steps, in order (journaled every few hundred); new files are created exclusively (temp name +
-   link on file systems, ``If-None-Match: *`` on S3), so a file is never half written or clobbered;
+4. the steps, in order (journaled every few hundred, and once after the last); new files are created
+   exclusively (temp name + link on file systems, ``If-None-Match: *`` on S3), so a file is never
+   half written or clobbered; on file systems the temp name stays until the journal counts its
+   step: after a kill, the same inode beside a created file proves it is the apply's, not a live
+   writer's with the same bytes (undo removes no file it cannot prove; S3 has no such proof);
 5. the ``applied`` event with the listing afterwards, then a fresh diagnosis.
 
 A failure in stages 1-2 leaves the checkpoint untouched. A failure after the journal exists is
-recorded (``failed``) and reported as :class:`ApplyFailedError`, naming the journal and the undo
+recorded (``failed``, with the steps done and whether the step that stopped changed its file; Ctrl-C:
+``interrupted``) and reported as :class:`ApplyFailedError`, naming what changed and the undo
 command: undo works from the plan's steps and the verified backups and checks the real state of
 every file, so it also completes an apply that died between a change and its journal event. The
 work grows linearly with the plan: one read, one write and one read-back per saved file, one change
@@ -37,6 +41,7 @@ from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import (
     ApplyFailedError,
     CheckpointDoctorError,
+    CheckpointNotFoundError,
     PlanFormatError,
     PlanMismatchError,
     PreconditionFailedError,
@@ -65,7 +70,7 @@ from checkpoint_doctor.execution.verify import verify_plan, with_unfinished
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning import PlanOptions, RepairPlan
-from checkpoint_doctor.planning.steps import Area
+from checkpoint_doctor.planning.steps import Area, Step
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
@@ -128,14 +133,84 @@ class _Apply:
     contents: dict[int, bytes] = field(default_factory=dict)
     skipped: set[int] = field(default_factory=set)
     done: int = 0
+    #: The step that was running when the apply stopped (its index), and whether its file changed
+    #: before it did (None: it cannot be told).
+    stopped: int | None = None
+    stopped_changed: bool | None = None
+    #: Told (done, total) after each step: the CLI's progress bar on a long apply (issue 36).
+    on_step: Callable[[int, int], None] | None = None
 
     def run_steps(self) -> None:
+        total = len(self.plan.executable_steps)
         for i, step in enumerate(self.plan.executable_steps):
+            # Marked running before it starts and until it is counted: a Ctrl-C between its change
+            # and the count leaves it "may have changed" (undo then looks at its file), never lost.
+            self.stopped, self.stopped_changed = i, None
             if i not in self.skipped:
-                step.execute(self.io, self.contents.get(i))
+                try:
+                    step.execute(self.io, self.contents.get(i))
+                except BaseException as exc:
+                    self.stopped_changed = _step_changed(step, self.io, exc)
+                    raise
             self.done = i + 1
+            self.stopped = None
+            if self.on_step is not None:
+                self.on_step(self.done, total)
             if self.done % PROGRESS_EVERY == 0:
-                self.journal.append({"event": Event.PROGRESS, "done": self.done})
+                self.progress()
+        if self.done % PROGRESS_EVERY:
+            # The journal counts every step done, not the last multiple of PROGRESS_EVERY (issue 31:
+            # Ctrl-C after all 1,600 moves left "done: 1536").
+            self.progress()
+
+    def progress(self) -> None:
+        """Record the steps done; the temp files that proved their creates are then not needed."""
+        self.journal.append({"event": Event.PROGRESS, "done": self.done})
+        self.io.drop_kept()
+
+    def drop_kept(self) -> None:
+        """Remove the kept temp files once the end event counts every step (a step that stopped
+        not knowing whether it changed its file keeps its proof for undo)."""
+        if self.stopped is None or self.stopped_changed is not None:
+            self.io.drop_kept()
+
+    @property
+    def ran(self) -> int:
+        """Return how many steps, from the first, may have changed the checkpoint: the done ones,
+        and the one that stopped unless it is known not to have changed its file."""
+        return self.done + (1 if self.stopped is not None and self.stopped_changed is not False else 0)
+
+    def end_event(self, event: Event, exc: BaseException) -> dict[str, Any]:
+        """Return the ``failed`` or ``interrupted`` event: what happened, counted (undo reverses the
+        first ``ran`` steps only: a later step's file is not the apply's, whatever its bytes)."""
+        return {
+            "event": event,
+            "error": str(exc) or type(exc).__name__,
+            "steps_done": self.done,
+            "ran": self.ran,
+            "stopped_step": self.stopped,
+            "stopped_changed": self.stopped_changed,
+        }
+
+
+def _step_changed(step: Step, io: AreaIO, exc: BaseException) -> bool | None:
+    """Return whether a step that raised changed its file first (None: it cannot be told).
+
+    A create refused because the name exists (``TargetExistsError``: ``link``'s EEXIST, S3's
+    ``If-None-Match``) made nothing: the file there is another writer's, even with the very bytes
+    the step would write (issue 31: a live writer's ``commits/1``, identical to ``commits/0`` as
+    Spark's stateless commits are). Any other failure is looked at: a create whose file is there
+    (the link succeeded, then removing its temp file failed), a removal whose file is gone."""
+    if isinstance(exc, TargetExistsError) or step.key is None:
+        return False if isinstance(exc, TargetExistsError) else None
+    try:
+        if step.creates:
+            return io.exists(*step.key)
+        if step.removes:
+            return not io.exists(*step.key)
+    except (CheckpointDoctorError, OSError):
+        return None
+    return None
 
 
 def _begin(
@@ -153,6 +228,9 @@ def _begin(
         "checkpoint": checkpoint.url,
         "sink": sink.url if sink is not None else None,
         "at_ms": now_ms,
+        # Each create's temp file stays until the journal counts its step (local disk): after a
+        # kill, undo asks that proof of a file it did not see counted (issue 31).
+        "keeps_temps": True,
     }
     if backup is None:
         return _create_default(tool, plan.plan_id, begin)
@@ -186,20 +264,47 @@ def _create_default(tool: Storage, plan_id: str, begin: dict[str, Any]) -> Journ
 
 
 def _failed(work: _Apply, exc: BaseException) -> ApplyFailedError:
-    # If even this fails, the journal's begin event and the backups manifest are what undo needs.
+    # If even this fails, the journal's begin event and the backups manifest are what undo needs
+    # (and the kept temp files stay: they prove the creates; undo removes them).
     with contextlib.suppress(StorageError):
-        work.journal.append({"event": Event.FAILED, "error": str(exc), "steps_done": work.done})
-    total = len(work.plan.executable_steps)
-    if work.done:
-        changed = f"the checkpoint WAS changed ({work.done} of {total} step(s) done)"
-        hint = f"undo it with: checkpoint-doctor undo {work.journal.url}  (then apply the plan again to finish it)"
-    else:
-        changed = "no step ran, so the checkpoint was not changed"
-        hint = "fix the cause and apply the plan again"
+        work.journal.append(work.end_event(Event.FAILED, exc))
+        work.drop_kept()
     return ApplyFailedError(
-        f"apply of plan {work.plan.plan_id} failed ({exc}); {changed}; the record is {work.journal.url}",
-        hint=hint,
+        f"apply of plan {work.plan.plan_id} failed ({exc}); {_what_changed(work)}; the record is {work.journal.url}",
+        hint=f"undo it with: checkpoint-doctor undo {work.journal.url}  (then apply the plan again to finish it)"
+        if work.ran
+        else "fix the cause and apply the plan again",
     )
+
+
+def _what_changed(work: _Apply) -> str:
+    """Say, truly, what the stopped apply changed: the steps done and the one that stopped part way
+    (issue 31: "no step ran, so the checkpoint was not changed" was said of an offsets/1 created
+    before removing its temp file failed)."""
+    steps = work.plan.executable_steps
+    if not work.ran:
+        if work.stopped is not None:
+            return (
+                f"no step changed it, so the checkpoint was not changed (step {work.stopped + 1}, "
+                f"{steps[work.stopped].describe()}, changed nothing)"
+            )
+        return "no step ran, so the checkpoint was not changed"
+    done = [steps[i].describe() for i in range(work.done) if i not in work.skipped]
+    was = "WAS" if done or work.stopped_changed else "MAY have been"
+    words = f"the checkpoint {was} changed ({work.done} of {len(steps)} step(s) done"
+    if work.stopped is not None:
+        how = (
+            "may have changed its file"
+            if work.stopped_changed is None
+            else "changed its file before it failed"
+            if work.stopped_changed
+            else "changed nothing"
+        )
+        words += f"; step {work.stopped + 1}, {steps[work.stopped].describe()}, {how}"
+        if work.stopped_changed is not False:
+            done.append(steps[work.stopped].describe())
+    shown = "; ".join(done[:3]) + (f"; and {len(done) - 3} more" if len(done) > 3 else "")
+    return f"{words}: {shown})"
 
 
 def apply_plan(
@@ -215,11 +320,13 @@ def apply_plan(
     diagnose_options: DiagnoseOptions | None = None,
     kafka: KafkaLive | None = None,
     delta: tuple[DeltaTable, ...] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> ApplyResult:
     """Apply a plan (see module docstring). ``tool`` is the checkpoint's tool directory (lock, history,
     default backups); ``backup`` an explicit backup location (default: a new one in ``tool``);
     ``kafka`` the positions of the plan's Kafka topics, read again from its broker by the caller;
-    ``delta`` the Delta tables the plan relies on, read again by the caller.
+    ``delta`` the Delta tables the plan relies on, read again by the caller; ``on_step`` is told
+    (steps done, steps in all) as the checkpoint changes.
 
     Raises:
         PlanMismatchError / PreconditionFailedError / LockHeldError: refused; nothing was changed.
@@ -244,20 +351,35 @@ def apply_plan(
             "the plan changes the file sink log but no sink is reachable",
             hint="the plan records the sink path",
         )
-    with CheckpointLock.acquire(tool, f"apply {plan.plan_id}", now_ms):
-        depth = str(plan.request.get("depth") or "default")
+    depth = str(plan.request.get("depth") or "default")
+
+    def verified() -> CheckpointSnapshot:
         snapshot = load_snapshot(checkpoint, sink_store=sink, depth=depth)
         try:
             # The files earlier applies wrote are no sign of a running query.
             verify_plan(plan, snapshot, now_ms, own_writes(tool), kafka, delta)
         except (PlanMismatchError, PreconditionFailedError) as exc:
             raise with_unfinished(exc, tool) from exc
-        if dry_run or (confirm is not None and not confirm(plan)):
-            return ApplyResult(
-                plan.plan_id, dry_run, None, None, 0, manual, cancelled=not dry_run, would=_would(plan)
-            )
+        return snapshot
+
+    if dry_run:
+        # A dry run reads only: no lock, so no tool directory is made (issue 31).
+        verified()
+        return ApplyResult(plan.plan_id, True, None, None, 0, manual, would=_would(plan))
+    # The lock makes the tool directory beside the checkpoint (and its parents): not for a
+    # checkpoint that moved away (issue 31: '<old path>.checkpoint-doctor/' appeared, its missing
+    # parent made again).
+    if not checkpoint.exists(""):
+        raise CheckpointNotFoundError(
+            checkpoint.url, "list", "no such file or directory", hint="check the plan's checkpoint path"
+        )
+    with CheckpointLock.acquire(tool, f"apply {plan.plan_id}", now_ms):
+        snapshot = verified()
+        if confirm is not None and not confirm(plan):
+            return ApplyResult(plan.plan_id, False, None, None, 0, manual, cancelled=True, would=_would(plan))
         journal = _begin(plan, checkpoint, sink, tool, backup, now_ms)
-        work = _Apply(plan, AreaIO(checkpoint, sink), journal)
+        work = _Apply(plan, AreaIO(checkpoint, sink), journal, on_step=on_step)
+        work.io.keep_temps = True
         try:
             _record(work, tool, snapshot, now_ms)
             work.contents, work.skipped = back_up(plan, work.io, journal, snapshot)
@@ -267,6 +389,13 @@ def apply_plan(
             journal.append({"event": Event.APPLIED, "steps_done": work.done, "listing_sha256": digest})
         except (CheckpointDoctorError, OSError) as exc:
             raise _failed(work, exc) from exc
+        except BaseException as exc:
+            # Ctrl-C (or SystemExit): the journal says what was done, and the apply is shown as
+            # interrupted, with the command that undoes it (issue 31: "interrupted -").
+            with contextlib.suppress(StorageError):
+                journal.append(work.end_event(Event.INTERRUPTED, exc))
+                work.drop_kept()
+            raise
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
     asked = PlanOptions.from_request(plan.request).diagnose
     opts = diagnose_options or replace(

@@ -26,6 +26,10 @@ class AreaIO:
     def __init__(self, checkpoint: Storage, sink: Storage | None) -> None:
         self.checkpoint = checkpoint
         self.sink = sink
+        #: Keep the temp file each create is linked from (local disk), until the journal counts the
+        #: step: after a kill, the same inode beside a file proves apply created it (issue 31).
+        self.keep_temps = False
+        self.kept: list[tuple[Area, str]] = []
 
     def store(self, area: Area) -> Storage:
         if area == Area.SINK:
@@ -50,7 +54,22 @@ class AreaIO:
     def create(self, area: Area, path: str, data: bytes) -> None:
         # A new file belongs to whoever owns the files beside it (the query's user), with their
         # mode, not to a repair run as root under its umask (issue: root 0600 offsets/30).
-        self.store(area).write_exclusive(path, data, like_siblings=True)
+        kept = self.store(area).write_exclusive(path, data, like_siblings=True, keep_temp=self.keep_temps)
+        if kept is not None:
+            self.kept.append((area, kept))
+
+    def drop_kept(self) -> None:
+        """Remove the temp files kept so far: the journal now counts their steps."""
+        while self.kept:
+            area, temp = self.kept[-1]
+            with contextlib.suppress(CheckpointNotFoundError):
+                self.store(area).delete(temp)
+            self.kept.pop()
+
+    def created_here(self, area: Area, path: str) -> bool | None:
+        """Return whether the file at ``path`` was provably created by this tool's create (a temp
+        file beside it is the same inode); None: the store cannot tell (object stores)."""
+        return self.store(area).created_from_temp(path)
 
     def restore(self, area: Area, path: str, data: bytes, owner: Ownership | None) -> None:
         """Create a saved file again with the mode and owner it had (local disk)."""

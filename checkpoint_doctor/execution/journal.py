@@ -55,6 +55,8 @@ class Event(TextEnum):
     PROGRESS = "progress"
     APPLIED = "applied"
     FAILED = "failed"
+    #: Ctrl-C: the process stopped mid-apply, saying how far it got (a kill says nothing).
+    INTERRUPTED = "interrupted"
     UNDO_BEGIN = "undo-begin"
     UNDONE = "undone"
     UNDO_FAILED = "undo-failed"

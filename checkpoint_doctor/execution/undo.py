@@ -101,10 +101,14 @@ def _undo_actions(
     existed: set[str],
     io: AreaIO,
     force: bool,
+    certain: int | None = None,
 ) -> tuple[list[_Undo], list[str], list[str]]:
     """Decide, backwards, what undo does for every step; returns (actions, conflicts, unchanged).
     ``existed``: the checkpoint files before the apply (a created file is removed only if the
-    apply made it: it was not there before, or the plan saved it first)."""
+    apply made it: it was not there before, or the plan saved it first). ``certain``: the steps
+    before it are the journal's; a file a later step would have created is removed only if it is
+    proven the apply's (:meth:`AreaIO.created_here`), never for its bytes alone (None: no proof is
+    asked, a journal of an older version)."""
     # The first backup of each path: what a later step that recreates the path replaced.
     originals: dict[Key, dict[str, Any]] = {}
     for index in sorted(backups):
@@ -133,6 +137,14 @@ def _undo_actions(
                 "and was never saved; nothing was restored",
                 hint="undo only with the plan.json the apply wrote",
             )
+        # A kill left no word of this step: the file's bytes may be a live writer's with the same
+        # content (Spark's stateless commits are identical), so only a temp file of the create with
+        # its inode proves it is the apply's (issue 31). On an object store nothing can prove it:
+        # the bytes decide there, as before.
+        unproven = decision.action == "remove" and step.creates and certain is not None and i >= certain
+        if unproven and io.created_here(*key) is False:
+            conflicts.append(f"{key[1]} (not provably the apply's: kept)")
+            continue
         mtime = info.get("mtime_ms") if info is not None and step.needs_backup() else None
         owner = saved_ownership(info) if step.needs_backup() else None
         if decision.action == "none":
@@ -209,6 +221,39 @@ def _remove_created_dirs(journal: Journal, steps: tuple[Step, ...], io: AreaIO) 
             io.remove_dir(Area.CHECKPOINT, path)
 
 
+def ran_steps(journal: Journal, total: int) -> int:
+    """Return how many of the plan's steps, from the first, the apply may have carried out: all
+    after ``applied``, or after an apply killed without a word (undo then checks every file's real
+    state); the count its ``failed`` or ``interrupted`` event gives otherwise (an older journal's
+    event without it: all)."""
+    if journal.first(Event.APPLIED) is not None:
+        return total
+    end = journal.last(Event.FAILED) or journal.last(Event.INTERRUPTED)
+    ran = end.get("ran") if end is not None else None
+    if isinstance(ran, int) and not isinstance(ran, bool) and ran >= 0:
+        return min(ran, total)
+    return total
+
+
+def certain_steps(journal: Journal, total: int) -> int | None:
+    """Return how many steps, from the first, the journal proves the apply carried out (their
+    files are its own): all once applied; those its failed or interrupted event counts (not a
+    step that stopped without knowing whether it changed its file); the last progress count after
+    a kill. None: the journal is older than the kept temp files that prove a create (no proof is
+    asked of it)."""
+    begin = journal.first(Event.BEGIN) or {}
+    if journal.first(Event.APPLIED) is not None or not begin.get("keeps_temps"):
+        return None if journal.first(Event.APPLIED) is None else total
+    end = journal.last(Event.FAILED) or journal.last(Event.INTERRUPTED)
+    if end is not None and isinstance(end.get("ran"), int):
+        if end.get("stopped_step") is not None and end.get("stopped_changed") is None:
+            return int(end.get("steps_done") or 0)
+        return int(end["ran"])
+    progress = journal.last(Event.PROGRESS)
+    done = progress.get("done") if progress is not None else None
+    return done if isinstance(done, int) and not isinstance(done, bool) else 0
+
+
 def _undo_failed(journal: Journal, exc: BaseException, progress: _Progress, total: int) -> UndoFailedError:
     # If even this fails, the undo-begin event already says an undo started (history: partly undone).
     with contextlib.suppress(StorageError):
@@ -267,8 +312,16 @@ def undo_journal(
             raise UndoRefusedError(
                 f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
             )
-        steps = applied_plan(journal).executable_steps
-        backups = load_backups(journal, steps)
+        every = applied_plan(journal).executable_steps
+        # Only the steps the apply may have carried out are undone: a later step's file is not the
+        # apply's, whatever its bytes (issue 31: a live writer's commits/1, identical to commits/0,
+        # made the apply's create fail, and undo removed it as the apply's own).
+        steps = every[: ran_steps(journal, len(every))]
+        if not steps:
+            raise UndoRefusedError(
+                f"{journal.url}: the apply stopped before it changed anything", hint="nothing to do"
+            )
+        backups = {i: row for i, row in load_backups(journal, every).items() if i < len(steps)}
         resuming = journal.last(Event.UNDO_BEGIN) is not None
         if not force or moved_to is not None:
             # A moved checkpoint is proven the apply's by its files: even --force needs that proof.
@@ -283,7 +336,8 @@ def undo_journal(
                 )
         existed = {row[0] for row in listing_before(journal) if isinstance(row, list) and row}
         io = AreaIO(checkpoint, sink)
-        actions, conflicts, unchanged = _undo_actions(journal, steps, backups, existed, io, force)
+        certain = certain_steps(journal, len(every))
+        actions, conflicts, unchanged = _undo_actions(journal, steps, backups, existed, io, force, certain)
         if not force:
             refuse_changes(conflicts, "files changed since the apply")
         moved = {"checkpoint": checkpoint.url} if moved_to is not None else {}
@@ -291,7 +345,7 @@ def undo_journal(
         progress = _Progress()
         try:
             _perform(actions, io, progress)
-            for key in sorted({s.key for s in steps if s.key is not None}):
+            for key in sorted({s.key for s in every if s.key is not None}):
                 io.remove_temps(*key)
             _remove_created_dirs(journal, steps, io)
             journal.append(

@@ -191,6 +191,11 @@ class DeltaIndex:
             return table, counter[0]
         except CheckpointDoctorError as exc:
             return _why(exc), counter[0]
+        except Exception as exc:  # noqa: BLE001 - one hostile table must not stop the audit (issue 31)
+            return (
+                f"{type(exc).__name__} while reading its log (a checkpoint-doctor bug: please report it)",
+                counter[0],
+            )
 
     def _read_from(self, url: str, from_version: int | None) -> DeltaTable:
         """The table read on from ``from_version`` (None: every commit), once per version needed."""

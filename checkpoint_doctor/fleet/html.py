@@ -58,6 +58,7 @@ from checkpoint_doctor.fleet.report import (
     WARNING,
     only_elsewhere,
     triage_key,
+    why,
 )
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.reading.layout import SINK_LOG
@@ -253,6 +254,10 @@ class Row:
     #: Its restart matrix as a grid, and its batches on a time axis (issue 36 item 7).
     grid: MatrixGrid | None = None
     axis: TimeAxis | None = None
+    #: Why its verdict: its worst finding's code and title (fleet.report.why).
+    why: str | None = None
+    #: Its restart's outcome: starts, fails or not-judged (the restart filter's values).
+    outcome: str = "starts"
 
 
 def _findings(record: Record) -> tuple[ShownFinding, ...]:
@@ -289,6 +294,8 @@ def _row(record: Record, rank: int) -> Row:
         job=checkpoint.job.job if checkpoint is not None and checkpoint.job is not None else None,
         grid=matrix_grid(record),
         axis=time_axis(record),
+        why=why(record),
+        outcome=checkpoint.restart.outcome if checkpoint is not None else "starts",
     )
 
 

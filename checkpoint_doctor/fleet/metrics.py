@@ -19,6 +19,8 @@ Every metric has ``# HELP`` and ``# TYPE`` lines and one sample per line; label 
   whose Kafka positions were checked against a broker, the seconds until ``retention.ms`` may
   delete its first unread record (negative: overdue), so an alert can sort stopped queries by
   the one to restart first; absent when retention is unbounded or by size only;
+* ``checkpoint_doctor_kafka_loss_deadline_seconds{source, topic, partition}``: for each partition
+  whose unread records retention may delete within the loss horizon (CD213), the seconds left;
 * ``checkpoint_doctor_delta_source_paired{source, table}``: per Delta source of a checkpoint, 1
   when a Delta table under the roots was paired with it (``table``: its URL), 0 when none was (its
   restart is not judged against the table's log: an alert can match ``== 0``).
@@ -36,6 +38,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.fleet.records import (
     RECORD_KINDS,
     VERDICTS,
@@ -112,6 +115,10 @@ def _families() -> dict[str, _Family]:
             "Seconds until Kafka retention.ms may delete the first record the checkpoint has not read (negative: overdue).",
         ),
         (
+            "kafka_loss_deadline_seconds",
+            "Seconds until Kafka retention.ms may delete a partition's unread records, for each partition due within the loss horizon (CD213; negative: overdue).",
+        ),
+        (
             "delta_source_paired",
             "1 when a Delta table was paired with the checkpoint's Delta source (by table id, or the only table beside it), 0 when none was.",
         ),
@@ -146,6 +153,17 @@ def _record(families: Mapping[str, _Family], record: Record, now_ms: int) -> Non
         families["kafka_retention_remaining_seconds"].add(
             retention.remaining_ms / 1000, **who, topic=retention.topic, partition=retention.partition
         )
+    for finding in record.findings:
+        if finding.code != Code.KAFKA_RETENTION_DEADLINE:
+            continue
+        details = dict(finding.details)
+        # (partition name, offset, deadline, seconds left) of each partition due, soonest first;
+        # the name is "<topic>-<partition>" and a topic may hold "-": split at the last one
+        for name, _, _, left in details.get("partitions", ()):
+            topic, _, partition = str(name).rpartition("-")
+            families["kafka_loss_deadline_seconds"].add(
+                left, **who, source=details.get("source"), topic=topic, partition=partition
+            )
     if record.delta is not None:
         for pair in record.delta.pairs:
             if pair.source is not None:

@@ -123,6 +123,8 @@ class Restart:
     next_batch_id: int | None
     caused_by: tuple[str, ...] = ()
     if_stateful: str | None = None
+    #: Its Delta tables were not judged (``--spark 4.3``: no Delta Lake release): not a start.
+    not_judged: bool = False
 
     @classmethod
     def of(cls, matrix: MatrixDiagnosis) -> Restart:
@@ -138,12 +140,13 @@ class Restart:
             next_batch_id=prediction.next_batch_id,
             caused_by=tuple(prediction.caused_by),
             if_stateful=primary.if_stateful,
+            not_judged=prediction.not_judged,
         )
 
     @property
     def outcome(self) -> str:
-        """``starts`` or ``fails``."""
-        return "starts" if self.starts else "fails"
+        """``starts``, ``fails`` or ``not-judged``."""
+        return "fails" if not self.starts else "not-judged" if self.not_judged else "starts"
 
     @property
     def fails(self) -> bool:

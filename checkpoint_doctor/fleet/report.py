@@ -68,7 +68,7 @@ from checkpoint_doctor.fleet.records import (
 from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import dumps, schema_version
 from checkpoint_doctor.render.hints import Hints
-from checkpoint_doctor.render.layout import key_values, section, table
+from checkpoint_doctor.render.layout import key_values, layout, line_width, section, table
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
@@ -394,6 +394,10 @@ def summary_line(
     return dumps(final, compact=True)
 
 
+#: The broker address a next step names when the audit had none (the flag's own metavar).
+BROKER_PLACEHOLDER = "HOST:PORT"
+
+
 def next_step(record: Record, hints: Hints) -> str | None:
     """Return the command to run next for a record, with the flags that shaped the audit (None:
     nothing to do, or nothing that runs as printed)."""
@@ -412,6 +416,9 @@ def next_step(record: Record, hints: Hints) -> str | None:
         # The broker flags shape only a Kafka source's verdict: a checkpoint that reads no topic
         # gets a command without them (the same answer, and no broker to reach).
         local = Hints(**{**local.__dict__, "kafka_bootstrap": None, "kafka_options": ()})
+    elif record.kafka is not None and not record.kafka.checked and not local.kafka_bootstrap:
+        # CD212: what checks the positions is the broker flag; its address is the operator's to fill
+        local = Hints(**{**local.__dict__, "kafka_bootstrap": BROKER_PLACEHOLDER})
     if record.verdict == ERROR or record.failing_cells or any(f.code in SILENT_LOSS for f in record.findings):
         return local.plan(url)
     return local.diagnose(url)
@@ -427,6 +434,45 @@ def _what(record: Record) -> str:
         latest = record.sink_log.latest
         return f"file sink output, latest sink batch {latest if latest is not None else '-'}"
     return "-"
+
+
+def why(record: Record) -> str | None:
+    """Return why a record has its verdict: the code and title of its worst finding (issue 36: an
+    ``error`` row whose restart STARTS says what makes it an error), or None (ok, unreadable)."""
+    if record.verdict in (OK, UNREADABLE) or not record.findings:
+        return None
+    worst = min(record.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+    return f"{worst.code} {CODES[worst.code].title}"
+
+
+def shown_path(record: Record | AuditNote, roots: Sequence[str]) -> str:
+    """Return a directory as an audit table shows it: relative to the one root given (issue 36: the
+    root is in the head; ``.`` is the root itself), its URL when several roots were given."""
+    if len(roots) != 1 or record.root != roots[0]:
+        return record.url
+    return record.path or "."
+
+
+def _attention(record: Record, roots: Sequence[str]) -> str:
+    """One directory that needs attention, as a block that fits the terminal: the verdict and the
+    directory (whole, never broken, for copying), then the restart, the lines, why and the codes."""
+    width = line_width()
+    path = shown_path(record, roots) + ("  (sink)" if record.kind == TargetKind.SINK else "")
+    facts = [("restart", _what(record)), ("stopped", _stopped(record)), ("lines", _lines(record))]
+    reason = why(record)
+    if reason is not None:
+        facts.append(("why", reason))
+    if len(record.codes) > 1 or reason is None:
+        facts.append(("codes", " ".join(record.codes) or "-"))
+    with layout(width - INDENT):
+        body = key_values(facts)
+    return f"{str(record.verdict).ljust(INDENT - 1)} {path}\n" + "\n".join(
+        " " * INDENT + line for line in body.splitlines()
+    )
+
+
+#: Where the facts of a directory in "Needs attention" start (after ``unreadable``).
+INDENT = 11
 
 
 def _lines(record: Record) -> str:
@@ -492,29 +538,13 @@ def render_audit(
     blocks = [key_values(head)]
     shown = sorted((r for r in records if verbose or r.verdict != OK), key=triage_key)
     if shown:
-        rows = [
-            [
-                r.verdict,
-                r.url + ("  (sink)" if r.kind == TargetKind.SINK else ""),
-                _what(r),
-                _stopped(r),
-                _lines(r),
-                " ".join(r.codes),
-            ]
-            for r in shown
-        ]
         hidden = 0 if verbose else v[OK]
         title = ("Every directory" if verbose else "Needs attention") + (
             f" ({hidden} ok not shown; -v or --format jsonl lists every record)" if hidden else ""
         )
-        blocks.append(
-            section(
-                title,
-                table(
-                    ["verdict", "directory", "restart", "stopped", "by Spark line", "codes"], rows, keep=(1,)
-                ),
-            )
-        )
+        if len(roots) == 1:
+            title += f"\n(directories relative to {roots[0]})"
+        blocks.append(section(title, "\n".join(_attention(r, roots) for r in shown)))
         steps = [r.next_step for r in shown if r.next_step]
         if steps:
             blocks.append(section("Next steps", "\n".join(f"  {c}" for c in steps)))
@@ -542,6 +572,9 @@ def render_audit(
         more = len(notes) - len(listed)
         title = "Skipped" + (f" (first {NOTES_SHOWN} of {len(notes)}; -v lists all)" if more > 0 else "")
         blocks.append(
-            section(title, table(["path", "note"], [[n.url, n.message] for n in listed], keep=(0,)))
+            section(
+                title,
+                table(["path", "note"], [[shown_path(n, roots), n.message] for n in listed], keep=(0,)),
+            )
         )
     return "\n\n".join(blocks) + "\n"

@@ -565,9 +565,12 @@ def run_tasks(
 
 
 def audited_stores(plan: FleetPlan) -> list[Storage]:
-    """Return the storage of every checkpoint and sink the plan audits (to keep outputs out)."""
+    """Return the storage of every checkpoint, sink and Delta table the plan audits or reads for
+    pairing (to keep outputs out: ``audit --html`` into a table's ``_delta_log`` became a commit of
+    the table, issue 31)."""
     store_for = local_store_for(plan)
-    return [store_for(task) for task in plan.tasks]
+    tables = [plan.stores[t.root].child(t.path) if t.path else plan.stores[t.root] for t in plan.tables]
+    return [*(store_for(task) for task in plan.tasks), *tables]
 
 
 def local_store_for(plan: FleetPlan) -> Callable[[AuditTask], Storage]:

@@ -59,6 +59,26 @@ def unavailable(strategy: str, code: str, why: str) -> Option:
     return Option(strategy, (), (code,), unavailable=why)
 
 
+#: Steps one option may hold. ``apply`` reads a plan file of 16 MiB at most
+#: (``parsing.documents.MAX_DOCUMENT_BYTES``) and a step takes a few hundred bytes there, more with
+#: its preconditions: an option of more steps makes a plan ``apply`` refuses (issue 31: a Delta
+#: sink txn version of 10^5 made a 150 MB plan, 10^12 exhausted memory while it was made).
+MAX_OPTION_STEPS = 10_000
+
+
+def too_many_steps(strategy: str, code: str, steps: int) -> Option | None:
+    """Return the unavailable option for ``steps`` steps when that is more than a plan holds, else
+    None: a strategy asks before making its steps, so that their number, any long, is never counted
+    out one by one; the planner asks again of every option it is given."""
+    if steps <= MAX_OPTION_STEPS:
+        return None
+    why = (
+        f"it takes {steps} file changes, a plan holds {MAX_OPTION_STEPS} at most (apply reads plan files of "
+        "16 MiB at most): repair by hand or from a backup"
+    )
+    return unavailable(strategy, code, why)
+
+
 @dataclass(frozen=True)
 class PlanContext:
     """What a strategy sees: the snapshot, the diagnosis of one target cell, the operator's options."""

@@ -19,7 +19,7 @@ from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.errors import RefusedError
 from checkpoint_doctor.planning.consequences import CATCH_UP, DUPLICATES, SinkFacts, consequences
-from checkpoint_doctor.planning.options import Option, PlanContext
+from checkpoint_doctor.planning.options import Option, PlanContext, too_many_steps
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
 from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
 from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
@@ -61,9 +61,16 @@ def _proposals(
             _, options = groups.setdefault((finding.code, finding.paths, finding.batch_ids), (finding, []))
             known = {o.key for o in options}
             for strategy in for_code(finding.code):
-                options += [o for o in strategy.propose(finding, ctx) if o.key not in known or o.unavailable]
+                proposed = [_bounded(o, finding.code) for o in strategy.propose(finding, ctx)]
+                options += [o for o in proposed if o.key not in known or o.unavailable]
                 known |= {o.key for o in options}
     return [(finding, _distinct(options)) for finding, options in groups.values()]
+
+
+def _bounded(option: Option, code: str) -> Option:
+    """The option, or why it cannot be planned when it holds more steps than a plan file apply reads
+    (whatever strategy made it: Delta txns, Kafka partitions, state files)."""
+    return too_many_steps(option.strategy, code, len(option.steps)) or option
 
 
 def _distinct(options: list[Option]) -> list[Option]:

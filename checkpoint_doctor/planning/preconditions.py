@@ -32,6 +32,21 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 Own = frozenset[tuple[str, int | str]]
 
 
+def utc_ms(ms: int | None) -> str:
+    """Return epoch millis as an operator reads them, to the millisecond a precondition compares
+    (issue 36: ``mtime 1795834740287``): ``2026-11-22 08:19:00.287 UTC``."""
+    from datetime import datetime, timezone
+
+    if ms is None:
+        return "-"
+    try:
+        return (
+            datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+        )
+    except (OverflowError, OSError, ValueError):  # a hand-edited plan: show what it holds
+        return str(ms)
+
+
 def file_stat(snapshot: CheckpointSnapshot, area: Area, path: str) -> FileStat | None:
     """Return the stat of a checkpoint file or of a sink log file (``_spark_metadata/<name>``)."""
     if area == Area.CHECKPOINT:
@@ -207,7 +222,7 @@ class FileUnchangedPre(Precondition):
 
     def describe(self) -> str:
         """Return the precondition in words."""
-        stamp = f"ETag {self.etag}" if self.etag else f"mtime {self.mtime_ms}"
+        stamp = f"ETag {self.etag}" if self.etag else f"modified {utc_ms(self.mtime_ms)}"
         return f"{self.area}:{self.path} unchanged ({self.size} bytes, {stamp})"
 
     def check(
@@ -344,6 +359,18 @@ class SinkPairedPre(Precondition):
         return None if self.forced else sink_contradiction(snapshot)
 
 
+#: Partitions a plan's Kafka precondition may name (a KRaft cluster holds a few million at most; a
+#: forged plan's range must not make a reader allocate without bound).
+MAX_KAFKA_PARTITIONS = 1_000_000
+#: Ranges a description names before "and N more".
+SHOWN_RANGES = 20
+
+
+def _first(names: list[str]) -> str:
+    more = f" and {len(names) - SHOWN_RANGES} more" if len(names) > SHOWN_RANGES else ""
+    return ", ".join(names[:SHOWN_RANGES]) + more
+
+
 @dataclass(frozen=True)
 class KafkaPositionsPre(OutsidePre):
     """The Kafka positions a plan moves to still exist on the broker, and the records it skips are
@@ -362,33 +389,56 @@ class KafkaPositionsPre(OutsidePre):
     bootstrap: str = ""
     partitions: tuple[tuple[str, int, int, int | None], ...] = ()
 
+    def ranges(self) -> list[tuple[str, int, int, int, int | None]]:
+        """Return the partitions as ``(topic, first, last, position, earliest)``: consecutive partitions
+        of a topic with the same position and earliest offset are one range (100,000 partitions moved
+        alike are one row, issue 31 item 9: a 16,777,217-byte plan that apply refused)."""
+        out: list[tuple[str, int, int, int, int | None]] = []
+        for topic, part, pos, earliest in self.partitions:
+            if out:
+                t, first, last, p, e = out[-1]
+                if (t, last + 1, p, e) == (topic, part, pos, earliest):
+                    out[-1] = (t, first, part, p, e)
+                    continue
+            out.append((topic, part, part, pos, earliest))
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        """Return the JSON form."""
+        """Return the JSON form (partitions as ranges, see :meth:`ranges`)."""
         return {
             "kind": self.kind,
             "bootstrap": self.bootstrap,
-            "partitions": [
-                {"topic": t, "partition": p, "position": pos, "earliest": e}
-                for t, p, pos, e in self.partitions
+            "ranges": [
+                {"topic": t, "first": first, "last": last, "position": pos, "earliest": e}
+                for t, first, last, pos, e in self.ranges()
             ],
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Precondition:
-        """Build it from the broker address and the partitions."""
+        """Build it from the broker address and the partitions (``ranges``, or one row per
+        partition in ``partitions`` as plans written before ranges hold them)."""
         bootstrap = data.get("bootstrap")
-        rows = data.get("partitions")
+        rows = data.get("ranges", data.get("partitions"))
         if not isinstance(bootstrap, str) or not bootstrap or not isinstance(rows, list):
-            raise PlanFormatError("precondition kafka_positions needs bootstrap and partitions")
-        out = []
+            raise PlanFormatError("precondition kafka_positions needs bootstrap and ranges")
+        out: list[tuple[str, int, int, int | None]] = []
         for row in rows:
             if not isinstance(row, dict) or not isinstance(row.get("topic"), str):
                 raise PlanFormatError("precondition kafka_positions has a partition without a topic")
             earliest = _optional_int(row, "earliest")
-            part, pos = _optional_int(row, "partition"), _optional_int(row, "position")
-            if part is None or pos is None:
+            pos = _optional_int(row, "position")
+            first = _optional_int(row, "first" if "first" in row else "partition")
+            last = _optional_int(row, "last" if "last" in row else "partition")
+            if first is None or last is None or pos is None:
                 raise PlanFormatError("precondition kafka_positions has a partition without a position")
-            out.append((str(row["topic"]), part, pos, earliest))
+            if not 0 <= first <= last or last - first >= MAX_KAFKA_PARTITIONS:
+                raise PlanFormatError(f"precondition kafka_positions has a bad range {first}..{last}")
+            out.extend((str(row["topic"]), part, pos, earliest) for part in range(first, last + 1))
+            if len(out) > MAX_KAFKA_PARTITIONS:
+                raise PlanFormatError(
+                    f"precondition kafka_positions names more than {MAX_KAFKA_PARTITIONS} partitions"
+                )
         return cls(bootstrap=bootstrap, partitions=tuple(out))
 
     @property
@@ -397,12 +447,17 @@ class KafkaPositionsPre(OutsidePre):
         return tuple(sorted({t for t, _, _, _ in self.partitions}))
 
     def describe(self) -> str:
-        """Return the precondition in words."""
-        moved = [f"{t}-{p} earliest {e}" for t, p, _, e in self.partitions if e is not None]
+        """Return the precondition in words (partitions as ranges, at most SHOWN_RANGES named)."""
+        ranges = self.ranges()
+        names = [f"{t}-{a}" if a == b else f"{t}-{a}..{b}" for t, a, b, _, _ in ranges]
+        moved = [
+            (f"{t}-{a}" if a == b else f"{t}-{a}..{b}") + f" earliest {e}"
+            for t, a, b, _, e in ranges
+            if e is not None
+        ]
         return (
-            f"the broker at {self.bootstrap} still lists partitions "
-            f"{', '.join(f'{t}-{p}' for t, p, _, _ in self.partitions)} with each position between "
-            f"earliest and latest" + (f" ({', '.join(moved)} unchanged)" if moved else "")
+            f"the broker at {self.bootstrap} still lists partitions {_first(names)} with each position "
+            "between earliest and latest" + (f" ({_first(moved)} unchanged)" if moved else "")
         )
 
     def check_live(self, kafka: KafkaLive | None) -> str | None:

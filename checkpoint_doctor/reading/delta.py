@@ -12,13 +12,18 @@ delta-rs (``deltalake``, the ``delta`` extra), which reads the snapshot checkpoi
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import stat
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from typing import Any
 
-from checkpoint_doctor.errors import MissingDependencyError, StorageError, UsageError
+from checkpoint_doctor.errors import FileTooLargeError, MissingDependencyError, StorageError, UsageError
 from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+from checkpoint_doctor.reading.budget import BUDGET
 from checkpoint_doctor.reading.storage import Storage, open_storage
 
 LOG_DIR = "_delta_log"
@@ -27,6 +32,10 @@ _COMMIT = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT = re.compile(r"^(\d{20})\.checkpoint(\.[^/]+)?\.(parquet|json)$")
 #: A commit file larger than this is not read (a table's commits are KBs; a log is not a data file).
 MAX_COMMIT_BYTES = 64 * 1024 * 1024
+#: Delta's versions (and a txn action's version) are Java longs (``FileNames.deltaVersion`` is a
+#: ``toLong``): a file named with a larger number is none Delta can list, a larger txn version none
+#: it can read.
+MAX_VERSION = 2**63 - 1
 
 
 def is_delta_table(names: Iterable[str]) -> bool:
@@ -37,25 +46,33 @@ def is_delta_table(names: Iterable[str]) -> bool:
 def parse_commit(version: int, data: bytes) -> DeltaCommit:
     """Parse one commit file: newline-delimited JSON actions (PROTOCOL.md, Delta Log Entries).
 
+    Every field read is checked for the type delta-spark's ``SingleAction`` gives it (Jackson fails
+    the read of a commit whose ``commitInfo`` is a list, whose ``metaData.id`` is an object or whose
+    txn version is no long): such a commit is damaged, and says which action made it so.
+
     Raises:
-        ValueError: a line is not a JSON object.
+        ValueError: a line is not a JSON object, or an action read is not of its protocol's shape.
     """
     operation = schema = table_id = None
     adds = removes = 0
     rows: int | None = 0
     txns: list[tuple[str, int]] = []
-    for line in data.decode("utf-8").splitlines():
+    # Line by line from the bytes (Delta writes one action a line, "\n"): no str of the whole file
+    # and no list of its lines beside its bytes (a commit may be 64 MiB).
+    for raw in io.BytesIO(data):
+        line = raw.decode("utf-8")
         if not line.strip():
             continue
-        action = json.loads(line)
+        action = _json(line)
         if not isinstance(action, dict):
             raise ValueError(f"action is not a JSON object: {line[:80]!r}")
         if "commitInfo" in action:
-            operation = (action["commitInfo"] or {}).get("operation")
+            info = _object(action, "commitInfo")
+            operation = _text(info, "operation", "commitInfo.operation")
         if "metaData" in action:
-            meta = action["metaData"] or {}
-            schema = meta.get("schemaString")
-            table_id = meta.get("id")
+            meta = _object(action, "metaData")
+            schema = _text(meta, "schemaString", "metaData.schemaString")
+            table_id = _text(meta, "id", "metaData.id")
         for kind in ("add", "remove"):
             body = action.get(kind)
             # dataChange false (OPTIMIZE, compaction) moves files without changing data: the source skips it.
@@ -65,9 +82,51 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
                     rows = _plus_rows(rows, body.get("stats"))
                 else:
                     removes += 1
-        if isinstance(action.get("txn"), dict):
-            txns.append((str(action["txn"]["appId"]), int(action["txn"]["version"])))
+        if "txn" in action:
+            txn = _object(action, "txn")
+            app = txn.get("appId")
+            if not isinstance(app, str):
+                raise ValueError(f"txn.appId is not a string: {_short(app)}")
+            txns.append((app, _long(txn.get("version"), "txn.version")))
     return DeltaCommit(version, operation, adds, removes, schema, table_id, tuple(txns), rows)
+
+
+def _json(text: str) -> Any:
+    """One JSON value; a nesting too deep for the parser (a 200,000-deep object) is a damaged line."""
+    try:
+        # Decimal: a version of 1e400 is named as written, not as the float inf it would become.
+        return json.loads(text, parse_float=Decimal)
+    except RecursionError:
+        raise ValueError("a JSON value nested too deep to read") from None
+
+
+def _short(value: Any) -> str:
+    return (str(value) if isinstance(value, Decimal) else repr(value))[:60]
+
+
+def _object(action: dict[str, Any], key: str) -> dict[str, Any]:
+    body = action[key]
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise ValueError(f"{key} is not a JSON object: {_short(body)}")
+    return body
+
+
+def _text(body: dict[str, Any], key: str, what: str) -> str | None:
+    value = body.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"{what} is not a string: {_short(value)}")
+    return value
+
+
+def _long(value: Any, what: str) -> int:
+    """A Java long (a txn version): an integer, or its digits as a string (Jackson coerces them)."""
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit() and len(value) <= 20:
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**63) <= value <= MAX_VERSION:
+        raise ValueError(f"{what} is not a long: {_short(value)}")
+    return value
 
 
 def _plus_rows(rows: int | None, stats: Any) -> int | None:
@@ -75,7 +134,7 @@ def _plus_rows(rows: int | None, stats: Any) -> int | None:
     if rows is None or not isinstance(stats, str):
         return None
     try:
-        count = json.loads(stats).get("numRecords")
+        count = _json(stats).get("numRecords")
     except (ValueError, AttributeError):
         return None
     return rows + count if isinstance(count, int) and not isinstance(count, bool) else None
@@ -144,14 +203,60 @@ def _delta_rs_options(storage_options: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def _only_regular_files(log: Storage) -> None:
+    """Refuse a local ``_delta_log`` holding anything delta-rs could open that is not a regular file
+    or a directory: it opens ``_last_checkpoint`` and the log's files by name, blocking, and a FIFO
+    there (or a link to one, or to a device) hangs it forever (issue 31). Our own reads open with
+    O_NONBLOCK and list regular files only; delta-rs is not ours to tell.
+
+    Raises:
+        UsageError: such an entry, named.
+    """
+    full_path = getattr(log, "full_path", None)
+    if not log.is_local or full_path is None:
+        return  # an object store holds objects only
+    try:
+        entries = list(os.scandir(full_path("")))
+    except OSError:
+        return  # delta-rs meets the same error and says so
+    for entry in entries:
+        try:
+            mode = os.stat(entry.path).st_mode  # followed: a link to a FIFO blocks as the FIFO does
+        except OSError:
+            continue  # a dangling link: delta-rs fails on it with an error, it does not hang
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+            raise UsageError(
+                f"{log.url_of(entry.name)} is not a regular file (a FIFO, socket or device): the table's "
+                "checkpoint is not read through it",
+                hint="remove it from the table's _delta_log (Delta writes regular files only), then run again",
+            )
+
+
 def _snapshot(
-    url: str, storage_options: Mapping[str, Any], app_ids: Iterable[str]
+    url: str,
+    storage_options: Mapping[str, Any],
+    app_ids: Iterable[str],
+    log: Storage | None = None,
+    version: int | None = None,
 ) -> tuple[str, str, dict[str, int]]:
-    """Table id, schema and txn versions of the latest snapshot, read by delta-rs."""
+    """Table id, schema and txn versions of the snapshot at ``version`` (the newest the listing
+    shows; None: delta-rs's latest), read by delta-rs.
+
+    Asked at the listed version, delta-rs finds the newest checkpoint at or below it by listing, as
+    delta-spark does when its ``_last_checkpoint`` hint names no checkpoint (SnapshotManagement lists
+    the log again): unasked, delta-rs trusts a broken hint and fails ("Had a _last_checkpoint hint but
+    didn't find any checkpoints"), which left the table unread and a CD209 restart at exit 0.
+    """
+    if log is not None:
+        _only_regular_files(log)
     dl = _deltalake()
     uri = "s3://" + url[len("s3a://") :] if url.startswith("s3a://") else url
     try:
-        table = dl.DeltaTable(uri, storage_options=_delta_rs_options(storage_options) or None)
+        table = dl.DeltaTable(
+            uri,
+            version=version,
+            storage_options=_delta_rs_options(storage_options) or None,
+        )
         meta = table.metadata()
         txns = {}
         for app in app_ids:
@@ -181,29 +286,64 @@ def checkpoint_versions(names: Iterable[str]) -> set[int]:
     return {int(m.group(1)) for n in names if ".checkpoint" in n and (m := _CHECKPOINT.match(n))}
 
 
+#: A commit is first asked for with this bound, in batches of :data:`BATCH_FILES` (one request
+#: batch each on an object store): real commits are KBs, and a larger one is read again alone, with
+#: :data:`MAX_COMMIT_BYTES`. No size is asked first (no stat, no listing: an audit lists once).
+SMALL_COMMIT_BYTES = 1024 * 1024
+BATCH_FILES = 16
+
+
 def read_commits(log: Storage, commits: Mapping[int, str], first: int, last: int) -> list[DeltaCommit]:
     """Read and parse the commit files ``first``..``last`` (``commits``: :func:`commit_names`) of the
-    ``_delta_log`` store ``log``, in one batch of reads.
+    ``_delta_log`` store ``log``: :data:`BATCH_FILES` at a time of :data:`SMALL_COMMIT_BYTES` at most
+    each, then each larger one alone, every batch parsed and let go before the next is read and held
+    in the process's byte budget (:mod:`checkpoint_doctor.reading.budget`; never two holds at once,
+    so no reader waits on itself). 40 commits of 63 MB were read in one batch (2.67 GB resident, issue
+    31), and an audit's workers read tables together.
 
     Raises:
         UsageError: a commit is not newline-delimited JSON actions.
         StorageError: a commit cannot be read.
     """
-    wanted = {v: commits[v] for v in range(first, last + 1) if v in commits}
-    data = log.read_many(wanted.values(), max_bytes=MAX_COMMIT_BYTES)
-    parsed = []
-    for version, name in sorted(wanted.items()):
-        got = data[name]
-        if isinstance(got, StorageError):
-            raise got
-        try:
-            parsed.append(parse_commit(version, got))
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-            raise UsageError(
-                f"{log.url_of(name)} is not a Delta commit: {exc}",
-                hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
-            ) from None
-    return parsed
+    # The listed commits in the span, not the span's numbers: a version is any long, and a log whose
+    # newest file is named 09223372036854775806 spans more numbers than can be counted.
+    wanted = sorted((v, n) for v, n in commits.items() if first <= v <= last)
+    parsed: list[DeltaCommit] = []
+    for at in range(0, len(wanted), BATCH_FILES):
+        batch = wanted[at : at + BATCH_FILES]
+        large: list[tuple[int, str]] = []
+        with BUDGET.hold(len(batch) * SMALL_COMMIT_BYTES):
+            data = log.read_many([n for _, n in batch], max_bytes=SMALL_COMMIT_BYTES)
+            for version, name in batch:
+                got = data.pop(name)
+                if isinstance(got, FileTooLargeError):
+                    large.append((version, name))
+                else:
+                    parsed.append(_parsed(log, version, name, got))
+                del got
+        for version, name in large:
+            with BUDGET.hold(MAX_COMMIT_BYTES):
+                parsed.append(_parsed(log, version, name, _read_one(log, name)))
+    return sorted(parsed, key=lambda c: c.version)
+
+
+def _read_one(log: Storage, name: str) -> bytes | StorageError:
+    try:
+        return log.read(name, max_bytes=MAX_COMMIT_BYTES)
+    except StorageError as exc:
+        return exc
+
+
+def _parsed(log: Storage, version: int, name: str, got: bytes | StorageError) -> DeltaCommit:
+    if isinstance(got, StorageError):
+        raise got
+    try:
+        return parse_commit(version, got)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(
+            f"{log.url_of(name)} is not a Delta commit: {exc}",
+            hint="the table's log is damaged; read it with Spark or delta-rs to see what they make of it",
+        ) from None
 
 
 def read_table(
@@ -239,6 +379,15 @@ def read_table(
     if names is None:
         names = [f.path for f in log.list_tree(missing_ok=True).files if "/" not in f.path]
     names = list(names)
+    beyond = sorted(
+        n for n in names if (m := _COMMIT.match(n) or _CHECKPOINT.match(n)) and int(m.group(1)) > MAX_VERSION
+    )
+    if beyond:
+        raise UsageError(
+            f"{log.url_of(beyond[0])} names version {int(beyond[0][:20])}, beyond a Java long: Delta cannot list "
+            "this log (FileNames.deltaVersion)",
+            hint="move the file out of the table's _delta_log if it is not the table's, then run again",
+        )
     commit_versions = commit_names(names)
     try:
         latest, earliest, checkpoint = chain(commit_versions, checkpoint_versions(names))
@@ -272,7 +421,7 @@ def read_table(
         table_id, schema, txns = state.table_id, state.schema, dict(state.txns)
     elif earliest > 0:
         # The state before ``earliest`` is in the checkpoint only (the commits were cleaned up).
-        snap_id, snap_schema, snap_txns = _snapshot(url, options, set(app_ids) - set(txns))
+        snap_id, snap_schema, snap_txns = _snapshot(url, options, set(app_ids) - set(txns), log, latest)
         table_id = table_id or snap_id
         schema = schema or snap_schema
         txns = {**snap_txns, **txns}

@@ -45,7 +45,7 @@ def parse_checksum(version: int, data: bytes) -> TableState | None:
     (an older writer, or more appIds than Delta keeps there), or is not a checksum. Pure."""
     try:
         doc: Any = json.loads(data.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: a 200,000-deep object
         return None
     if not isinstance(doc, dict):
         return None
@@ -55,7 +55,15 @@ def parse_checksum(version: int, data: bytes) -> TableState | None:
         return None
     out: dict[str, int] = {}
     for txn in txns:
-        if not isinstance(txn, dict) or "appId" not in txn or not isinstance(txn.get("version"), int):
+        txn_version = txn.get("version") if isinstance(txn, dict) else None
+        # A txn version is a Java long (delta-spark SetTransaction): anything else is no checksum of its.
+        if (
+            not isinstance(txn, dict)
+            or not isinstance(txn.get("appId"), str)
+            or isinstance(txn_version, bool)
+            or not isinstance(txn_version, int)
+            or not -(2**63) <= txn_version < 2**63
+        ):
             return None
         out[str(txn["appId"])] = int(txn["version"])
     schema = meta.get("schemaString")

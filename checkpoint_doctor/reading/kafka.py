@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -33,8 +33,8 @@ from checkpoint_doctor.errors import (
     StorageError,
     UsageError,
 )
-from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention
-from checkpoint_doctor.redaction import MASK, is_secret
+from checkpoint_doctor.model import KafkaLive, KafkaOffset, KafkaRetention, legal_topic
+from checkpoint_doctor.redaction import MASK, is_secret, remember_secret
 
 #: Seconds each broker call may take; a broker that is down fails the command within about twice this.
 TIMEOUT_S = 8.0
@@ -44,6 +44,19 @@ PEEK_TIMEOUT_S = 5.0
 #: Bytes one partition's fetch may bring back: the broker returns at least one record batch
 #: whatever this says (KIP-74), so the first record comes, and 10,000 partitions stay small.
 PEEK_PARTITION_BYTES = 1024
+
+
+def _transient_codes(ck: Any) -> frozenset[int]:
+    """Error codes a repeated request may not meet: the partition's leader moved or is being elected."""
+    err = ck.KafkaError
+    return frozenset(
+        (
+            err.NOT_LEADER_FOR_PARTITION,
+            err.LEADER_NOT_AVAILABLE,
+            err.REQUEST_TIMED_OUT,
+            err.NOT_ENOUGH_REPLICAS,
+        )
+    )
 
 
 def parse_options(pairs: Sequence[str]) -> dict[str, str]:
@@ -61,6 +74,7 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
             raise UsageError(
                 f"--kafka-option {key or pair!r} is not KEY=VALUE", hint="e.g. security.protocol=SSL"
             )
+        given = value.startswith(("@", "env:"))
         if value.startswith("@"):
             try:
                 with open(value[1:], encoding="utf-8") as fh:
@@ -77,6 +91,9 @@ def parse_options(pairs: Sequence[str]) -> dict[str, str]:
                     f"--kafka-option {key}: environment variable {name} is not set", hint=f"export {name}"
                 )
             value = os.environ[name]
+        if given or is_secret(key):
+            # Read from a file or the environment: a secret whatever its key says (issue 31 item 7).
+            remember_secret(value)
         out[key] = value
     return out
 
@@ -185,6 +202,43 @@ class KafkaReader:
                 if self._login_error is not None or time.monotonic() > deadline:
                     raise self._fail("no answer within the timeout") from None
 
+    def _transient(self, exc: BaseException) -> bool:
+        """Whether a broker's answer is worth asking again (a leader moving, KIP-392's
+        NOT_LEADER_OR_FOLLOWER: the client refreshes its metadata and the next request finds it)."""
+        err = exc.args[0] if exc.args else None
+        if err is None or not hasattr(err, "code"):
+            return False
+        return bool(err.code() in _transient_codes(self._ck) or err.retriable())
+
+    def _results(
+        self, send: Callable[[list[Any]], Mapping[Any, Any]], keys: list[Any], deadline: float
+    ) -> dict[Any, Any]:
+        """Send a batched request and return ``{key: result or KafkaException}``; the keys that failed
+        with a transient error are asked again (backing off, 0.1 s doubling to 1 s) while the call's
+        deadline allows, then their last error stands.
+
+        Raises:
+            StorageError: no answer within the deadline (``_wait``).
+        """
+        out: dict[Any, Any] = {}
+        pending = list(keys)
+        pause = 0.1
+        while pending:
+            self.requests += 1
+            retry = []
+            for key, future in send(pending).items():
+                try:
+                    out[key] = self._wait(future, deadline)
+                except self._ck.KafkaException as exc:
+                    out[key] = exc
+                    if self._transient(exc) and time.monotonic() + pause < deadline:
+                        retry.append(key)
+            if retry:
+                time.sleep(pause)
+                pause = min(1.0, 2 * pause)
+            pending = retry
+        return out
+
     def read(self, offsets: Iterable[KafkaOffset], *, heads: bool = True) -> KafkaLive:
         """Return the live positions (and retention, and with ``heads`` the timestamps of the
         records at the positions still held) of the topics the ``offsets`` read.
@@ -222,58 +276,96 @@ class KafkaReader:
         )
 
     def _describe(self, topics: list[str]) -> None:
-        """Describe new topics: partitions, earliest and latest offsets, retention (batched)."""
-        if not topics:
-            return
-        ck = self._ck
+        """Describe new topics: partitions, earliest and latest offsets, retention (batched).
+
+        A name Kafka would refuse (``Topic.validate``) is not asked (the broker answers the whole
+        request with INVALID_TOPIC_EXCEPTION): no broker holds it, so it reads as missing, for this
+        checkpoint only. Issue 31 item 11: one checkpoint naming ``bad topic`` made every Kafka
+        checkpoint of an audit unreadable.
+        """
         deadline = time.monotonic() + 2 * self.timeout_s
-        self.requests += 1
-        described = self.admin.describe_topics(ck.TopicCollection(topics), request_timeout=self.timeout_s)
+        for topic in topics:
+            if not legal_topic(topic):
+                self._topics[topic] = None
+        parts = self._partitions([t for t in topics if legal_topic(t)], deadline)
+        ends = self._ends([(t, p) for t, ps in parts.items() for p in ps], deadline)
+        for topic, ps in parts.items():
+            self._topics[topic] = tuple((p, ends[(topic, p)][0], ends[(topic, p)][1]) for p in ps)
+        self._describe_retention(sorted(parts), deadline)
+
+    def _partitions(self, topics: list[str], deadline: float) -> dict[str, list[int]]:
+        """Return the partitions of each topic the broker holds (a missing one is recorded as None)."""
+        if not topics:
+            return {}
+        ck = self._ck
+        described = self._results(
+            lambda ts: self.admin.describe_topics(ck.TopicCollection(ts), request_timeout=self.timeout_s),
+            topics,
+            deadline,
+        )
         parts: dict[str, list[int]] = {}
-        for topic, future in described.items():
-            try:
-                parts[topic] = sorted(p.id for p in self._wait(future, deadline).partitions)
-            except ck.KafkaException as exc:
-                code = exc.args[0].code() if exc.args else None
-                if code == ck.KafkaError.UNKNOWN_TOPIC_OR_PART:
-                    self._topics[topic] = None  # gone: the prediction says what Spark does
-                elif code == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED:
-                    # Kafka answers the same for a topic that does not exist when the principal
-                    # may not describe it (it does not tell unauthorized clients what exists).
-                    raise AccessDeniedError(
-                        f"Kafka topic {topic} on {self.bootstrap}",
-                        "describe",
-                        "topic authorization failed (the principal may not describe it, or it does not exist)",
-                        hint="grant DESCRIBE on the topic to the principal of --kafka-option sasl.username",
-                    ) from None
-                else:
-                    raise
-        wanted = [(t, p) for t, ps in parts.items() for p in ps]
+        for topic, answer in described.items():
+            if not isinstance(answer, ck.KafkaException):
+                parts[topic] = sorted(p.id for p in answer.partitions)
+                continue
+            code = answer.args[0].code() if answer.args else None
+            if code in (ck.KafkaError.UNKNOWN_TOPIC_OR_PART, ck.KafkaError.TOPIC_EXCEPTION):
+                self._topics[topic] = (
+                    None  # gone (or a name no broker holds): the prediction says what Spark does
+                )
+            elif code == ck.KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                # Kafka answers the same for a topic that does not exist when the principal
+                # may not describe it (it does not tell unauthorized clients what exists).
+                raise AccessDeniedError(
+                    f"Kafka topic {topic} on {self.bootstrap}",
+                    "describe",
+                    "topic authorization failed (the principal may not describe it, or it does not exist)",
+                    hint="grant DESCRIBE on the topic to the principal of --kafka-option sasl.username",
+                ) from None
+            else:
+                raise answer
+        return parts
+
+    def _ends(self, wanted: list[tuple[str, int]], deadline: float) -> dict[tuple[str, int], list[int]]:
+        """Return ``[earliest, latest]`` of each partition (KIP-396 ListOffsets, two batched requests)."""
+        ck = self._ck
         ends: dict[tuple[str, int], list[int]] = {tp: [] for tp in wanted}
         spec = ck.admin.OffsetSpec
         for which in (spec.earliest(), spec.latest()):
             if not wanted:
                 break
-            self.requests += 1
-            request = {ck.TopicPartition(t, p): which for t, p in wanted}
-            futures = self.admin.list_offsets(request, request_timeout=self.timeout_s)
-            for tp, future in futures.items():
-                ends[(tp.topic, tp.partition)].append(int(self._wait(future, deadline).offset))
-        for topic, ps in parts.items():
-            self._topics[topic] = tuple((p, ends[(topic, p)][0], ends[(topic, p)][1]) for p in ps)
-        if parts:
-            self.requests += 1
-            resources = [ck.admin.ConfigResource(ck.admin.ResourceType.TOPIC, t) for t in sorted(parts)]
-            for resource, future in self.admin.describe_configs(
-                resources, request_timeout=self.timeout_s
-            ).items():
-                conf = self._wait(future, deadline)
-                self._retention[resource.name] = KafkaRetention(
-                    resource.name,
-                    int(conf["retention.ms"].value),
-                    int(conf["retention.bytes"].value),
-                    str(conf["cleanup.policy"].value),
-                )
+
+            def list_offsets(tps: list[tuple[str, int]], which: Any = which) -> dict[Any, Any]:
+                request = {ck.TopicPartition(t, p): which for t, p in tps}
+                futures = self.admin.list_offsets(request, request_timeout=self.timeout_s)
+                return {(tp.topic, tp.partition): future for tp, future in futures.items()}
+
+            for tp, answer in self._results(list_offsets, wanted, deadline).items():
+                if isinstance(answer, ck.KafkaException):
+                    raise answer
+                ends[tp].append(int(answer.offset))
+        return ends
+
+    def _describe_retention(self, topics: list[str], deadline: float) -> None:
+        """Read each topic's retention.ms, retention.bytes and cleanup.policy (DescribeConfigs)."""
+        if not topics:
+            return
+        ck = self._ck
+
+        def describe_configs(names: list[str]) -> dict[Any, Any]:
+            resources = [ck.admin.ConfigResource(ck.admin.ResourceType.TOPIC, t) for t in names]
+            futures = self.admin.describe_configs(resources, request_timeout=self.timeout_s)
+            return {resource.name: future for resource, future in futures.items()}
+
+        for name, conf in self._results(describe_configs, topics, deadline).items():
+            if isinstance(conf, ck.KafkaException):
+                raise conf
+            self._retention[name] = KafkaRetention(
+                name,
+                int(conf["retention.ms"].value),
+                int(conf["retention.bytes"].value),
+                str(conf["cleanup.policy"].value),
+            )
 
     def _peek(self, held: list[tuple[str, int, int]]) -> list[tuple[str, int, int, int | None]]:
         """Fetch the record at each position (one consumer, all partitions at once, bounded in time

@@ -9,6 +9,8 @@ from checkpoint_doctor.render.diagnosis import render_prediction
 from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import (
+    fill,
+    line_width,
     local_time,
     tabulate,
 )
@@ -53,21 +55,27 @@ class UndoOutcome(Protocol):
     def unchanged(self) -> Sequence[str]: ...
 
 
-def render_apply(result: ApplyOutcome, hints: Hints | None = None) -> str:
-    """Return an apply result as text: what was done (or, dry run / cancelled, what would be)."""
-    would = "\n".join(f"  {w['step']}. {w['what']}" for w in result.would)
+def render_apply(result: ApplyOutcome, hints: Hints | None = None, checkpoint: str | None = None) -> str:
+    """Return an apply result as text: what was done (or, dry run / cancelled, what would be); its
+    first line names the checkpoint the plan is for (issue 36: a plan file says no name)."""
+    would = _would_text(result.would)
+    to = f" to {checkpoint}" if checkpoint else ""
     if result.dry_run:
         text = (
-            f"Dry run of plan {result.plan_id}: the plan is what checkpoint-doctor plans for the live "
-            f"checkpoint and every precondition holds; nothing was changed. Apply would do:\n{would}"
+            fill(
+                f"Dry run of plan {result.plan_id}{to}: the plan is what checkpoint-doctor plans for the "
+                "live checkpoint and every precondition holds; nothing was changed.",
+                line_width(),
+            )
+            + f"\nApply would do:\n{would}"
         )
     elif result.cancelled:
-        text = f"Cancelled: plan {result.plan_id} was not applied; nothing was changed."
+        text = f"Cancelled: plan {result.plan_id} was not applied{to}; nothing was changed."
     elif result.steps_done == 0 and not result.journal_url:
-        text = f"Plan {result.plan_id} has no changes to make; nothing was changed."
+        text = f"Plan {result.plan_id} has no changes to make{to}; nothing was changed."
     else:
         text = (
-            f"Applied plan {result.plan_id}: {result.steps_done} step(s).\n"
+            f"Applied plan {result.plan_id}{to}: {result.steps_done} step(s).\n"
             f"Backups and journal: {result.backup_url}\n"
             f"Undo with: {(hints or Hints()).undo(result.journal_url or '')}"
         )
@@ -84,6 +92,21 @@ def render_apply(result: ApplyOutcome, hints: Hints | None = None) -> str:
             "Diagnosis after apply:\n" + render_prediction(result.after.prediction, result.after.checkpoint)
         )
     return "\n\n".join(blocks) + "\n"
+
+
+def _would_text(would: Sequence[Mapping[str, Any]]) -> str:
+    """The steps a dry run would make: all of them, or (a plan of 1,600 steps) the count by kind and
+    the first few (issue 36); every one is in the plan file."""
+    from collections import Counter
+
+    from checkpoint_doctor.render.plan import LISTED, SHOWN
+
+    if len(would) <= LISTED:
+        return "\n".join(f"  {w['step']}. {w['what']}" for w in would)
+    kinds = Counter(str(w["what"]).split(" ", 1)[0] for w in would)
+    by_kind = ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common())
+    first = "\n".join(f"  {w['step']}. {w['what']}" for w in would[:SHOWN])
+    return f"  {len(would):,} steps: {by_kind}; the first {SHOWN}, every one in the plan file:\n{first}"
 
 
 def render_undo(result: UndoOutcome) -> str:
@@ -114,6 +137,27 @@ def render_history(data: JsonObject, hints: Hints | None = None) -> str:
     ]
     text = tabulate(table, headers=["plan", "state", "steps", "at", "journal"], tablefmt="plain")
     undo = [r for r in rows if r["state"] in ("applied", "failed", "interrupted", "partly undone")]
-    notes = "".join(f"\n{r['journal']}: {r['note']}" for r in rows if r["state"] == "partly undone")
+    notes = "".join(
+        f"\n{r['journal']}: {r['note']}"
+        for r in rows
+        if r["state"] in ("partly undone", "failed", "interrupted") and r.get("note")
+    )
     hint = f"\nUndo the newest with: {(hints or Hints()).undo(undo[-1]['journal'])}" if undo else ""
     return f"Applies to {data['checkpoint']}:\n{text}{notes}{hint}\n"
+
+
+def render_unfinished(rows: Sequence[JsonObject], hints: Hints | None = None) -> str:
+    """Return the warning of ``diagnose`` and ``plan`` about applies to the checkpoint that changed
+    it and did not finish, each with the command that undoes it (issue 31: diagnose was silent);
+    empty when there are none. ``rows``: those of :func:`checkpoint_doctor.loading.tool_records_for`."""
+    lines = []
+    for row in rows:
+        steps = row.get("steps_done")
+        how = str(row.get("note") or "").removeprefix("the apply did not finish: ")
+        lines.append(
+            f"\nWARNING: an apply of plan {row.get('plan_id')} to this checkpoint did not finish "
+            f"({row.get('state')}{'' if steps is None else f', {steps} step(s) done'}): {how}.\n"
+            f"  undo it with: {(hints or Hints()).undo(str(row.get('journal')))}"
+            "  (then apply the plan again to finish the repair)\n"
+        )
+    return "".join(lines)

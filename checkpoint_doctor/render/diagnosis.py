@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING
 from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
-from checkpoint_doctor.render.hints import Hints, explain
+from checkpoint_doctor.render.hints import Hints, explain, plan_file
 from checkpoint_doctor.render.layout import (
     bullets,
     fill,
@@ -120,9 +121,26 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
         blocks.append(
             f"What to do: {explain(codes[0])}" + (f" (also {', '.join(codes[1:])})" if len(codes) > 1 else "")
         )
-    if failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
-        blocks.append(f"Repair options:\n  {hints.plan(checkpoint, '-o', 'plan.json')}")
+    manual = _nothing_to_plan(findings)
+    if manual:
+        # No strategy addresses any of them (planning.strategies.MANUAL says why): printing 'plan ...
+        # --job' would re-run the job's analysis (tens of seconds) only to say so (issue 34).
+        blocks.append("Nothing to plan (no repair of the checkpoint addresses it):\n" + "\n".join(manual))
+    elif failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
+        blocks.append(f"Repair options:\n  {hints.plan(checkpoint, '-o', plan_file(checkpoint))}")
     return blocks
+
+
+def _nothing_to_plan(findings: Sequence[Finding]) -> list[str]:
+    """What to do instead, per code, when every finding a plan would repair is one no strategy
+    addresses (CD201: the sources changed); empty when a plan may offer something."""
+    from checkpoint_doctor.planning.strategies import MANUAL, for_code
+
+    wanted = [f for f in findings if f.severity == ERROR or f.code in SILENT_LOSS]
+    if not wanted or any(for_code(f.code) or f.code not in MANUAL for f in findings if f.severity != INFO):
+        return []
+    codes = dict.fromkeys(str(f.code) for f in wanted)
+    return [wrap(f"{code}: {MANUAL[code]}", 2) for code in codes]
 
 
 def delta_steps(checkpoint: str, pairing: DeltaPairing | None, hints: Hints) -> list[str]:
@@ -177,6 +195,12 @@ def render_diagnosis(
     if assumptions:
         blocks.append(section("Assumptions", bullets(assumptions)))
     blocks += delta_steps(d.checkpoint, delta_pairing, hints or Hints())
+    if d.prediction.not_judged:
+        # The operator asked a line that cannot read the tables: the lines that can judge them.
+        blocks.append(
+            f"Not judged on Spark {d.spark}; the lines with a Delta Lake release judge its tables:\n  "
+            + replace(hints or Hints(), lines=()).diagnose(d.checkpoint)
+        )
     blocks += _next_steps(d.checkpoint, d.findings, not d.prediction.starts, hints or Hints())
     return "\n\n".join(blocks) + "\n"
 
@@ -194,6 +218,9 @@ MAX_CELL = 240
 
 def _cell_text(cell: CellDiagnosis, root: str, configured: bool) -> str:
     summary = str(at_root(cell.diagnosis.prediction.summary, cell.diagnosis.checkpoint))
+    if cell.delta_not_judged:
+        # Not a start (issue 36): the legend says why; the JSON cell keeps what the checkpoint says.
+        return ("* " if configured else "  ") + "NOT JUDGED ~"
     if cell.fails:
         # The checkpoint is named above the matrix: a cell names its files relative to it.
         # RestartPrediction.summary: "FAILS <when>: <Spark's words>"; the cell keeps Spark's words.
@@ -206,8 +233,6 @@ def _cell_text(cell: CellDiagnosis, root: str, configured: bool) -> str:
         text = text[: MAX_CELL - 3] + "..."
     if (cell.if_stateful or "").startswith("FAILS"):
         text += " ?"
-    if cell.delta_not_judged:
-        text += " ~"
     return ("* " if configured else "  ") + text
 
 
@@ -249,7 +274,8 @@ def render_matrix_table(matrix: MatrixDiagnosis, width: int | None = None) -> st
     unjudged = list(dict.fromkeys(c.cell.spark for c in cells if c.delta_not_judged))
     if unjudged:
         legend.append(
-            f"~ Delta tables not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}"
+            f"~ not judged: no Delta Lake release exists for Spark {', '.join(unjudged)}, so nothing"
+            " reads the query's Delta tables there"
         )
     # Spark's words are wrapped inside their cell, never cut: they are what the driver log shows.
     with layout(width or line_width()):

@@ -2,15 +2,40 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.render.layout import (
     hang,
     section,
+    table,
 )
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.codes import CodeInfo
+
+
+def code_rows(infos: Iterable[CodeInfo]) -> list[dict[str, Any]]:
+    """Return every finding code for ``explain --list``, sorted by code (the JSON rows)."""
+    return [
+        {
+            "code": str(i.code),
+            "slug": i.slug,
+            "severity": str(i.severity),
+            "title": i.title,
+            "retired": i.retired,
+        }
+        for i in sorted(infos, key=lambda i: str(i.code))
+    ]
+
+
+def render_code_list(rows: Iterable[dict[str, Any]]) -> str:
+    """Return ``explain --list`` as a table: code, slug, severity, title (retired codes say so)."""
+    body = [
+        [r["code"], r["slug"], r["severity"], r["title"] + (" (retired)" if r["retired"] else "")]
+        for r in rows
+    ]
+    return table(["code", "slug", "severity", "title"], body, keep=(0, 1)) + "\n"
 
 
 def _severity_words(info: CodeInfo, severity_rule: str) -> str:

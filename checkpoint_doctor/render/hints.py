@@ -59,6 +59,27 @@ def command(*words: str) -> str:
     return shlex.join([PROG, *words])
 
 
+#: Names a checkpoint directory often has whatever query it is for: the file name of its plan takes
+#: the directory above too (``plan-orders-checkpoint.json``, not ``plan-checkpoint.json``).
+_GENERIC = {"checkpoint", "checkpoints", "ckpt", "chk", "cp", "_checkpoint", "_checkpoints", "state"}
+
+
+def plan_file(checkpoint: str) -> str:
+    """Return the file name a hint writes a checkpoint's plan to, naming the checkpoint (issue 36:
+    every hint wrote ``plan.json`` in the current directory, whatever checkpoint it was for):
+    ``plan-<name>.json``, in the current directory, only letters, digits, ``.``, ``_`` and ``-``."""
+    import os
+    import re
+
+    where = checkpoint if "://" in checkpoint else os.path.abspath(checkpoint)
+    parts = [p for p in re.split(r"[/\\]+", where.split("://", 1)[-1]) if p]
+    name = parts[-1] if parts else "checkpoint"
+    if name.lower() in _GENERIC and len(parts) > 1:
+        name = f"{parts[-2]}-{name}"
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._-") or "checkpoint"
+    return f"plan-{safe}.json"
+
+
 @dataclass(frozen=True)
 class Hints:
     """What shaped an answer, to carry into the commands it suggests."""

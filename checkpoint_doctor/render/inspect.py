@@ -6,8 +6,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.render.layout import (
+    fill,
     human_bytes,
     key_values,
+    line_width,
     section,
     table,
 )
@@ -106,11 +108,24 @@ def _inspect_latest(report: InspectReport) -> str | None:
 def _inspect_confs(report: InspectReport) -> str | None:
     if not report.pinned_conf:
         return None
-    return section(
-        "Pinned confs (from the latest offsets file; applied on restart)",
-        # A conf key and its value (a class name) are copied into a session conf: never broken.
-        table(["conf", "value"], sorted(report.pinned_conf.items()), keep=(0, 1)),
-    )
+    pairs = sorted(report.pinned_conf.items())
+    # A conf key is copied into a session conf: never broken; a long value (a provider class)
+    # wraps after its dots (issue 36: inspect ran to 142 columns at COLUMNS=80).
+    text = table(["conf", "value"], pairs, keep=(0,))
+    if max(len(line) for line in text.splitlines()) > line_width():
+        # The keys leave the values no room: each value goes under its key, indented.
+        width, column = line_width(), max(len(k) for k, _ in pairs)
+        text = "\n".join(
+            f"{k.ljust(column)}  {v}"
+            if column + 2 + len(str(v)) <= width
+            else f"{k}\n" + _indented(str(v), width)
+            for k, v in pairs
+        )
+    return section("Pinned confs (from the latest offsets file; applied on restart)", text)
+
+
+def _indented(value: str, width: int) -> str:
+    return "\n".join("    " + line for line in fill(value, width - 4).splitlines())
 
 
 def _inspect_sources(report: InspectReport) -> str | None:

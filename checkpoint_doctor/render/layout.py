@@ -103,15 +103,24 @@ def _column_limits(
     """Return per-column maximum widths so that the table fits ``width``: the widest columns are
     narrowed first, never below :data:`MIN_COLUMN` and never those in ``keep`` (paths, which must
     stay whole to be copied; a table that cannot fit stays wider)."""
+    # tabulate pads a header by two (its MIN_PADDING): a column is never narrower than that.
     widths = [
-        max([len(str(h))] + [max((len(x) for x in str(r[i]).splitlines()), default=0) for r in body])
+        max([len(str(h)) + 2] + [max((len(x) for x in str(r[i]).splitlines()), default=0) for r in body])
         for i, h in enumerate(headers)
     ]
     natural = list(widths)
+    # A column is not narrowed below its longest word (fill never breaks one): narrowing it more
+    # would leave the others too wide for nothing.
+    floors = [
+        max(
+            min(MIN_COLUMN, natural[i]), max((_longest_piece(str(r[i]), MIN_COLUMN) for r in body), default=0)
+        )
+        for i in range(len(headers))
+    ]
     narrowable = [j for j in range(len(widths)) if j not in keep]
     while narrowable and sum(widths) + 2 * (len(widths) - 1) > width:
-        i = max(narrowable, key=lambda j: widths[j])
-        if widths[i] <= MIN_COLUMN:
+        i = max(narrowable, key=lambda j: widths[j] - floors[j])
+        if widths[i] <= floors[i]:
             break
         widths[i] -= 1
     return [w if w < n else None for w, n in zip(widths, natural, strict=True)]
@@ -128,10 +137,30 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, keep: Sequen
     ]
     limits = _column_limits(headers, body, line_width(), keep) if body else []
     if any(limits):
-        return tabulate(
-            body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True, maxcolwidths=limits
-        )
-    return tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+        # Wrapped here, not by tabulate's maxcolwidths: it cuts a word at the column's edge
+        # (``DELTA_MISSIN|G_FILES_UNEXPECTED_VERSION``); fill breaks at spaces and dots only.
+        body = [
+            [
+                "\n".join(fill(part, limit) for part in str(c).split("\n"))
+                if limit and isinstance(c, str)
+                else c
+                for c, limit in zip(row, limits, strict=True)
+            ]
+            for row in body
+        ]
+    text = tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+    if max(map(len, text.splitlines()), default=0) > line_width():
+        # Still too wide (columns of short values under long headers: inspect's state table ran to
+        # 84 of 80): tabulate's two spaces of header padding go (its MIN_PADDING), the gaps stay.
+        import tabulate as module
+
+        padding = module.MIN_PADDING
+        module.MIN_PADDING = 0
+        try:
+            text = tabulate(body, headers=list(headers), tablefmt=TABLEFMT, disable_numparse=True)
+        finally:
+            module.MIN_PADDING = padding
+    return text
 
 
 def key_values(pairs: Iterable[tuple[str, Any]]) -> str:
@@ -164,11 +193,49 @@ def bullets(items: Iterable[str]) -> str:
 
 
 def fill(text: str, width: int) -> str:
-    import textwrap
-
+    """Return text wrapped to ``width`` at spaces; a word longer than the width is broken after a
+    dot (a provider class, a conf key: ``org.apache.spark.sql.``), never inside a name, and a path
+    or a word without a dot stands whole on its own line (issue 36: never ``MISSIN|G``)."""
     if len(text) <= width:
         return text
-    return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)
+    lines: list[str] = []
+    current = ""
+    for word in text.split():
+        pieces = _dot_pieces(word, width) if len(word) > width and "/" not in word else [word]
+        for i, piece in enumerate(pieces):
+            joined = current + ("" if i else " ") + piece if current else piece
+            if len(joined) <= width or not current:
+                current = joined
+            else:
+                lines.append(current)
+                current = piece
+    lines.append(current)
+    return "\n".join(lines)
+
+
+def _longest_piece(text: str, width: int) -> int:
+    """Return the widest line :func:`fill` makes of one word of ``text`` at ``width``."""
+    return max(
+        (
+            max(len(p) for p in (_dot_pieces(w, width) if len(w) > width and "/" not in w else [w]))
+            for w in text.split()
+        ),
+        default=0,
+    )
+
+
+def _dot_pieces(word: str, width: int) -> list[str]:
+    """Return a long word cut after its dots into pieces of at most ``width`` (a piece without a dot
+    inside may be longer)."""
+    import re
+
+    pieces: list[str] = []
+    for part in re.findall(r"[^.]*\.|[^.]+$", word):
+        if pieces and len(pieces[-1]) + len(part) <= width:
+            pieces[-1] += part
+        else:
+            pieces.append(part)
+    return pieces
 
 
 def human_bytes(n: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -79,8 +80,20 @@ def _sink_text(plan: RepairPlan) -> str:
     """The sink output the plan checked, else the kind the operator named with ``--sink``."""
     if plan.sink:
         return str(plan.sink)
+    # A Delta sink is paired by its txn, not by --sink-path (issue 36: the header said "not checked"
+    # above the Delta sink's own finding).
+    from checkpoint_doctor.diagnosis.delta_pairing import SINK_PAIRED
+
+    paired = next((a for a in plan.assumptions if a.startswith(SINK_PAIRED)), None)
+    if paired is not None:
+        return "Delta table " + paired.removeprefix(SINK_PAIRED).replace(" by txn", ", paired by txn", 1)
     kind = plan.request.get("sink_kind")
     return f"{kind} (--sink {kind}; no sink output checked)" if kind else "not checked (no --sink-path)"
+
+
+#: A plan with more steps (or preconditions) than this lists the first SHOWN and counts them by kind.
+LISTED = 40
+SHOWN = 10
 
 
 @dataclass(frozen=True)
@@ -172,11 +185,23 @@ def render_plan(
         text = "\n".join(_option_lines(group))
         blocks.append(section("Options", text) if i == 0 else text)
     if plan.steps:
-        steps = "\n".join(
-            hang(f"{s.describe()}  ({s.reason})", f"  {i}. ", "     ") for i, s in enumerate(plan.steps, 1)
+        where = f"in {written_to}" if written_to else "in the plan file (-o) and --format json"
+        if len(plan.steps) > LISTED:
+            # A plan of 1,600 steps is read by kind; every step is in the file apply reads (issue 36).
+            kinds = Counter(s.kind for s in plan.steps)
+            by_kind = ", ".join(f"{n:,} {kind}" for kind, n in kinds.most_common())
+            steps = f"  {len(plan.steps):,} steps: {by_kind}; the first {SHOWN}, every one {where}:\n"
+        else:
+            steps = ""
+        steps += "\n".join(
+            hang(f"{s.describe()}  ({s.reason})", f"  {i}. ", "     ")
+            for i, s in enumerate(plan.steps[: SHOWN if len(plan.steps) > LISTED else None], 1)
         )
         blocks.append(section("Steps, in order", steps))
-        pres = "\n".join(hang(p.describe(), "  - ", "    ") for p in plan.preconditions)
+        shown_pres = plan.preconditions[: SHOWN if len(plan.preconditions) > LISTED else None]
+        pres = "\n".join(hang(p.describe(), "  - ", "    ") for p in shown_pres)
+        if len(shown_pres) < len(plan.preconditions):
+            pres += f"\n  ... and {len(plan.preconditions) - len(shown_pres):,} more, every one {where}"
         blocks.append(section("Preconditions checked by apply", pres))
         blocks.append(_expected_text(plan.expected))
     for w in plan.warnings:

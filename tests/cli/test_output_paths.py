@@ -162,3 +162,72 @@ def test_plan_output_swapped_for_a_link_into_the_checkpoint_during_the_plan_is_r
     assert read_files(checkpoint) == before
     assert f"would land inside {checkpoint}, which this command reads" in err
     assert "the -o output was saved to " in err
+
+
+DELTA = FIXTURES / "delta" / "spark-4.2.1"
+
+
+@pytest.mark.parametrize(
+    ("scenario", "table", "commit"),
+    [
+        # A damaged source (replaced in place): the plan has steps, so main wrote it as commit 6.
+        ("delta-source-stateless-replaced", "source", "00000000000000000006.json"),
+        ("delta-source-stateless", "source", "00000000000000000005.json"),
+        ("delta-sink", "sink", "00000000000000000003.json"),
+    ],
+)
+@pytest.mark.parametrize("how", ["beside", "named", "file-url"])
+def test_plan_refuses_an_output_inside_a_delta_table_it_reads(
+    tmp_path: Path, capsys, scenario: str, table: str, commit: str, how: str
+) -> None:
+    """Issue 31: ``plan -o TABLE/_delta_log/<next>.json`` made the plan the table's next commit (the
+    table found beside the checkpoint is read for pairing, as one named with --delta-table)."""
+    shutil.copytree(DELTA / scenario, tmp_path / "s")
+    ckpt, tbl = tmp_path / "s" / "checkpoint", tmp_path / "s" / table
+    before = read_files(tbl)
+    target = tbl / "_delta_log" / commit
+    output = f"file://{target}" if how == "file-url" else str(target)
+    named = ["--delta-table", str(tbl)] if how == "named" else []
+
+    code, _out, err = run(
+        capsys, "plan", str(ckpt), *named, "-o", output, "--accept-data-loss", "--live-window", "0"
+    )
+
+    assert code == 2, err
+    assert f"is inside {tbl}, which this command reads; a read-only command never writes there" in err
+    assert read_files(tbl) == before and not target.exists()
+
+
+def test_plan_writes_beside_the_delta_table(tmp_path: Path, capsys) -> None:
+    """Outside every table it reads, the plan is written as before."""
+    shutil.copytree(DELTA / "delta-source-stateless-replaced", tmp_path / "s")
+    out = tmp_path / "s" / "plan.json"
+
+    code, _out, err = run(
+        capsys,
+        "plan",
+        str(tmp_path / "s" / "checkpoint"),
+        "-o",
+        str(out),
+        "--accept-data-loss",
+        "--live-window",
+        "0",
+    )
+
+    assert code in (0, 1, 4), err
+    assert out.read_text().startswith("{")
+
+
+@pytest.mark.parametrize("option", ["--html", "--metrics"])
+def test_audit_outputs_refuse_a_delta_table_under_the_roots(tmp_path: Path, capsys, option: str) -> None:
+    """Issue 31: ``audit --html/--metrics`` into a paired table's ``_delta_log`` became commit 3 of it."""
+    fleet = tmp_path / "fleet"
+    shutil.copytree(DELTA / "delta-sink", fleet)
+    before = read_files(fleet / "sink")
+    target = fleet / "sink" / "_delta_log" / "00000000000000000003.json"
+
+    code, _, err = run(capsys, "audit", str(fleet), option, str(target), "--live-window", "0")
+
+    assert code == 2, err
+    assert f"{option} {target} is inside {fleet}/sink, which this command reads" in err
+    assert read_files(fleet / "sink") == before and not target.exists()

@@ -10,12 +10,14 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.render.hints import plan_file
 from tests.scenarios import all_scenarios
 
 LINES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
@@ -39,11 +41,25 @@ def printed(out: str, label: str) -> list[str]:
     return words[1:]
 
 
+#: What diagnose prints instead of a plan command when no strategy addresses its findings.
+NOTHING_TO_PLAN = "Nothing to plan (no repair of the checkpoint addresses it):"
+
+
+def _nothing_planned(capsys, args: list[str]) -> str:
+    """diagnose said no repair addresses its findings: plan agrees (it writes nothing and says why)."""
+    code, out, err = run(capsys, ["plan", *args, "-o", "plan.json"])
+    assert code == ExitCode.ERRORS, f"{out}{err}"
+    assert "No plan can be applied:" in out and "Unresolved" in out, out
+    return "none, said why"
+
+
 def walk(capsys, checkpoint: str) -> str:
     """Follow the printed commands from ``diagnose``; return how the walk ended."""
     code, out, _ = run(capsys, ["diagnose", checkpoint, "--live-window", "0"])
     if code != ExitCode.ERRORS:
         return "no error"
+    if NOTHING_TO_PLAN in out:
+        return _nothing_planned(capsys, [checkpoint, "--live-window", "0"])
     command = printed(out, "Repair options:")
     for _ in range(MAX_PLANS):
         assert command[0] == "plan" and "-o" in command, command
@@ -79,7 +95,7 @@ def test_every_printed_hint_of_an_error_diagnosis_leads_to_an_applied_plan_or_sa
     for scenario in (s for s in all_scenarios() if s.path.parent.name == f"spark-{line}"):
         where = tmp_path / scenario.path.name
         checkpoint = scenario.copy_to(where)
-        monkeypatch.chdir(where)  # the printed -o plan.json lands beside this copy
+        monkeypatch.chdir(where)  # the printed -o plan-<name>.json lands beside this copy
         ends[scenario.path.name] = walk(capsys, str(checkpoint))
     assert "applied" in ends.values() and "none, said why" in ends.values()
     # The sink damage: the file sink log ahead of the offsets is repaired by a plan.
@@ -95,14 +111,16 @@ def test_a_plan_with_nothing_to_apply_writes_no_file_and_prints_the_next_command
     monkeypatch.chdir(tmp_path)
 
     code, out, _ = run(capsys, ["diagnose", cp, "--live-window", "0"])
-    assert f"checkpoint-doctor plan {cp} --live-window 0 -o plan.json" in out
+    # the file the hint writes names the checkpoint it is for (issue 36)
+    name = "plan-copy-checkpoint.json"
+    assert f"checkpoint-doctor plan {cp} --live-window 0 -o {name}" in out
     code, out, _ = run(capsys, printed(out, "Repair options:"))
-    assert code == ExitCode.ERRORS and not (tmp_path / "plan.json").exists()
-    assert "Nothing to apply: no plan file was written to plan.json." in out
+    assert code == ExitCode.ERRORS and not (tmp_path / name).exists()
+    assert f"Nothing to apply: no plan file was written to {name}." in out
     command = printed(out, "To plan it anyway, accepting the data loss named above:")
-    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", name]
     code, out, _ = run(capsys, command)  # no "exists" error: the first plan wrote nothing
-    assert code == 0 and (tmp_path / "plan.json").exists() and "Apply it with:" in out
+    assert code == 0 and (tmp_path / name).exists() and "Apply it with:" in out
 
 
 def test_a_plan_shown_without_o_says_how_to_write_it(tmp_path, capsys):
@@ -113,7 +131,7 @@ def test_a_plan_shown_without_o_says_how_to_write_it(tmp_path, capsys):
 
     assert code == 0
     assert out.rstrip().endswith(
-        f"Write the plan to a file, then apply it:\n  checkpoint-doctor plan {cp} --live-window 0 -o plan.json"
+        f"Write the plan to a file, then apply it:\n  checkpoint-doctor plan {cp} --live-window 0 -o {plan_file(cp)}"
     )
 
 
@@ -138,19 +156,55 @@ NEXT_PLAN = (
 )
 
 
+#: The moment the walks below happen at: the CLI's one clock (``cli.app.now_ms``) is pinned to it.
+#: CD501's text holds an age ("files of the checkpoint were modified 193 s ago"): read off the wall
+#: clock, the diagnosis before an apply and after its undo differed on a loaded machine (issue 31
+#: item 15). No walk may depend on how long its commands took.
+NOW_MS = 1_767_225_600_000
+
+
+@pytest.fixture
+def pinned_clock(monkeypatch) -> int:
+    """Pin the CLI's clock at :data:`NOW_MS` (in every command module that imported it)."""
+    for module in ("app", "options", "repair", "audit", "catch_up"):
+        monkeypatch.setattr(f"checkpoint_doctor.cli.{module}.now_ms", lambda: NOW_MS)
+    return NOW_MS
+
+
+@pytest.fixture
+def slow_machine(monkeypatch) -> None:
+    """A loaded machine: the wall clock is 100 s later at each command than at the one before it (a
+    real clock, for what is not the CLI's: lock and journal stamps, the mtimes of files written)."""
+
+    real, commands, cli_main = time.time, [0], main
+
+    def later() -> float:
+        return real() + 100.0 * commands[0]
+
+    def main_later(words: list[str]) -> int:
+        commands[0] += 1
+        return cli_main(words)
+
+    monkeypatch.setattr(time, "time", later)
+    monkeypatch.setitem(globals(), "main", main_later)
+
+
 def fresh_copy(scenario: Path, dest: Path) -> None:
-    """Copy a scenario as ``cp -r`` does: every file written now (the live-writer check sees a copy
-    with few files as a query that just wrote them)."""
+    """Copy a scenario as ``cp -r`` does: every file written at the moment of the walk (the
+    live-writer check sees a copy with few files as a query that just wrote them)."""
     shutil.copytree(scenario, dest)
     for path in dest.rglob("*"):
-        os.utime(path)
+        os.utime(path, ns=(NOW_MS * 1_000_000, NOW_MS * 1_000_000))
 
 
 def walk_and_undo(capsys, checkpoint: str, *flags: str) -> tuple[int, str]:
     """Follow the printed commands from a ``diagnose`` (with no flag but ``flags``) to an applied
-    plan, its undo and ``history``; return diagnose's exit code and how the walk ended."""
+    plan, its undo and ``history``; return diagnose's exit code and how the walk ended (the clock
+    pinned by the caller: the diagnoses before and after are compared whole)."""
     first, out, _ = run(capsys, ["diagnose", checkpoint, *flags])
     before = out
+    if NOTHING_TO_PLAN in out:
+        return first, _nothing_planned(capsys, [checkpoint, *flags])
     if "Repair options:" not in out:
         return first, "no repair"
     command = printed(out, "Repair options:")
@@ -188,11 +242,12 @@ def walk_and_undo(capsys, checkpoint: str, *flags: str) -> tuple[int, str]:
 
 @pytest.mark.parametrize("line", ["3.5.9", "4.0.5", "4.1.4", "4.2.1"])
 def test_every_delta_scenario_copied_and_typed_as_an_operator_does_walks_to_its_way_back(
-    line, tmp_path, capsys, monkeypatch
+    line, tmp_path, capsys, monkeypatch, slow_machine, pinned_clock
 ):
     """Each Delta scenario copied with ``cp -r``, then, in the copy, ``diagnose checkpoint`` with no
     flag: a refused restart (exit 4) ends in an applied plan (undone again) or says why none exists
-    (deleted rows: a job option), the rolled-back checkpoint beside its sink (CD407, exit 1) too."""
+    (deleted rows: a job option), the rolled-back checkpoint beside its sink (CD407, exit 1) too. On a
+    machine where each command takes 100 s: the walk's answers do not depend on its speed."""
     ends: dict[str, tuple[int, str]] = {}
     for scenario in sorted((DELTA / f"spark-{line}").iterdir()):
         if not (scenario / "checkpoint").is_dir():
@@ -211,10 +266,15 @@ def test_every_delta_scenario_copied_and_typed_as_an_operator_does_walks_to_its_
             assert code in (ExitCode.OK, ExitCode.WARNINGS) and end == "no repair", (name, code, end)
 
 
-def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
-    tmp_path, capsys, monkeypatch
+def test_a_checkpoint_seen_as_live_prints_the_plan_without_the_live_check_and_its_cost(
+    tmp_path, capsys, monkeypatch, pinned_clock
 ):
     fresh_copy(DELTA / "spark-4.2.1" / "delta-sink-rolled-back", tmp_path / "job")
+    # copied an hour before the (pinned) now, then a commit written now (a copy alone is not live:
+    # issue 36)
+    for path in (tmp_path / "job").rglob("*"):
+        os.utime(path, ns=((NOW_MS - 3_600_000) * 1_000_000,) * 2)
+    os.utime(tmp_path / "job" / "checkpoint" / "commits" / "0", ns=(NOW_MS * 1_000_000,) * 2)
     monkeypatch.chdir(tmp_path / "job")
 
     code, out, _ = run(capsys, ["diagnose", "checkpoint"])
@@ -224,12 +284,20 @@ def test_a_fresh_copy_seen_as_live_prints_the_plan_without_the_live_check_and_it
     assert code == ExitCode.WARNINGS and "CD407" not in out
     command = printed(out, "plan it without the live check:")
     cp = str(tmp_path / "job" / "checkpoint")
-    assert command == ["plan", cp, "--live-window", "0", "-o", "plan.json"]
+    assert command == ["plan", cp, "--live-window", "0", "-o", "plan-job-checkpoint.json"]
     code, out, _ = run(capsys, command)
     # delta-sink-txn skips nothing: its consent is for rows written twice, not for data loss
     assert "To plan it anyway, accepting the rows written twice named above:" in out, out
     command = printed(out, "named above:")
-    assert command == ["plan", cp, "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
+    assert command == [
+        "plan",
+        cp,
+        "--live-window",
+        "0",
+        "--accept-data-loss",
+        "-o",
+        "plan-job-checkpoint.json",
+    ]
     code, out, _ = run(capsys, command)
     assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
 
@@ -259,13 +327,14 @@ def test_a_plan_that_only_writes_rows_twice_asks_consent_for_that_not_for_data_l
     assert code == ExitCode.WARNINGS and "data loss" not in out, out
     assert "To plan it anyway, accepting the rows written twice named above:" in out
     command = printed(out, "named above:")
+    # the -o the operator gave is the one repeated
     assert command == ["plan", "checkpoint", "--live-window", "0", "--accept-data-loss", "-o", "plan.json"]
     code, out, _ = run(capsys, command)
     assert code == ExitCode.OK and "Strategy    delta-sink-txn" in out
 
 
 def test_an_unpaired_delta_source_moved_away_from_its_table_is_paired_by_the_printed_audit(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, pinned_clock
 ):
     """The checkpoint moved away from its table: diagnose says so and prints an audit of the directory
     above, with the flags that shaped its answer; run as printed, it pairs the table by id and its next
@@ -325,7 +394,7 @@ def _job_scenarios() -> list[Path]:
 
 
 def test_every_changed_query_fixture_walks_from_diagnose_job_to_its_way_back_or_says_why(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, monkeypatch, pinned_clock
 ):
     """diagnose --job with the job of each job-* fixture (its job python answering with what Spark
     4.3.0 said of the job), then every printed command: each carries --job and --job-python and runs
@@ -370,3 +439,30 @@ def test_interleaved_runs_in_the_logs_do_not_stop_a_repair_forever(tmp_path, cap
     code, out, _ = run(capsys, ["plan", str(cp), "--live-window", "0"])
     assert code == ExitCode.OK and "Unresolved" not in out, out
     assert printed(out, "warnings included:") == ["diagnose", str(cp), "--live-window", "0"]
+
+
+def test_the_hinted_plan_file_and_apply_name_the_checkpoint(tmp_path, capsys, monkeypatch):
+    """Issue 36: two checkpoints planned from one directory get two plan files, each named for its
+    checkpoint, and apply's first line (a dry run too) names the checkpoint the plan is for."""
+    for query in ("orders", "payments"):
+        shutil.copytree(DELTA / "spark-3.5.9" / "delta-source-count-log-cleaned", tmp_path / query)
+    monkeypatch.chdir(tmp_path)
+    files = []
+    for query in ("orders", "payments"):
+        code, out, _ = run(capsys, ["diagnose", f"{query}/checkpoint", "--live-window", "0"])
+        command = printed(out, "Repair options:")
+        assert code == ExitCode.ERRORS and command[-2:] == ["-o", f"plan-{query}-checkpoint.json"]
+        _, out, _ = run(capsys, command)
+        code, out, _ = run(capsys, printed(out, "named above:"))
+        assert code == ExitCode.OK and f"Plan written to plan-{query}-checkpoint.json." in out
+        files.append(printed(out, "Apply it with:"))
+    assert files == [["apply", "plan-orders-checkpoint.json"], ["apply", "plan-payments-checkpoint.json"]]
+    code, out, _ = run(capsys, [*files[1], "--dry-run"])
+    first = " ".join(out.split("Apply would do:")[0].split())
+    assert (
+        code == ExitCode.OK
+        and first.startswith("Dry run of plan ")
+        and f" to {tmp_path}/payments/checkpoint:" in first
+    )
+    code, out, _ = run(capsys, [*files[0], "--yes"])
+    assert out.startswith("Applied plan ") and f" to {tmp_path}/orders/checkpoint: " in out.splitlines()[0]

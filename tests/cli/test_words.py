@@ -90,7 +90,7 @@ def test_a_failure_summary_is_spark_s_whole_sentence(tmp_path, capsys):
     assert first.endswith('"...MicroBatchExecution.watermarkTracker()" is null')
     _, text = run(capsys, "diagnose", str(cp))
     matrix = text[text.index("Restart matrix") : text.index("Findings")]
-    assert "..." not in matrix.replace('"...', "") and "is null" in matrix
+    assert "..." not in matrix.replace('"...', "") and "is null" in flat(matrix)
 
 
 def test_after_spark_s_words_no_sentence_starts_in_lower_case(tmp_path, capsys):

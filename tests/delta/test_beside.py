@@ -256,8 +256,8 @@ def test_a_line_without_delta_does_not_say_ok_for_a_delta_source(
     main(["diagnose", str(tmp_path / "orders" / "checkpoint"), "--live-window", "0"])
     out = capsys.readouterr().out
     (row,) = [line for line in out.splitlines() if line.startswith("4.3")]
-    assert row.endswith("STARTS new batch 2 ~")
-    assert "~ Delta tables not judged: no Delta Lake release exists for Spark 4.3" in out
+    assert row.endswith("NOT JUDGED ~") and "STARTS" not in row  # issue 36: not judged is no start
+    assert "~ not judged: no Delta Lake release exists for Spark 4.3" in out
     main(["audit", str(tmp_path), "--live-window", "0", "--format", "json"])
     (record,) = json.loads(capsys.readouterr().out)["result"]["records"]
     assert record["lines"] == "4.2 FAILS; 4.3 Delta not judged"

@@ -80,7 +80,7 @@ def test_a_replaced_table_is_refused_before_its_log_is_read() -> None:
 
 def test_the_sink_skips_up_to_its_txn_and_writes_after_it() -> None:
     t = table()
-    assert predict_sink("q-1", 1, t).skipped == (1, 2)
+    assert tuple(predict_sink("q-1", 1, t).skipped) == (1, 2)
     assert predict_sink("q-1", 3, t).writes and not predict_sink("q-1", 3, t).skipped
     fresh = predict_sink("q-new", 0, t)
     assert fresh.writes and fresh.txn_version is None and fresh.other_queries == (("q-1", 2),)

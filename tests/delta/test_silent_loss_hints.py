@@ -14,4 +14,4 @@ def test_diagnose_offers_the_plan_for_a_sink_that_skips_batches(capsys) -> None:
     code, out, _ = run_cli(capsys, "diagnose", str(ROLLED_BACK / "checkpoint"), "--delta-table", sink)
     assert code == 1 and "CD407 delta-sink-skips-batches" in out
     assert "Repair options:\n  checkpoint-doctor plan " in out
-    assert f"--delta-table {sink} -o plan.json" in out
+    assert f"--delta-table {sink} -o plan-delta-sink-rolled-back-checkpoint.json" in out

@@ -36,6 +36,12 @@ EXPECTED = {
     "job-window-unchanged": {},
     "job-grouping-key-added": {"*": ["CD312"]},
     "job-aggregate-changed": {"*": ["CD312"]},
+    # Issue 34: count() -> sum(value) AS s: same type, a nullable field over a non-nullable one,
+    # which 3.5-4.2 refuse and 4.3 accepts.
+    "job-aggregate-renamed": {"4.3": [], "*": ["CD312"]},
+    # dropDuplicates before the aggregation takes operator id 1, whose state was never written: 4.0+
+    # refuse it by the operator metadata, 3.5 fails loading state/1 in the tasks (CD313 on both).
+    "job-dedup-added": {"*": ["CD313"]},
     "job-state-provider-changed": {"*": ["CD015"]},
     # state/ left for a stateless query (CD308); 4.0+ refuse the restart by the operator metadata
     # their own checkpoints hold (CD313), which a 3.5 checkpoint has not.
@@ -185,6 +191,23 @@ def test_diagnose_with_a_job_judges_the_changed_query(tmp_path, capsys, monkeypa
     assert [c["spark"] for c in doc["result"]["matrix"]] == ["4.3"]
 
 
+def test_diagnose_prints_no_plan_command_when_no_repair_addresses_the_change(tmp_path, capsys, monkeypatch):
+    # Issue 34: after CD201 the printed 'plan ... --job' re-ran the job's analysis only to say that
+    # nothing can be planned. diagnose says so itself, with what to do instead.
+    monkeypatch.chdir(REPO)
+    spec = "fixtures/jobs/changes.py:stateless_two_sources"
+    python = _fake_spark_python(tmp_path, spec, "3.5.9")
+    cp = "fixtures/spark-3.5.9/job-source-added/checkpoint"
+    code, out, err = run_cli(capsys, "diagnose", cp, "--job", spec, "--job-python", python)
+    assert code == 4, out + err
+    text = " ".join(out.split())
+    assert "CD201" in text and "Repair options" not in text and "checkpoint-doctor plan" not in text
+    assert (
+        "Nothing to plan (no repair of the checkpoint addresses it): CD201: the query's sources changed: "
+        "restore the original sources, or start a new checkpoint"
+    ) in text
+
+
 def test_plan_with_a_job_names_what_no_repair_changes(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     spec = "fixtures/jobs/changes.py:stateless_two_sources"
@@ -215,6 +238,17 @@ def test_a_job_that_cannot_be_asked_is_a_usage_error(args, message, capsys):
     assert out == ""
     assert message in err
     assert "Traceback" not in err
+
+
+def test_diagnose_without_pyspark_names_the_extra_and_job_python(capsys, monkeypatch):
+    # Issue 34: the way out an operator with a Spark venv elsewhere takes is --job-python.
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "pyspark" else object())
+    cp = str(FIXTURES / "spark-3.5.9/stateless/checkpoint")
+    code, out, err = run_cli(capsys, "diagnose", cp, "--job", "examples.rate_job:build")
+    assert code == 2 and out == "" and "Traceback" not in err
+    flat = " ".join(err.split())
+    assert "--job needs the 'pyspark' package" in flat
+    assert "pip install 'checkpoint-doctor[spark]'" in flat and "--job-python PATH" in flat
 
 
 def test_plan_without_pyspark_records_the_job_and_says_it_was_not_analysed(capsys, monkeypatch):
@@ -306,3 +340,16 @@ def test_the_moved_sinks_output_fails_its_readers_as_the_finding_says(scenario, 
     said = "_spark_metadata/9.compact doesn't exist (latestId: 12, compactInterval: 10)"
     assert said in finding.message
     assert f"<sink>/{said}" in spark, spark[:300]
+
+
+KEY_CASES = [(s, r) for s, r in JOB_CASES if s.name == "job-grouping-key-added"]
+
+
+@pytest.mark.parametrize(("scenario", "restart"), KEY_CASES, ids=[s.id for s, _ in KEY_CASES])
+def test_a_grouping_key_expression_is_shown_as_the_job_wrote_it(scenario, restart, tmp_path):
+    # Issue 34: Spark names an expression key by its analyzed text ((value#439L % cast(3 as bigint))),
+    # which the job's author does not recognise; the finding shows (value % 3).
+    result = diagnose(scenario.read(tmp_path), options_for_restart(scenario, restart))
+    (message,) = [f.message for f in result.findings if f.code == "CD312"]
+    assert "(value % 3):bigint" in message or "(value % 3):long" in message, message
+    assert "#" not in message and "cast(" not in message

@@ -3,6 +3,11 @@ positions the recorded restarts met (scripts/kafka_world.py)."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -46,3 +51,73 @@ def test_replay_starts_from_an_empty_broker(kafka) -> None:
     kafka_world.replay(kafka.bootstrap, BASE)
     assert kafka_world.positions(kafka.bootstrap, "other") is None
     assert kafka_world.positions(kafka.bootstrap, kafka_fixtures.TOPIC) == EXPECTED[""]
+
+
+def test_the_world_cli_replays_a_fixtures_scenario_json(kafka) -> None:
+    """Issue 32 item 8: ``kafka_world.py BOOTSTRAP scenario.json`` crashed (TypeError: string indices
+    must be integers); it replays the scenario's ``world`` and prints the topic's recorded positions."""
+    scenario = (
+        Path(__file__).resolve().parents[2]
+        / "fixtures/kafka/spark-4.0.5/kafka-stateless-records-deleted/scenario.json"
+    )
+    run = subprocess.run(
+        [sys.executable, str(SCRIPTS / "kafka_world.py"), kafka.bootstrap, str(scenario)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr
+    recorded = json.loads(scenario.read_text(encoding="utf-8"))["topic_positions"]
+    assert json.loads(run.stdout) == {"events": recorded} == {"events": EXPECTED["records-deleted"]}
+
+
+def test_the_world_cli_names_a_file_it_cannot_replay(tmp_path: Path) -> None:
+    bad = tmp_path / "steps.json"
+    bad.write_text('{"name": "no world here"}', encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, str(SCRIPTS / "kafka_world.py"), "127.0.0.1:1", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert run.returncode == 2 and "Traceback" not in run.stderr
+    assert f"{bad}: neither a list of world steps nor a scenario.json" in run.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie (exited, not yet reaped by its parent) is gone for our purpose
+    with contextlib.suppress(OSError):
+        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
+            return False
+    return True
+
+
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_sigterm_to_the_broker_script_stops_its_jvm_and_removes_its_directory() -> None:
+    """Issue 32 item 8: SIGTERM to ``kafka_broker.py`` left the broker JVM (its own session) and its
+    temp directory behind; it now stops both, as Ctrl-C does."""
+    script = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "kafka_broker.py")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert script.stdout is not None
+        line = script.stdout.readline()
+        fields = dict(f.split("=", 1) for f in line.split())
+        jvm, workdir = int(fields["pid"]), Path(fields["dir"])
+        assert _alive(jvm) and workdir.is_dir()
+        script.send_signal(signal.SIGTERM)
+        assert script.wait(timeout=60) == 0
+        assert not _alive(jvm)
+        assert not workdir.exists()
+    finally:
+        if script.poll() is None:
+            script.kill()
+            script.wait()

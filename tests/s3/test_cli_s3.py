@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from checkpoint_doctor.cli import main
-from tests.s3.conftest import S3
+from tests.s3.conftest import S3, Store
 from tests.s3.server import seed_objects
 from tests.scenarios import FIXTURES, all_scenarios
 from tests.storage.builders import (
@@ -64,27 +64,62 @@ def inspect_json(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> t
     return run_cli(capsys, "inspect", url, "--format", "json", *extra)
 
 
+def _store_options(store: Store) -> list[str]:
+    """The options pointing the CLI at a store: S3's endpoint; Azure and GCS take theirs from the
+    environment (AZURE_STORAGE_CONNECTION_STRING, STORAGE_EMULATOR_HOST) as an operator sets it."""
+    return ["--storage-option", f"endpoint_url={store.endpoint}"] if store.name == "s3" else []
+
+
 def test_inspect_on_s3_gives_the_local_report(
-    s3: S3, memory: MemoryBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    store: Store, memory: MemoryBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     local = write_files(tmp_path / "ckpt", checkpoint_files())
-    s3.fs.put(str(local), s3.key("prefix"), recursive=True)
+    store.fs.put(str(local) + "/", store.key("prefix"), recursive=True)
     memory_url = memory.put_tree(local, "ckpt")
 
-    s3_code, s3_out, s3_err = inspect_json(
-        capsys, s3.url("prefix"), "--storage-option", f"endpoint_url={s3.endpoint}"
-    )
+    s3_code, s3_out, s3_err = inspect_json(capsys, store.url("prefix"), *_store_options(store))
     local_code, local_out, _ = inspect_json(capsys, str(local))
     memory_code, memory_out, _ = inspect_json(capsys, memory_url)
 
     assert (s3_code, s3_err) == (0, "")
     assert local_code == memory_code == 0
     report = json.loads(s3_out)["result"]
-    assert report["checkpoint"] == s3.url("prefix")
+    assert report["checkpoint"] == store.url("prefix")  # shown back as given
     assert report["query_id"] == "0f7cc2a5-6a4b-4c41-9a56-2f3c8d1e7b90"
     assert (report["offsets"]["ranges"], report["commits"]["ranges"]) == ([[0, 2]], [[0, 1]])
     assert report["latest_batch"]["batch_id"] == 2 and report["latest_batch"]["committed"] is False
     assert comparable(s3_out) == comparable(local_out) == comparable(memory_out)
+
+
+@pytest.mark.parametrize("scenario", ["spark-4.3.0/offsets-latest-empty", "spark-4.3.0/window_agg"])
+def test_diagnose_on_a_store_gives_the_local_verdict_and_exit_code(
+    store: Store, scenario: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same verdict and exit code as on local disk (the files only: no store keeps .crc files
+    or empty directories)."""
+    local = tmp_path / "local"
+    copy_files_only(FIXTURES / scenario / "checkpoint", local)
+    for crc in list(local.rglob(".*.crc")):
+        crc.unlink()
+    store.fs.put(str(local) + "/", store.key("job/checkpoint"), recursive=True)
+    args = ["--spark", "4.3", "--live-window", "0", "--format", "json"]
+
+    code, out, err = run_cli(capsys, "diagnose", store.url("job/checkpoint"), *args, *_store_options(store))
+    local_code, local_out, local_err = run_cli(capsys, "diagnose", str(local), *args)
+
+    assert (code, err) == (local_code, local_err)
+    assert json.loads(out)["result"]["checkpoint"] == store.url("job/checkpoint")
+    remote, here = (
+        # (on S3, Spark's words name it s3a://, the scheme Spark reads S3 with)
+        comparable(
+            out.replace(store.url("job/checkpoint"), "<cp>").replace(
+                f"s3a://{store.key('job/checkpoint')}", "<cp>"
+            )
+        ),
+        # Spark names a local file file:/path (Hadoop's Path), a remote one by its URL
+        comparable(local_out.replace(f"file:{local}", "<cp>").replace(str(local), "<cp>")),
+    )
+    assert remote == here
 
 
 def test_inspect_table_on_s3(s3: S3, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -98,10 +133,12 @@ def test_inspect_table_on_s3(s3: S3, tmp_path: Path, capsys: pytest.CaptureFixtu
     assert url in out and "0f7cc2a5-6a4b-4c41-9a56-2f3c8d1e7b90" in out
 
 
-def test_inspect_missing_prefix_exits_8_with_one_line(s3: S3, capsys: pytest.CaptureFixture[str]) -> None:
-    url = s3.url("no/such/prefix")
+def test_inspect_missing_prefix_exits_8_with_one_line(
+    store: Store, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = store.url("no/such/prefix")
 
-    code, out, err = run_cli(capsys, "inspect", url, "--storage-option", f"endpoint_url={s3.endpoint}")
+    code, out, err = run_cli(capsys, "inspect", url, *_store_options(store))
 
     assert code == 8
     assert out == ""
@@ -221,3 +258,30 @@ def test_inspect_every_fixture_alike_on_local_memory_and_s3(
             assert results["s3"][0] in (0, 1, 4, 8), results["s3"]
             assert results["s3"] == results["files"], f"{name}: S3 and local disk differ"
             assert results["memory"] == results["full"], f"{name}: memory:// and local disk differ"
+
+
+def test_audit_on_a_store_gives_the_local_records(
+    store: Store, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``audit`` of a prefix finds the same checkpoints with the same verdicts, codes and exit code as
+    on local disk, each named by its URL as the store spells it."""
+    local = tmp_path / "fleet"
+    for name, scenario in {"a": "offsets-latest-empty", "b": "window_agg"}.items():
+        copy_files_only(FIXTURES / "spark-4.3.0" / scenario / "checkpoint", local / name / "checkpoint")
+    store.fs.put(str(local) + "/", store.key("fleet"), recursive=True)
+
+    def records(code_out_err: tuple[int, str, str]) -> tuple[int, list[tuple[str, str, str, list[str]]]]:
+        code, out, _ = code_out_err
+        rows = [json.loads(line) for line in out.splitlines()]
+        # in the order they finished (concurrently): by path
+        return code, sorted(
+            (r["url"], r["path"], r["verdict"], r["codes"]) for r in rows if r["kind"] == "checkpoint"
+        )
+
+    args = ["--format", "jsonl", "--live-window", "0"]
+    remote = records(run_cli(capsys, "audit", store.url("fleet"), *args, *_store_options(store)))
+    here = records(run_cli(capsys, "audit", str(local), *args))
+
+    assert remote[0] == here[0] == 4
+    assert [(p, v, c) for _, p, v, c in remote[1]] == [(p, v, c) for _, p, v, c in here[1]]
+    assert [u for u, *_ in remote[1]] == [store.url("fleet/a/checkpoint"), store.url("fleet/b/checkpoint")]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 
 import pytest
@@ -139,7 +140,9 @@ def test_audit_on_spark_without_java_is_one_line(tmp_path) -> None:
     assert "Traceback" not in proc.stderr and proc.stdout == ""
 
 
-def _bare_worker_run(tmp_path, *flags: str, pyspark_python: str | None) -> subprocess.CompletedProcess[str]:
+def _bare_worker_run(
+    tmp_path, *flags: str, pyspark_python: str | None, output: tuple[str, ...] = ()
+) -> subprocess.CompletedProcess[str]:
     """Audit two copied fixtures on Spark 4.3.0 as an operator's venv would, while the Python
     workers see none of the driver's packages: the driver finds THIS checkout on its sys.path only
     (not through PYTHONPATH, which workers inherit), PATH holds only the system directories (whose
@@ -159,7 +162,16 @@ def _bare_worker_run(tmp_path, *flags: str, pyspark_python: str | None) -> subpr
         env["PYSPARK_PYTHON"] = pyspark_python
     driver = f"import sys; sys.path.insert(0, {str(REPO)!r}); from checkpoint_doctor.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.run(
-        [str(spark_python("4.3.0")), "-c", driver, "audit", str(fleet), "--on-spark", *flags, *JSONL],
+        [
+            str(spark_python("4.3.0")),
+            "-c",
+            driver,
+            "audit",
+            str(fleet),
+            "--on-spark",
+            *flags,
+            *(output or JSONL),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -172,21 +184,28 @@ def _bare_worker_run(tmp_path, *flags: str, pyspark_python: str | None) -> subpr
 JSONL = ("--format", "jsonl", "--live-window", "0")
 
 
-def _records(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
-    lines = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert lines[-1]["kind"] == "summary" and lines[-1]["total"] == 2
-    return {r["path"]: r["verdict"] for r in lines[:-1]}
+#: The operator's default output, a table (``-v``: every record in it): printing it imports tabulate
+#: lazily, after Spark stopped and deleted the zip it had put on the driver's sys.path (issue 31 item 14).
+TABLE = ("-v", "--live-window", "0")
+
+
+def _table_records(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
+    """The verdict of each directory in the text table of ``audit -v`` (directory relative to the fleet)."""
+    assert "Found             2 checkpoints" in proc.stdout, proc.stdout
+    rows = re.findall(r"^(ok|warning|error|unreadable)\s+(\S+)", proc.stdout, flags=re.M)
+    return {path.split("/fleet/", 1)[1]: verdict for verdict, path in rows if "/fleet/" in path}
 
 
 @pytest.mark.spark
 def test_audit_on_spark_with_spark_default_master_uses_the_drivers_python(tmp_path) -> None:
     """The README's `audit ROOT --on-spark` (no --spark-master: Spark's default local[*]): the
     workers run the driver's interpreter, not the `python3` on PATH (which lacks pyspark here)."""
-    proc = _bare_worker_run(tmp_path, pyspark_python=None)
+    proc = _bare_worker_run(tmp_path, pyspark_python=None, output=TABLE)
 
     assert proc.returncode == 4, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
-    assert _records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}
+    assert "FileNotFoundError" not in proc.stderr
+    assert _table_records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}
 
 
 @pytest.mark.spark
@@ -194,12 +213,13 @@ def test_audit_on_a_cluster_ships_the_package_to_executors_without_it(tmp_path) 
     """local-cluster starts a worker JVM whose executors run a Python (the system one) with only
     pyspark: the job brings checkpoint-doctor and its pure-Python dependencies along."""
     proc = _bare_worker_run(
-        tmp_path, "--spark-master", "local-cluster[1,1,1024]", pyspark_python="/usr/bin/python3"
+        tmp_path, "--spark-master", "local-cluster[1,1,1024]", pyspark_python="/usr/bin/python3", output=TABLE
     )
 
     assert proc.returncode == 4, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr and "ModuleNotFoundError" not in proc.stderr
-    assert _records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}
+    assert "FileNotFoundError" not in proc.stderr
+    assert _table_records(proc) == {"window_agg/checkpoint": "ok", "commit-ahead/checkpoint": "error"}
 
 
 @pytest.mark.spark

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
+import sys
 
 import pytest
 from fsspec.registry import known_implementations
@@ -41,17 +41,29 @@ def test_a_file_where_the_checkpoint_directory_should_be(backend: Backend) -> No
     )
 
 
-def test_missing_extra_names_the_url_the_package_and_the_extra() -> None:
-    # gcsfs is not a dependency of the test environment: fsspec knows gs:// but cannot import it.
-    assert importlib.util.find_spec("gcsfs") is None
+@pytest.mark.parametrize(
+    ("url", "modules", "extra"),
+    [
+        ("gs://bucket/ckpt", ("gcsfs", "gcsfs.core"), "gcs"),
+        ("abfss://c@acct.dfs.core.windows.net/ckpt", ("adlfs",), "azure"),
+        ("wasbs://c@acct.blob.core.windows.net/ckpt", ("adlfs",), "azure"),
+    ],
+)
+def test_missing_extra_names_the_url_the_package_and_the_extra(
+    url: str, modules: tuple[str, ...], extra: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The test extra installs gcsfs and adlfs (tests/s3/ runs them against emulators): an operator
+    # without them is one whose import fails (None in sys.modules makes ``import`` raise).
+    for module in modules:
+        monkeypatch.setitem(sys.modules, module, None)
 
     with pytest.raises(MissingDependencyError) as info:
-        open_storage("gs://bucket/ckpt")
+        open_storage(url)
 
-    assert (info.value.extra, info.value.module) == ("gcs", "gcsfs")
+    assert (info.value.extra, info.value.module) == (extra, modules[0])
     assert str(info.value) == (
-        "gs://bucket/ckpt needs the 'gcsfs' package, which is not installed; "
-        "install it with: pip install 'checkpoint-doctor[gcs]'"
+        f"{url} needs the '{modules[0]}' package, which is not installed; "
+        f"install it with: pip install 'checkpoint-doctor[{extra}]'"
     )
 
 

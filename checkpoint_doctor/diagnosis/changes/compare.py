@@ -37,6 +37,11 @@ def operators_in_metadata(ctx: Context) -> tuple[tuple[int, str], ...]:
     return tuple(sorted(out))
 
 
+def operators_with_state(ctx: Context) -> tuple[int, ...]:
+    """Return the ids of the operators whose state the checkpoint holds."""
+    return tuple(sorted(op.operator_id for op in ctx.snapshot.state.operators if op.stores))
+
+
 def operators_in_job(job: JobFacts) -> tuple[tuple[int, str], ...]:
     """Return (operator id, name) of the job's stateful operators."""
     return tuple(sorted((o.operator_id, o.name) for o in job.operators))
@@ -51,6 +56,26 @@ def operators_changed(ctx: Context, job: JobFacts) -> tuple[tuple[int, str], ...
     return stored
 
 
+def operators_without_state(ctx: Context, job: JobFacts) -> tuple[tuple[int, str], ...]:
+    """Return the job's stateful operators that have no state in a checkpoint that holds some, where
+    no operator metadata check refuses the restart first (3.5, or a checkpoint without metadata):
+    a stateful operator added before another (dropDuplicates before the aggregation) takes an id
+    whose state/<id> was never written, and the tasks fail loading its state version
+    [exp: job-dedup-added on 3.5.9]. A checkpoint without any state is CD301's."""
+    with_state = {op.operator_id for op in ctx.snapshot.state.operators if op.stores}
+    if not with_state or (ctx.target.checks_operator_metadata and operators_in_metadata(ctx)):
+        return ()
+    return tuple((i, name) for i, name in operators_in_job(job) if i not in with_state)
+
+
+def state_missing_error(ctx: Context, operator_id: int) -> SparkError:
+    """What the tasks of a restart say loading the state of an operator that has none: the first
+    file of the chain (HDFS ``1.delta``; RocksDB replays changelogs from version 1)."""
+    if ctx.pinned_provider == "rocksdb":
+        return ctx.target.state_file_missing(f"state/{operator_id}/0/1.changelog")
+    return ctx.target.delta_missing(f"state/{operator_id}/0", 1, operator_id, 0)
+
+
 def operators_error(ctx: Context, job: JobFacts) -> SparkError | None:
     """The 4.0+ operator metadata check of a restart (batch > 0), or None."""
     if not ctx.target.checks_operator_metadata:
@@ -63,7 +88,7 @@ def operators_error(ctx: Context, job: JobFacts) -> SparkError | None:
 
 def schema_error(ctx: Context, job: JobFacts) -> SparkError | None:
     """The state schema check of the first stateful operator whose schema changed, or None."""
-    changes = schema_changes(ctx.snapshot, job)
+    changes = schema_changes(ctx.snapshot, job, nullability=ctx.target.checks_state_nullability)
     if not changes:
         return None
     first = changes[0]
@@ -118,7 +143,17 @@ def check_job(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
                 details=(("in_checkpoint", stored), ("in_job", new)),
             )
     if restart:
-        for change in schema_changes(ctx.snapshot, job):
+        added = operators_without_state(ctx, job)
+        if added:
+            yield Finding(
+                Code.STATE_OPERATORS_CHANGED,
+                f"The job's stateful operators {_ops(operators_in_job(job))} include {_ops(added)}, which "
+                f"the checkpoint holds no state for (state/{added[0][0]} is missing): the operator ids "
+                f"shifted, and Spark {ctx.target.line} fails loading its state in the tasks.",
+                paths=tuple(f"state/{i}" for i, _ in added),
+                details=(("in_checkpoint", operators_with_state(ctx)), ("in_job", operators_in_job(job))),
+            )
+        for change in schema_changes(ctx.snapshot, job, nullability=ctx.target.checks_state_nullability):
             yield Finding(
                 Code.STATE_SCHEMA_INCOMPATIBLE,
                 f"State {change.text}.",

@@ -94,6 +94,14 @@ class ChangeTexts(SparkLine):
         )
 
     @property
+    def checks_state_nullability(self) -> bool:
+        """3.5-4.2 refuse a nullable new state field over a non-nullable stored one
+        (``DataType.equalsIgnoreNameAndCompatibleNullability(new, stored)``): count() replaced by
+        sum(value) (count:long not null -> sum:long nullable) fails there and starts on 4.3
+        [exp: job-aggregate-renamed on 3.5.9 .. 4.3.0]."""
+        return not self._at_least("4.3")
+
+    @property
     def checks_operator_metadata(self) -> bool:
         """4.0+ compare the query's stateful operators with ``state/<op>/_metadata`` on restart."""
         return self.error_classes

@@ -13,16 +13,17 @@ named, that other queries wrote is only mentioned (it may be anyone's).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sinks.delta import predict
 from checkpoint_doctor.diagnosis.sources.checks_delta import context_pairing
+from checkpoint_doctor.ids import id_range
 
 
-def _ranges(ids: tuple[int, ...]) -> str:
+def _ranges(ids: Sequence[int]) -> str:
     return f"{ids[0]}" if len(ids) == 1 else f"{ids[0]}..{ids[-1]}"
 
 
@@ -48,7 +49,7 @@ def check_delta_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Fi
                 f"{query_id} (txn): the restart runs batch ids {_ranges(lost)} again and the sink "
                 f"skips them without an error (DeltaSink 'Skipping already complete epoch'), whatever the "
                 f"source reads for them now; {len(lost)} batch(es) are not written.",
-                batch_ids=lost,
+                batch_ids=id_range(lost[0], lost[-1]),
                 details=(("table", table.url), ("txn_version", restart.txn_version), ("query_id", query_id)),
             )
         elif restart.txn_version is None and restart.other_queries:

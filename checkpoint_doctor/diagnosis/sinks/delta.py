@@ -26,7 +26,8 @@ class DeltaSinkRestart:
     """
 
     batch: int
-    skipped: tuple[int, ...]
+    #: A range, never listed out: a txn version is any long (10^12 exhausted memory as a tuple).
+    skipped: range
     writes: bool
     txn_version: int | None
     other_queries: tuple[tuple[str, int], ...] = ()
@@ -36,10 +37,10 @@ class DeltaSinkRestart:
 def predict(query_id: str | None, next_batch: int, table: DeltaTable | None) -> DeltaSinkRestart:
     """Return what the Delta sink does with batch ``next_batch``, the first the restart runs."""
     if table is None:
-        return DeltaSinkRestart(next_batch, (), True, None, table_missing=True)
+        return DeltaSinkRestart(next_batch, range(0), True, None, table_missing=True)
     version = table.txn_version(query_id) if query_id else None
     others = tuple((app, v) for app, v in table.txns if app != query_id)
     if version is not None and next_batch <= version:
         # Every batch id up to the table's txn version is skipped (DeltaSink.addBatch), one per batch.
-        return DeltaSinkRestart(next_batch, tuple(range(next_batch, version + 1)), False, version, others)
-    return DeltaSinkRestart(next_batch, (), True, version, others)
+        return DeltaSinkRestart(next_batch, range(next_batch, version + 1), False, version, others)
+    return DeltaSinkRestart(next_batch, range(0), True, version, others)

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
-from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.model import NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
@@ -124,11 +124,6 @@ def restart_error(
         if restart.error is not None and restart.code is not None:
             return restart.error, _CODES[restart.code]
     return None
-
-
-#: The note of a restart on a line with no Delta Lake release (4.3): its Delta sources and sink are
-#: not judged, so its STARTS says nothing of them (no delta-spark_4.3 artifact is published).
-NOT_JUDGED = "Delta tables not judged on Spark {line}: no Delta Lake release exists for it"
 
 
 def reads_notes(

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from checkpoint_doctor.diagnosis.spark_line import SparkError
+from checkpoint_doctor.ids import id_range
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
 from checkpoint_doctor.valueclasses import frozen
@@ -177,7 +178,7 @@ def predict_worded(
                 code="versions-gone",
                 from_version=start,
             )
-        skipped = tuple(range(start, table.earliest_version))
+        skipped = id_range(start, table.earliest_version - 1)  # the lowest ones: a version is any long
     for commit in table.commits:
         if commit.version < first_change:
             continue

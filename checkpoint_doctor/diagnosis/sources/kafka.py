@@ -10,6 +10,7 @@ already fixed and is not judged here.
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
@@ -17,9 +18,17 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
-from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown, countdown, soonest
+from checkpoint_doctor.diagnosis.sources.kafka_retention import (
+    Countdown,
+    countdown,
+    deadlines,
+    duration,
+    soonest,
+    utc,
+    when,
+)
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
-from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset
+from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset, legal_topic
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 #: The flag that gives a broker, named wherever positions were not checked.
@@ -84,7 +93,8 @@ def _partition_text(off: KafkaOffset, live: KafkaLive, skipped: dict[tuple[str, 
     for topic, part, offset in off.partitions:
         parts = positions.get(topic)
         if parts is None:
-            words.append(f"{topic}-{part}: next {offset}, topic missing")
+            why = "" if legal_topic(topic) else " (not a legal Kafka topic name: no broker holds it)"
+            words.append(f"{topic}-{part}: next {offset}, topic missing{why}")
             continue
         pos = parts.get(part)
         if pos is None:
@@ -98,7 +108,17 @@ def _partition_text(off: KafkaOffset, live: KafkaLive, skipped: dict[tuple[str, 
         for part, (lo, hi) in sorted((positions.get(topic) or {}).items()):
             if (topic, part) not in known:
                 words.append(f"{topic}-{part}: new, earliest {lo}, latest {hi}")
-    return "; ".join(words)
+    return _bounded(words)
+
+
+#: Partitions a finding's text names before "and N more" (the details keep every count): a topic of
+#: 100,000 partitions made a CD207 text of 6.7 MB, copied into every plan (issue 31 item 9).
+NAMED = 50
+
+
+def _bounded(words: list[str], sep: str = "; ") -> str:
+    more = f"{sep}and {len(words) - NAMED} more partitions" if len(words) > NAMED else ""
+    return sep.join(words[:NAMED]) + more
 
 
 def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -120,7 +140,7 @@ def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterat
         if soft.error is not None:
             otherwise = "with failOnDataLoss=false too (the topic is gone)"
         elif skipped:
-            counts = ", ".join(f"{t}-{p}: {c}" for (t, p), c in sorted(skipped.items()))
+            counts = _bounded([f"{t}-{p}: {c}" for (t, p), c in sorted(skipped.items())], ", ")
             otherwise = f"with failOnDataLoss=false it starts and skips {soft.skipped} records ({counts})"
         else:
             otherwise = (
@@ -140,6 +160,109 @@ def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterat
                 ("skipped_with_fail_on_data_loss_false", None if soft.error else soft.skipped),
                 # pairs, not a dict: a finding is hashed (findings are deduplicated across checks)
                 ("skipped_per_partition", tuple((f"{t}-{p}", c) for (t, p), c in sorted(skipped.items()))),
+            ),
+        )
+
+
+def negative_offsets(off: KafkaOffset) -> list[tuple[str, int, int]]:
+    """Return the partitions whose offset is negative: not a position (see CD211)."""
+    return [(t, p, o) for t, p, o in off.partitions if o < 0]
+
+
+def _named(offset: int) -> str:
+    # KafkaOffsetRangeLimit.LATEST and EARLIEST: what the value means in startingOffsets
+    return {-1: f"{offset} (latest)", -2: f"{offset} (earliest)"}.get(offset, str(offset))
+
+
+def check_kafka_offsets_negative(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD211: a Kafka source's offsets in the offsets log hold a negative offset (issue 31 item 13:
+    one was counted as 9223372036854775826 records skipped). Reads the checkpoint only."""
+    for entry in ctx.snapshot.offsets.entries:
+        if entry.record is None:
+            continue
+        for n, off in kafka_sources(entry.record.sources):
+            bad = negative_offsets(off)
+            if not bad:
+                continue
+            shown = ", ".join(f"{t}-{p}: {_named(o)}" for t, p, o in bad[:SHOWN])
+            more = f" and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
+            yield Finding(
+                Code.KAFKA_OFFSET_NEGATIVE,
+                f"{entry.file.path}: Kafka source {n} holds negative offsets ({shown}{more}): a batch's end "
+                "offsets are positions the broker returned, never negative (-1 latest and -2 earliest mean "
+                "something in startingOffsets only); no record is counted for them.",
+                paths=(entry.file.path,),
+                batch_ids=(entry.batch_id,),
+                details=(
+                    ("source", n),
+                    ("partitions", tuple((f"{t}-{p}", o) for t, p, o in bad[:SHOWN])),
+                    ("count", len(bad)),
+                ),
+            )
+
+
+def check_kafka_unchecked(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD212: the checkpoint's Kafka sources were not checked against a broker (issue 32 item 6:
+    without --kafka-bootstrap-servers a checkpoint whose records are gone read STARTS, Findings:
+    none, exit 0). The command to run names the checkpoint and the broker flag."""
+    if ctx.options.kafka is not None:
+        return
+    entry = ctx.offsets(ctx.latest)
+    if entry is None or entry.record is None:
+        return
+    topics = topics_of(entry.record.sources)
+    if not topics:
+        return
+    shown = ", ".join(topics[:SHOWN]) + (f" and {len(topics) - SHOWN} more" if len(topics) > SHOWN else "")
+    command = f"checkpoint-doctor diagnose {shlex.quote(ctx.snapshot.root)} {FLAG}"
+    yield Finding(
+        Code.KAFKA_POSITIONS_UNCHECKED,
+        f"Kafka positions not checked (topics {shown}): without a broker nothing tells whether the "
+        f"records {entry.file.path} resumes from still exist; check them with: {command} (HOST:PORT: a "
+        "broker of these topics; --kafka-option KEY=VALUE for client settings; a scheduled run takes "
+        "them from CHECKPOINT_DOCTOR_KAFKA_BOOTSTRAP_SERVERS or a config file, see --help).",
+        paths=(entry.file.path,),
+        batch_ids=(entry.batch_id,),
+        details=(("topics", tuple(topics)), ("command", command)),
+    )
+
+
+def check_kafka_retention_deadline(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD213: retention may delete unread records within the loss horizon, per partition soonest
+    first (issue 32 item 7: a 59-minute countdown was an assumption line under 'Findings: none')."""
+    live, now = ctx.options.kafka, ctx.options.now_ms
+    if live is None or now is None:
+        return
+    horizon_ms = int(ctx.options.loss_horizon_s * 1000)
+    for n, off in unread_offsets(ctx.snapshot):
+        due = [d for d in deadlines(off, live) if d.deadline_ms - now <= horizon_ms]
+        if not due:
+            continue
+        words = [
+            f"{d.name} from offset {d.offset} (written {utc(d.timestamp_ms)}, retention.ms={d.retention_ms}) "
+            f"from {utc(d.deadline_ms)}, {when(d.deadline_ms, now)}"
+            for d in due
+        ]
+        first = due[0]
+        yield Finding(
+            Code.KAFKA_RETENTION_DEADLINE,
+            f"Kafka source {n}: retention may delete records the query has not read within the "
+            f"{duration(horizon_ms)} horizon, soonest first: {_bounded(words)}; restart the query before "
+            f"{utc(first.deadline_ms)} or raise retention.ms.",
+            details=(
+                ("source", n),
+                ("bootstrap", live.bootstrap),
+                ("horizon_s", ctx.options.loss_horizon_s),
+                ("deadline_ms", first.deadline_ms),
+                ("remaining_s", (first.deadline_ms - now) / 1000),
+                # pairs, not a dict: a finding is hashed
+                (
+                    "partitions",
+                    tuple(
+                        (d.name, d.offset, d.deadline_ms, (d.deadline_ms - now) / 1000) for d in due[:NAMED]
+                    ),
+                ),
+                ("count", len(due)),
             ),
         )
 

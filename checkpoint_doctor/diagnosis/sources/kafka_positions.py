@@ -126,6 +126,11 @@ def predict(
         return KafkaRestart(_data_loss(line, texts, "batch"))
     reads = [PartitionRead(t, p, earliest, latest, 0) for (t, p), (earliest, latest) in new.items()]
     for (t, p), (offset, (earliest, latest)) in kept.items():
+        if offset < 0:
+            # not a position (CD211): the tasks late-bind -2 to the earliest offset
+            # (KafkaBatchPartitionReader.resolveRange); no record is counted as skipped
+            reads.append(PartitionRead(t, p, earliest, latest, 0))
+            continue
         # above the latest (with failOnDataLoss=false): the range is dropped, the partition reads nothing
         skipped = 0 if latest < offset else max(0, min(earliest, latest) - offset)
         reads.append(PartitionRead(t, p, offset, latest, skipped))

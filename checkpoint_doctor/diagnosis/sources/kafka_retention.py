@@ -82,7 +82,7 @@ def duration(ms: int) -> str:
     return " ".join(parts)
 
 
-def _utc(ms: int) -> str:
+def utc(ms: int) -> str:
     # Seconds are enough for a deadline (render.documents.iso_utc keeps milliseconds for records).
     stamp = dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc)
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -91,7 +91,7 @@ def _utc(ms: int) -> str:
 def _unread(
     offsets: KafkaOffset, live: KafkaLive
 ) -> tuple[list[tuple[str, int, int]], bool, Countdown | None]:
-    """Return the positions with unread records, whether one is above its latest offset, and the
+    """Return the positions with unread records, whether one is above its latest offset or gone, and the
     countdown of records deleted already (below the earliest offset), if any."""
     positions = live.live
     unread: list[tuple[str, int, int]] = []
@@ -99,8 +99,12 @@ def _unread(
     for topic, part, offset in offsets.partitions:
         pos = (positions.get(topic) or {}).get(part)
         if pos is None:
-            continue  # topic or partition gone: CD207 says what the restart does
+            beyond = True  # topic or partition gone: nothing to count down, CD207 says what the restart does
+            continue
         earliest, latest = pos
+        if offset < 0:
+            beyond = True  # not a position (CD211): nothing to count down from
+            continue
         if offset < earliest and offset < latest:
             text = (
                 f"{topic}-{part}: records from offset {offset} to {earliest} were deleted already (see CD207)"
@@ -159,8 +163,8 @@ def countdown(offsets: KafkaOffset, live: KafkaLive, now_ms: int) -> Countdown |
             else ""
         )
         text = (
-            f"unread records of {topic}-{part} (from offset {offset}, written {_utc(ts)}) may be deleted by "
-            f"retention.ms={ms} ({duration(ms)}) from {_utc(deadline)}, {when}{also}"
+            f"unread records of {topic}-{part} (from offset {offset}, written {utc(ts)}) may be deleted by "
+            f"retention.ms={ms} ({duration(ms)}) from {utc(deadline)}, {when}{also}"
         )
         return Countdown(TIME, text, deadline, left, topic, part, offset, ts, limit)
     if unknown:
@@ -178,6 +182,52 @@ def countdown(offsets: KafkaOffset, live: KafkaLive, now_ms: int) -> Countdown |
         )
         return Countdown(COMPACTED, text)
     return Countdown(UNBOUNDED, "unbounded: retention.ms=-1 and retention.bytes=-1, unread records are kept")
+
+
+@frozen
+class PartitionDeadline:
+    """When retention may first delete one partition's unread records (``retention.ms`` only)."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    retention_ms: int
+
+    @property
+    def deadline_ms(self) -> int:
+        return self.timestamp_ms + self.retention_ms
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def deadlines(offsets: KafkaOffset, live: KafkaLive) -> list[PartitionDeadline]:
+    """Return each partition's retention deadline (the record at its position, written at ``ts``,
+    goes no sooner than ``ts + retention.ms``), soonest first; partitions without one (no unread
+    record, a topic or partition gone, no timestamp, compacted or unbounded) are left out."""
+    unread, _, gone = _unread(offsets, live)
+    if gone is not None:
+        return []  # records are gone already: CD207
+    retention = {r.topic: r for r in live.retention}
+    heads = {(t, p, o): ts for t, p, o, ts in live.heads}
+    out = []
+    for topic, part, offset in unread:
+        conf = retention.get(topic)
+        ts = heads.get((topic, part, offset))
+        if conf is None or "delete" not in conf.cleanup_policy.split(",") or conf.retention_ms < 0:
+            continue
+        if ts is None or ts < 0:
+            continue
+        out.append(PartitionDeadline(topic, part, offset, ts, conf.retention_ms))
+    return sorted(out, key=lambda d: (d.deadline_ms, d.topic, d.partition))
+
+
+def when(deadline_ms: int, now_ms: int) -> str:
+    """``in 59 min`` or ``overdue`` (deleted at the broker's next retention check)."""
+    left = deadline_ms - now_ms
+    return f"in {duration(left)}" if left > 0 else "overdue: at the broker's next retention check"
 
 
 #: The bounds in the order they matter: records lost already, then a deadline, then the untimed.

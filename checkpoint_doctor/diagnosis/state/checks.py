@@ -41,7 +41,6 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
     state = ctx.snapshot.state
     if b is None or not state.operators or ctx.is_continuous:
         return
-    expected = ctx.pinned_partitions
     notable: dict[int, list[StoreVerdict]] = {}
     for verdict in ctx.notable_stores(b):
         notable.setdefault(verdict.store.operator_id, []).append(verdict)
@@ -49,6 +48,7 @@ def check_state_restorable(ctx: Context, prediction: RestartPrediction) -> Itera
         if not op.stores:
             continue
         meta_parts = dict(op.metadata.record.stores) if op.metadata and op.metadata.record else {}
+        expected = ctx.operator_partitions(op)
         count = expected or (max(meta_parts.values()) if meta_parts else None)
         if count is not None:
             missing = missing_in(0, count - 1, op.partition_dirs)

@@ -69,11 +69,14 @@ class StateTexts(SparkLine):
                 "[CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS] An error occurred during loading "
                 f"state. Error reading delta file {f} of HDFSStateStoreProvider[...]: {f} does not exist."
             )
+            # The one-line quote carries Spark's condition name (issue 34): on 4.0+ it is what the
+            # operator searches for and what the error's docs are filed under.
             return SparkError(
                 text + self.sqlstate("58030"),
                 f"{version}.delta does not exist",
                 "task",
                 "CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS",
+                headline=f"CANNOT_LOAD_STATE_STORE.CANNOT_READ_DELTA_FILE_NOT_EXISTS: {version}.delta does not exist",
             )
         text = (
             f"Error reading delta file {f} of HDFSStateStoreProvider[id = (op={operator_id},part={partition_id}),"
@@ -99,6 +102,7 @@ class StateTexts(SparkLine):
                     f"{name} does not exist",
                     "task",
                     "CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE",
+                    headline=f"CANNOT_LOAD_STATE_STORE.CANNOT_READ_STREAMING_STATE_FILE: {name} does not exist",
                 )
             return SparkError(text, f"{name} does not exist", "task")
         cause = f"java.io.FileNotFoundException: File <cp>/{rel_path} does not exist"

@@ -17,7 +17,7 @@ from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.planning.consequences import DUPLICATES
-from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
+from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, too_many_steps, unavailable
 from checkpoint_doctor.planning.steps import CopyStep, QuarantineStep, Step
 from checkpoint_doctor.planning.strategies.delta_offsets import counted, hold
 from checkpoint_doctor.reading.layout import hadoop_crc_path
@@ -45,6 +45,10 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
             "them): restore the checkpoint's newer batches from a backup, or accept the skip"
         )
         return [unavailable(NAME, finding.code, why)]
+    # Two files a batch id (and their orphan checksums): a txn version of 10^12 is asked, not counted out.
+    too_many = too_many_steps(NAME, finding.code, 2 * (version - newest))
+    if too_many is not None:
+        return [too_many]
     steps: list[Step] = []
     for log in ("offsets", "commits"):
         source = f"{log}/{newest}"

@@ -42,7 +42,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     if resume.reservoir_version >= earliest:
         return []
     first = resume.reservoir_version
-    skipped = list(range(first, earliest))
+    skipped = range(first, earliest)  # a range, never listed: a version is any long
     # An index >= 0: files 0..index of that version were read already, the rest of it is skipped.
     partly = f"(the files after index {resume.index} of version {first}) " if resume.index >= 0 else ""
     reads = [c for c in table.commits if c.version >= earliest]

@@ -50,6 +50,7 @@ BELOW = "below-earliest"
 ABOVE = "above-latest"
 GONE = "partition-gone"
 ADDED = "added-not-at-0"
+NEGATIVE = "negative"
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,11 @@ def moves_of(off: KafkaOffset, live: LivePositions) -> tuple[Move, ...] | str:
             out.append(Move(topic, part, offset, None, GONE, None))
             continue
         earliest, latest = parts[part]
-        if offset > latest:
+        if offset < 0:
+            # not a position (CD211): moved to the earliest, nothing counted (a negative offset
+            # counted 9223372036854775826 records skipped, issue 31 item 13)
+            out.append(Move(topic, part, offset, earliest, NEGATIVE, None))
+        elif offset > latest:
             out.append(Move(topic, part, offset, earliest, ABOVE, None))
         elif offset < earliest:
             out.append(Move(topic, part, offset, earliest, BELOW, earliest - offset))
@@ -151,36 +156,102 @@ def source_moves(sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive
     return out
 
 
+#: Runs of partitions a plan's texts name before "and N more" (each run is partitions moved alike:
+#: 100,000 partitions moved alike are one; the write step and the precondition keep every one).
+SHOWN_RUNS = 50
+
+
+@dataclass(frozen=True)
+class _Run:
+    """Consecutive partitions of a topic moved alike (same reason, old and new position)."""
+
+    first: Move
+    last: int
+    count: int
+
+    @property
+    def name(self) -> str:
+        m = self.first
+        return m.name if self.count == 1 else f"{m.topic}-{m.partition}..{self.last}"
+
+    @property
+    def skipped(self) -> int | None:
+        return None if self.first.skipped is None else self.first.skipped * self.count
+
+
+def _runs(moves: tuple[Move, ...]) -> list[_Run]:
+    """The moves as runs; each partition named alone while they are few enough to name."""
+    out: list[_Run] = []
+    for m in moves:
+        if out and len(moves) > SHOWN_RUNS:
+            run = out[-1]
+            f = run.first
+            if (f.topic, f.why, f.old, f.new, f.skipped, run.last + 1) == (
+                m.topic,
+                m.why,
+                m.old,
+                m.new,
+                m.skipped,
+                m.partition,
+            ):
+                out[-1] = _Run(f, m.partition, run.count + 1)
+                continue
+        out.append(_Run(m, m.partition, 1))
+    return out
+
+
+def _bounded(words: list[str], runs: list[_Run], sep: str) -> str:
+    """The first SHOWN_RUNS texts, then how many partitions (and counted records) the rest hold."""
+    if len(words) <= SHOWN_RUNS:
+        return sep.join(words)
+    rest = runs[SHOWN_RUNS:]
+    parts = sum(r.count for r in rest)
+    counted = sum(r.skipped or 0 for r in rest)
+    tail = f", {counted} records skipped" if counted else ""
+    return sep.join(words[:SHOWN_RUNS]) + f"{sep}and {parts} more partitions{tail}"
+
+
 def _loss(sm: SourceMove) -> str:
+    runs = _runs(sm.moves)
     parts = []
-    counted = 0
-    for m in sm.moves:
+    for run in runs:
+        m, name = run.first, run.name
+        each = " each" if run.count > 1 else ""
         if m.why == BELOW:
-            parts.append(f"{m.name}: {m.skipped} records skipped ({m.old}..{m.new - 1} deleted)")  # type: ignore[operator]
+            parts.append(f"{name}: {m.skipped} records skipped{each} ({m.old}..{m.new - 1} deleted)")  # type: ignore[operator]
         elif m.why == ADDED:
-            parts.append(f"{m.name}: {m.skipped} records skipped (0..{m.new - 1} deleted, added partition)")  # type: ignore[operator]
+            parts.append(
+                f"{name}: {m.skipped} records skipped{each} (0..{m.new - 1} deleted, added partition)"  # type: ignore[operator]
+            )
+        elif m.why == NEGATIVE:
+            parts.append(
+                f"{name}: offset {m.old} is not a position (CD211): read from the earliest {m.new}; "
+                "what the query had not read is unknown, not counted"
+            )
         elif m.why == ABOVE:
             parts.append(
-                f"{m.name}: position {m.old} is above the topic's latest offset (deleted and recreated?): read "
+                f"{name}: position {m.old} is above the topic's latest offset (deleted and recreated?): read "
                 f"from its earliest {m.new}; what the old topic held after {m.old} is gone, not counted"
             )
         else:
-            parts.append(f"{m.name}: partition gone, its records after {m.old} are not read (not counted)")
-        counted += m.skipped or 0
+            parts.append(f"{name}: partition gone, its records after {m.old} are not read (not counted)")
+    counted = sum(m.skipped or 0 for m in sm.moves)
     total = f"{counted} records skipped in all" if counted else "no deleted record counted"
-    return f"Kafka source {sm.source}: {'; '.join(parts)} ({total})"
+    return f"Kafka source {sm.source}: {_bounded(parts, runs, '; ')} ({total})"
 
 
 def _note(sm: SourceMove) -> str:
+    runs = _runs(sm.moves)
     words = []
-    for m in sm.moves:
+    for run in runs:
+        m = run.first
         if m.new is None:
-            words.append(f"{m.name} dropped")
+            words.append(f"{run.name} dropped")
         elif m.old is None:
-            words.append(f"{m.name} added at {m.new}")
+            words.append(f"{run.name} added at {m.new}")
         else:
-            words.append(f"{m.name} {m.old} -> {m.new}")
-    return f"Kafka source {sm.source}: {', '.join(words)}"
+            words.append(f"{run.name} {m.old} -> {m.new}")
+    return f"Kafka source {sm.source}: {_bounded(words, runs, ', ')}"
 
 
 def propose(finding: Finding, ctx: PlanContext) -> list[Option]:

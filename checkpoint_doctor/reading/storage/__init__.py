@@ -1,7 +1,7 @@
 """Storage: the only code that talks to the local disk, fsspec and s3fs.
 
 :func:`open_storage` turns a URL (a plain path, ``file://``, ``s3://``, ``s3a://``, ``memory://`` or
-any fsspec protocol) into a :class:`Storage`: :class:`LocalStorage` for the local disk (an
+Azure's ``abfss://``/``abfs://``/``wasbs://``/``az://``, ``gs://`` or any fsspec protocol) into a :class:`Storage`: :class:`LocalStorage` for the local disk (an
 ``os.scandir`` walk, bounded reads, atomic writes, create-exclusive by ``link``) or
 :class:`FsspecStorage` for everything else (public fsspec API; S3 with bounded timeouts and retries
 and create-exclusive by ``If-None-Match: *``). Both speak in paths relative to their root and
@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 from checkpoint_doctor.reading.storage.base import Storage, first_failure
 from checkpoint_doctor.reading.storage.errors import split_protocol, translate_error
 from checkpoint_doctor.reading.storage.local import LocalStorage, open_local, printable_name
-from checkpoint_doctor.reading.storage.options import S3_PROTOCOLS, parse_storage_options
+from checkpoint_doctor.reading.storage.options import (
+    AZURE_PROTOCOLS,
+    GCS_PROTOCOLS,
+    S3_PROTOCOLS,
+    parse_storage_options,
+)
 from checkpoint_doctor.reading.storage.urls import normalize_url
 
 if TYPE_CHECKING:
@@ -65,6 +70,14 @@ def open_storage(url: str, storage_options: Mapping[str, Any] | None = None) -> 
 
     if protocol in S3_PROTOCOLS:
         return open_s3(url, rest, options)
+    if protocol in AZURE_PROTOCOLS:
+        from checkpoint_doctor.reading.storage.clouds import open_azure
+
+        return open_azure(url, protocol, rest, options)
+    if protocol in GCS_PROTOCOLS:
+        from checkpoint_doctor.reading.storage.clouds import open_gcs
+
+        return open_gcs(url, rest, options)
     return open_fsspec(url, protocol, options)
 
 

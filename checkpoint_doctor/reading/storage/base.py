@@ -98,16 +98,30 @@ class Storage(Protocol):
         ...
 
     def write_exclusive(
-        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Any = None
-    ) -> None:
+        self,
+        rel: str,
+        data: bytes,
+        *,
+        like_siblings: bool = False,
+        owner: Any = None,
+        keep_temp: bool = False,
+    ) -> str | None:
         """Create a file that must not exist yet; never a partial file under the final name.
         On local disk ``like_siblings`` gives it the mode and owner of the files beside it, and
-        ``owner`` (mode, uid, gid) exactly those (object stores have neither).
+        ``owner`` (mode, uid, gid) exactly those (object stores have neither). ``keep_temp``: on
+        local disk the temp file the new one was linked from is kept and returned (relative
+        path): the same inode beside it proves who created the file (None elsewhere).
 
         Raises:
             TargetExistsError: the file already exists (nothing was written).
             StorageError: any other failure.
         """
+        ...
+
+    def created_from_temp(self, rel: str) -> bool | None:
+        """Return whether a temp file of the tool's beside ``rel`` is the same file (device and
+        inode): ``rel`` was then linked from it by :meth:`write_exclusive` (None: an object store
+        cannot tell)."""
         ...
 
     def write(self, rel: str, data: bytes, *, private: bool = False) -> None:

@@ -33,6 +33,7 @@ EXTRA_FOR_PROTOCOL = {
     "s3a": ("s3", "s3fs"),
     "gs": ("gcs", "gcsfs"),
     "gcs": ("gcs", "gcsfs"),
+    **dict.fromkeys(("abfs", "abfss", "az", "wasb", "wasbs"), ("azure", "adlfs")),
 }
 
 #: S3 error codes of credentials the service rejected.
@@ -44,9 +45,20 @@ _REJECTED_CREDENTIALS = frozenset(
         "ExpiredToken",
         "TokenRefreshRequired",
         "InvalidClientTokenId",
+        "AuthenticationFailed",  # Azure: a wrong account key or SAS signature
     }
 )
-_DENIED = frozenset({"AccessDenied", "AllAccessDisabled", "Forbidden", "403"})
+_DENIED = frozenset(
+    {
+        "AccessDenied",
+        "AllAccessDisabled",
+        "Forbidden",
+        "403",
+        "AuthorizationFailure",
+        "AuthorizationPermissionMismatch",
+        "AuthorizationResourceTypeMismatch",
+    }
+)
 #: How far down ``__cause__``/``__context__`` to look for the original failure.
 _CHAIN_DEPTH = 8
 
@@ -57,14 +69,52 @@ TIMEOUT_HINT = (
     "check the endpoint; if it is only slow, raise --storage-option config_kwargs.read_timeout=SECONDS "
     "(and config_kwargs.connect_timeout)"
 )
+UNREACHABLE_HINT = "check the network and --storage-option endpoint_url"
+_AZURE = frozenset({"abfs", "abfss", "az", "wasb", "wasbs"})
+_GCS = frozenset({"gs", "gcs"})
+#: What to do, in each cloud's own words: (no credentials, rejected credentials, timeout, unreachable).
+_AZURE_HINTS = (
+    "set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or "
+    "AZURE_STORAGE_SAS_TOKEN, or sign in (az login), or pass --storage-option account_key=...",
+    "check the account key, SAS token or service principal (AZURE_STORAGE_* variables or --storage-option)",
+    "check the endpoint; if it is only slow, raise --storage-option read_timeout=SECONDS "
+    "(and connection_timeout)",
+    "check the network, the account name and the endpoint (BlobEndpoint of AZURE_STORAGE_CONNECTION_STRING)",
+)
+_GCS_HINTS = (
+    "set GOOGLE_APPLICATION_CREDENTIALS or sign in (gcloud auth application-default login), "
+    "or pass --storage-option token=...",
+    "check the credentials (GOOGLE_APPLICATION_CREDENTIALS or --storage-option token=...)",
+    "check the endpoint; if it is only slow, raise --storage-option requests_timeout=SECONDS",
+    "check the network and --storage-option endpoint_url (or STORAGE_EMULATOR_HOST)",
+)
+_S3_HINTS = (
+    NO_CREDENTIALS_HINT,
+    "check the access key, secret and session token (AWS_* variables, AWS_PROFILE or --storage-option key=... secret=...)",
+    TIMEOUT_HINT,
+    UNREACHABLE_HINT,
+)
 
 
-@functools.lru_cache(maxsize=1)
+def _hints(url: str) -> tuple[str, str, str, str]:
+    protocol = split_protocol(url)[0]
+    return _AZURE_HINTS if protocol in _AZURE else _GCS_HINTS if protocol in _GCS else _S3_HINTS
+
+
 def _kinds() -> dict[str, tuple[type[BaseException], ...]]:
+    """Return the exception classes per failure kind, for the backends imported so far (a failure
+    before adlfs or gcsfs was loaded must not leave their classes out of a later one)."""
+    loaded = tuple(name in sys.modules for name in ("asyncio", "azure.core", "azure.identity", "google.auth"))
+    return _kinds_for(loaded)
+
+
+@functools.lru_cache(maxsize=16)
+def _kinds_for(loaded: tuple[bool, ...]) -> dict[str, tuple[type[BaseException], ...]]:
     """Return the exception classes per failure kind, with the optional backends' own classes."""
     import socket  # here, not at start-up: only a failure needs its classes
 
     no_credentials: list[type[BaseException]] = []
+    rejected: list[type[BaseException]] = []
     timeouts: list[type[BaseException]] = [TimeoutError, socket.timeout]
     # asyncio.TimeoutError (its own class before Python 3.11) can only be raised once an async
     # backend (s3fs) imported asyncio: not imported here, it is start-up time for every command.
@@ -90,10 +140,25 @@ def _kinds() -> dict[str, tuple[type[BaseException], ...]]:
 
         timeouts.append(aiohttp.ServerTimeoutError)
         unreachable.append(aiohttp.ClientConnectionError)
+    # Azure's SDK (adlfs) and Google's auth (gcsfs): loaded only when that backend was.
+    if "azure.core" in sys.modules:
+        from azure.core import exceptions as azure
+
+        timeouts += [azure.ServiceRequestTimeoutError, azure.ServiceResponseTimeoutError]
+        unreachable += [azure.ServiceRequestError, azure.ServiceResponseError]
+        rejected.append(azure.ClientAuthenticationError)
+    if "azure.identity" in sys.modules:
+        no_credentials.append(sys.modules["azure.identity"].CredentialUnavailableError)
+    if "google.auth" in sys.modules:
+        from google.auth import exceptions as google
+
+        no_credentials.append(google.DefaultCredentialsError)
+        rejected.append(google.RefreshError)
     return {
         "no_credentials": tuple(no_credentials),
         "timeout": tuple(timeouts),
         "unreachable": tuple(unreachable),
+        "rejected": tuple(rejected),
     }
 
 
@@ -111,7 +176,8 @@ def _any_is(exc: BaseException, kinds: tuple[type[BaseException], ...]) -> BaseE
 
 
 def error_code(exc: BaseException) -> str | None:
-    """Return the service error code (botocore ``ClientError``) found in the exception chain."""
+    """Return the service error code found in the exception chain: a botocore ``ClientError``'s,
+    or an Azure ``HttpResponseError``'s ``error_code`` (``InvalidRange``, ``AuthenticationFailed``)."""
     for current in _chain(exc):
         response = getattr(current, "response", None)
         if isinstance(response, Mapping):
@@ -119,6 +185,20 @@ def error_code(exc: BaseException) -> str | None:
             code = error.get("Code") if isinstance(error, Mapping) else None
             if code:
                 return str(code)
+        azure_code = getattr(current, "error_code", None)  # a StorageErrorCode, a str enum
+        if isinstance(azure_code, str) and azure_code:
+            return str(getattr(azure_code, "value", azure_code))
+    return None
+
+
+def http_status(exc: BaseException) -> int | None:
+    """Return the HTTP status found in the exception chain: Azure's ``status_code``, gcsfs's
+    ``HttpError.code``, aiohttp's ``status``."""
+    for current in _chain(exc):
+        for attribute in ("status_code", "code", "status"):
+            value = getattr(current, attribute, None)
+            if isinstance(value, int) and not isinstance(value, bool) and 100 <= value < 600:
+                return value
     return None
 
 
@@ -133,14 +213,12 @@ def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
         return exc
     kinds = _kinds()
     code = error_code(exc)
+    no_credentials_hint, rejected_hint, timeout_hint, unreachable_hint = _hints(url)
     if _any_is(exc, kinds["no_credentials"]) is not None:
-        return CredentialsError(url, op, "no credentials found", hint=NO_CREDENTIALS_HINT)
-    if code in _REJECTED_CREDENTIALS:
+        return CredentialsError(url, op, "no credentials found", hint=no_credentials_hint)
+    if code in _REJECTED_CREDENTIALS or _any_is(exc, kinds["rejected"]) is not None:
         return CredentialsError(
-            url,
-            op,
-            f"the credentials were rejected ({code})",
-            hint="check the access key, secret and session token (AWS_* variables, AWS_PROFILE or --storage-option key=... secret=...)",
+            url, op, f"the credentials were rejected ({code or 'authentication failed'})", hint=rejected_hint
         )
     if isinstance(exc, FileNotFoundError):
         if code == "NoSuchBucket":
@@ -159,7 +237,7 @@ def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
     timeout = _any_is(exc, kinds["timeout"])
     if timeout is not None:
         return EndpointUnreachableError(
-            url, op, f"no answer within the timeout ({_first_line(timeout, 160)})", hint=TIMEOUT_HINT
+            url, op, f"no answer within the timeout ({_first_line(timeout, 160)})", hint=timeout_hint
         )
     unreachable = _any_is(exc, kinds["unreachable"])
     if unreachable is not None:
@@ -167,7 +245,7 @@ def translate_error(exc: BaseException, url: str, op: str) -> StorageError:
             url,
             op,
             f"endpoint unreachable ({_first_line(unreachable, 160)})",
-            hint="check the network and --storage-option endpoint_url",
+            hint=unreachable_hint,
         )
     if isinstance(exc, FileExistsError):
         return TargetExistsError(url, op, "the target already exists")

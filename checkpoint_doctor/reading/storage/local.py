@@ -17,7 +17,7 @@ import re
 import stat as stat_mod
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from operator import itemgetter
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
@@ -120,7 +120,12 @@ def _makedirs_like_parent(directory: str) -> None:
 
 @contextlib.contextmanager
 def _temp_beside(
-    final: str, data: bytes, *, mode: int = 0o666, owner: Ownership | None = None
+    final: str,
+    data: bytes,
+    *,
+    mode: int = 0o666,
+    owner: Ownership | None = None,
+    keep: Callable[[], bool] | None = None,
 ) -> Iterator[str]:
     """Write ``data`` to a hidden, fsync'ed temp file beside ``final``, created with ``mode`` (less
     the umask) or, given ``owner``, private until it gets that mode and owner; it goes whatever
@@ -138,7 +143,7 @@ def _temp_beside(
             os.fsync(fh.fileno())
         yield tmp
     finally:
-        if os.path.lexists(tmp):
+        if os.path.lexists(tmp) and not (keep is not None and keep()):
             os.unlink(tmp)
 
 
@@ -554,8 +559,14 @@ class LocalStorage(RootedPaths):
 
     # ----------------------------------------------------------------------------- changing
     def write_exclusive(
-        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Ownership | None = None
-    ) -> None:
+        self,
+        rel: str,
+        data: bytes,
+        *,
+        like_siblings: bool = False,
+        owner: Ownership | None = None,
+        keep_temp: bool = False,
+    ) -> str | None:
         """Create a file that must not exist yet, atomically.
 
         The data goes to a hidden temp file in the same directory and is fsync'ed, then ``os.link``
@@ -566,15 +577,19 @@ class LocalStorage(RootedPaths):
         ``like_siblings``: the file (and any directory made for it) gets the mode and owner of the
         files beside it, not this process's (a repair run as root must leave files the query's
         user can read, whatever the umask); ``owner``: exactly that mode and owner (a restore).
+        ``keep_temp``: the temp file stays once linked (a second name of the new file, which proves
+        the tool created it: :meth:`created_from_temp`) and its relative path is returned.
         """
+        linked = [False]
         with translated(self.url_of(rel), "write"):
             final = self.full_path(rel)
             if like_siblings or owner is not None:
                 _makedirs_like_parent(os.path.dirname(final))
                 owner = owner or _sibling_ownership(os.path.dirname(final))
-            with _temp_beside(final, data, owner=owner) as tmp:
+            with _temp_beside(final, data, owner=owner, keep=lambda: keep_temp and linked[0]) as tmp:
                 try:
                     os.link(tmp, final)
+                    linked[0] = True
                 except FileExistsError:
                     raise
                 except OSError:
@@ -583,6 +598,28 @@ class LocalStorage(RootedPaths):
                     if os.path.lexists(final):
                         raise FileExistsError(errno.EEXIST, "exists", final) from None
                     os.replace(tmp, final)
+        if not linked[0]:
+            return None
+        base = rel.rpartition("/")[0]
+        name = os.path.basename(tmp)
+        return f"{base}/{name}" if base else name
+
+    def created_from_temp(self, rel: str) -> bool | None:
+        """Return whether a temp file of the tool's beside ``rel`` is the same file (device and
+        inode): ``rel`` was linked from it by :meth:`write_exclusive` (the only way a temp name and
+        the final name share an inode), so the tool created it, whatever anyone else wrote."""
+        try:
+            st = os.lstat(self.full_path(rel))
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise translate_error(exc, self.url_of(rel), "stat") from exc
+        for temp in self.temps_beside(rel):
+            with contextlib.suppress(OSError):
+                other = os.lstat(self.full_path(temp))
+                if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+                    return True
+        return False
 
     def write(self, rel: str, data: bytes, *, private: bool = False) -> None:
         """Create or replace a file atomically: temp file, fsync, ``os.replace``. ``private``: only

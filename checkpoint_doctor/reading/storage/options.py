@@ -113,3 +113,53 @@ def with_s3_defaults(options: Mapping[str, Any]) -> dict[str, Any]:
             merged[key] = value
     out["config_kwargs"] = merged
     return out
+
+
+#: Azure Blob Storage and ADLS Gen2 through adlfs: every scheme Spark prints for them (Hadoop's ABFS
+#: driver ``abfs``/``abfss``, the older WASB driver ``wasb``/``wasbs``) and fsspec's own ``az``.
+AZURE_PROTOCOLS = ("abfs", "abfss", "az", "wasb", "wasbs")
+#: Google Cloud Storage through gcsfs (Hadoop's GCS connector prints ``gs``).
+GCS_PROTOCOLS = ("gs", "gcs")
+
+#: adlfs opens its Azure SDK client with the SDK's defaults: storage's ExponentialRetry (3 retries
+#: after 15 s, 18 s, 24 s plus jitter), 20 s to connect, 60 s without a byte; against Azurite with
+#: its port closed a diagnose failed only after 177 s. As on S3, one retry, 5 s to connect and 10 s
+#: without a byte of the answer (``read_timeout`` is per chunk: large blobs are unaffected), a
+#: backoff of a second: about 31 s at worst on an endpoint that never answers, 1 s when refused.
+#: ``connection_timeout`` and ``read_timeout`` are adlfs's own options; ``retry_total`` (the SDK's
+#: name) is taken out before adlfs sees it.
+AZURE_CLIENT_DEFAULTS: dict[str, Any] = {"connection_timeout": 5, "read_timeout": 10, "retry_total": 1}
+AZURE_RETRY_BACKOFF_S = 1
+#: gcsfs sends every request with aiohttp and ``timeout=requests_timeout``, None by default: no
+#: timeout at all, so an endpoint that never answers hangs forever; and it tries each request six
+#: times (gcsfs.retry.retry_request, backoff 1 + 2 + 4 + 8 + 16 s). Here: 5 s to connect, 10 s
+#: without a byte, two attempts (``retries``, gcsfs's name for the attempts): about 32 s at worst.
+GCS_CONNECT_TIMEOUT_S = 5
+GCS_READ_TIMEOUT_S = 10
+GCS_ATTEMPTS = 2
+
+
+#: Options that are numbers: ``--storage-option read_timeout=30`` reads as the text ``30``.
+_AZURE_NUMBERS = ("connection_timeout", "read_timeout", "timeout", "retry_total", "max_concurrency")
+_GCS_NUMBERS = ("requests_timeout", "retries", "timeout")
+
+
+def _numbers(options: dict[str, Any], keys: Iterable[str]) -> dict[str, Any]:
+    for key in keys:
+        if isinstance(options.get(key), str):
+            options[key] = _number(options[key])
+    return options
+
+
+def with_azure_defaults(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return adlfs storage options with :data:`AZURE_CLIENT_DEFAULTS` under what the operator set
+    (numbers given as text made numbers). Pure."""
+    return _numbers({**AZURE_CLIENT_DEFAULTS, **options}, _AZURE_NUMBERS)
+
+
+def with_gcs_defaults(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Return gcsfs storage options with the bounded timeouts and attempts under what the operator
+    set (``requests_timeout=SECONDS`` is gcsfs's own: a total per request). Pure."""
+    out = dict(options)
+    out.setdefault("retries", GCS_ATTEMPTS)
+    return _numbers(out, _GCS_NUMBERS)

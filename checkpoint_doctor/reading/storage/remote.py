@@ -7,6 +7,8 @@ S3_CONFIG_DEFAULTS`) and creates exclusively with ``PutObject`` ``If-None-Match:
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import posixpath
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -16,6 +18,7 @@ from checkpoint_doctor.model import FileStat, Listing
 from checkpoint_doctor.reading.storage.base import Ownership, RootedPaths
 from checkpoint_doctor.reading.storage.errors import (
     error_code,
+    http_status,
     missing_dependency,
     translate_error,
     translated,
@@ -124,7 +127,7 @@ class FsspecStorage(RootedPaths):
                 return bytes(self.fs.cat_file(self.full_path(rel)))
             try:
                 data = bytes(self.fs.cat_file(self.full_path(rel), start=0, end=max_bytes + 1))
-            except OSError as exc:
+            except Exception as exc:  # s3fs raises an OSError, adlfs the SDK's HttpResponseError
                 if not _empty_object(exc):
                     raise
                 data = b""
@@ -145,7 +148,16 @@ class FsspecStorage(RootedPaths):
         if max_bytes is not None:
             ranged = {"start": 0, "end": max_bytes if head else max_bytes + 1}
         with translated(self.url, "read"):
-            results = self.fs.cat(full, on_error="return", **ranged)
+            if self.protocol == "az":
+                # adlfs's cat reads one blob after another (a sync loop of cat_file): its cat_ranges
+                # is fsspec's, which sends them together (one round trip for a batch, as on S3).
+                starts = [ranged.get("start")] * len(full)
+                ends = [ranged.get("end")] * len(full)
+                results: Any = dict(
+                    zip(full, self.fs.cat_ranges(full, starts, ends, on_error="return"), strict=True)
+                )
+            else:
+                results = self.fs.cat(full, on_error="return", **ranged)
         if not isinstance(results, Mapping):
             results = {full[0]: results}
         by_norm = {k.strip("/"): v for k, v in results.items()}
@@ -185,7 +197,13 @@ class FsspecStorage(RootedPaths):
 
     # ----------------------------------------------------------------------------- changing
     def write_exclusive(
-        self, rel: str, data: bytes, *, like_siblings: bool = False, owner: Any = None
+        self,
+        rel: str,
+        data: bytes,
+        *,
+        like_siblings: bool = False,
+        owner: Any = None,
+        keep_temp: bool = False,
     ) -> None:
         """Create a file that must not exist yet: ``pipe_file(mode="create")`` (an object has no
         owner or mode of its own: ``like_siblings`` and ``owner`` change nothing).
@@ -199,6 +217,10 @@ class FsspecStorage(RootedPaths):
         with translated(self.url_of(rel), "write"):
             self.fs.pipe_file(path, data, mode="create")
             self.fs.invalidate_cache(path)
+
+    def created_from_temp(self, rel: str) -> bool | None:
+        """An object has no inode and its create no temp: who created it cannot be told."""
+        return None
 
     def write(self, rel: str, data: bytes, *, private: bool = False) -> None:
         """Create or replace a file: one PUT (``private``: the bucket's policy decides who reads)."""
@@ -262,9 +284,9 @@ class FsspecStorage(RootedPaths):
 
 
 def _empty_object(exc: BaseException) -> bool:
-    """Whether a ranged read from byte 0 failed only because the object is empty (S3 answers a
-    range on a 0-byte object with 416 InvalidRange)."""
-    return error_code(exc) == "InvalidRange"
+    """Whether a ranged read from byte 0 failed only because the object is empty (S3 and Azure
+    answer a range on a 0-byte object with 416 InvalidRange, GCS with 416)."""
+    return error_code(exc) == "InvalidRange" or http_status(exc) == 416
 
 
 def _mtime_ms(info: Mapping[str, Any]) -> int | None:
@@ -281,7 +303,26 @@ def _mtime_ms(info: Mapping[str, Any]) -> int | None:
     return None
 
 
+#: The MD5 of no bytes, base64 as Azure and GCS give theirs.
+_EMPTY_MD5 = base64.b64encode(hashlib.md5(b"", usedforsecurity=False).digest()).decode("ascii")
+
+
 def _etag(info: Mapping[str, Any]) -> str | None:
+    """Return what tells an object's bytes: on GCS and Azure the content MD5 the service keeps
+    (``md5Hash``; ``content_settings.content_md5``), since their ETag changes with every write of
+    the same bytes (a generation, an opaque version) and a file an undo put back must fit the plan
+    again as on S3, whose ETag of a single PUT is the MD5; else the ETag. Azure keeps no MD5 for a
+    blob written in blocks without one (Hadoop's ABFS driver): its ETag stands, and a plan made
+    before an apply and undo of it no longer fits (refused, never wrongly applied)."""
+    md5 = info.get("md5Hash")
+    settings = info.get("content_settings")  # the SDK's ContentSettings (a DictMixin) or a dict
+    if not md5 and settings is not None and hasattr(settings, "get"):
+        if settings.get("content_md5"):
+            md5 = base64.b64encode(bytes(settings["content_md5"])).decode("ascii")
+        elif not info.get("size"):
+            md5 = _EMPTY_MD5  # Azure keeps none for an empty blob: its bytes are known all the same
+    if md5:
+        return str(md5)
     value = info.get("ETag") or info.get("etag")
     return str(value).strip('"') if value else None
 
