@@ -223,6 +223,18 @@ def q_delta_stateless(spark, job):
     return _noop(delta_source(spark, job).select("id", "key", "text"))
 
 
+@query("delta_two_sources")
+def q_delta_two_sources(spark, job):
+    """Two Delta sources unioned: the table at ``input`` (source 0) and the table ``source2`` beside
+    it (source 1): each has its own line in the offsets, as two tables a job reads together."""
+    second = os.path.join(os.path.dirname(job["input"].rstrip("/")), "source2")
+    first = delta_source(spark, job).select("id", "key", "text")
+    reader = spark.readStream.format("delta")
+    for key, value in (_args(job).get("source_options") or {}).items():
+        reader = reader.option(key, str(value))
+    return _noop(first.union(reader.load(second).select("id", "key", "text")))
+
+
 @query("delta_count", {"spark.sql.streaming.stateStore.providerClass": HDFS_PROVIDER})
 def q_delta_count(spark, job):
     return _noop(delta_source(spark, job).groupBy("key").count(), "update")

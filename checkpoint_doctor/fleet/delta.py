@@ -246,9 +246,18 @@ class DeltaIndex:
         parent = parent_of(path)
         out = list(self._by_dir.get((root, parent), []))
         if parent:
-            out += [
+            itself = [
                 u for u in self._by_dir.get((root, parent_of(parent)), []) if self._tasks[u].path == parent
             ]
+            out += itself
+            name = parent.rpartition("/")[2]
+            if name.startswith("_") and name != DELTA_LOG and not itself:
+                # table/_checkpoints/<name>: the table holding the hidden parent, as diagnose looks
+                # (reading.delta_discovery: Delta and Spark skip '_'-prefixed directories in a table).
+                above = parent_of(parent)
+                out += [
+                    u for u in self._by_dir.get((root, parent_of(above)), []) if self._tasks[u].path == above
+                ]
         return out
 
     def pair(self, root: str, path: str, snapshot: CheckpointSnapshot) -> tuple[DeltaPairing | None, int]:

@@ -8,6 +8,11 @@ rule that keeps the reads bounded however big the disk is:
 
 * one shallow listing of the checkpoint's **parent** (a listing with a delimiter on an object store):
   the parent is a table when it holds ``_delta_log/``;
+* when the parent is not a table but a hidden directory of one (its name starts with ``_``, as the
+  ``table/_checkpoints/<name>`` layout of Delta's and Databricks' docs: Delta and Spark's file index
+  skip ``_``-prefixed directories, so a checkpoint may live inside the table it writes), the
+  **grandparent**'s ``_delta_log/`` is listed too (one listing): a table there is looked at as the
+  parent would be;
 * of its other subdirectories (the checkpoint's **siblings**), the first :data:`SIBLINGS_LOOKED_AT`
   by name (:data:`SIBLINGS_LOOKED_AT_REMOTE` on an object store, where each costs a request; they are
   sent together), except Hive partitions (``key=value``), hidden directories and the logs of a file
@@ -63,11 +68,24 @@ class NearbyTables:
     logs: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
 
-def _looked_at(siblings: int, parent_is_table: bool, more: int) -> str:
+def _looked_at(siblings: int, parent_is_table: bool, more: int, grandparent: str | None = None) -> str:
     words = f"beside the checkpoint: its parent directory and {siblings} sibling director{'y' if siblings == 1 else 'ies'}"
     if more:
         words += f" ({more} more not looked at)"
+    if grandparent is not None:
+        words += f", and the table holding its parent {grandparent}/"
     return words + (", the parent being a table" if parent_is_table else "")
+
+
+def _table_above(store: Storage, storage_options: Mapping[str, Any] | None) -> tuple[Storage, str] | None:
+    """The directory holding ``store`` (the checkpoint's parent) and the parent's name, when the
+    parent is hidden in it (``_checkpoints``: Delta's DeltaTableUtils.isHiddenDirectory and Spark's
+    InMemoryFileIndex skip ``_``-prefixed names, so a table may hold its query's checkpoints).
+    The caller lists its ``_delta_log``; None: the parent is not hidden, or at a root."""
+    name = store.url.rstrip("/").rpartition("/")[2]
+    if not name.startswith("_") or name == LOG_DIR:
+        return None
+    return open_parent(store.url, storage_options)
 
 
 def _sibling_names(store: Storage, own: str) -> tuple[list[str], bool]:
@@ -118,20 +136,37 @@ def nearby_tables(checkpoint_url: str, storage_options: Mapping[str, Any] | None
         return NearbyTables()
     cap = SIBLINGS_LOOKED_AT if store.is_local else SIBLINGS_LOOKED_AT_REMOTE
     looked = siblings[:cap]
-
-    def listed(rel: str) -> tuple[str, list[str] | CheckpointDoctorError | None]:
+    above: tuple[Storage, str] | None = None
+    if not parent_is_table:
         try:
-            return rel, _log_names(store, rel)
+            above = _table_above(store, storage_options)
+        except CheckpointDoctorError:
+            above = None
+
+    Item = tuple[Storage, str]
+
+    def url_of(item: Item) -> str:
+        where, rel = item
+        return where.url_of(rel) if rel else where.url
+
+    def listed(item: Item) -> tuple[Item, list[str] | CheckpointDoctorError | None]:
+        try:
+            return item, _log_names(*item)
         except CheckpointDoctorError as exc:
-            return rel, exc
+            return item, exc
 
-    found = _map(store, listed, ([""] if parent_is_table else []) + looked)
-    every = [(rel, names) for rel, names in found if names is not None]
+    items: list[Item] = [(store, "")] if parent_is_table else []
+    if above is not None:
+        items.append((above[0], ""))
+    found = _map(store, listed, items + [(store, rel) for rel in looked])
+    every = [(item, names) for item, names in found if names is not None]
     logs = every[:TABLES_READ]
+    # The grandparent is named in the words only when it is a table (its listing found a log).
+    above_is_table = above is not None and any(item == (above[0], "") for item, _ in every)
 
-    def read(item: tuple[str, list[str] | CheckpointDoctorError]) -> DeltaTable | tuple[str, str]:
-        rel, names = item
-        url = store.url_of(rel) if rel else store.url
+    def read(entry: tuple[Item, list[str] | CheckpointDoctorError]) -> DeltaTable | tuple[str, str]:
+        item, names = entry
+        url = url_of(item)
         if isinstance(names, CheckpointDoctorError):
             return url, _why(names)
         try:
@@ -146,15 +181,16 @@ def nearby_tables(checkpoint_url: str, storage_options: Mapping[str, Any] | None
             tables.append(got)
         else:
             unread.append(got)
-    logs_listed = tuple(
-        (store.url_of(rel) if rel else store.url, tuple(names))
-        for rel, names in logs
-        if isinstance(names, list)
-    )
+    logs_listed = tuple((url_of(item), tuple(names)) for item, names in logs if isinstance(names, list))
     return NearbyTables(
         tuple(tables),
         tuple(unread),
-        _looked_at(len(looked), parent_is_table, len(siblings) - len(looked))
+        _looked_at(
+            len(looked),
+            parent_is_table,
+            len(siblings) - len(looked),
+            above[1] if above is not None and above_is_table else None,
+        )
         + (
             f"; the first {TABLES_READ} tables found read, {len(every) - TABLES_READ} more not"
             if len(every) > TABLES_READ

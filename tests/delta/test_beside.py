@@ -307,3 +307,92 @@ def test_a_delta_sink_is_not_judged_on_a_line_without_delta(tmp_path: Path) -> N
     assert {spark for spark, _ in finding.cells} == {"4.2"}
     (cell,) = [c for c in got.cells if c.cell.spark == "4.3"]
     assert cell.delta_not_judged and "CD407" not in cell.diagnosis.codes
+
+
+def _nested(tmp_path: Path, line: str, layout: str) -> Path:
+    """delta-sink-rolled-back as real Spark wrote it, the checkpoint moved inside its sink table
+    (``table/_checkpoints/<name>`` or ``table/_checkpoint``): nothing in either records the other's
+    path (the sink's txn names the query id), so the move changes no byte Spark reads."""
+    scen = FIXTURES / f"spark-{line}" / "delta-sink-rolled-back"
+    table = tmp_path / "orders"
+    shutil.copytree(scen / "sink", table)
+    shutil.copytree(scen / "checkpoint", table / layout)
+    return table
+
+
+@pytest.mark.parametrize("line", ["3.5.9", "4.0.5", "4.1.4", "4.2.1"])
+@pytest.mark.parametrize("layout", ["_checkpoints/q1", "_checkpoint"])
+def test_a_rolled_back_checkpoint_inside_its_sink_table_is_paired_by_diagnose_and_plan(
+    line: str, layout: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 33 item 5: ``table/_checkpoints/<name>`` (Delta's documented layout) read healthy: only
+    the checkpoint's parent and siblings were looked at. The table holding the ``_checkpoints``
+    directory now pairs by txn appId, so the rollback's skipped batches (CD407) show in diagnose and
+    plan, with no flag, as the audit already showed them."""
+    table = _nested(tmp_path, line, layout)
+    ckpt = table / layout
+    got = cd.diagnose(str(ckpt), spark=[line], live_window_s=0).to_dict()
+    assert [(p["role"], p["how"], p["table"]) for p in got["delta_pairing"]["pairs"]] == [
+        ("sink", "txn-app-id", str(table))
+    ]
+    cd407 = [f for f in got["findings"] if f["code"] == "CD407"]
+    assert len(cd407) == 1 and "runs batch ids 1..2 again" in cd407[0]["message"]
+    code, out = run_cli_json(capsys, "diagnose", str(ckpt), "--spark", line, "--live-window", "0")
+    assert code == 1 and "CD407" in {f["code"] for f in out["findings"]}  # warnings
+    # The audit pairs the same table (every table under its roots, indexed by txn appId).
+    audit = cd.audit(str(tmp_path), live_window_s=0).to_json()
+    (record,) = [r for r in audit["records"] if r["kind"] == "checkpoint"]
+    assert [p["table"] for p in record["delta"]["pairs"]] == [str(table)]
+    assert "CD407" in record["codes"]
+    plan_path = tmp_path / "plan.json"
+    code_plan = main(
+        ["plan", str(ckpt), "--spark", line, "--live-window", "0", "--accept-data-loss", "-o", str(plan_path)]
+    )
+    text = capsys.readouterr().out
+    assert code_plan == 0, text
+    plan = json.loads(plan_path.read_text(encoding="utf-8"))
+    assert plan["strategy"] == "delta-sink-txn", plan["strategy"]
+    assert f"Delta sink ({table})" in " ".join(text.split())
+    code_apply = main(["apply", str(plan_path), "--yes"])
+    text = capsys.readouterr().out
+    assert code_apply == 0 and "STARTS new batch 3" in text, text
+    after = cd.diagnose(str(ckpt), spark=[line], live_window_s=0).to_dict()
+    assert "CD407" not in {f["code"] for f in after["findings"]}
+    assert [p["table"] for p in after["delta_pairing"]["pairs"]] == [str(table)]
+
+
+def run_cli_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict]:
+    code = main([*args, "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    return code, doc.get("result", doc)
+
+
+def test_a_checkpoint_in_a_visible_directory_of_a_table_is_not_looked_above(tmp_path: Path) -> None:
+    """Only a hidden parent (``_``-prefixed, skipped by Delta's VACUUM and Spark's file index) makes
+    the table above it a neighbour: ``table/checkpoints/q1`` is data to VACUUM, and the rule stays
+    one listing more, not a walk up the tree."""
+    table = _nested(tmp_path, "4.2.1", "checkpoints/q1")
+    found = nearby_tables(str(table / "checkpoints" / "q1"))
+    assert found.tables == () and "table holding its parent" not in found.looked_at
+    found = nearby_tables(str(_nested(tmp_path / "n", "4.2.1", "_checkpoints/q1") / "_checkpoints" / "q1"))
+    assert [t.url for t in found.tables] == [str(tmp_path / "n" / "orders")]
+    assert found.looked_at.endswith("and the table holding its parent _checkpoints/")
+
+
+def test_diagnose_and_the_audit_agree_on_a_source_table_holding_its_checkpoint(tmp_path: Path) -> None:
+    """A recreated source (nothing in its log names the old id) pairs with the only table beside:
+    the table holding ``_checkpoints/`` is that table for diagnose and, alike, for the audit (which
+    said nothing: it looked at the parent and its siblings only)."""
+    scen = FIXTURES / "spark-4.2.1" / "delta-source-stateless-recreated"
+    table = tmp_path / "job" / "orders"
+    shutil.copytree(scen / "source", table)
+    shutil.copytree(scen / "checkpoint", table / "_checkpoints" / "q1")
+    got = cd.diagnose(str(table / "_checkpoints" / "q1"), spark=["4.2.1"], live_window_s=0).to_dict()
+    assert [(p["how"], p["table"]) for p in got["delta_pairing"]["pairs"]] == [
+        ("only-table-beside", str(table))
+    ]
+    assert "CD208" in {f["code"] for f in got["findings"]}
+    audit = cd.audit(str(tmp_path), live_window_s=0).to_json()
+    (record,) = [r for r in audit["records"] if r["kind"] == "checkpoint"]
+    assert [(p["how"], p["table"]) for p in record["delta"]["pairs"]] == [("only-table-beside", str(table))]
+    assert "CD208" in record["codes"] and record["restart"]["outcome"] == "fails"

@@ -3,7 +3,8 @@
 A table is this query's sink when its ``txn`` actions hold the checkpoint's query id as appId
 (DeltaSink commits each batch as appId = query id, version = batch id). What the restart's first
 batch does there is :func:`checkpoint_doctor.diagnosis.sinks.delta.predict`: batch ids at or below
-the table's txn version are skipped SILENTLY (CD407). A named table that no source pairs with and
+the table's txn version are skipped SILENTLY (CD407), but for a batch re-run with its own offsets
+after its commit was lost: the table holds that batch already, nothing is lost. A named table that no source pairs with and
 whose txns name only other queries is a sink this query id has never written: every batch it runs
 is written again (CD408). Which tables are judged is the pairing's
 (:attr:`~checkpoint_doctor.diagnosis.delta_pairing.DeltaPairing.sink_tables`): a table found, not
@@ -35,14 +36,20 @@ def check_delta_sink(ctx: Context, prediction: RestartPrediction) -> Iterator[Fi
         return  # a line with no Delta Lake release (4.3) writes no Delta sink: the note says so
     for table in pairing.sink_tables:
         restart = predict(query_id, prediction.next_batch_id, table)
-        if restart.skipped:
+        lost = restart.skipped
+        if prediction.rerun and lost and lost[0] == prediction.next_batch_id:
+            # A batch re-run after its commit was lost (MicroBatchExecution re-runs offsets/N with the
+            # offsets it was planned with): the txn at or above N says DeltaSink committed batch N, so
+            # skipping it again loses nothing; only the ids planned anew after it are at stake.
+            lost = lost[1:]
+        if lost:
             yield Finding(
                 Code.DELTA_SINK_SKIPS_BATCHES,
                 f"The Delta sink table {table.url} already holds batches up to {restart.txn_version} of query "
-                f"{query_id} (txn): the restart runs batch ids {_ranges(restart.skipped)} again and the sink "
+                f"{query_id} (txn): the restart runs batch ids {_ranges(lost)} again and the sink "
                 f"skips them without an error (DeltaSink 'Skipping already complete epoch'), whatever the "
-                f"source reads for them now; {len(restart.skipped)} batch(es) are not written.",
-                batch_ids=id_range(restart.skipped[0], restart.skipped[-1]),
+                f"source reads for them now; {len(lost)} batch(es) are not written.",
+                batch_ids=id_range(lost[0], lost[-1]),
                 details=(("table", table.url), ("txn_version", restart.txn_version), ("query_id", query_id)),
             )
         elif restart.txn_version is None and restart.other_queries:

@@ -51,7 +51,20 @@ def pairing_of(
         return pairing
     if tables is None:
         return None
-    return pair_tables(delta_sources(sources), query_id, [Candidate(t, named=True) for t in tables])
+    # A table read with its commits shows the ids it had before (CREATE OR REPLACE keeps the log), as
+    # the edge's pairing sees them (loading_delta.pair_beside): so a replaced source pairs by its old
+    # id here too, whatever else is named. Without it ``apply``, which re-plans from the tables the
+    # plan holds only (its delta_table preconditions), paired a replaced table only when it was the
+    # one Delta source ("only named"), and refused its own plan of two sources (issue 33 item 7).
+    candidates = [
+        Candidate(
+            t,
+            named=True,
+            former_ids=frozenset({c.table_id for c in t.commits if c.table_id} - {t.table_id}),
+        )
+        for t in tables
+    ]
+    return pair_tables(delta_sources(sources), query_id, candidates)
 
 
 def context_pairing(ctx: Context) -> DeltaPairing | None:

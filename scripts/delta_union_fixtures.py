@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""Delta fixtures with two Delta sources in one query, written and restarted by real Spark + delta-spark.
+
+    CHECKPOINT_DOCTOR_SPARK_LOCK=/tmp/checkpoint-doctor-spark.lock python scripts/delta_union_fixtures.py 4.2.1
+    python scripts/delta_union_fixtures.py --repair-only 4.2.1   # the repairs again, fixtures kept
+
+Layout: ``fixtures/delta-union/spark-<v>/<name>/{checkpoint, source, source2, scenario.json}``: the
+query (sparklab ``delta_two_sources``) unions the Delta table ``source`` (source 0) with ``source2``
+(source 1) into noop. Kept apart from ``fixtures/delta/`` (whose layout has one source table and
+whose per-line counts other tests pin). Scenarios:
+
+* ``delta-two-sources``: both tables read by two Trigger.Once runs (source v1..v2 then v3; source2 v1
+  then v2), then a commit on each that no batch has read;
+* ``delta-two-sources-replaced``: the same, then ``source2`` replaced in place with CREATE OR REPLACE
+  TABLE ... AS SELECT (a new table id, the log kept): the restart is refused
+  (``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``) and the plan re-points source 1 only
+  (issue 33 item 7: apply refused the tool's own plan of this checkpoint).
+
+Each is restarted once (default options) in a copy; what Spark did is recorded under ``restarts``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import delta_fixtures as df
+import generate_fixtures as gf
+import jars
+
+UNION_FIXTURES = gf.FIXTURES / "delta-union"
+QUERY = gf._q("delta_two_sources", sink="noop")
+PARTS = ("checkpoint", "source", "source2")
+BASE = "delta-two-sources"
+BASE_DESCRIPTION = (
+    "Delta tables 'source' (source 0) and 'source2' (source 1) (id, key, text; checkpointInterval 2) "
+    "unioned -> noop; source v0 create, v1 ids 0..4, v2 ids 5..9; source2 v0 create, v1 ids 50..54; "
+    "run 0 (Trigger.Once) reads them, then source v3 ids 10..14 and source2 v2 ids 55..59, run 1 reads "
+    "those; then source v4 ids 15..19 and source2 v3 ids 60..64 that no batch has read."
+)
+DAMAGE = {
+    "replaced": {
+        "description": "source2 replaced in place with CREATE OR REPLACE TABLE ... AS SELECT (ids 100..102)",
+        "steps": lambda s2: [
+            {
+                "sql": f"CREATE OR REPLACE TABLE {df._t(s2)} USING delta "
+                f"TBLPROPERTIES ('delta.checkpointInterval' = '{df.CHECKPOINT_INTERVAL}') AS SELECT "
+                "/*+ COALESCE(1) */ id, CAST(id % 3 AS INT) AS key, concat('r', CAST(id AS STRING)) AS text "
+                "FROM range(100, 103)"
+            }
+        ],
+    },
+}
+
+
+def _world(name: str, root: Path, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    job = df._world(name, root, steps)
+    job["describe_tables"] = [str(root / "source"), str(root / "source2")]
+    return job
+
+
+def _job(name: str, root: Path, op: str) -> dict[str, Any]:
+    job = df._job(name, QUERY, root, op, {})
+    job["describe_tables"] = [str(root / "source"), str(root / "source2")]
+    return job
+
+
+def _install(src: Path, dest: Path) -> None:
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    for sub in PARTS:
+        if (src / sub).exists():
+            shutil.copytree(src / sub, dest / sub)
+
+
+def _tables(result: dict[str, Any], root: Path) -> dict[str, Any]:
+    out = {}
+    for k, v in (result.get("tables") or {}).items():
+        name = Path(k.replace("<input>", str(root / "source"))).name
+        out[name] = v
+    return out
+
+
+def write_line(version: str) -> None:
+    if jars.delta_release(version) is None:
+        gf.log(f"== delta-union {version}: skipped, {jars.DELTA_NOTE.get(version, 'no delta-spark release')}")
+        return
+    work = gf.SCRATCH / "delta-union" / f"spark-{version}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = df._spark_env(version)
+    base = work / BASE
+    s, s2 = str(base / "source"), str(base / "source2")
+    jobs = [
+        _world(
+            f"union/{version}/world0",
+            base,
+            [
+                df._create(s),
+                df._insert(s, 0, 5),
+                df._insert(s, 5, 10),
+                df._create(s2),
+                df._insert(s2, 50, 55),
+            ],
+        ),
+        _job(f"union/{version}/run0", base, "run"),
+        _world(f"union/{version}/world1", base, [df._insert(s, 10, 15), df._insert(s2, 55, 60)]),
+        _job(f"union/{version}/run1", base, "run"),
+        _world(f"union/{version}/world2", base, [df._insert(s, 15, 20), df._insert(s2, 60, 65)]),
+    ]
+    for damage, spec in DAMAGE.items():
+        root = work / "damaged" / f"{BASE}-{damage}"
+        steps: list[dict[str, Any]] = [{"copy": [str(base / sub), str(root / sub)]} for sub in PARTS]
+        jobs.append(
+            _world(f"union/{version}/{BASE}-{damage}", root, steps + spec["steps"](str(root / "source2")))
+        )
+    results = gf.run_sparklab(version, jobs, "delta-union-world", env)
+    by_id = {r["id"]: r for r in results}
+    problems = [f"{r['id']}: {r['error']['message'].splitlines()[0]}" for r in results if r.get("error")]
+    release = jars.delta_release(version)
+    assert release is not None
+    run1 = by_id[f"union/{version}/run1"]
+    scenarios = [(BASE, "", base, by_id[f"union/{version}/world2"])] + [
+        (
+            f"{BASE}-{d}",
+            spec["description"],
+            work / "damaged" / f"{BASE}-{d}",
+            by_id[f"union/{version}/{BASE}-{d}"],
+        )
+        for d, spec in DAMAGE.items()
+    ]
+    restart_jobs, files = [], []
+    for name, damage, root, world in scenarios:
+        dest = UNION_FIXTURES / f"spark-{version}" / name
+        _install(root, dest)
+        fp = df.fingerprint(dest)
+        scenario = {
+            "schema_version": gf.SCHEMA_VERSION,
+            "name": name,
+            "spark_version": version,
+            "kind": "damaged" if damage else "base",
+            "base": BASE if damage else None,
+            "description": BASE_DESCRIPTION + (f" Damage: {damage}." if damage else ""),
+            "query": QUERY,
+            "written_with": {"trigger": "once", "delta_spark": f"io.delta:{release[0]}:{release[1]}"},
+            "query_id": run1.get("query_id"),
+            "tables": _tables(world, root),
+            "facts": gf.compute_facts(dest, QUERY),
+            "fingerprint": fp,
+            "restarts": [
+                {
+                    "spark": version,
+                    "mode": "micro-batch",
+                    "query": QUERY["name"],
+                    "source_options": {},
+                    "fingerprint": fp,
+                    "result": None,
+                }
+            ],
+        }
+        if problems:
+            scenario["generation_problems"] = problems
+        gf.write_json(dest / "scenario.json", scenario)
+        tmp = work / "oracle" / name
+        _install(dest, tmp)
+        restart_jobs.append(_job(f"delta-union/{version}/{name}#default", tmp, "restart"))
+        files.append((dest / "scenario.json", tmp))
+    for (sfile, tmp), result in zip(
+        files, gf.run_sparklab(version, restart_jobs, "delta-union-oracle", env), strict=True
+    ):
+        data = gf.load_json(sfile)
+        result["tables"] = _tables(result, tmp)
+        data["restarts"][0]["result"] = result
+        gf.write_json(sfile, data)
+        err = result.get("error")
+        gf.log(
+            f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
+            f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
+        )
+    _record_repair(version, work, env)
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _record_repair(version: str, work: Path, env: dict[str, str]) -> None:
+    """Plan (``--accept-data-loss``: the plan skips and re-reads rows) and apply the tool's repair of
+    each refused scenario on a copy, restart the copy with real Spark, record it under ``repair``:
+    the plan's strategy and consequences and what Spark did (tests/delta/test_union_repairs.py
+    replays it: batch and rows read per source as the plan says)."""
+    import subprocess
+
+    for sfile in sorted((UNION_FIXTURES / f"spark-{version}").glob("*/scenario.json")):
+        data = gf.load_json(sfile)
+        if data["restarts"][0]["result"].get("error") is None:
+            continue
+        tmp = work / "repaired" / data["name"]
+        _install(sfile.parent, tmp)
+        plan_file = work / "repaired" / f"{data['name']}.plan.json"
+        py = [sys.executable, "-m", "checkpoint_doctor"]
+        run_env = {**os.environ, "PYTHONPATH": str(gf.REPO)}
+        for argv in (
+            [
+                *py,
+                "plan",
+                str(tmp / "checkpoint"),
+                "--live-window",
+                "0",
+                "--accept-data-loss",
+                "-o",
+                str(plan_file),
+            ],
+            [*py, "apply", str(plan_file), "--yes"],
+        ):
+            proc = subprocess.run(argv, capture_output=True, text=True, env=run_env, cwd=str(gf.REPO))
+            if proc.returncode != 0:
+                raise RuntimeError(
+                    f"{' '.join(argv)} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
+                )
+        plan = gf.load_json(plan_file)
+        (result,) = gf.run_sparklab(
+            version,
+            [_job(f"delta-union/{version}/{data['name']}#repaired", tmp, "restart")],
+            "delta-union-repair",
+            env,
+        )
+        result["tables"] = _tables(result, tmp)
+        data["repair"] = {
+            "strategy": plan["strategy"],
+            "expected": plan["expected"],
+            "result": result,
+        }
+        gf.write_json(sfile, data)
+        err = result.get("error")
+        gf.log(
+            f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
+            f" rows={[[s['numInputRows'] for s in b['sources']] for b in result['batches']]}"
+            f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
+        )
+
+
+if __name__ == "__main__":  # pragma: no cover - a fixture script
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    # ``--repair-only 4.2.1``: record the repairs of the fixtures already written (a tool change).
+    repair_only = "--repair-only" in sys.argv
+    for v in [a for a in sys.argv[1:] if a != "--repair-only"] or list(df.gf.VERSIONS):
+        if not repair_only:
+            write_line(v)
+        elif jars.delta_release(v) is not None:
+            scratch = gf.SCRATCH / "delta-union" / f"repair-{v}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            _record_repair(v, scratch, df._spark_env(v))
+            shutil.rmtree(scratch, ignore_errors=True)
