@@ -58,6 +58,31 @@ MAX_FILE_BYTES = 64 * 2**20
 NEWEST_FEW = 3
 UNREADABLE = "unreadable"
 
+
+class FileHead(bytes):
+    """The first line of a log file far larger than any real log, whose first line is not a version
+    line (``v<N>``): all that was read of it (see ``reading.pipeline.judge_head``).
+
+    Spark fails on such a file at its first line (``HDFSMetadataLog.validateVersion``, called by
+    ``OffsetSeqLog.deserialize``, ``CommitLog.deserialize`` and ``CompactibleFileStreamLog.deserialize``
+    before any other line is read), so the first line is the whole verdict: the file is parsed from
+    it, and the rest (a sparse, NUL-filled 63 MB file: issue 31) is never held. ``size`` is the file's
+    listed size. It is bytes, so the snapshot keeps it in ``raw``; a repair must not rewrite the file
+    from it (it is not the file's content).
+    """
+
+    size: int
+
+    def __new__(cls, data: bytes, size: int) -> FileHead:
+        head = super().__new__(cls, data)
+        head.size = size
+        return head
+
+    def __reduce__(self) -> tuple[type[FileHead], tuple[bytes, int]]:
+        # An audit's workers send snapshots between processes: keep the type and the size.
+        return (FileHead, (bytes(self), self.size))
+
+
 Content = bytes | StorageError
 
 
