@@ -60,15 +60,16 @@ UNREADABLE = "unreadable"
 
 
 class FileHead(bytes):
-    """The first line of a log file far larger than any real log, whose first line is not a version
-    line (``v<N>``): all that was read of it (see ``reading.pipeline.judge_head``).
+    """What is kept of a log file far larger than any real log: the part its verdict depends on,
+    not its content (issue 31: 40 sparse, NUL-filled 63 MB files).
 
-    Spark fails on such a file at its first line (``HDFSMetadataLog.validateVersion``, called by
-    ``OffsetSeqLog.deserialize``, ``CommitLog.deserialize`` and ``CompactibleFileStreamLog.deserialize``
-    before any other line is read), so the first line is the whole verdict: the file is parsed from
-    it, and the rest (a sparse, NUL-filled 63 MB file: issue 31) is never held. ``size`` is the file's
-    listed size. It is bytes, so the snapshot keeps it in ``raw``; a repair must not rewrite the file
-    from it (it is not the file's content).
+    Either its first line, when that is no version line (``v<N>``; ``reading.pipeline.judge_head``):
+    Spark fails there (``HDFSMetadataLog.validateVersion``, called by ``OffsetSeqLog.deserialize``,
+    ``CommitLog.deserialize`` and ``CompactibleFileStreamLog.deserialize`` before any other line is
+    read), and the rest is never read. Or the file without most of the run of NULs it ends in
+    (``reading.pipeline.abridge_nuls``). ``size`` is the file's listed size. It is bytes, so the
+    snapshot keeps it in ``raw`` and parses it; a repair must never write or hash it as the file's
+    content (:func:`whole_content`).
     """
 
     size: int
@@ -84,6 +85,13 @@ class FileHead(bytes):
 
 
 Content = bytes | StorageError
+
+
+def whole_content(raw: Mapping[str, bytes], path: str) -> bytes | None:
+    """Return the bytes read of ``path`` when they are the whole file, else None (not read, or a
+    :class:`FileHead`): what a repair may copy, rewrite or hash."""
+    data = raw.get(path)
+    return None if isinstance(data, FileHead) else data
 
 
 @frozen

@@ -47,9 +47,12 @@ def _limited(args: list[str]) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _sparse_query(tmp_path: Path, count: int = 40) -> tuple[Path, Path]:
-    """A copy of the query whose ``count`` newest log files are emptied and grown to 63 MB of NULs
-    (``truncate -s 0; truncate -s 63M``: sparse, no disk used), their checksums gone with them."""
+def _sparse_query(
+    tmp_path: Path, count: int = 40, *, empty: bool = True, size: int = SIZE
+) -> tuple[Path, Path]:
+    """A copy of the query whose ``count`` newest log files are grown to 63 MB of NULs, emptied
+    first when ``empty`` (``truncate -s 0; truncate -s 63M``: sparse, no disk used), their checksums
+    gone with them."""
     shutil.copytree(QUERY / "checkpoint", tmp_path / "checkpoint")
     shutil.copytree(QUERY / "sink", tmp_path / "sink")
     logs = [
@@ -65,8 +68,9 @@ def _sparse_query(tmp_path: Path, count: int = 40) -> tuple[Path, Path]:
     assert len(files) >= count
     for f in files[:count]:
         with f.open("r+b") as out:
-            out.truncate(0)
-            out.truncate(SIZE)
+            if empty:
+                out.truncate(0)
+            out.truncate(size)
         crc = f.with_name(f".{f.name}.crc")
         if crc.exists():
             crc.unlink()
@@ -99,6 +103,43 @@ def test_forty_sparse_nul_filled_logs_are_judged_in_bounded_memory_as_spark_fail
         codes = {f["code"]: f for f in result["findings"]}
         assert codes["CD003"]["paths"] == ["offsets/11"]
         assert codes["CD004"]["details"] == {"kind": "malformed-header", "size": SIZE, "committed": True}
+
+
+def _verdict(run: subprocess.CompletedProcess[str], root: Path) -> str:
+    """The JSON result without what names the copy (its path) or quotes a source offset's text."""
+    assert run.returncode < 8, run.stderr[-2000:]
+    result = json.loads(run.stdout)["result"]
+    text = json.dumps(result, sort_keys=True).replace(str(root), "<root>")
+    return "\n".join(line for line in text.split(", ") if '"raw": ' not in line)
+
+
+def test_forty_logs_padded_with_nuls_are_read_in_bounded_memory_and_judged_as_unpadded(
+    tmp_path: Path,
+) -> None:
+    """Valid files grown sparse to 63 MB (``truncate -s 63M``): Spark reads each whole and parses
+    what it needs, the NULs after the last JSON value ignored by Jackson (main: 1.6 GB for diagnose,
+    3.9 GB with --deep; the tool now keeps 64 NULs of each run)."""
+    checkpoint, sink = _sparse_query(tmp_path / "padded", empty=False)
+    # The same files padded by a few hundred NULs only: read whole, as main read every file.
+    few = _sparse_query(tmp_path / "plain", empty=False, size=8 * 2**10)
+    # Without --deep (which reads every file: the same path, 4 times the seconds on a loaded box).
+    for deep in ([],):
+        args = ["diagnose", "--format", "json", "--live-window", "0", *deep]
+        padded = _limited([*args, str(checkpoint), "--sink-path", str(sink)])
+        plain = _limited([*args, str(few[0]), "--sink-path", str(few[1])])
+        assert padded.returncode == plain.returncode
+        assert _verdict(padded, tmp_path / "padded") == _verdict(plain, tmp_path / "plain")
+
+
+def test_a_repair_never_takes_an_abridged_file_for_its_content() -> None:
+    from checkpoint_doctor.reading.pipeline import abridge_nuls
+    from checkpoint_doctor.reading.snapshot import whole_content
+
+    short = abridge_nuls(b"v1\n{}" + b"\x00" * 10, 16)
+    assert type(short) is bytes and whole_content({"offsets/1": short}, "offsets/1") == short
+    cut = abridge_nuls(b"v1\n{}" + b"\x00" * 1000, 1005)
+    assert isinstance(cut, FileHead) and cut == b"v1\n{}" + b"\x00" * 64 and cut.size == 1005
+    assert whole_content({"offsets/1": cut}, "offsets/1") is None
 
 
 def test_a_large_log_is_read_whole_when_its_first_line_may_be_valid() -> None:

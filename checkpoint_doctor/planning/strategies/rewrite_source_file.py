@@ -30,7 +30,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
             unavailable(
                 FAMILY,
                 finding.code,
-                f"{path} is {raw.size} bytes, far larger than any source log; only its first line was "
+                f"{path} is {raw.size} bytes, far larger than any source log; only part of it was "
                 "read, so it is not rewritten (move it aside, or restore it from a backup)",
             )
         ]
