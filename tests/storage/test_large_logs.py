@@ -186,3 +186,18 @@ def test_large_files_read_whole_are_held_a_batch_at_a_time(tmp_path: Path, monke
     got = pipeline._read_whole(store, [f"f{i}" for i in range(6)], sizes)
     assert calls == [["f0", "f1"], ["f2", "f3"], ["f4", "f5"]]
     assert sorted(got) == [f"f{i}" for i in range(6)]
+
+
+def test_an_audits_workers_hold_their_reads_in_one_budget(tmp_path: Path) -> None:
+    """Four checkpoints, each with 12 log files padded to 63 MB, audited by four workers: main held
+    every file of every checkpoint at once (2.7 GB resident); the workers now share the budget."""
+    for i in range(4):
+        query = tmp_path / f"query-{i}"
+        query.mkdir()
+        _sparse_query(query, 12, empty=False)
+    run = _limited(["audit", str(tmp_path), "--jobs", "4", "--format", "jsonl", "--live-window", "0"])
+    assert run.returncode == 0, run.stderr[-2000:]
+    records = [json.loads(line) for line in run.stdout.splitlines()]
+    checkpoints = sorted(r["path"] for r in records if r["kind"] == "checkpoint")
+    assert checkpoints == [f"query-{i}/checkpoint" for i in range(4)]
+    assert {r["verdict"] for r in records if r["kind"] == "checkpoint"} == {"ok"}
