@@ -20,7 +20,7 @@ from checkpoint_doctor.errors import (
     NotACheckpointError,
 )
 from checkpoint_doctor.model import Listing
-from checkpoint_doctor.parsing.text import MALFORMED_HEADER, parse_version_line
+from checkpoint_doctor.parsing.text import MALFORMED_HEADER, java_trim, parse_version_line
 from checkpoint_doctor.reading.assembly import assemble_snapshot
 from checkpoint_doctor.reading.budget import BUDGET
 from checkpoint_doctor.reading.layout import (
@@ -116,8 +116,12 @@ LOG_HEAD_BYTES = 64 * 2**10
 #: Bytes of whole files read in one request (one ``read_many``), held in the process's budget.
 BATCH_BYTES = 32 * 2**20
 # The logs whose files begin with a version line Spark validates before reading on: offsets/,
-# commits/, a file source's sources/<n>/ and a file sink's _spark_metadata/ (read from its own store).
-_VERSIONED_LOG = re.compile(r"(?:(?:offsets|commits)/|sources/\d+/)?\d+(?:\.compact)?")
+# commits/ and a file sink's _spark_metadata/ (read from its own store). Not sources/<n>/: its
+# first file may be a Kafka source's initial offsets, whose first byte Spark skips
+# (KafkaSourceInitialOffsetWriter.deserialize), so its first line is not the whole verdict.
+_VERSIONED_LOG = re.compile(r"(?:(?:offsets|commits)/)?\d+(?:\.compact)?")
+# The logs whose large files are read alone and abridged (abridge_nuls): those, and sources/<n>/.
+_LOG = re.compile(r"(?:(?:offsets|commits)/|sources/\d+/)?\d+(?:\.compact)?")
 
 
 def _read_whole(store: Storage, paths: Sequence[str], sizes: Mapping[str, int]) -> dict[str, Content]:
@@ -144,17 +148,19 @@ def _read_whole(store: Storage, paths: Sequence[str], sizes: Mapping[str, int]) 
 
 
 def _judge_large_logs(store: Storage, paths: Sequence[str], sizes: Mapping[str, int]) -> dict[str, Content]:
-    """Read the heads of the log files among ``paths`` listed over :data:`LARGE_LOG_BYTES`, and return
-    a :class:`FileHead` for each whose first line Spark fails on (the others are read whole)."""
-    large = [p for p in paths if sizes.get(p, 0) > LARGE_LOG_BYTES and _VERSIONED_LOG.fullmatch(p)]
+    """Read the log files among ``paths`` listed over :data:`LARGE_LOG_BYTES`: the head of each whose
+    first line is the verdict (a :class:`FileHead` when Spark fails on it), the others whole, one at
+    a time, abridged (:func:`abridge_nuls`)."""
+    large = [p for p in paths if sizes.get(p, 0) > LARGE_LOG_BYTES and _LOG.fullmatch(p)]
     if not large:
         return {}
     judged: dict[str, Content] = {}
-    whole: list[str] = []
-    with BUDGET.hold(len(large) * LOG_HEAD_BYTES):
-        for path, head in store.read_heads(large, LOG_HEAD_BYTES).items():
+    whole = [p for p in large if not _VERSIONED_LOG.fullmatch(p)]
+    versioned = [p for p in large if _VERSIONED_LOG.fullmatch(p)]
+    with BUDGET.hold(len(versioned) * LOG_HEAD_BYTES):
+        for path, head in store.read_heads(versioned, LOG_HEAD_BYTES).items():
             if isinstance(head, bytes):
-                line = judge_head(head)
+                line = judge_head(head, trims=path.startswith("commits/"))
                 if line is not None:
                     judged[path] = FileHead(line, sizes[path])
                     continue
@@ -189,15 +195,22 @@ def abridge_nuls(data: bytes, size: int) -> bytes:
     return FileHead(data[: end + KEPT_NULS], size)
 
 
-def judge_head(head: bytes) -> bytes | None:
-    """Return the first line of ``head`` (its bytes, cut at a whole character) when it shows that
-    the file's first line is not a version line ``v<N>``, whatever follows the head; else None.
+#: What ``String.trim()`` strips (every character <= U+0020).
+_JAVA_BLANKS = "".join(map(chr, range(0x21)))
+
+
+def judge_head(head: bytes, *, trims: bool = False) -> bytes | None:
+    """Return the first line of ``head`` (its bytes with the character that ends it, or cut at a
+    whole character) when it shows that the file's first line is not a version line ``v<N>``,
+    whatever follows the head; else None. ``trims``: the log trims the line first (``CommitLog``:
+    ``validateVersion(lines.next().trim, ...)``; ``OffsetSeqLog`` and the sink log do not).
 
     Spark reads the first line and fails on it in ``HDFSMetadataLog.validateVersion`` (``v`` then
     ``Integer.parseInt``): a line that does not start with ``v``, or holds an ASCII character that is
     no digit where the number must be, fails however long it is. A line that could still be valid
-    (``v`` then digits up to the head's end, Java reads ``v0...01`` as 1), or one that is not UTF-8
-    (Spark's decoder fails on it, not the version check), is left to the whole read.
+    (``v`` then digits up to the head's end, Java reads ``v0...01`` as 1; for a log that trims, only
+    blanks and control characters up to the head's end), or one that is not UTF-8 (Spark's decoder
+    fails on it, not the version check), is left to the whole read.
     """
     ends = [i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0]
     complete = bool(ends)
@@ -209,12 +222,18 @@ def judge_head(head: bytes) -> bytes | None:
             return None
         line = line[: exc.start]  # the head cut a character: keep the whole ones before it
         text = line.decode("utf-8")
+    if trims:
+        text = java_trim(text) if complete else text.lstrip(_JAVA_BLANKS)
     if complete:
         try:
             parse_version_line(text, max_version=2**31 - 1, path="")
         except CheckpointParseError as exc:
-            return line if exc.kind == MALFORMED_HEADER else None
+            # With its line end: an empty first line is a line ("Log file was malformed"), not
+            # an empty file ("Incomplete log file").
+            return head[: min(ends) + 1] if exc.kind == MALFORMED_HEADER else None
         return None
+    if not text:
+        return None  # blanks to the head's end: the trimmed line may still be v<N>
     if text[:1] != "v":
         return line
     number = text[1:]

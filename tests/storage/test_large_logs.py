@@ -152,7 +152,14 @@ def test_a_large_log_is_read_whole_when_its_first_line_may_be_valid() -> None:
     # Not a version line, however long the line is: its head is the verdict.
     assert judge_head(b"\x00" * 1000) == b"\x00" * 1000
     assert judge_head(b"v1x" + b"\x00" * 10) == b"v1x" + b"\x00" * 10
-    assert judge_head(b"vv1\n" + b"\x00" * 10) == b"vv1"
+    assert judge_head(b"vv1\n" + b"\x00" * 10) == b"vv1\n"
+    # An empty first line is a line (Spark: malformed), not an empty file (Incomplete log file).
+    assert judge_head(b"\n" + b"\x00" * 10) == b"\n"
+    # CommitLog trims the line first: blanks and NULs to the head's end may still precede v1.
+    assert judge_head(b" v1\n{}", trims=True) is None
+    assert judge_head(b"\x00" * 100, trims=True) is None
+    assert judge_head(b"\x00" * 100 + b"x", trims=True) == b"\x00" * 100 + b"x"
+    assert judge_head(b" v1\n{}") == b" v1\n"
     assert judge_head(b'{"a": 1}') == b'{"a": 1}'
     # A head cut inside a character keeps the whole ones; bytes that are no UTF-8 are Spark's
     # decoder's failure (MalformedInputException), judged from the whole file.
