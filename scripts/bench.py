@@ -1719,7 +1719,7 @@ def memory_inputs(work: Path) -> list[tuple[str, list[str], int]]:
 # The aggregate rows (issue 31 item 12, issue 40 item 4). 40 sparse 63 MB log files, each under the
 # 64 MiB read bound: NUL-filled from the first byte (Spark fails at the first line; the tool reads
 # each file's head only) and valid files padded with NULs (Spark reads each whole; so does the tool,
-# one at a time in the byte budget, keeping 64 NULs of the run). Main: NUL-filled 254 s and 3.3 GB
+# one at a time in the byte budget, keeping 1025 NULs of the run). Main: NUL-filled 254 s and 3.3 GB
 # for diagnose, padded 1.6 GB (diagnose) and 3.9 GB (--deep). Then the audit of one fleet and of 4
 # and 16 hard-linked copies side by side, goal 1.5x the 1x peak. It is not met: the audit lists the
 # whole fleet once (about 128 bytes a listed file, 14 MiB for 115,000 files) and keeps every record

@@ -20,7 +20,7 @@ from checkpoint_doctor.errors import (
     NotACheckpointError,
 )
 from checkpoint_doctor.model import Listing
-from checkpoint_doctor.parsing.text import MALFORMED_HEADER, java_trim, parse_version_line
+from checkpoint_doctor.parsing.text import FOUND_CHARS, MALFORMED_HEADER, java_trim, parse_version_line
 from checkpoint_doctor.reading.assembly import assemble_snapshot
 from checkpoint_doctor.reading.budget import BUDGET
 from checkpoint_doctor.reading.layout import (
@@ -175,8 +175,9 @@ def _judge_large_logs(store: Storage, paths: Sequence[str], sizes: Mapping[str, 
     return judged
 
 
-#: NULs kept of a run ending a large log file: the run still ends its line, or is a line of its own.
-KEPT_NULS = 64
+#: NULs kept of a run ending a large log file: the run still ends its line, or is a line of its own,
+#: and a malformed first line is quoted as the whole file's is (its first FOUND_CHARS, then "...").
+KEPT_NULS = FOUND_CHARS + 1
 
 
 def abridge_nuls(data: bytes, size: int) -> bytes:

@@ -118,7 +118,7 @@ def test_forty_logs_padded_with_nuls_are_read_in_bounded_memory_and_judged_as_un
 ) -> None:
     """Valid files grown sparse to 63 MB (``truncate -s 63M``): Spark reads each whole and parses
     what it needs, the NULs after the last JSON value ignored by Jackson (main: 1.6 GB for diagnose,
-    3.9 GB with --deep; the tool now keeps 64 NULs of each run)."""
+    3.9 GB with --deep; the tool now keeps 1025 NULs of each run)."""
     checkpoint, sink = _sparse_query(tmp_path / "padded", empty=False)
     # The same files padded by a few hundred NULs only: read whole, as main read every file.
     few = _sparse_query(tmp_path / "plain", empty=False, size=8 * 2**10)
@@ -132,13 +132,13 @@ def test_forty_logs_padded_with_nuls_are_read_in_bounded_memory_and_judged_as_un
 
 
 def test_a_repair_never_takes_an_abridged_file_for_its_content() -> None:
-    from checkpoint_doctor.reading.pipeline import abridge_nuls
+    from checkpoint_doctor.reading.pipeline import KEPT_NULS, abridge_nuls
     from checkpoint_doctor.reading.snapshot import whole_content
 
-    short = abridge_nuls(b"v1\n{}" + b"\x00" * 10, 16)
+    short = abridge_nuls(b"v1\n{}" + b"\x00" * 1000, 1005)
     assert type(short) is bytes and whole_content({"offsets/1": short}, "offsets/1") == short
-    cut = abridge_nuls(b"v1\n{}" + b"\x00" * 1000, 1005)
-    assert isinstance(cut, FileHead) and cut == b"v1\n{}" + b"\x00" * 64 and cut.size == 1005
+    cut = abridge_nuls(b"v1\n{}" + b"\x00" * 5000, 5005)
+    assert isinstance(cut, FileHead) and cut == b"v1\n{}" + b"\x00" * KEPT_NULS and cut.size == 5005
     assert whole_content({"offsets/1": cut}, "offsets/1") is None
 
 
