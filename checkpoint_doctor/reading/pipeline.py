@@ -8,13 +8,21 @@ batch of reads chosen by :func:`~checkpoint_doctor.reading.reads.plan_reads`, ea
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from checkpoint_doctor.errors import CheckpointNotFoundError, FileTooLargeError, NotACheckpointError
+from checkpoint_doctor.errors import (
+    CheckpointNotFoundError,
+    CheckpointParseError,
+    FileTooLargeError,
+    NotACheckpointError,
+)
 from checkpoint_doctor.model import Listing
+from checkpoint_doctor.parsing.text import FOUND_CHARS, MALFORMED_HEADER, java_trim, parse_version_line
 from checkpoint_doctor.reading.assembly import assemble_snapshot
+from checkpoint_doctor.reading.budget import BUDGET
 from checkpoint_doctor.reading.layout import (
     SINK_LOG,
     LogIndex,
@@ -28,6 +36,7 @@ from checkpoint_doctor.reading.snapshot import (
     MAX_FILE_BYTES,
     CheckpointSnapshot,
     Content,
+    FileHead,
     SinkLog,
 )
 from checkpoint_doctor.reading.storage import Storage, first_failure, open_storage, translate_error
@@ -77,7 +86,8 @@ def read_bounded(store: Storage, listing: Listing, paths: Sequence[str]) -> dict
     # directory is listed without its files' sizes, bench: audit).
     sizes = listed_sizes(listing, bounded)
     over = {p for p in bounded if sizes.get(p, 0) > MAX_FILE_BYTES}
-    whole = [p for p in bounded if p not in over]
+    judged = _judge_large_logs(store, [p for p in bounded if p not in over], sizes)
+    whole = [p for p in bounded if p not in over and p not in judged]
     if heads and whole and not store.is_local:
         # One batch of requests on an object store: the heads are fetched while the whole files
         # are, not after them (a round trip saved on a verdict's critical path).
@@ -85,16 +95,153 @@ def read_bounded(store: Storage, listing: Listing, paths: Sequence[str]) -> dict
 
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="cd-heads") as pool:
             pending = pool.submit(store.read_heads, heads, DATA_HEAD_BYTES)
-            read = store.read_many(whole, max_bytes=MAX_FILE_BYTES)
+            read = _read_whole(store, whole, sizes)
             read.update(pending.result())
     else:
-        read = store.read_many(whole, max_bytes=MAX_FILE_BYTES)
+        read = _read_whole(store, whole, sizes)
         if heads:
             read.update(store.read_heads(heads, DATA_HEAD_BYTES))
+    read.update(judged)
     return {
         p: FileTooLargeError(store.url_of(p), sizes[p], MAX_FILE_BYTES) if p in over else read[p]
         for p in paths
     }
+
+
+#: A log file listed larger than this is far larger than any real one (an offsets or commit file is
+#: KBs): its head is read first, and when Spark would fail at its first line that is all that is read.
+LARGE_LOG_BYTES = 2**20
+#: How much of a large log file's head is read to judge its first line.
+LOG_HEAD_BYTES = 64 * 2**10
+#: Bytes of whole files read in one request (one ``read_many``), held in the process's budget.
+BATCH_BYTES = 32 * 2**20
+# The logs whose files begin with a version line Spark validates before reading on: offsets/,
+# commits/ and a file sink's _spark_metadata/ (read from its own store). Not sources/<n>/: its
+# first file may be a Kafka source's initial offsets, whose first byte Spark skips
+# (KafkaSourceInitialOffsetWriter.deserialize), so its first line is not the whole verdict.
+_VERSIONED_LOG = re.compile(r"(?:(?:offsets|commits)/)?\d+(?:\.compact)?")
+# The logs whose large files are read alone and abridged (abridge_nuls): those, and sources/<n>/.
+_LOG = re.compile(r"(?:(?:offsets|commits)/|sources/\d+/)?\d+(?:\.compact)?")
+
+
+def _read_whole(store: Storage, paths: Sequence[str], sizes: Mapping[str, int]) -> dict[str, Content]:
+    """Read ``paths`` whole (each bounded by :data:`MAX_FILE_BYTES`) in batches of at most
+    :data:`BATCH_BYTES` listed bytes (a file larger alone), each held in the process's byte budget
+    (:mod:`checkpoint_doctor.reading.budget`) while it is read: 40 sparse 63 MB files were read in one
+    request (2.67 GB in flight, issue 31), and an audit's workers read checkpoints together. The
+    usual checkpoint (files of KBs) is one batch, as before."""
+    read: dict[str, Content] = {}
+    batch: list[str] = []
+    held = 0
+    for path in paths:
+        size = sizes.get(path, 0)
+        if batch and held + size > BATCH_BYTES:
+            with BUDGET.hold(held):
+                read.update(store.read_many(batch, max_bytes=MAX_FILE_BYTES))
+            batch, held = [], 0
+        batch.append(path)
+        held += size
+    if batch:
+        with BUDGET.hold(held):
+            read.update(store.read_many(batch, max_bytes=MAX_FILE_BYTES))
+    return read
+
+
+def _judge_large_logs(store: Storage, paths: Sequence[str], sizes: Mapping[str, int]) -> dict[str, Content]:
+    """Read the log files among ``paths`` listed over :data:`LARGE_LOG_BYTES`: the head of each whose
+    first line is the verdict (a :class:`FileHead` when Spark fails on it), the others whole, one at
+    a time, abridged (:func:`abridge_nuls`)."""
+    large = [p for p in paths if sizes.get(p, 0) > LARGE_LOG_BYTES and _LOG.fullmatch(p)]
+    if not large:
+        return {}
+    judged: dict[str, Content] = {}
+    whole = [p for p in large if not _VERSIONED_LOG.fullmatch(p)]
+    versioned = [p for p in large if _VERSIONED_LOG.fullmatch(p)]
+    with BUDGET.hold(len(versioned) * LOG_HEAD_BYTES):
+        for path, head in store.read_heads(versioned, LOG_HEAD_BYTES).items():
+            if isinstance(head, bytes):
+                line = judge_head(head, trims=path.startswith("commits/"))
+                if line is not None:
+                    judged[path] = FileHead(line, sizes[path])
+                    continue
+            whole.append(path)
+    # The others Spark reads whole, one at a time (HDFSMetadataLog.get): so does this, each in the
+    # budget, and a file that ends in a run of NULs keeps a few of them (see abridge_nuls).
+    for path in whole:
+        with BUDGET.hold(sizes[path]):
+            got = store.read_many([path], max_bytes=MAX_FILE_BYTES)[path]
+            judged[path] = abridge_nuls(got, sizes[path]) if isinstance(got, bytes) else got
+            del got
+    return judged
+
+
+#: NULs kept of a run ending a large log file: the run still ends its line, or is a line of its own,
+#: and a malformed first line is quoted as the whole file's is (its first FOUND_CHARS, then "...").
+KEPT_NULS = FOUND_CHARS + 1
+
+
+def abridge_nuls(data: bytes, size: int) -> bytes:
+    """Return ``data`` with a trailing run of NULs longer than :data:`KEPT_NULS` cut to that many
+    (a :class:`FileHead`, so that no repair writes it back), else ``data`` itself.
+
+    A file grown sparse past what was written (``truncate``, a crash before the data blocks) ends in
+    NULs. They change nothing Spark reads: the last JSON line is parsed by json4s on Jackson, which
+    ignores what follows the first value, and a line of NULs stays a line (``OffsetSeqLog`` reads it
+    as one more offset, ``CommitLog`` reads only the line after the version). What is kept parses as
+    the whole file does, and 63 MB of NULs a file is not held (issue 31: 40 such files, 2.67 GB).
+    """
+    end = len(data.rstrip(b"\x00"))
+    if len(data) - end <= KEPT_NULS:
+        return data
+    return FileHead(data[: end + KEPT_NULS], size)
+
+
+#: What ``String.trim()`` strips (every character <= U+0020).
+_JAVA_BLANKS = "".join(map(chr, range(0x21)))
+
+
+def judge_head(head: bytes, *, trims: bool = False) -> bytes | None:
+    """Return the first line of ``head`` (its bytes with the character that ends it, or cut at a
+    whole character) when it shows that the file's first line is not a version line ``v<N>``,
+    whatever follows the head; else None. ``trims``: the log trims the line first (``CommitLog``:
+    ``validateVersion(lines.next().trim, ...)``; ``OffsetSeqLog`` and the sink log do not).
+
+    Spark reads the first line and fails on it in ``HDFSMetadataLog.validateVersion`` (``v`` then
+    ``Integer.parseInt``): a line that does not start with ``v``, or holds an ASCII character that is
+    no digit where the number must be, fails however long it is. A line that could still be valid
+    (``v`` then digits up to the head's end, Java reads ``v0...01`` as 1; for a log that trims, only
+    blanks and control characters up to the head's end), or one that is not UTF-8 (Spark's decoder
+    fails on it, not the version check), is left to the whole read.
+    """
+    ends = [i for i in (head.find(b"\n"), head.find(b"\r")) if i >= 0]
+    complete = bool(ends)
+    line = head[: min(ends)] if ends else head
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if complete or exc.reason != "unexpected end of data":
+            return None
+        line = line[: exc.start]  # the head cut a character: keep the whole ones before it
+        text = line.decode("utf-8")
+    if trims:
+        text = java_trim(text) if complete else text.lstrip(_JAVA_BLANKS)
+    if complete:
+        try:
+            parse_version_line(text, max_version=2**31 - 1, path="")
+        except CheckpointParseError as exc:
+            # With its line end: an empty first line is a line ("Log file was malformed"), not
+            # an empty file ("Incomplete log file").
+            return head[: min(ends) + 1] if exc.kind == MALFORMED_HEADER else None
+        return None
+    if not text:
+        return None  # blanks to the head's end: the trimmed line may still be v<N>
+    if text[:1] != "v":
+        return line
+    number = text[1:]
+    ascii_bad = [c for c in number if c < "\x80" and not ("0" <= c <= "9")]
+    if not ascii_bad or (ascii_bad == [number[0]] and number[0] in "+-"):
+        return None
+    return line
 
 
 def raise_if_all_failed(contents: Mapping[str, Content]) -> None:

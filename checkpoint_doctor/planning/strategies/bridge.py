@@ -12,6 +12,7 @@ from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.steps import CopyStep, QuarantineStep, Step
 from checkpoint_doctor.reading.layout import hadoop_crc_path
+from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "bridge"
 
@@ -24,7 +25,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         return []
     prev = offsets.newest_below(latest)
     missing = f"offsets/{latest - 1}"
-    if prev is None or prev.file.path not in ctx.snapshot.raw:
+    if prev is None or whole_content(ctx.snapshot.raw, prev.file.path) is None:
         return [unavailable(NAME, finding.code, f"no readable offsets file below offsets/{latest} to copy")]
     steps: list[Step] = []
     crc = hadoop_crc_path(missing)

@@ -31,6 +31,7 @@ from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
 from checkpoint_doctor.planning.options import PlanContext, quarantine
 from checkpoint_doctor.planning.preconditions import DeltaTablePre
 from checkpoint_doctor.planning.steps import Step, WriteStep
+from checkpoint_doctor.reading.snapshot import whole_content
 
 
 def offset_json(table_id: str, version: int, snapshot: bool) -> str:
@@ -86,7 +87,15 @@ def locate(finding: Finding, ctx: PlanContext) -> Where | str | None:
         return None
     before = ctx.snapshot.offsets.get(newest - 1) if newest > 0 else None
     prev = _delta_line(before.record if before is not None else None, source)
-    if prev is None or before is None or before.file.path not in ctx.snapshot.raw:
+    newest_entry = ctx.snapshot.offsets.get(newest)
+    # Both files are rewritten from their bytes: a large file abridged on reading (FileHead) is not.
+    if (
+        prev is None
+        or before is None
+        or whole_content(ctx.snapshot.raw, before.file.path) is None
+        or newest_entry is None
+        or whole_content(ctx.snapshot.raw, newest_entry.file.path) is None
+    ):
         # Batch 0 (or a lost offsets/(N-1)): getBatch(None, offset) reads the table's snapshot just
         # before the offset's version, which a rewrite cannot make the query skip.
         return (

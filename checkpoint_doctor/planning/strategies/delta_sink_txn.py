@@ -21,6 +21,7 @@ from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, to
 from checkpoint_doctor.planning.steps import CopyStep, QuarantineStep, Step
 from checkpoint_doctor.planning.strategies.delta_offsets import counted, hold
 from checkpoint_doctor.reading.layout import hadoop_crc_path
+from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "delta-sink-txn"
 
@@ -52,7 +53,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     steps: list[Step] = []
     for log in ("offsets", "commits"):
         source = f"{log}/{newest}"
-        raw = snapshot.raw.get(source)
+        raw = whole_content(snapshot.raw, source)
         if raw is None:
             return [unavailable(NAME, finding.code, f"{source} cannot be read to copy")]
         for batch in range(newest + 1, version + 1):

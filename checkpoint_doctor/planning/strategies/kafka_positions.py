@@ -41,6 +41,7 @@ from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
 from checkpoint_doctor.planning.steps import Step, WriteStep
+from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "kafka-positions"
 FAMILY = "kafka-positions"
@@ -258,7 +259,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     """Rewrite the Kafka lines of the offsets file the next batch starts from."""
     live = ctx.options.diagnose.kafka
     path = finding.paths[0] if finding.paths else ""
-    raw = ctx.snapshot.raw.get(path)
+    raw = whole_content(ctx.snapshot.raw, path)
     batch = int(path.split("/")[1]) if path.startswith("offsets/") and path[8:].isdigit() else None
     entry = ctx.snapshot.offsets.get(batch) if batch is not None else None
     if live is None or raw is None or entry is None or entry.record is None:

@@ -21,6 +21,7 @@ from checkpoint_doctor.model import OffsetSeqMetadata
 from checkpoint_doctor.parsing.text import java_parse_int
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.steps import Step, WriteStep
+from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "restore-metadata-line"
 PARTITIONS = "spark.sql.shuffle.partitions"
@@ -67,7 +68,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         ]
     batch = finding.batch_ids[0] if finding.batch_ids else None
     path = f"offsets/{batch}"
-    raw = ctx.snapshot.raw.get(path)
+    raw = whole_content(ctx.snapshot.raw, path)
     entry = ctx.snapshot.offsets.get(batch) if batch is not None else None
     if batch is None or raw is None or entry is None or entry.record is None or entry.record.version != 1:
         return []

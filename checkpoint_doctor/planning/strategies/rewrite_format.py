@@ -27,6 +27,7 @@ from checkpoint_doctor.parsing.commits import parse_commit
 from checkpoint_doctor.parsing.offsets import parse_offsets
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.steps import Step, WriteStep
+from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "rewrite-format"
 FAMILY = "rewrite"
@@ -185,7 +186,7 @@ def _rewrite(ctx: PlanContext, path: str) -> tuple[list[Step], str] | None:
     """Return the steps rewriting ``path`` and what they do (``v99 -> v1``), or None when it needs none."""
     log = path.partition("/")[0]
     version, wanted = _version_of(ctx, path), _wanted(ctx, log)
-    raw = ctx.snapshot.raw.get(path)
+    raw = whole_content(ctx.snapshot.raw, path)
     if version is None or raw is None or (version <= wanted and not _v3_without_sink_map(ctx, path)):
         return None
     if log == "offsets":

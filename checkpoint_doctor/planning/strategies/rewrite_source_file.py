@@ -11,6 +11,7 @@ from checkpoint_doctor.errors import CheckpointParseError
 from checkpoint_doctor.parsing.compactible import parse_source_metadata
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.steps import Step, WriteStep
+from checkpoint_doctor.reading.snapshot import FileHead
 
 NAME = "rewrite-source-file"
 FAMILY = "rewrite"
@@ -22,6 +23,17 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     raw = ctx.snapshot.raw.get(path)
     if not path.startswith("sources/") or not raw:
         return []
+    if isinstance(raw, FileHead):
+        # Only the first line of a file far larger than any log was read (issue 31): its body is not
+        # in hand, and a rewrite from it would drop the rest.
+        return [
+            unavailable(
+                FAMILY,
+                finding.code,
+                f"{path} is {raw.size} bytes, far larger than any source log; only part of it was "
+                "read, so it is not rewritten (move it aside, or restore it from a backup)",
+            )
+        ]
     head, newline, body = raw.partition(b"\n")
     if not newline or not body or head.strip() == b"v1":
         return [
