@@ -56,7 +56,12 @@ def test_one_checkpoint_is_counted_in_the_singular(tmp_path, capsys):
     assert found.split(None, 1)[1].startswith("1 checkpoint,"), found
 
 
-def test_a_missing_storage_package_is_unreadable_and_names_the_install(capsys):
+def test_a_missing_storage_package_is_unreadable_and_names_the_install(capsys, monkeypatch):
+    # The test extra installs gcsfs (tests/s3/ runs it against fake-gcs-server): an operator without
+    # it is one whose import fails (None in sys.modules makes ``import`` raise).
+    import sys
+
+    monkeypatch.setitem(sys.modules, "gcsfs", None)
     for args in (["diagnose", "gs://bucket/ckpt"], ["audit", "gs://bucket/fleet"]):
         code, out, err = run(capsys, *args)
         assert code == ExitCode.UNREADABLE and out == "" and err.count("\n") == 1, (args, err)
