@@ -6,7 +6,6 @@ call's deadline. The broker is the session's real one; the leader fault is injec
 from __future__ import annotations
 
 import json
-import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from checkpoint_doctor.errors import EndpointUnreachableError
 from checkpoint_doctor.model import KafkaOffset, legal_topic
 from checkpoint_doctor.reading.kafka import KafkaReader
 from tests.cli.test_schemas import validate
-from tests.kafka.test_live_audit import build_topic, copy_checkpoint
+from tests.kafka.test_live_audit import build_topic_as_read, copy_checkpoint
 from tests.kafka.test_live_diagnose import cli
 
 pytestmark = pytest.mark.kafka
@@ -28,7 +27,7 @@ pytestmark = pytest.mark.kafka
 @pytest.fixture
 def events(kafka: Any) -> str:
     kafka_world.reset(kafka.bootstrap)
-    build_topic(kafka.bootstrap, "events", (int(time.time()) - 3600) * 1000)
+    build_topic_as_read(kafka.bootstrap)
     return str(kafka.bootstrap)
 
 

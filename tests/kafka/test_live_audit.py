@@ -53,6 +53,18 @@ def build_topic(bootstrap: str, topic: str, first_ms: int, retention_ms: int = R
     assert producer.flush(30) == 0
 
 
+def build_topic_as_read(bootstrap: str, topic: str = "events") -> int:
+    """``topic`` as :func:`build_topic` makes it, its records written a minute before the checkpoint's
+    newest batch planned its positions (records written after it are a recreated topic's, CD214),
+    with retention leaving an hour from now; returns ``first_ms``."""
+    planned_ms = json.loads((CHECKPOINT / "offsets" / "1").read_text(encoding="utf-8").splitlines()[1])[
+        "batchTimestampMs"
+    ]
+    first_ms = int(planned_ms) - 60_000
+    build_topic(bootstrap, topic, first_ms, retention_ms=int(time.time() * 1000) - first_ms + 3_600_000)
+    return first_ms
+
+
 def copy_checkpoint(dest: Path, topic: str = "events", behind: int = 0) -> Path:
     """A copy of Spark's checkpoint; with another ``topic`` its offsets name that topic instead,
     with ``behind`` its newest offsets are that many records behind 15 on each partition."""

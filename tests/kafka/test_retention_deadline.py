@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from checkpoint_doctor.diagnosis.sources.kafka import unread_offsets
 from checkpoint_doctor.reading.kafka import KafkaReader
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.cli.test_schemas import validate
-from tests.kafka.test_live_audit import CHECKPOINT, build_topic, copy_checkpoint
+from tests.kafka.test_live_audit import CHECKPOINT, build_topic, build_topic_as_read, copy_checkpoint
 from tests.kafka.test_live_diagnose import cli
 
 pytestmark = pytest.mark.kafka
@@ -92,15 +91,7 @@ def test_beyond_the_horizon_only_the_countdown_remains(fixed_topic: str) -> None
 
 def test_diagnose_and_audit_warn_and_rank_with_the_loss_horizon(kafka: Any, tmp_path: Path) -> None:
     kafka_world.reset(kafka.bootstrap)
-    # The records were written just before the checkpoint's batch planned its positions (records
-    # written after it would be a recreated topic's, CD214), and retention leaves an hour from now.
-    planned_ms = json.loads((CHECKPOINT / "offsets" / "1").read_text(encoding="utf-8").splitlines()[1])[
-        "batchTimestampMs"
-    ]
-    first_ms = planned_ms - 60_000
-    build_topic(
-        kafka.bootstrap, "events", first_ms, retention_ms=int(time.time() * 1000) - first_ms + 3_600_000
-    )
+    build_topic_as_read(kafka.bootstrap)
     out = cli("diagnose", str(CHECKPOINT), "--kafka-bootstrap-servers", kafka.bootstrap, "--format", "json")
     doc = json.loads(out.stdout)
     validate("diagnose", doc)
