@@ -110,6 +110,17 @@ def remember_userinfo(servers: str) -> None:
             remember_secret(userinfo.partition(":")[2])
 
 
+def remember_url_userinfo(url: str) -> None:
+    """Remember the password of a storage URL's user info (``s3://KEY:SECRET@bucket/ckpt``): a
+    backend's own message may quote it without the scheme the patterns above need (botocore's
+    ``Invalid bucket name "KEY:SECRET@bucket"``). User info ends at the first ``@`` (an AWS secret
+    key may hold ``/``)."""
+    rest = url.strip().partition("://")[2]
+    userinfo, at, _ = rest.partition("@")
+    if at and ":" in userinfo:
+        remember_secret(userinfo.partition(":")[2])
+
+
 def forget_secrets() -> None:
     """Forget every remembered value (a new command in the same process: tests, the API)."""
     _REMEMBERED.clear()

@@ -171,3 +171,22 @@ def test_a_storage_option_secret_quoted_by_a_backend_is_masked_in_the_error_and_
     assert code == 16 and "Traceback (most recent call last)" in err, err
     assert SECRET not in out + err
     assert "'secret': '***'" in json.loads(out)["error"]["message"]
+
+
+def test_a_url_credential_a_backend_quotes_without_its_scheme_is_masked(capsys):
+    """botocore validates the bucket before any request and quotes it whole, user info included and
+    no ``s3://`` before it (``Invalid bucket name "KEY:SECRET@bkt"``): --debug's traceback said the
+    secret key, which no URL pattern can see there."""
+    code = main(
+        [
+            "--debug",
+            "diagnose",
+            f"s3://AKIAFAKE:{SECRET}@bkt/ckpt",
+            "--storage-option",
+            "client_kwargs.endpoint_url=http://127.0.0.1:9",
+        ]
+    )
+    out, err = capsys.readouterr()
+
+    assert code != 0 and "Invalid bucket name" in err, err
+    assert SECRET not in out + err

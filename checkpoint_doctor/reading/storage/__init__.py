@@ -64,6 +64,10 @@ def open_storage(url: str, storage_options: Mapping[str, Any] | None = None) -> 
     """
     options = dict(storage_options or {})
     protocol, rest = split_protocol(url)
+    if protocol != "file":
+        from checkpoint_doctor.redaction import remember_url_userinfo
+
+        remember_url_userinfo(url)
     if protocol == "file":
         return open_local(url, rest)
     from checkpoint_doctor.reading.storage.remote import open_fsspec, open_s3
