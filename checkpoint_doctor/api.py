@@ -32,7 +32,7 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.fleet.baseline import AuditChanges
-    from checkpoint_doctor.loading import Unfinished
+    from checkpoint_doctor.world.load import Unfinished
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
 LIVE_WINDOW_S = DEFAULT_LIVE_WINDOW_S
@@ -121,8 +121,8 @@ def _verdict(
     (the file sink next to it whose log proves it is the query's, the tool's own writes, the Delta
     tables beside it and those named, paired with it); a snapshot from :func:`load` is taken as it
     is (with the Delta tables named only)."""
-    from checkpoint_doctor.loading import VerdictInput, load_for_verdict, pair_delta
-    from checkpoint_doctor.reading.delta_discovery import NearbyTables
+    from checkpoint_doctor.world.delta_discovery import NearbyTables
+    from checkpoint_doctor.world.load import VerdictInput, load_for_verdict, pair_delta
 
     job_delta: dict[int, str] = {}
     if job is not None:

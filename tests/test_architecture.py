@@ -85,14 +85,14 @@ FORBIDDEN = {
     ),
     # What a verdict reads before the diagnosis (the sink beside a checkpoint, the tool's own
     # writes) serves the CLI and the API alike: it knows neither, nor text.
-    "checkpoint_doctor.loading": (
+    "checkpoint_doctor.world.load": (
         "checkpoint_doctor.cli",
         "checkpoint_doctor.api",
         "checkpoint_doctor.render",
         "checkpoint_doctor.fleet",
     ),
     # The Delta tables of a verdict (found beside the checkpoint, named), the same for both callers.
-    "checkpoint_doctor.loading_delta": (
+    "checkpoint_doctor.world.delta": (
         "checkpoint_doctor.cli",
         "checkpoint_doctor.api",
         "checkpoint_doctor.render",
@@ -147,7 +147,7 @@ OWNERS = {
     "pyspark": ("checkpoint_doctor.spark",),
     "click": ("checkpoint_doctor.cli",),
     "tabulate": ("checkpoint_doctor.render", "checkpoint_doctor.fleet"),
-    "confluent_kafka": ("checkpoint_doctor.reading.kafka",),
+    "confluent_kafka": ("checkpoint_doctor.world.kafka",),
 }
 
 

@@ -559,7 +559,7 @@ def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) 
             hint="audit Kafka checkpoints on this machine (without --on-spark)",
         )
     from checkpoint_doctor.fleet.kafka import AuditKafka
-    from checkpoint_doctor.reading.kafka import parse_options
+    from checkpoint_doctor.world.kafka import parse_options
 
     return AuditKafka(bootstrap, parse_options(pairs))
 

@@ -16,12 +16,12 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.changes.facts import JobFacts
-    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
-    from checkpoint_doctor.loading import OwnWrites, VerdictInput
     from checkpoint_doctor.model import KafkaLive
     from checkpoint_doctor.model_delta import DeltaTable
     from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+    from checkpoint_doctor.world.delta_pairing import DeltaPairing
+    from checkpoint_doctor.world.load import OwnWrites, VerdictInput
 
 F = TypeVar("F", bound=Callable[..., Any])
 E = TypeVar("E", bound=CheckpointDoctorError)
@@ -219,7 +219,7 @@ def kafka_positions_for(snapshot: CheckpointSnapshot, kw: CommandOptions) -> Kaf
         if kw.get("kafka_option"):
             raise UsageError("--kafka-option needs --kafka-bootstrap-servers", hint="name the broker too")
         return None
-    from checkpoint_doctor.reading.kafka import parse_options, read_positions
+    from checkpoint_doctor.world.kafka import parse_options, read_positions
 
     settings = parse_options(kw.get("kafka_option") or ())
     # the newest positions (what a new batch starts from) and where unread records start
@@ -338,7 +338,7 @@ def load_for_verdict(
     with the command line's hints when it cannot be read. With the command's options ``kw``, the
     tables a ``--job``'s Delta sources read are paired as named ones (:func:`delta_paths_for`): the
     checkpoint is read first, so that a bad path is said before the job's Spark starts."""
-    from checkpoint_doctor.loading import load_for_verdict as load_with_sides
+    from checkpoint_doctor.world.load import load_for_verdict as load_with_sides
 
     def load_with(job_delta: dict[int, str]) -> VerdictInput:
         return load_with_sides(

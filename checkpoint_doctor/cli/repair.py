@@ -448,7 +448,7 @@ def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
     if not held:
         return None
     from checkpoint_doctor.model import KafkaOffset
-    from checkpoint_doctor.reading.kafka import open_reader, parse_options
+    from checkpoint_doctor.world.kafka import open_reader, parse_options
 
     # Only the topics' partitions and earliest/latest are re-checked: no record is fetched.
     wanted = KafkaOffset(tuple((t, part, pos) for p in held for t, part, pos, _ in p.partitions))
@@ -466,7 +466,7 @@ def _delta_again(plan: RepairPlan, options: Mapping[str, Any]) -> tuple[DeltaTab
     urls = list(dict.fromkeys(p.url for p in plan.preconditions if isinstance(p, DeltaTablePre)))
     if not urls:
         return None
-    from checkpoint_doctor.reading.delta import read_table
+    from checkpoint_doctor.world.delta_log import read_table
 
     tables = []
     for url in urls:

@@ -36,7 +36,6 @@ from typing import Any, NamedTuple
 from checkpoint_doctor.diagnosis import cell_memo, diagnose_cell
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
-from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.line_rules import CellMemo, restamped
@@ -53,6 +52,7 @@ from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, pro
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.valueclasses import frozen
+from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 AS_CONFIGURED = "as-configured"
 PLAUSIBLE = "plausible"

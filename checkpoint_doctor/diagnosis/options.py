@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DEFAULT_LOSS_HORIZON_S, DiagnoseOptions
 from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 
 def matrix_options(

@@ -27,20 +27,20 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE
 from checkpoint_doctor.fleet.discovery import DELTA_LOG, NOTE_DELTA, join, parent_of
 from checkpoint_doctor.fleet.records import AuditNote
-from checkpoint_doctor.loading_delta import complete_sources, own_unread
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import commit_names, is_delta_table, read_commits, read_table
-from checkpoint_doctor.reading.delta_discovery import first_table_id
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
+from checkpoint_doctor.world.delta import complete_sources, own_unread
+from checkpoint_doctor.world.delta_discovery import first_table_id
+from checkpoint_doctor.world.delta_log import commit_names, is_delta_table, read_commits, read_table
+from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from checkpoint_doctor.diagnosis.delta_pairing import SOURCE
 from checkpoint_doctor.fleet.discovery import NOTE_DELTA
+from checkpoint_doctor.world.delta_pairing import SOURCE
 
 if TYPE_CHECKING:
     from checkpoint_doctor.fleet.records import AuditNote, CheckpointRecord, Record

@@ -38,7 +38,7 @@ class AuditKafka:
     """The broker connection of one audit (``--kafka-bootstrap-servers``)."""
 
     def __init__(self, bootstrap: str, options: Mapping[str, str] | None = None) -> None:
-        from checkpoint_doctor.reading.kafka import open_reader
+        from checkpoint_doctor.world.kafka import open_reader
 
         self.bootstrap = bootstrap
         self.reader = open_reader(bootstrap, options)

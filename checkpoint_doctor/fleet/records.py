@@ -34,11 +34,11 @@ from checkpoint_doctor.fleet.discovery import TargetKind
 from checkpoint_doctor.render.documents import JsonObject, iso_utc, schema_version
 
 if TYPE_CHECKING:
-    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import CellDiagnosis, MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown
     from checkpoint_doctor.fleet.jobs import JobPart
+    from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 
 class Verdict(TextEnum):

@@ -22,7 +22,6 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
 from checkpoint_doctor.diagnosis.options import as_matrix_options
 from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
-from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoice, choose_sink
 from checkpoint_doctor.diagnosis.timeline import TimelineRow, sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask, table_tasks
@@ -68,6 +67,7 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
 from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints, storage_pairs
+from checkpoint_doctor.world.sink_pairing import PairingEvidence, SinkChoice, choose_sink
 
 #: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
 DEFAULT_JOBS = 16

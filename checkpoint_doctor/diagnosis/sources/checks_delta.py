@@ -16,13 +16,13 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 #: The flag that names a Delta table, quoted wherever tables were not checked.
 FLAG = "--delta-table PATH"

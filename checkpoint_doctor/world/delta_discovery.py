@@ -39,10 +39,10 @@ from typing import Any
 from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage, open_parent, open_storage
+from checkpoint_doctor.world.delta_log import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
 
 #: Sibling directories of a local checkpoint whose ``_delta_log/`` is looked for.
 SIBLINGS_LOOKED_AT = 64

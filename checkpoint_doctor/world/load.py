@@ -13,16 +13,16 @@ import contextlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
-from checkpoint_doctor.diagnosis.sinks.pairing import choose_sink, pairing_evidence
 from checkpoint_doctor.errors import CheckpointDoctorError, CheckpointNotFoundError, FileTooLargeError
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta_discovery import NearbyTables
 from checkpoint_doctor.reading.pipeline import attach_sink
-from checkpoint_doctor.reading.sinks import NearbySink, nearby_sinks
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import open_storage, split_protocol
 from checkpoint_doctor.valueclasses import frozen
+from checkpoint_doctor.world.delta_discovery import NearbyTables
+from checkpoint_doctor.world.delta_pairing import DeltaPairing
+from checkpoint_doctor.world.sink_pairing import choose_sink, pairing_evidence
+from checkpoint_doctor.world.sinks import NearbySink, nearby_sinks
 
 OwnWrites = frozenset[tuple[str, int | str]]
 #: The applies that changed a checkpoint and did not finish (rows of ``history``).
@@ -146,8 +146,8 @@ def pair_delta(
 ) -> tuple[DeltaPairing | None, tuple[DeltaTable, ...] | None]:
     """Return the pairing of the checkpoint with the tables found ``nearby``, those named and those a
     ``--job``'s Delta sources read (``job_delta``: source index -> path), and the tables read by name."""
-    from checkpoint_doctor.loading_delta import pair_beside
-    from checkpoint_doctor.reading.delta_discovery import read_named
+    from checkpoint_doctor.world.delta import pair_beside
+    from checkpoint_doctor.world.delta_discovery import read_named
 
     paths = tuple(dict.fromkeys((*delta_tables, *job_delta.values())))
     unread: list[tuple[str, str]] = []
@@ -188,7 +188,7 @@ def load_for_verdict(
         UsageError: a path of ``delta_tables`` is not a Delta table (one found beside it that cannot
             be read is named in the pairing instead).
     """
-    from checkpoint_doctor.reading.delta_discovery import nearby_tables
+    from checkpoint_doctor.world.delta_discovery import nearby_tables
 
     if split_protocol(checkpoint_url)[0] == "file":
         snapshot = load()

@@ -372,7 +372,7 @@ def read_table(
             version checksum does not hold the state, and deltalake is not installed.
         StorageError: the log cannot be listed or read.
     """
-    from checkpoint_doctor.reading.delta_checksum import read_checksum
+    from checkpoint_doctor.world.delta_checksum import read_checksum
 
     options = dict(storage_options or {})
     log = (store or open_storage(url, options)).child(LOG_DIR)
