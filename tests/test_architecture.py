@@ -237,3 +237,98 @@ def test_pyspark_has_one_owner_and_it_is_the_module_that_imports_it():
     )
     assert OWNERS["pyspark"] == ("checkpoint_doctor.spark",)
     assert importers == ["checkpoint_doctor.spark"]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Return each module of the package -> the package modules it imports, wherever in the file
+    (module level, inside a function, under ``if TYPE_CHECKING``); ``from a import b`` imports
+    ``a.b`` when ``b`` is a module, else ``a``; relative imports resolved."""
+    names = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        names[".".join(rel.parts).removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name in names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in names:
+                        edges.add(sub)
+                    elif base in names:
+                        edges.add(base)
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module (Tarjan's algorithm,
+    iterative): each holds an import cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_package_has_no_import_cycle():
+    """Issue 35: reading flows down once (no module imports, even inside a function or for its
+    types only, a module that imports it back)."""
+    graph = import_graph()
+    assert len(graph) > 150
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
+    graph = import_graph()
+    # context -> line_rules -> context, as it was before issue 35
+    graph["checkpoint_doctor.diagnosis.line_rules"].add("checkpoint_doctor.diagnosis.context")
+    graph["checkpoint_doctor.diagnosis.context"].add("checkpoint_doctor.diagnosis.line_rules")
+    assert cycles(graph) == [
+        ["checkpoint_doctor.diagnosis.context", "checkpoint_doctor.diagnosis.line_rules"]
+    ]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -33,13 +33,14 @@ from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from checkpoint_doctor.diagnosis import cell_memo, diagnose_cell
+from checkpoint_doctor.diagnosis import diagnose_cell
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import CellMemo, restamped
+from checkpoint_doctor.diagnosis.line_rules import CellMemo, cell_memo, restamped
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.outside import shared_outside_notes
 from checkpoint_doctor.diagnosis.severity import effective_severity
 from checkpoint_doctor.diagnosis.state.checks_statefulness import (
     per_line,
@@ -588,7 +589,7 @@ def _assumptions(
         out.append("source count not checked (pass --sources N)")
     if sink is not None:
         out.append(sink)
-    out.extend(facts.outside_notes(base))
+    out.extend(shared_outside_notes(facts, base))
     return out
 
 

@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
-    from checkpoint_doctor.fleet.jobs import JobPart
+    from checkpoint_doctor.fleet.records import JobPart
     from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 __all__ = [

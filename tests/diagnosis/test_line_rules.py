@@ -10,8 +10,9 @@ import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import answers_alike, traced, untraced
+from checkpoint_doctor.diagnosis.line_rules import answers_alike
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_cells, plan_cells
+from checkpoint_doctor.diagnosis.tracing import traced, untraced
 from checkpoint_doctor.diagnosis.versions import LINES, target
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.scenarios import FIXTURES
