@@ -8,6 +8,22 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "checkpoint_doctor"
 
+#: The modules of the world around a checkpoint that read (storage, a broker): the diagnosis takes
+#: their answers as values (``world.model.World``, the pure pairing rules), never calls them. A name
+#: ending in ``$`` is that module only (``world.delta``, not ``world.delta_pairing``).
+WORLD_IO = (
+    "checkpoint_doctor.world.load",
+    "checkpoint_doctor.world.delta$",
+    "checkpoint_doctor.world.delta_discovery",
+    "checkpoint_doctor.world.delta_log",
+    "checkpoint_doctor.world.delta_checksum",
+    "checkpoint_doctor.world.sinks",
+    "checkpoint_doctor.world.kafka",
+)
+
+#: What the pure modules of the world (values, pairing rules) must not import: what reads.
+PURE_WORLD = ("checkpoint_doctor.reading.storage", "checkpoint_doctor.reading.pipeline", *WORLD_IO)
+
 #: module prefix -> package modules it must NOT import (directly, anywhere in the file)
 FORBIDDEN = {
     "checkpoint_doctor.errors": ("checkpoint_doctor.",),
@@ -58,6 +74,7 @@ FORBIDDEN = {
         "checkpoint_doctor.execution",
         "checkpoint_doctor.planning",
         "checkpoint_doctor.render",
+        *WORLD_IO,
     ),
     "checkpoint_doctor.planning": (
         "checkpoint_doctor.reading.storage",
@@ -65,9 +82,11 @@ FORBIDDEN = {
         "checkpoint_doctor.cli",
         "checkpoint_doctor.execution",
         "checkpoint_doctor.render",
+        *WORLD_IO,
     ),
     # Renderers turn values into text: they read nothing, run nothing and serve every caller.
     "checkpoint_doctor.render": (
+        *WORLD_IO,
         "checkpoint_doctor.reading.storage",
         "checkpoint_doctor.reading.pipeline",
         "checkpoint_doctor.cli",
@@ -83,21 +102,20 @@ FORBIDDEN = {
         "checkpoint_doctor.api",
         "checkpoint_doctor.execution",
     ),
-    # What a verdict reads before the diagnosis (the sink beside a checkpoint, the tool's own
-    # writes) serves the CLI and the API alike: it knows neither, nor text.
-    "checkpoint_doctor.world.load": (
+    # The world around a checkpoint (its sinks, Delta tables, Kafka brokers, the tool's own writes)
+    # is read before the diagnosis and serves the CLI, the API and the audit alike: it knows none of
+    # them, nor text, nor plans.
+    "checkpoint_doctor.world": (
         "checkpoint_doctor.cli",
         "checkpoint_doctor.api",
         "checkpoint_doctor.render",
         "checkpoint_doctor.fleet",
+        "checkpoint_doctor.planning",
     ),
-    # The Delta tables of a verdict (found beside the checkpoint, named), the same for both callers.
-    "checkpoint_doctor.world.delta": (
-        "checkpoint_doctor.cli",
-        "checkpoint_doctor.api",
-        "checkpoint_doctor.render",
-        "checkpoint_doctor.fleet",
-    ),
+    # Its values and pairing rules are pure: the diagnosis imports them.
+    "checkpoint_doctor.world.model": PURE_WORLD,
+    "checkpoint_doctor.world.delta_pairing": PURE_WORLD,
+    "checkpoint_doctor.world.sink_pairing": PURE_WORLD,
     # The Python API returns typed values: no text, no applies, no command line.
     "checkpoint_doctor.api": (
         "checkpoint_doctor.cli",
@@ -165,6 +183,11 @@ def modules():
         yield name, imported
 
 
+def _bans(banned: str, imp: str) -> bool:
+    """Whether a FORBIDDEN entry bans an import: a prefix, or the module alone when it ends in ``$``."""
+    return imp == banned[:-1] if banned.endswith("$") else imp == banned or imp.startswith(banned)
+
+
 def forbidden_imports(mods):
     """Return "<module> imports <import>" for each import a rule of FORBIDDEN bans."""
     problems = []
@@ -172,7 +195,7 @@ def forbidden_imports(mods):
         for prefix, banned in FORBIDDEN.items():
             if name == prefix or name.startswith(prefix + "."):
                 for imp in sorted(imported):
-                    hit = any(imp == b or imp.startswith(b) for b in banned) and not imp.startswith(prefix)
+                    hit = any(_bans(b, imp) for b in banned) and not imp.startswith(prefix)
                     hit = hit and imp not in LEAVES
                     if hit and (name, imp) not in TOLERATED:
                         problems.append(f"{name} imports {imp}")
@@ -199,6 +222,34 @@ def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_impor
             {"checkpoint_doctor.render.layout", "checkpoint_doctor.diagnosis"},
         ),
         ("checkpoint_doctor.api", {"checkpoint_doctor.fleet.run", "checkpoint_doctor.planning"}),
+    ]
+    assert forbidden_imports(allowed) == []
+
+
+def test_the_diagnosis_takes_the_world_as_values_and_never_reads_it():
+    """Issue 35: URL -> snapshot -> world -> diagnosis -> plan -> render, each step down once."""
+    wrong = [
+        ("checkpoint_doctor.diagnosis.sources.kafka", {"checkpoint_doctor.world.kafka"}),
+        ("checkpoint_doctor.diagnosis.options", {"checkpoint_doctor.world.load"}),
+        ("checkpoint_doctor.diagnosis.sources.checks_delta", {"checkpoint_doctor.world.delta"}),
+        ("checkpoint_doctor.diagnosis.sources.checks_delta", {"checkpoint_doctor.world.delta_log"}),
+        ("checkpoint_doctor.planning.preconditions", {"checkpoint_doctor.world.sinks"}),
+        ("checkpoint_doctor.render.diagnosis", {"checkpoint_doctor.world.delta_discovery"}),
+        ("checkpoint_doctor.world.delta_pairing", {"checkpoint_doctor.world.delta_log"}),
+        ("checkpoint_doctor.world.load", {"checkpoint_doctor.cli.options"}),
+        ("checkpoint_doctor.world.delta", {"checkpoint_doctor.fleet.delta"}),
+    ]
+    assert len(forbidden_imports(wrong)) == len(wrong)
+    allowed = [
+        (
+            "checkpoint_doctor.diagnosis.options",
+            {"checkpoint_doctor.world.model", "checkpoint_doctor.world.delta_pairing"},
+        ),
+        ("checkpoint_doctor.planning.preconditions", {"checkpoint_doctor.world.sink_pairing"}),
+        (
+            "checkpoint_doctor.world.load",
+            {"checkpoint_doctor.world.delta", "checkpoint_doctor.reading.storage"},
+        ),
     ]
     assert forbidden_imports(allowed) == []
 

@@ -11,6 +11,7 @@ from checkpoint_doctor.diagnosis.versions import line_of
 from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.world.delta_pairing import DeltaPairing
+from checkpoint_doctor.world.model import World
 
 
 def matrix_options(
@@ -28,14 +29,20 @@ def matrix_options(
     delta: tuple[DeltaTable, ...] | None = None,
     delta_pairing: DeltaPairing | None = None,
     loss_horizon_s: float = DEFAULT_LOSS_HORIZON_S,
+    world: World | None = None,
 ) -> MatrixOptions:
     """Return the options of a restart matrix: ``spark`` names lines or versions (``4.3``,
     ``4.3.0``: each its line, once), ``modes`` the restart modes (both empty: every plausible
-    restart); the rest is what every cell's diagnosis takes.
+    restart); the rest is what every cell's diagnosis takes. ``world``: everything a verdict read
+    outside the checkpoint, as one value (its sink note, the tool's own writes, the Kafka positions
+    and the Delta tables; the loose arguments are then not read).
 
     Raises:
         ValueError: a Spark version names no supported line.
     """
+    if world is not None:
+        sink_note, own_writes, kafka = world.sink_note, world.own_writes, world.kafka
+        delta, delta_pairing = world.delta_named, world.delta
     return MatrixOptions(
         lines=tuple(dict.fromkeys(line_of(v) for v in spark)),
         modes=tuple(modes),
