@@ -168,7 +168,7 @@ class MatrixDiagnosis:
     #: ``assumptions``, which a one-cell answer says too.
     sink_assumption: str | None = None
     #: The applies of checkpoint-doctor that changed this checkpoint and did not finish (rows of
-    #: ``history``, :func:`checkpoint_doctor.loading.tool_records_for`): a warning, whatever Spark
+    #: ``history``, :func:`checkpoint_doctor.world.load.tool_records_for`): a warning, whatever Spark
     #: would do, because the checkpoint is half repaired until the apply is undone or finished.
     unfinished_applies: tuple[dict[str, Any], ...] = ()
 

@@ -1,6 +1,6 @@
 """An audit's Delta part: the summary's Delta counts, and the words the text, HTML and metrics
 outputs say of a checkpoint record's Delta tables (its ``delta``: the
-:class:`~checkpoint_doctor.diagnosis.delta_pairing.DeltaPairing` the audit made, kept whole on the
+:class:`~checkpoint_doctor.world.delta_pairing.DeltaPairing` the audit made, kept whole on the
 :class:`~checkpoint_doctor.fleet.records.CheckpointRecord`). Pure.
 
 Kept apart from the records' other parts so that the Delta additions live in one place.

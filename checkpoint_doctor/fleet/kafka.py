@@ -1,7 +1,7 @@
 """An audit's Kafka sources: live positions from one broker connection, and the retention countdowns.
 
 :class:`AuditKafka` is the I/O edge an audit shares between its checkpoints: one
-:class:`~checkpoint_doctor.reading.kafka.KafkaReader` (one admin client, each topic described once,
+:class:`~checkpoint_doctor.world.kafka.KafkaReader` (one admin client, each topic described once,
 requests batched per checkpoint, every call bounded in time). A broker that fails makes the
 checkpoint asking unreadable, with the reason, and the audit goes on (the reader then fails the
 next ones at once instead of waiting for its timeout again).

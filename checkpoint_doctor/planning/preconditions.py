@@ -325,7 +325,7 @@ class NoLiveWriterPre(Precondition):
 @dataclass(frozen=True)
 class SinkPairedPre(Precondition):
     """The file sink a plan changes is this query's: nothing in its log contradicts the checkpoint
-    (``diagnosis.sinks.pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
+    (``world.sink_pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
 
     kind: ClassVar[str] = "sink_paired"
     forced: bool = False

@@ -1,6 +1,6 @@
 """The Delta tables of a verdict, for the CLI and the Python API alike: those found beside the
-checkpoint (:mod:`checkpoint_doctor.reading.delta_discovery`) and those named with ``--delta-table``,
-paired with it (:func:`checkpoint_doctor.diagnosis.delta_pairing.pair_tables`), each table paired
+checkpoint (:mod:`checkpoint_doctor.world.delta_discovery`) and those named with ``--delta-table``,
+paired with it (:func:`checkpoint_doctor.world.delta_pairing.pair_tables`), each table paired
 as a source then read on from the checkpoint's version. The audit pairs from its one listing with
 the same rule (:mod:`checkpoint_doctor.fleet.delta`).
 """
@@ -42,7 +42,7 @@ def complete_sources(
     """Return the pairing with each table paired as a source read on from the checkpoint's version
     (its commits since: what the restart reads and Delta checks; another table than the checkpoint's,
     every commit still in its log). ``read(url, from_version)`` reads
-    a table (default: :func:`~checkpoint_doctor.reading.delta.read_table` through the storage layer);
+    a table (default: :func:`~checkpoint_doctor.world.delta_log.read_table` through the storage layer);
     a table already read with its commits is kept. A table that cannot be read is unpaired, named."""
     versions = source_versions(snapshot)
     sources = dict(delta_sources(newest_sources(snapshot)))

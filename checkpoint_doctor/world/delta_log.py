@@ -363,7 +363,7 @@ def read_table(
     listing); ``from_version``: only the commits from that version on are needed (a stream's
     offset), the table's id, schema and txns then come from the newest version checksum when it has
     them; ``commits`` False: only the id, schema and txns are needed (pairing), one read of that
-    checksum when it has them (:mod:`checkpoint_doctor.reading.delta_checksum`), else every commit;
+    checksum when it has them (:mod:`checkpoint_doctor.world.delta_checksum`), else every commit;
     ``store``: the table's storage when the caller has it open (an audit's root, no new client).
 
     Raises:

@@ -1,4 +1,4 @@
-"""The pairing rule of diagnose, plan and audit (diagnosis/delta_pairing.py), on plain values, and the
+"""The pairing rule of diagnose, plan and audit (world/delta_pairing.py), on plain values, and the
 version checksum parser it relies on (reading/delta_checksum.py)."""
 
 from __future__ import annotations
