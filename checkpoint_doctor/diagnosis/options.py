@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.diagnosis.model import DEFAULT_LIVE_WINDOW_S, DEFAULT_LOSS_HORIZON_S, DiagnoseOptions
@@ -74,3 +75,24 @@ def as_matrix_options(options: MatrixOptions | DiagnoseOptions | None) -> Matrix
         modes=(base.mode,) if base.mode else (),
         base=replace(base, spark=None, mode=None),
     )
+
+
+def with_world(options: MatrixOptions, world: World) -> MatrixOptions:
+    """Return matrix options with what the world around one checkpoint holds, for a caller that
+    built its options before it read that world (the audit: its options serve every checkpoint, its
+    world is read per checkpoint from its one listing). What the world did not find is left as the
+    options have it."""
+    changes: dict[str, Any] = {}
+    if world.kafka is not None:
+        changes["kafka"] = world.kafka
+    if world.delta is not None:
+        changes["delta_pairing"] = world.delta
+    if world.delta_named is not None:
+        changes["delta"] = world.delta_named
+    if world.own_writes:
+        changes["own_writes"] = world.own_writes
+    if changes:
+        options = replace(options, base=replace(options.base, **changes))
+    if world.sink_note is not None:
+        options = replace(options, sink_note=world.sink_note)
+    return options
