@@ -111,6 +111,8 @@ FORBIDDEN = {
         "checkpoint_doctor.render",
         "checkpoint_doctor.fleet",
         "checkpoint_doctor.planning",
+        "checkpoint_doctor.diagnosis",
+        "checkpoint_doctor.execution",
     ),
     # Its values and pairing rules are pure: the diagnosis imports them.
     "checkpoint_doctor.world.model": PURE_WORLD,
@@ -153,8 +155,20 @@ FORBIDDEN = {
 #: the value-class decorator the modules of values use (``records.frozen``).
 LEAVES = ("checkpoint_doctor.valueclasses",)
 
-#: (module, import) pairs that break a rule above and are tolerated until they move (none now).
-TOLERATED: set[tuple[str, str]] = set()
+#: (module, import) pairs that break a rule above and are tolerated until they move. The world reads
+#: a few facts of the snapshot through the diagnosis' readers of it (which sources the newest offsets
+#: name, which are Kafka and Delta, where unread records start, the mode that wrote the logs): they
+#: belong below both (reading/), and move there once the branches that edit them are merged (issue
+#: 35). The tool's own writes are read through the journal's reader (execution/journal, history).
+TOLERATED: set[tuple[str, str]] = {
+    ("checkpoint_doctor.world.delta", "checkpoint_doctor.diagnosis.sources.checks_delta"),
+    ("checkpoint_doctor.world.delta", "checkpoint_doctor.diagnosis.sources.files"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.diagnosis.sources.files"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.diagnosis.sources.kafka"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.execution.history"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.execution.journal"),
+    ("checkpoint_doctor.world.sink_pairing", "checkpoint_doctor.diagnosis.detect"),
+}
 
 #: outside package -> the only modules (prefixes) allowed to import it
 OWNERS = {
@@ -238,6 +252,7 @@ def test_the_diagnosis_takes_the_world_as_values_and_never_reads_it():
         ("checkpoint_doctor.world.delta_pairing", {"checkpoint_doctor.world.delta_log"}),
         ("checkpoint_doctor.world.load", {"checkpoint_doctor.cli.options"}),
         ("checkpoint_doctor.world.delta", {"checkpoint_doctor.fleet.delta"}),
+        ("checkpoint_doctor.world.kafka", {"checkpoint_doctor.diagnosis.sources.kafka"}),
     ]
     assert len(forbidden_imports(wrong)) == len(wrong)
     allowed = [
