@@ -39,7 +39,14 @@ from typing import Any
 from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
+from checkpoint_doctor.reading.delta import (
+    LOG_DIR,
+    commit_names,
+    first_schema,
+    is_delta_table,
+    read_commits,
+    read_table,
+)
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage, open_parent, open_storage
@@ -217,7 +224,7 @@ def read_on(
     first = table.earliest_version if from_version is None else max(table.earliest_version, from_version)
     log = open_storage(table.url, storage_options).child(LOG_DIR)
     commits = read_commits(log, commit_names(names), first, table.latest_version)
-    return replace(table, commits=tuple(commits))
+    return replace(table, commits=tuple(commits), first_schema=first_schema(log, names, commits, first))
 
 
 def read_named(

@@ -31,6 +31,8 @@ _CODES = {
     "table-replaced": Code.DELTA_SOURCE_TABLE_REPLACED,
     "versions-gone": Code.DELTA_SOURCE_VERSIONS_GONE,
     "data-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
+    "schema-changed": Code.DELTA_SOURCE_SCHEMA_CHANGED,
+    "type-widened": Code.DELTA_SOURCE_TYPE_WIDENED,
 }
 
 
@@ -107,7 +109,14 @@ def restarts(
     previous = dict(delta_sources(before))
     pairs = pair(delta_sources(current), pairing)
     return [
-        (n, off, t, predict_worded(off, t, lambda: target.delta_new_wording, None, previous.get(n)))
+        (
+            n,
+            off,
+            t,
+            predict_worded(
+                off, t, lambda: target.delta_new_wording, None, previous.get(n), lambda: target.delta_release
+            ),
+        )
         for n, off, t in pairs
         if t is not None
     ]
@@ -180,6 +189,12 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 f"the restart fails with DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it "
                 f"skips versions {unread}..{table.earliest_version - 1}, not read yet."
             )
+        elif restart.code in ("schema-changed", "type-widened") and restart.schema_change is not None:
+            text = (
+                f"Delta source {n} resumes reading {table.url} at version {restart.from_version}, and since then "
+                f"{restart.schema_change.words()} (the table is at version {table.latest_version}): the restart "
+                f"fails with {restart.error.error_class}."
+            )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
         yield Finding(
@@ -193,6 +208,15 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 ("table_id", table.table_id),
                 ("checkpoint_table_id", off.reservoir_id),
                 ("earliest_version", table.earliest_version),
+                *(
+                    (
+                        ("from_version", restart.from_version),
+                        ("latest_version", table.latest_version),
+                        ("change", restart.schema_change.words()),
+                    )
+                    if restart.schema_change is not None
+                    else ()
+                ),
             ),
         )
 
