@@ -172,6 +172,10 @@ def _manual_for(code: str, proposals: list[tuple[Finding, list[Option]]]) -> str
         for o in options:
             if finding.code == code and o.unavailable is None and not o.executable and o.restart is not None:
                 return f"{o.steps[0].describe().removeprefix('run: ')} (option {o.strategy})"
+    for finding, options in proposals:
+        for o in options:
+            if finding.code == code and o.manual is not None:
+                return o.manual
     return MANUAL.get(code, CODES[code].action)
 
 
