@@ -64,6 +64,13 @@ def test_without_column_mapping_a_missing_name_is_no_rename_or_drop() -> None:
     assert compare(plain, _schema(_field("id", "long", None), _field("note", "integer", None))).widened
 
 
+def test_a_rename_after_column_mapping_was_enabled_is_one() -> None:
+    """The upgrade names each physical column by its logical name (assignColumnIdAndPhysicalName)."""
+    plain = _schema(_field("id", "long", None), _field("note", "string", None))
+    upgraded = _schema(_field("id", "long", "id"), _field("remark", "string", "note"))
+    assert compare(plain, upgraded).renamed == (("note", "remark"),)
+
+
 def test_a_nested_field_is_followed_by_its_physical_path() -> None:
     inner_before = {"type": "struct", "fields": [_field("a", "string", "col-x")]}
     inner_after = {"type": "struct", "fields": [_field("b", "string", "col-x")]}

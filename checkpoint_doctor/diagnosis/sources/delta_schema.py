@@ -128,14 +128,17 @@ def column_mapping(schema: str | None) -> bool:
 
 def compare(old: str | None, new: str | None) -> SchemaChange:
     """Return the non-additive changes from schema ``old`` to schema ``new`` (empty when either is
-    unknown or unreadable). Renames and drops count only when both have column mapping (Delta's
-    ``isRenameColumnOperation``/``isDropColumnOperation`` need physical names); a type change of a
+    unknown or unreadable). Renames and drops count only when ``new`` has column mapping (Delta's
+    ``isRenameColumnOperation``/``isDropColumnOperation`` need physical names; an older schema without
+    them is compared by its names, as the upgrade assigns them); a type change of a
     column that is in both counts as widened (Delta changes a type only by widening it)."""
     a, b = _parse(old), _parse(new)
     if a is None or b is None:
         return SchemaChange()
     before, after = _columns(a), _columns(b)
-    mapped = column_mapping(old) and column_mapping(new)
+    # Column mapping enabled since (DeltaColumnMapping.hasNoColumnMappingSchemaChanges's upgrade case)
+    # is compared with the old names as physical names, as the upgrade assigns them: what _walk does.
+    mapped = column_mapping(new)
     renamed: list[tuple[str, str]] = []
     dropped: list[str] = []
     widened: list[tuple[str, str, str]] = []
