@@ -172,6 +172,8 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
     for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
         if restart.error is None or restart.code is None:
             continue
+        # The versions not read yet start at the newest offsets' (batch N's start when it is re-run).
+        resume = restart.from_version if p.rerun or restart.from_version is None else off.reservoir_version
         if restart.code == "table-replaced":
             text = (
                 f"Delta source {n} read table {off.reservoir_id}, but {table.url} is table {table.table_id} "
@@ -191,9 +193,9 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
             )
         elif restart.code in ("schema-changed", "type-widened") and restart.schema_change is not None:
             text = (
-                f"Delta source {n} resumes reading {table.url} at version {restart.from_version}, and since then "
-                f"{restart.schema_change.words()} (the table is at version {table.latest_version}): the restart "
-                f"fails with {restart.error.error_class}."
+                f"Delta source {n} resumes reading {table.url} at version {restart.from_version} (the newest "
+                f"offsets are at {off.reservoir_version}), and since then {restart.schema_change.words()} (the table "
+                f"is at version {table.latest_version}): the restart fails with {restart.error.error_class}."
             )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
@@ -211,14 +213,22 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 *(
                     (
                         ("from_version", restart.from_version),
+                        ("resume_version", resume),
                         ("latest_version", table.latest_version),
                         ("change", restart.schema_change.words()),
+                        ("unread_rows", _rows(table, resume) if resume is not None else None),
                     )
                     if restart.schema_change is not None
                     else ()
                 ),
             ),
         )
+
+
+def _rows(table: DeltaTable, version: int) -> int | None:
+    """The rows the data-change adds of ``table``'s commits from ``version`` on hold (None: not counted)."""
+    rows = [c.rows for c in table.commits if c.version >= version]
+    return None if None in rows else sum(r for r in rows if r is not None)
 
 
 def assumption(

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from checkpoint_doctor.diagnosis.sources.delta_schema import SchemaChange, compare
+from checkpoint_doctor.diagnosis.sources.delta_schema import SchemaChange, compare, describe
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.ids import id_range
 from checkpoint_doctor.model import DeltaOffset
@@ -137,6 +137,11 @@ def widening(release: str) -> str:
     return WIDENING_SCHEMA_LOG if (major, minor) < (4, 4) else WIDENING_READ
 
 
+def _columns(schema: str | None) -> str:
+    """A schema as Spark prints it (its JSON), shortened to its columns: ``<schema: id long, note string>``."""
+    return f"<schema: {describe(schema)}>"
+
+
 def use_schema_log(old: str | None, new: str | None, change: SchemaChange) -> SparkError:
     """``DeltaErrors.blockStreamingReadsWithIncompatible*SchemaChanges`` (schema tracking enabled)."""
     cls = "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG"
@@ -144,7 +149,7 @@ def use_schema_log(old: str | None, new: str | None, change: SchemaChange) -> Sp
         f"[{cls}] Streaming read is not supported on tables with read-incompatible schema changes (e.g. rename "
         "or drop or datatype changes).\nPlease provide a 'schemaTrackingLocation' to enable non-additive schema "
         "evolution for Delta stream processing.\nSee <docLink> for more details.\n"
-        f"Read schema: {old}. Incompatible data schema: {new}."
+        f"Read schema: {_columns(old)}. Incompatible data schema: {_columns(new)}."
     )
     search = "Please provide a 'schemaTrackingLocation' to enable non-additive schema evolution"
     return SparkError(text, search, "batch", cls, headline=f"{cls}: {change.words()}")
@@ -156,8 +161,8 @@ def schema_changed_with_version(
     """``DeltaErrors.schemaChangedException`` with the version (Delta 3.3 on a widened type)."""
     cls = "DELTA_SCHEMA_CHANGED_WITH_VERSION"
     text = (
-        f"[{cls}] Detected schema change in version {version}:\nstreaming source schema: {new}\n\n"
-        f"data file schema: {old}\n\nPlease try restarting the query. If this issue repeats across query "
+        f"[{cls}] Detected schema change in version {version}:\nstreaming source schema: {_columns(new)}\n\n"
+        f"data file schema: {_columns(old)}\n\nPlease try restarting the query. If this issue repeats across query "
         "restarts without\nmaking progress, you have made an incompatible schema change and need to start "
         "your\nquery from scratch using a new checkpoint directory.\n"
     )

@@ -154,3 +154,13 @@ def compare(old: str | None, new: str | None) -> SchemaChange:
         if not complex_type and _type_name(t) != _type_name(now[1]):
             widened.append((now[0], _type_name(t), _type_name(now[1])))
     return SchemaChange(tuple(renamed), tuple(dropped), tuple(widened))
+
+
+def describe(schema: str | None) -> str:
+    """A schema's top-level columns and types in a few words (``id long, note string``)."""
+    doc = _parse(schema)
+    if doc is None:
+        return "unknown"
+    return ", ".join(
+        f"{f.get('name')} {_type_name(f.get('type'))}" for f in doc["fields"] if isinstance(f, dict)
+    )

@@ -65,6 +65,11 @@ def action(root: str, source: int, code: str, release: str) -> str:
         f"(Delta {release}): Delta writes its schema log there and stops the stream on purpose with "
         "DELTA_STREAMING_METADATA_EVOLUTION, twice (restart it again each time, as a job's retries do), then "
         "reads on; every version is read once, the versions before the change with the old schema"
+        + (
+            "; or restart on a Spark line whose Delta release reads a widened type (Delta 4.4: Spark 4.1, 4.2)"
+            if code == Code.DELTA_SOURCE_TYPE_WIDENED
+            else ""
+        )
     )
 
 
@@ -75,12 +80,17 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     release = delta_release(ctx.diagnosis.spark)
     if not isinstance(source, int) or release is None:
         return []
-    from_version, latest = details.get("from_version"), details.get("latest_version")
+    resume, latest, rows = (
+        details.get("resume_version"),
+        details.get("latest_version"),
+        details.get("unread_rows"),
+    )
     what = details.get("change") or "the schema changed"
+    counted = f" ({rows} rows)" if isinstance(rows, int) else ""
     reads = (
-        f"versions {from_version}..{latest} of {details.get('table')} are read once each"
-        if isinstance(from_version, int) and isinstance(latest, int)
-        else "every version is read once"
+        f"versions {resume}..{latest} of {details.get('table')}, not read yet{counted}, are read once each"
+        if isinstance(resume, int) and isinstance(latest, int) and resume <= latest
+        else "every version not read yet is read once"
     )
     why = (
         f"no checkpoint change makes Delta source {source} read past a schema change ({what}): Delta reads "
