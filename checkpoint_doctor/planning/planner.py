@@ -82,7 +82,10 @@ def _distinct(options: list[Option]) -> list[Option]:
         if o.unavailable is None:
             out.setdefault(o.key, o)
         elif o.strategy not in usable:
-            out.setdefault(("unavailable", o.strategy), o)
+            kept = out.setdefault(("unavailable", o.strategy), o)
+            # What the operator does may differ per cell (a Delta release's conf): each is kept.
+            if kept is not o and o.manual and kept.manual and o.manual not in kept.manual:
+                out[("unavailable", o.strategy)] = replace(kept, manual=f"{kept.manual}; {o.manual}")
     return list(out.values())
 
 

@@ -41,6 +41,8 @@ NAME = "delta-schema-tracking"
 LOCATION = "_delta_schema_tracking"
 OPTION = "schemaTrackingLocation"
 CONF_PREFIX = "spark.databricks.delta.streaming."
+#: How each line's action begins (a matrix's plan names one per Delta release, joined).
+ON = "on Spark"
 RENAME_DROP_CONF = CONF_PREFIX + "allowSourceColumnRenameAndDrop"
 TYPE_CHANGE_CONF = CONF_PREFIX + "allowSourceColumnTypeChange"
 
@@ -57,19 +59,19 @@ def confs(code: str, release: str) -> dict[str, str]:
     return {TYPE_CHANGE_CONF: "always"} if widening(release) == WIDENING_SCHEMA_LOG else {}
 
 
-def action(root: str, source: int, code: str, release: str) -> str:
-    """The restart an operator makes, in the words the plan prints."""
+def action(root: str, source: int, code: str, line: str, release: str) -> str:
+    """The restart an operator makes on Spark ``line`` (Delta ``release``), in the words the plan prints."""
     conf_text = "".join(f'; spark.conf.set("{k}", "{v}")' for k, v in confs(code, release).items())
+    also = (
+        "; or restart on a Spark line whose Delta release reads a widened type (Delta 4.4: Spark 4.1, 4.2)"
+        if code == Code.DELTA_SOURCE_TYPE_WIDENED
+        else ""
+    )
     return (
-        f'restart with .option("{OPTION}", "{location(root)}") on Delta source {source}{conf_text} '
-        f"(Delta {release}): Delta writes its schema log there and stops the stream on purpose with "
+        f'{ON} {line} (Delta {release}): restart with .option("{OPTION}", "{location(root)}") on Delta source '
+        f"{source}{conf_text}: Delta writes its schema log there and stops the stream on purpose with "
         "DELTA_STREAMING_METADATA_EVOLUTION, twice (restart it again each time, as a job's retries do), then "
-        "reads on; every version is read once, the versions before the change with the old schema"
-        + (
-            "; or restart on a Spark line whose Delta release reads a widened type (Delta 4.4: Spark 4.1, 4.2)"
-            if code == Code.DELTA_SOURCE_TYPE_WIDENED
-            else ""
-        )
+        f"reads on; every version is read once, the versions before the change with the old schema{also}"
     )
 
 
@@ -97,7 +99,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         f"it with a schema tracking log; {reads}, nothing skipped or read twice; the rows after the change "
         "reach the sink with the new schema, which it must take"
     )
-    manual = action(ctx.snapshot.root, source, finding.code, release)
+    manual = action(ctx.snapshot.root, source, finding.code, ctx.diagnosis.spark, release)
     return [Option(NAME, (), (finding.code,), unavailable=why, manual=manual)]
 
 
@@ -107,14 +109,19 @@ _OPTION_RE = re.compile(r'\.option\("' + OPTION + r'", "([^"]+)"\)')
 _CONF_RE = re.compile(r'spark\.conf\.set\("([^"]+)", "([^"]+)"\)')
 
 
-def restart_settings(plan: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]] | None:
+def restart_settings(
+    plan: Mapping[str, Any], line: str | None = None
+) -> tuple[dict[str, str], dict[str, str]] | None:
     """Return (source options, SQL confs) of the restart a plan document (``plan --format json``'s
-    ``result``) names for a schema change, or None when it names none."""
+    ``result``) names for a schema change on Spark ``line`` (None: the first it names), or None."""
     for left in plan.get("unresolved") or ():
         if left.get("code") not in (Code.DELTA_SOURCE_SCHEMA_CHANGED, Code.DELTA_SOURCE_TYPE_WIDENED):
             continue
         text = str(left.get("manual") or "")
-        found = _OPTION_RE.search(text)
-        if found is not None:
-            return {OPTION: found.group(1)}, dict(_CONF_RE.findall(text))
+        for part in text.split(f"{ON} ")[1:]:
+            if line is not None and not part.startswith(f"{line} "):
+                continue
+            found = _OPTION_RE.search(part)
+            if found is not None:
+                return {OPTION: found.group(1)}, dict(_CONF_RE.findall(part))
     return None
