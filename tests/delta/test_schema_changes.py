@@ -148,3 +148,16 @@ def test_an_audit_names_the_schema_changes_as_diagnose_does(line: str) -> None:
         refused = scen["restarts"][0]["result"]["error"] is not None
         expected = {CODE[damage]} if refused and damage else set()
         assert got[path.parent.name] & {"CD240", "CD241"} == expected, (path.parent.name, got)
+
+
+def test_a_matrix_plan_names_the_restart_per_delta_release() -> None:
+    """A widened type written on 3.5 fails on 3.5 (Delta 3.3) and 4.0 (Delta 4.0), which ask for
+    different confs: the plan of the matrix names each line's restart (the cells' actions joined)."""
+    root = FIXTURES / "spark-3.5.9" / "delta-source-mapped-widened" / "checkpoint"
+    doc = cd.plan(str(root), stateful=False, live_window_s=0).to_dict()
+    assert restart_settings(doc, "3.5") == ({"schemaTrackingLocation": f"{root}/{LOCATION}"}, {})
+    assert restart_settings(doc, "4.0") == (
+        {"schemaTrackingLocation": f"{root}/{LOCATION}"},
+        {"spark.databricks.delta.streaming.allowSourceColumnTypeChange": "always"},
+    )
+    assert restart_settings(doc, "4.1") is None  # Delta 4.4 reads the widened type: nothing to do
