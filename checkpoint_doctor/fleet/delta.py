@@ -39,7 +39,13 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
 from checkpoint_doctor.world.delta import complete_sources, own_unread
 from checkpoint_doctor.world.delta_discovery import first_table_id
-from checkpoint_doctor.world.delta_log import commit_names, is_delta_table, read_commits, read_table
+from checkpoint_doctor.world.delta_log import (
+    commit_names,
+    first_schema,
+    is_delta_table,
+    read_commits,
+    read_table,
+)
 from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 
@@ -216,7 +222,9 @@ class DeltaIndex:
             )
             log = self._counted(task, self._local.counter).child(DELTA_LOG)
             commits = read_commits(log, commit_names(task.log_names), first, base.latest_version)
-            table = replace(base, commits=tuple(commits))
+            table = replace(
+                base, commits=tuple(commits), first_schema=first_schema(log, task.log_names, commits, first)
+            )
             done.append((from_version, table))
             return table
 

@@ -84,3 +84,19 @@ def read_checksum(log: Storage, names: Collection[str], version: int) -> TableSt
     except StorageError:
         return None
     return parse_checksum(version, data)
+
+
+def read_schema(log: Storage, names: Collection[str], version: int) -> str | None:
+    """Return the ``metadata.schemaString`` of ``version``'s checksum (the schema that version left),
+    or None when there is none or it holds none. One small read."""
+    name = checksum_name(version)
+    if name not in names:
+        return None
+    try:
+        data = log.read(name, max_bytes=MAX_CHECKSUM_BYTES)
+        doc: Any = json.loads(data.decode("utf-8"))
+    except (StorageError, ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    schema = meta.get("schemaString") if isinstance(meta, dict) else None
+    return schema if isinstance(schema, str) else None

@@ -42,7 +42,14 @@ from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage, open_parent, open_storage
-from checkpoint_doctor.world.delta_log import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
+from checkpoint_doctor.world.delta_log import (
+    LOG_DIR,
+    commit_names,
+    first_schema,
+    is_delta_table,
+    read_commits,
+    read_table,
+)
 
 #: Sibling directories of a local checkpoint whose ``_delta_log/`` is looked for.
 SIBLINGS_LOOKED_AT = 64
@@ -217,7 +224,7 @@ def read_on(
     first = table.earliest_version if from_version is None else max(table.earliest_version, from_version)
     log = open_storage(table.url, storage_options).child(LOG_DIR)
     commits = read_commits(log, commit_names(names), first, table.latest_version)
-    return replace(table, commits=tuple(commits))
+    return replace(table, commits=tuple(commits), first_schema=first_schema(log, names, commits, first))
 
 
 def read_named(

@@ -327,6 +327,25 @@ def read_commits(log: Storage, commits: Mapping[int, str], first: int, last: int
     return sorted(parsed, key=lambda c: c.version)
 
 
+def first_schema(
+    log: Storage, names: Iterable[str], parsed: list[DeltaCommit], first: int
+) -> tuple[int, str] | None:
+    """Return (``first``, the schema in force there) when the commits read from ``first`` on change the
+    schema after it but the commit at ``first`` says nothing of it (no ``metaData``): the version
+    checksum of ``first`` holds it. None when no later commit read changes the schema (the latest
+    schema is then the one in force throughout: nothing more is read) or it cannot be told."""
+    from checkpoint_doctor.world.delta_checksum import read_schema
+
+    if not parsed or parsed[0].version != first:
+        return None
+    if parsed[0].schema is not None:
+        return first, parsed[0].schema
+    if not any(c.schema is not None for c in parsed[1:]):
+        return None
+    schema = read_schema(log, set(names), first)
+    return (first, schema) if schema is not None else None
+
+
 def _read_one(log: Storage, name: str) -> bytes | StorageError:
     try:
         return log.read(name, max_bytes=MAX_COMMIT_BYTES)
@@ -434,4 +453,5 @@ def read_table(
         schema=schema,
         txns=tuple(sorted(txns.items())),
         commits=tuple(parsed),
+        first_schema=first_schema(log, names, parsed, first),
     )

@@ -65,6 +65,8 @@ KNOWN_CODES = frozenset(
         "CD208",
         "CD209",
         "CD210",
+        "CD240",
+        "CD241",
         "CD215",
         "CD216",
         "CD301",
@@ -190,6 +192,10 @@ TRIGGERED_ELSEWHERE = {
     # (tests/delta/test_hostile_logs.py)
     "CD215",
     "CD216",
+    # CD240 and CD241 need a Delta table whose schema changed under column mapping or type widening
+    # (fixtures/delta-schema/, tests/delta/test_schema_changes.py)
+    "CD240",
+    "CD241",
     "CD407",
     "CD408",
     # real-time restarts on 4.3 of checkpoints 4.1/4.2 wrote: fixtures/kafka-realtime/, proven by

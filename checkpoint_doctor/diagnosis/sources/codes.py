@@ -245,4 +245,44 @@ CODES: tuple[CodeInfo, ...] = (
         "Name the table the query reads or writes with --delta-table (the finding prints the "
         "command for each candidate); no plan changes the checkpoint until one is named.",
     ),
+    _c(
+        Code.DELTA_SOURCE_SCHEMA_CHANGED,
+        "delta-source-schema-changed",
+        ERROR,
+        "A column of a Delta source's table was renamed or dropped (column mapping) since the checkpoint's version",
+        "On restart DeltaSource compares the table's schema at the version it resumes listing from with the "
+        "latest (DeltaSource.checkReadIncompatibleSchemaChanges): under column mapping a physical column with "
+        "another name (RENAME COLUMN) or gone (DROP COLUMN) fails the first batch with "
+        "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG ('Please provide a schemaTrackingLocation "
+        "to enable non-additive schema evolution'), on Delta 3.3, 4.0 and 4.4 alike.",
+        "ALTER TABLE ... RENAME COLUMN or DROP COLUMN ran on a column-mapping table while the query was stopped.",
+        "Restart with the Delta source option schemaTrackingLocation (a directory under the checkpoint) and "
+        "the SQL conf spark.databricks.delta.streaming.allowSourceColumnRenameAndDrop=always: Delta writes its "
+        "schema log, stops the stream on purpose twice (DELTA_STREAMING_METADATA_EVOLUTION: restart it again, "
+        "as a job's retries do), reads the versions before the change with the old schema and those after "
+        "with the new one; nothing is skipped or read twice. Check first that the sink takes the new schema. "
+        "The plan names the exact option and conf.",
+        "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG",
+        "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE",
+    ),
+    _c(
+        Code.DELTA_SOURCE_TYPE_WIDENED,
+        "delta-source-type-widened",
+        ERROR,
+        "A column type of a Delta source's table was widened (type widening) since the checkpoint's version",
+        "On restart DeltaSource compares the table's schema at the version it resumes listing from with the "
+        "latest (DeltaSource.checkReadIncompatibleSchemaChanges). Delta 3.3 reads the older files with the "
+        "widened type and refuses (SchemaUtils.isReadCompatible without type widening): "
+        "DELTA_SCHEMA_CHANGED_WITH_VERSION. Delta 4.0 tracks a widening like a rename "
+        "(typeWidening.enableStreamingSchemaTracking true): DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG. "
+        "Delta 4.4 reads it (that conf false by default): the restart starts.",
+        "ALTER TABLE ... ALTER COLUMN ... TYPE (delta.enableTypeWidening) ran while the query was stopped.",
+        "Restart with the Delta source option schemaTrackingLocation (a directory under the checkpoint), on "
+        "Delta 4.0 also with spark.databricks.delta.streaming.allowSourceColumnTypeChange=always: Delta "
+        "writes its schema log and stops the stream on purpose (DELTA_STREAMING_METADATA_EVOLUTION: restart "
+        "it again) until it reads past the change; or restart on a Spark line whose Delta release reads "
+        "it (Delta 4.4: Spark 4.1, 4.2). The plan names the exact option and conf.",
+        "DELTA_SCHEMA_CHANGED_WITH_VERSION",
+        "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG",
+    ),
 )
