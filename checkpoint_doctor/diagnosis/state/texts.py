@@ -146,3 +146,24 @@ class StateTexts(SparkLine):
             text = "java.nio.file.NoSuchFileException: <local working dir>/metadata"
             return SparkError(text + f" (<cp>/{rel_path} is not a zip)", "NoSuchFileException", "task")
         return SparkError(f"java.io.EOFException (reading <cp>/{rel_path})", "java.io.EOFException", "task")
+
+    def tws_schema_file_missing(self, recorded: str) -> SparkError:
+        """A schema file the newest operator metadata v2 names is not where it is recorded
+        (``TransformWithStateExec`` reading ``stateSchemaFilePaths`` while planning the batch)."""
+        text = f"File {recorded} does not exist"
+        return SparkError(
+            text, text, "batch", None, headline=f"File {recorded.rpartition('/')[2]} does not exist"
+        )
+
+    def tws_metadata_missing(self) -> SparkError:
+        """No operator metadata v2 under ``state/<op>/_metadata/v2/`` (``OperatorStateMetadataV2Reader``)."""
+        text = (
+            "[STDS_FAILED_TO_READ_OPERATOR_METADATA] Failed to read the operator metadata for "
+            "checkpointLocation=<cp>. Either the file does not exist, or the file is corrupted."
+        )
+        return SparkError(
+            text,
+            "STDS_FAILED_TO_READ_OPERATOR_METADATA",
+            "batch",
+            "STDS_FAILED_TO_READ_OPERATOR_METADATA",
+        )
