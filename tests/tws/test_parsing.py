@@ -60,7 +60,15 @@ def test_any_bytes_parse_or_fail_with_a_parse_error(data: bytes) -> None:
         outcome = parse_state_schema_v3(data, path="s").version
     except CheckpointParseError as exc:
         outcome = exc.kind
-    assert outcome in (3, "empty", "invalid-content", "truncated-json", "not-text", "unsupported-version")
+    assert outcome in (
+        3,
+        "empty",
+        "invalid-content",
+        "truncated-json",
+        "not-text",
+        "unsupported-version",
+        "malformed-header",
+    )
 
 
 def test_a_cut_schema_file_is_a_parse_error() -> None:
