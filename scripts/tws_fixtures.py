@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -206,12 +207,21 @@ def repair_line(version: str) -> None:
         scen = json.loads((dest / "scenario.json").read_text())
         at = install(dest, Path(scen["restarted_at"]).parent.parent / "repaired" / "checkpoint")
         plan_path = at.parent / "plan.json"
-        cli = [sys.executable, "-m", "checkpoint_doctor"]
-        subprocess.run([*cli, "plan", str(at), "-o", str(plan_path)], check=False, cwd=str(gf.REPO))
+        # The repository's own CLI (its .venv), on a copy nothing writes to: no live window.
+        cli = [str(gf.REPO / ".venv" / "bin" / "python"), "-m", "checkpoint_doctor"]
+        cli_env = {**os.environ, "PYTHONPATH": str(gf.REPO)}
+        spark = ["--spark", ".".join(version.split(".")[:2])]
+        subprocess.run(
+            [*cli, "plan", str(at), *spark, "--live-window", "0", "-o", str(plan_path), "--force"],
+            check=False,
+            cwd=str(gf.REPO),
+            env=cli_env,
+        )
         applied = subprocess.run(
-            [*cli, "apply", str(plan_path), "--yes"], capture_output=True, text=True, cwd=str(gf.REPO)
+            [*cli, "apply", str(plan_path), "--yes"], capture_output=True, text=True, cwd=str(gf.REPO), env=cli_env
         )
         jobs.append(_job(f"{version}/{query}-moved/repaired", query, at, "restart"))
+        gf.log(f"   {dest.name}: apply exited {applied.returncode} {applied.stdout[-300:]!r} {applied.stderr[-300:]!r}")
         dests.append((dest, scen, plan_path, applied))
     results = gf.run_sparklab(version, jobs, "tws-repair", env=env)
     for (dest, scen, plan_path, applied), result in zip(dests, results, strict=True):

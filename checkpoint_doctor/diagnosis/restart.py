@@ -158,7 +158,7 @@ def _tws_step(run: _Run) -> RestartPrediction | None:
     planning a restart's batch (IncrementalExecution), before the schema check and any state load."""
     if not run.next_batch_id:
         return None
-    error = checks_tws.restart_error(run.ctx)
+    error = checks_tws.restart_error(run.ctx, run.next_batch_id)
     return run.done(*error) if error is not None else None
 
 

@@ -67,7 +67,8 @@ def test_prediction_equals_the_recorded_restart(placed: tuple[dict, Path]) -> No
     scen, at = placed
     result = scen["restarts"][0]["result"]
     line = ".".join(scen["spark_version"].split(".")[:2])
-    got = diagnose(load_checkpoint(str(at)), DiagnoseOptions(spark=line, live_window_s=0))
+    # The query is stateful (as --stateful says): with state/ deleted nothing else in it says so.
+    got = diagnose(load_checkpoint(str(at)), DiagnoseOptions(spark=line, stateful=True, live_window_s=0))
     if result["error"] is None:
         assert result["started"]
         assert got.prediction.starts, got.prediction.summary

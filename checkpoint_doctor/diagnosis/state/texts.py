@@ -147,23 +147,27 @@ class StateTexts(SparkLine):
             return SparkError(text + f" (<cp>/{rel_path} is not a zip)", "NoSuchFileException", "task")
         return SparkError(f"java.io.EOFException (reading <cp>/{rel_path})", "java.io.EOFException", "task")
 
-    def tws_schema_file_missing(self, recorded: str) -> SparkError:
+    def tws_schema_file_missing(self, recorded: str, rel: str | None) -> SparkError:
         """A schema file the newest operator metadata v2 names is not where it is recorded
-        (``TransformWithStateExec`` reading ``stateSchemaFilePaths`` while planning the batch)."""
-        text = f"File {recorded} does not exist"
-        return SparkError(
-            text, text, "batch", None, headline=f"File {recorded.rpartition('/')[2]} does not exist"
-        )
+        (``TransformWithStateExec`` reading ``stateSchemaFilePaths`` while planning the batch; Spark
+        quotes the recorded path: ``<cp>/...`` when it lies in this checkpoint) [exp: tws-*-moved,
+        tws-*-schema-deleted on 4.0.5 .. 4.3.0]."""
+        text = f"File {f'<cp>/{rel}' if rel is not None else recorded} does not exist"
+        name = recorded.rpartition("/")[2]
+        return SparkError(text, text, "batch", None, headline=f"File .../{name} does not exist")
 
-    def tws_metadata_missing(self) -> SparkError:
-        """No operator metadata v2 under ``state/<op>/_metadata/v2/`` (``OperatorStateMetadataV2Reader``)."""
+    def tws_metadata_missing(self, operator_id: int, batch_id: int) -> SparkError:
+        """No operator metadata v2 under ``state/<op>/_metadata/v2/`` (``OperatorStateMetadataV2Reader``
+        while planning batch ``batch_id``) [exp: tws-*-metadata-deleted on 4.0.5 .. 4.3.0]."""
         text = (
             "[STDS_FAILED_TO_READ_OPERATOR_METADATA] Failed to read the operator metadata for "
-            "checkpointLocation=<cp>. Either the file does not exist, or the file is corrupted."
+            f"checkpointLocation=<cp>/state/{operator_id} and batchId={batch_id}. Either the file does not "
+            "exist, or the file is corrupted."
         )
         return SparkError(
             text,
-            "STDS_FAILED_TO_READ_OPERATOR_METADATA",
+            f"Failed to read the operator metadata for checkpointLocation=<cp>/state/{operator_id} and batchId={batch_id}",
             "batch",
             "STDS_FAILED_TO_READ_OPERATOR_METADATA",
+            headline="STDS_FAILED_TO_READ_OPERATOR_METADATA",
         )

@@ -119,7 +119,7 @@ def check_transform_with_state(ctx: Context, prediction: RestartPrediction) -> I
             details=(
                 ("operator", first.operator_id),
                 ("recorded_root", first.old_root),
-                ("recorded", [r.recorded for r in elsewhere]),
+                ("recorded", tuple(r.recorded for r in elsewhere)),
                 ("held_here", here),
             ),
         )
@@ -132,15 +132,18 @@ def _newest(snapshot: CheckpointSnapshot, operator_id: int) -> str:
     return "<batch>"
 
 
-def restart_error(ctx: Context) -> tuple[SparkError, Code] | None:
-    """What planning the first batch of a restart meets first in a transformWithState operator
-    (None: nothing). Spark 4.0+ only: 3.5 has no such operator."""
+def restart_error(ctx: Context, batch_id: int) -> tuple[SparkError, Code] | None:
+    """What planning batch ``batch_id`` of a restart meets first in a transformWithState operator
+    (None: nothing)."""
     snapshot = ctx.snapshot
-    if missing_metadata(snapshot):
-        return ctx.target.tws_metadata_missing(), Code.TWS_OPERATOR_METADATA_MISSING
+    gone = missing_metadata(snapshot)
+    if gone:
+        return ctx.target.tws_metadata_missing(
+            gone[0].operator_id, batch_id
+        ), Code.TWS_OPERATOR_METADATA_MISSING
     for ref in schema_refs(snapshot):
         if ref.inside and not ref.here:
-            return ctx.target.tws_schema_file_missing(ref.recorded), Code.TWS_SCHEMA_FILE_MISSING
+            return ctx.target.tws_schema_file_missing(ref.recorded, ref.rel), Code.TWS_SCHEMA_FILE_MISSING
         if not ref.inside and ref.exists is not True:
-            return ctx.target.tws_schema_file_missing(ref.recorded), Code.TWS_SCHEMA_FILES_ELSEWHERE
+            return ctx.target.tws_schema_file_missing(ref.recorded, None), Code.TWS_SCHEMA_FILES_ELSEWHERE
     return None
