@@ -218,10 +218,16 @@ def repair_line(version: str) -> None:
             env=cli_env,
         )
         applied = subprocess.run(
-            [*cli, "apply", str(plan_path), "--yes"], capture_output=True, text=True, cwd=str(gf.REPO), env=cli_env
+            [*cli, "apply", str(plan_path), "--yes"],
+            capture_output=True,
+            text=True,
+            cwd=str(gf.REPO),
+            env=cli_env,
         )
         jobs.append(_job(f"{version}/{query}-moved/repaired", query, at, "restart"))
-        gf.log(f"   {dest.name}: apply exited {applied.returncode} {applied.stdout[-300:]!r} {applied.stderr[-300:]!r}")
+        gf.log(
+            f"   {dest.name}: apply exited {applied.returncode} {applied.stdout[-300:]!r} {applied.stderr[-300:]!r}"
+        )
         dests.append((dest, scen, plan_path, applied))
     results = gf.run_sparklab(version, jobs, "tws-repair", env=env)
     for (dest, scen, plan_path, applied), result in zip(dests, results, strict=True):
