@@ -2,7 +2,7 @@
 
 Kept beside ``model.py`` (same rules: standard library only, no I/O, ``to_dict()`` JSON-safe) so the
 pure Delta judgements (``diagnosis/sources/delta.py``, ``diagnosis/sinks/delta.py``) take plain data
-that ``reading/delta.py`` builds from the log, locally or on an object store.
+that ``world/delta_log.py`` builds from the log, locally or on an object store.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The checkpoint's Delta sources against their tables' logs (CD208-CD210), and the tables that
 could not be judged: unreadable (CD215) or copies of one table none is guessed of (CD216). Pure.
 
-The tables come from the I/O edge (``checkpoint_doctor.reading.delta``), paired with the checkpoint
+The tables come from the I/O edge (``checkpoint_doctor.world.delta_log``), paired with the checkpoint
 there (found beside it, named with ``--delta-table``, or under an audit's roots:
-``DiagnoseOptions.delta_pairing``, see :mod:`checkpoint_doctor.diagnosis.delta_pairing`), or named
+``DiagnoseOptions.delta_pairing``, see :mod:`checkpoint_doctor.world.delta_pairing`), or named
 only (``DiagnoseOptions.delta``, paired here by the same rule); without any nothing is judged and the
 matrix says how to check. What a paired source's restart does is
 :func:`checkpoint_doctor.diagnosis.sources.delta.predict`, proven by the restarts real Spark recorded
@@ -16,13 +16,13 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 #: The flag that names a Delta table, quoted wherever tables were not checked.
 FLAG = "--delta-table PATH"
@@ -46,13 +46,13 @@ def pairing_of(
     pairing: DeltaPairing | None = None,
 ) -> DeltaPairing | None:
     """Return the pairing made at the edge, else that of the tables named with ``--delta-table``
-    (:func:`~checkpoint_doctor.diagnosis.delta_pairing.pair_tables`), else None (nothing looked at)."""
+    (:func:`~checkpoint_doctor.world.delta_pairing.pair_tables`), else None (nothing looked at)."""
     if pairing is not None:
         return pairing
     if tables is None:
         return None
     # A table read with its commits shows the ids it had before (CREATE OR REPLACE keeps the log), as
-    # the edge's pairing sees them (loading_delta.pair_beside): so a replaced source pairs by its old
+    # the edge's pairing sees them (world.delta.pair_beside): so a replaced source pairs by its old
     # id here too, whatever else is named. Without it ``apply``, which re-plans from the tables the
     # plan holds only (its delta_table preconditions), paired a replaced table only when it was the
     # one Delta source ("only named"), and refused its own plan of two sources (issue 33 item 7).

@@ -1,7 +1,7 @@
 """What a Delta source does on restart, from the checkpoint's ``DeltaSourceOffset`` and the table's log.
 
 Pure: takes the offset (``reservoirId``, ``reservoirVersion``, ``index``), the table as
-``reading/delta.py`` read it (:class:`~checkpoint_doctor.model_delta.DeltaTable`) and the source's
+``world/delta_log.py`` read it (:class:`~checkpoint_doctor.model_delta.DeltaTable`) and the source's
 options, and returns the restart in the words of the Delta release the line runs (delta-spark
 ``sources/DeltaSource.scala``). The order is Delta's: the table id is checked when the offset is
 read back (``DeltaSourceOffset`` -> ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``), then the

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from checkpoint_doctor.diagnosis.codes import Code
+from checkpoint_doctor.diagnosis.code_info import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.spark_line import SparkError

@@ -1,6 +1,6 @@
 """The Delta tables of a verdict, for the CLI and the Python API alike: those found beside the
-checkpoint (:mod:`checkpoint_doctor.reading.delta_discovery`) and those named with ``--delta-table``,
-paired with it (:func:`checkpoint_doctor.diagnosis.delta_pairing.pair_tables`), each table paired
+checkpoint (:mod:`checkpoint_doctor.world.delta_discovery`) and those named with ``--delta-table``,
+paired with it (:func:`checkpoint_doctor.world.delta_pairing.pair_tables`), each table paired
 as a source then read on from the checkpoint's version. The audit pairs from its one listing with
 the same rule (:mod:`checkpoint_doctor.fleet.delta`).
 """
@@ -11,20 +11,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from checkpoint_doctor.diagnosis.delta_pairing import (
+from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
+from checkpoint_doctor.errors import CheckpointDoctorError
+from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.world.delta_discovery import NearbyTables, first_table_id, read_on, source_versions
+from checkpoint_doctor.world.delta_log import read_table
+from checkpoint_doctor.world.delta_pairing import (
     ONLY_BESIDE,
     SOURCE,
     Candidate,
     DeltaPairing,
     pair_tables,
 )
-from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
-from checkpoint_doctor.errors import CheckpointDoctorError
-from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import read_table
-from checkpoint_doctor.reading.delta_discovery import NearbyTables, first_table_id, read_on, source_versions
-from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 TableRead = Callable[[str, "int | None"], DeltaTable]
 
@@ -42,7 +42,7 @@ def complete_sources(
     """Return the pairing with each table paired as a source read on from the checkpoint's version
     (its commits since: what the restart reads and Delta checks; another table than the checkpoint's,
     every commit still in its log). ``read(url, from_version)`` reads
-    a table (default: :func:`~checkpoint_doctor.reading.delta.read_table` through the storage layer);
+    a table (default: :func:`~checkpoint_doctor.world.delta_log.read_table` through the storage layer);
     a table already read with its commits is kept. A table that cannot be read is unpaired, named."""
     versions = source_versions(snapshot)
     sources = dict(delta_sources(newest_sources(snapshot)))

@@ -28,7 +28,7 @@ anywhere (a copy of a cleaned-up log starts at its oldest commit), so pairing wi
 would judge the restart against another log and steer a repair (issue 31, item 1).
 
 Where the candidates come from is the caller's (the I/O edge): ``diagnose``/``plan`` look beside the
-checkpoint (:mod:`checkpoint_doctor.reading.delta_discovery`) and read the tables named with
+checkpoint (:mod:`checkpoint_doctor.world.delta_discovery`) and read the tables named with
 ``--delta-table``; ``audit`` indexes every table under its roots (:mod:`checkpoint_doctor.fleet.delta`).
 """
 

@@ -363,7 +363,7 @@ def read_table(
     listing); ``from_version``: only the commits from that version on are needed (a stream's
     offset), the table's id, schema and txns then come from the newest version checksum when it has
     them; ``commits`` False: only the id, schema and txns are needed (pairing), one read of that
-    checksum when it has them (:mod:`checkpoint_doctor.reading.delta_checksum`), else every commit;
+    checksum when it has them (:mod:`checkpoint_doctor.world.delta_checksum`), else every commit;
     ``store``: the table's storage when the caller has it open (an audit's root, no new client).
 
     Raises:
@@ -372,7 +372,7 @@ def read_table(
             version checksum does not hold the state, and deltalake is not installed.
         StorageError: the log cannot be listed or read.
     """
-    from checkpoint_doctor.reading.delta_checksum import read_checksum
+    from checkpoint_doctor.world.delta_checksum import read_checksum
 
     options = dict(storage_options or {})
     log = (store or open_storage(url, options)).child(LOG_DIR)

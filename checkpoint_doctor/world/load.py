@@ -3,49 +3,28 @@
 ``diagnose``, ``plan``, ``cd.diagnose()`` and ``cd.plan()`` load a checkpoint the same way: its
 snapshot, the file sink next to it whose log proves it is the query's (unless one is named), the
 files checkpoint-doctor's own applies wrote into it (a repair made a minute ago is not a live
-query), and the Delta tables beside it or named, paired with it (:mod:`checkpoint_doctor.loading_delta`). The audit pairs sinks from its one listing with the same rule
-(:func:`checkpoint_doctor.diagnosis.sinks.pairing.choose_sink`).
+query), and the Delta tables beside it or named, paired with it (:mod:`checkpoint_doctor.world.delta`). The audit pairs sinks from its one listing with the same rule
+(:func:`checkpoint_doctor.world.sink_pairing.choose_sink`).
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
-from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
-from checkpoint_doctor.diagnosis.sinks.pairing import choose_sink, pairing_evidence
 from checkpoint_doctor.errors import CheckpointDoctorError, CheckpointNotFoundError, FileTooLargeError
+from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta_discovery import NearbyTables
 from checkpoint_doctor.reading.pipeline import attach_sink
-from checkpoint_doctor.reading.sinks import NearbySink, nearby_sinks
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import open_storage, split_protocol
-from checkpoint_doctor.valueclasses import frozen
-
-OwnWrites = frozenset[tuple[str, int | str]]
-#: The applies that changed a checkpoint and did not finish (rows of ``history``).
-Unfinished = tuple[dict[str, Any], ...]
-
-
-@frozen
-class VerdictInput:
-    """A checkpoint loaded for a verdict: the snapshot (with its file sink when one was named or
-    proven), what was found of that sink (None: nothing to say), the tool's own writes, the Delta
-    tables paired with it (found beside it or named; None: no Delta source, no table found) and
-    those named with ``--delta-table`` (None: none)."""
-
-    snapshot: CheckpointSnapshot
-    sink_note: str | None
-    own_writes: OwnWrites
-    delta: DeltaPairing | None = None
-    delta_named: tuple[DeltaTable, ...] | None = None
-    #: Every Delta table the verdict looked at (found beside it, read or not, and named): a
-    #: command's output never lands inside one (issue 31: ``plan -o`` became a table's commit).
-    delta_read: tuple[str, ...] = ()
-    #: The applies that changed the checkpoint and did not finish (diagnose and plan say so).
-    unfinished: Unfinished = ()
+from checkpoint_doctor.world.delta_discovery import NearbyTables
+from checkpoint_doctor.world.delta_pairing import DeltaPairing
+from checkpoint_doctor.world.model import OwnWrites, Unfinished, World
+from checkpoint_doctor.world.sink_pairing import choose_sink, pairing_evidence
+from checkpoint_doctor.world.sinks import NearbySink, nearby_sinks
 
 
 def own_writes_for(checkpoint_url: str, storage_options: Mapping[str, Any] | None) -> OwnWrites:
@@ -93,7 +72,7 @@ def tool_records_for(
 def pair_nearby(
     snapshot: CheckpointSnapshot, found: Sequence[NearbySink]
 ) -> tuple[CheckpointSnapshot, str | None]:
-    """Attach the one sink of :func:`~checkpoint_doctor.reading.sinks.nearby_sinks` whose log
+    """Attach the one sink of :func:`~checkpoint_doctor.world.sinks.nearby_sinks` whose log
     proves it is the checkpoint's, and say what was found. Pure."""
     choice = choose_sink(snapshot, ((s, s.log) for s in found))
     if choice.chosen is not None:
@@ -146,8 +125,8 @@ def pair_delta(
 ) -> tuple[DeltaPairing | None, tuple[DeltaTable, ...] | None]:
     """Return the pairing of the checkpoint with the tables found ``nearby``, those named and those a
     ``--job``'s Delta sources read (``job_delta``: source index -> path), and the tables read by name."""
-    from checkpoint_doctor.loading_delta import pair_beside
-    from checkpoint_doctor.reading.delta_discovery import read_named
+    from checkpoint_doctor.world.delta import pair_beside
+    from checkpoint_doctor.world.delta_discovery import read_named
 
     paths = tuple(dict.fromkeys((*delta_tables, *job_delta.values())))
     unread: list[tuple[str, str]] = []
@@ -171,11 +150,11 @@ def load_for_verdict(
     sink_path: str | None = None,
     delta_tables: Sequence[str] = (),
     job_delta: Mapping[int, str] | None = None,
-) -> VerdictInput:
+) -> World:
     """Load a checkpoint for a verdict with ``load`` (the caller's read, with its own error hints):
     its snapshot (with the file sink found next to it unless ``sink_path`` names one), what was
     found of that sink, checkpoint-doctor's own writes, and the Delta tables beside it and named
-    (``delta_tables``), paired with it (:mod:`checkpoint_doctor.loading_delta`); ``job_delta``: the
+    (``delta_tables``), paired with it (:mod:`checkpoint_doctor.world.delta`); ``job_delta``: the
     table path each Delta source of a ``--job`` reads (source index -> path), paired with that source.
 
     On an object store the lookups beside the checkpoint (its sink's log, the tool directory's
@@ -188,7 +167,7 @@ def load_for_verdict(
         UsageError: a path of ``delta_tables`` is not a Delta table (one found beside it that cannot
             be read is named in the pairing instead).
     """
-    from checkpoint_doctor.reading.delta_discovery import nearby_tables
+    from checkpoint_doctor.world.delta_discovery import nearby_tables
 
     if split_protocol(checkpoint_url)[0] == "file":
         snapshot = load()
@@ -196,7 +175,7 @@ def load_for_verdict(
         beside = nearby_tables(checkpoint_url, storage_options)
         delta, named = pair_delta(snapshot, beside, storage_options, delta_tables, job_delta or {})
         own, unfinished = tool_records_for(snapshot.root, storage_options)
-        return VerdictInput(snapshot, note, own, delta, named, _looked_at(beside, named), unfinished)
+        return World(snapshot, note, own, delta, named, _looked_at(beside, named), unfinished)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="cd-side") as pool:
@@ -211,10 +190,31 @@ def load_for_verdict(
         nearby = tables.result()
         delta, named = pair_delta(snapshot, nearby, storage_options, delta_tables, job_delta or {})
         own, unfinished = writes.result()
-        return VerdictInput(snapshot, note, own, delta, named, _looked_at(nearby, named), unfinished)
+        return World(snapshot, note, own, delta, named, _looked_at(nearby, named), unfinished)
 
 
 def _looked_at(nearby: NearbyTables, named: Sequence[DeltaTable] | None) -> tuple[str, ...]:
     """Return the URL of every Delta table found beside the checkpoint (read or not) and named."""
     urls = [t.url for t in nearby.tables] + [url for url, _ in nearby.unread] + [t.url for t in named or ()]
     return tuple(dict.fromkeys(urls))
+
+
+def kafka_positions(
+    snapshot: CheckpointSnapshot, bootstrap: str, settings: Mapping[str, str]
+) -> KafkaLive | None:
+    """Return the live positions of the Kafka topics the checkpoint's newest offsets read (what a new
+    batch starts from) and where its unread records start, asked of the broker at ``bootstrap``
+    (None without a Kafka source): ``AdminClient`` through :mod:`checkpoint_doctor.world.kafka`."""
+    from checkpoint_doctor.diagnosis.sources.files import newest_sources
+    from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources, unread_offsets
+    from checkpoint_doctor.world.kafka import read_positions
+
+    offsets = [off for _, off in [*kafka_sources(newest_sources(snapshot)), *unread_offsets(snapshot)]]
+    if not offsets:
+        return None
+    return read_positions(bootstrap, offsets, settings)
+
+
+def with_kafka(world: World, bootstrap: str, settings: Mapping[str, str]) -> World:
+    """Return the world with its Kafka topics' live positions (:func:`kafka_positions`)."""
+    return replace(world, kafka=kafka_positions(world.snapshot, bootstrap, settings))

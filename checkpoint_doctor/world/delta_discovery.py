@@ -18,12 +18,12 @@ rule that keeps the reads bounded however big the disk is:
   sent together), except Hive partitions (``key=value``), hidden directories and the logs of a file
   sink or of checkpoint-doctor itself: each one's ``_delta_log/`` is listed (one listing);
 * of the tables found, at most :data:`TABLES_READ` are read, and only what pairing needs: the newest
-  version checksum (one small file: table id and every txn, :mod:`checkpoint_doctor.reading.delta_checksum`),
+  version checksum (one small file: table id and every txn, :mod:`checkpoint_doctor.world.delta_checksum`),
   or the commits when there is none;
 * when a Delta source's id is no table's, the first commit of each table beside (its ``metaData.id``
   when it was created: a table replaced since still shows it), one read each;
 * a table then paired as a Delta **source** is read on from the checkpoint's version (its commits
-  since, which the restart reads: :mod:`checkpoint_doctor.loading_delta`); nothing else is read.
+  since, which the restart reads: :mod:`checkpoint_doctor.world.delta`); nothing else is read.
 
 Nothing farther away is looked at: ``audit ROOTS`` pairs by id with every table under its roots,
 ``--delta-table PATH`` names one anywhere. A table that cannot be read is named with why, and the
@@ -39,10 +39,10 @@ from typing import Any
 from checkpoint_doctor.errors import CheckpointDoctorError, UsageError
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage, open_parent, open_storage
+from checkpoint_doctor.world.delta_log import LOG_DIR, commit_names, is_delta_table, read_commits, read_table
 
 #: Sibling directories of a local checkpoint whose ``_delta_log/`` is looked for.
 SIBLINGS_LOOKED_AT = 64

@@ -4,7 +4,7 @@ A query's ``FileStreamSink`` output and its checkpoint are often neighbours: the
 the output (``out/_checkpoint``) or two directories of one job (``job/checkpoint``, ``job/sink``).
 Nothing in either names the other, so this module only finds and reads the candidates; whether a
 log proves it is the checkpoint's is judged by
-:func:`checkpoint_doctor.diagnosis.sinks.pairing.choose_sink`.
+:func:`checkpoint_doctor.world.sink_pairing.choose_sink`.
 """
 
 from __future__ import annotations
