@@ -34,6 +34,7 @@ from checkpoint_doctor.diagnosis.sources import checks_files as checks_source_fi
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.state import checks as checks_state
 from checkpoint_doctor.diagnosis.state import checks_statefulness
+from checkpoint_doctor.diagnosis.state import tws as checks_tws
 from checkpoint_doctor.diagnosis.tracing import Question, traced
 from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -62,6 +63,7 @@ ALL_CHECKS = (
     checks_delta_sources.check_delta_tables,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
+    checks_tws.check_transform_with_state,
     checks_state.check_restorable_batch,
     checks_statefulness.check_state_suspected,
     checks_job.check_job,

@@ -179,6 +179,47 @@ CODES: tuple[CodeInfo, ...] = (
         "STREAMING_STATEFUL_OPERATOR_NOT_MATCH_IN_STATE_METADATA",
     ),
     _c(
+        Code.TWS_SCHEMA_FILE_MISSING,
+        "tws-schema-file-missing",
+        ERROR,
+        "A state schema file a transformWithState operator's metadata names is missing",
+        "While planning the first batch, Spark 4.0 and newer read every file the newest "
+        "state/<op>/_metadata/v2/<batch> lists in stateSchemaFilePaths (TransformWithStateExec) and fail "
+        "when one is gone: 'File <path> does not exist'.",
+        "The schema file was deleted (a clean-up of 'small files', a partial copy or restore).",
+        "Restore the file from a backup; without it the operator's state cannot be read, and only a new "
+        "checkpoint (state rebuilt from the sources) restarts the query.",
+        "does not exist",
+        "_stateSchema",
+    ),
+    _c(
+        Code.TWS_SCHEMA_FILES_ELSEWHERE,
+        "tws-schema-files-elsewhere",
+        ERROR,
+        "A transformWithState operator's metadata names its schema files at another checkpoint's path",
+        "The operator metadata v2 records its state schema files by absolute path (stateSchemaFilePaths). "
+        "A restart reads those paths, not this checkpoint's copies: when the old location is gone it fails "
+        "with 'File <old path> does not exist'; while it exists the restart reads the old location's files.",
+        "The checkpoint was moved or copied (a new bucket, a renamed directory, a restored backup).",
+        "Let 'checkpoint-doctor plan' rewrite the paths in the metadata to this checkpoint's own schema "
+        "files (the files are the same bytes), or move the checkpoint back.",
+        "does not exist",
+        "stateSchemaFilePaths",
+    ),
+    _c(
+        Code.TWS_OPERATOR_METADATA_MISSING,
+        "tws-operator-metadata-missing",
+        ERROR,
+        "A transformWithState operator has no operator metadata v2",
+        "While planning the first batch, Spark 4.0 and newer read state/<op>/_metadata/v2/ (the newest "
+        "file; an older one when only the newest is gone) and fail when none is there: "
+        "STDS_FAILED_TO_READ_OPERATOR_METADATA.",
+        "state/<op>/_metadata/v2/ was deleted while the operator's state and schema files remain.",
+        "Restore state/<op>/_metadata/v2/ from a backup, or start a new checkpoint and rebuild state from "
+        "the sources.",
+        "STDS_FAILED_TO_READ_OPERATOR_METADATA",
+    ),
+    _c(
         Code.STATE_FILE_UNREADABLE,
         "state-file-unreadable",
         ERROR,
