@@ -12,6 +12,7 @@
 # - .jars/delta-3.5.9/        delta-spark 3.3.3 for the live Delta restart (maven/delta-spark/pom.xml)
 # - .jars/spark-tests-*/      Spark's published test jars (3.5.9, 4.0.4, 4.1.3, 4.2.0) and their streaming
 #                             resources, extracted once (maven/spark-test-jars/pom.xml; tests/spark_test_jars/)
+# - jq                       Debian's JSON processor, for the documentation example that pipes JSON into it
 # Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,16 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
       || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
   else
     echo "scripts/test.sh: chromium is needed for the audit HTML test; install Debian's 'chromium' package" >&2
+    exit 2
+  fi
+fi
+
+if ! command -v jq >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null \
+      || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
+  else
+    echo "scripts/test.sh: jq is needed for the documentation examples test; install Debian's 'jq' package" >&2
     exit 2
   fi
 fi
