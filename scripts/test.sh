@@ -56,9 +56,12 @@ fi
 
 # The style gate first (ruff check, ruff format --check, mypy; see .pre-commit-config.yaml): it fails
 # in seconds where the tests take minutes. CHECKPOINT_DOCTOR_SKIP_LINT=1 skips it for a quick local run.
+# tests/test_static.py runs the same three checks; once the gate passed here they are deselected
+# (CHECKPOINT_DOCTOR_STYLE_GATE=passed, tests/conftest.py) instead of run twice.
 if [ "${CHECKPOINT_DOCTOR_SKIP_LINT:-0}" != 1 ]; then
   PATH="$PWD/.venv/bin:$PATH" PRE_COMMIT_HOME="${PRE_COMMIT_HOME:-$PWD/.venv/pre-commit-cache}" \
     .venv/bin/pre-commit run --all-files --show-diff-on-failure
+  export CHECKPOINT_DOCTOR_STYLE_GATE=passed
 fi
 
 exec .venv/bin/python -m pytest "$@"
