@@ -12,6 +12,8 @@ printed. The HTML comment just above the fence says where it runs::
 - ``copy=SRC:DEST`` (repeatable): ``fixtures/SRC`` copied to ``DEST`` in the sandbox first (modification
   times kept, the empty directories git drops made again).
 - ``setup=NAME``: a named world built in the sandbox (:data:`SETUPS`).
+- ``file=LANG:DEST``: the page's nearest ```LANG block above, written to DEST (a config file the page
+  shows, then runs with).
 - ``repo``: run in the repository itself (read-only commands only).
 - ``kafka=SCENARIO``: the topics of ``fixtures/SCENARIO/scenario.json`` (its ``world``) replayed on the
   session's broker first (tests/kafka/test_docs_examples.py); the page names the broker
@@ -202,6 +204,21 @@ SETUPS: dict[str, Callable[[Path, str], None]] = {
 }
 
 
+def write_block_above(example: Example, lang: str, dest: Path) -> None:
+    """``file=LANG:DEST``: the page's nearest ```LANG block above the example, written to DEST (so the
+    file the page shows is the file the example runs with)."""
+    fences = example.page.read_text(encoding="utf-8").split("\n")
+    shown = [
+        body
+        for (line, _, body) in blocks(example.page)
+        if line < example.line and fences[line - 1] == f"```{lang}"
+    ]
+    if not shown:
+        raise ValueError(f"{example.id}: no ```{lang} block above it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text("\n".join(shown[-1]) + "\n", encoding="utf-8")
+
+
 @dataclass
 class Ran:
     command: Command
@@ -258,11 +275,15 @@ def _run(example: Example, tmp: Path, names: dict[str, str], sandbox: Path) -> l
         for copy in example.spec.get("copy", []):
             src, _, dest = copy.partition(":")
             _copy(FIXTURES / src, sandbox / dest)
+        for file in example.spec.get("file", []):
+            lang, _, dest = file.partition(":")
+            write_block_above(example, lang, sandbox / dest)
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "checkpoint-doctor"
     shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m checkpoint_doctor "$@"\n')
     shim.chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)  # the test's python: the package and its extras
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("CHECKPOINT_DOCTOR_", "COLUMNS", "PAGER"))
     }
