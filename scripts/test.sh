@@ -64,4 +64,12 @@ if [ "${CHECKPOINT_DOCTOR_SKIP_LINT:-0}" != 1 ]; then
   export CHECKPOINT_DOCTOR_STYLE_GATE=passed
 fi
 
+# The tests' temporary files on a tmpfs when one has room (scripts/tmpdir_for_tests.py says why and when).
+if [ -z "${TMPDIR:-}" ]; then
+  TESTS_TMPDIR="$(.venv/bin/python scripts/tmpdir_for_tests.py)"
+  if [ -n "$TESTS_TMPDIR" ]; then
+    export TMPDIR="$TESTS_TMPDIR"
+  fi
+fi
+
 exec .venv/bin/python -m pytest "$@"

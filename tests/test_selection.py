@@ -69,3 +69,24 @@ def test_the_static_checks_run_once() -> None:
         > script.index('CHECKPOINT_DOCTOR_SKIP_LINT:-0}" != 1')
     )
     assert script.index(f"export {gate}=passed") < script.index("exec .venv/bin/python -m pytest")
+
+
+def test_the_tests_temporary_files_go_to_a_tmpfs_with_room(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import tmpdir_for_tests
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    roomy, cramped = tmp_path / "shm", tmp_path / "small"
+    roomy.mkdir()
+    cramped.mkdir()
+    free = {str(roomy): 8 * 1024**3, str(cramped): 64 * 1024**2}.__getitem__
+    assert tmpdir_for_tests.choose({}, [str(cramped), str(roomy)], free) == str(roomy / tmpdir_for_tests.NAME)
+    assert tmpdir_for_tests.choose({}, [str(cramped)], free) is None  # a container's 64 MB /dev/shm
+    assert tmpdir_for_tests.choose({}, [str(tmp_path / "none")], free) is None
+    assert tmpdir_for_tests.choose({"TMPDIR": "/elsewhere"}, [str(roomy)], free) is None  # the caller's wins
+    script = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert 'export TMPDIR="$TESTS_TMPDIR"' in script
+    assert script.index("scripts/tmpdir_for_tests.py") < script.index("exec .venv/bin/python -m pytest")
+    # on a tmpfs (RAM) a run keeps only the failed tests' directories
+    assert "tmp_path_retention_policy = failed" in (REPO / "setup.cfg").read_text(encoding="utf-8")
