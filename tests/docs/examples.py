@@ -7,14 +7,13 @@ printed. The HTML comment just above the fence says where it runs::
 
 - ``root=PATH``: the directory the example pretends to run in. The test runs it in a sandbox, a new
   directory /tmp/<random>/<PATH's name> exactly as long as PATH (the output wraps paths as it would
-  there), or the repository with ``repo``; PATH in a command is the sandbox, the sandbox in the
-  output is PATH again, so the block shows what a reader on that machine sees.
+  there); PATH in a command is the sandbox, the sandbox in the output is PATH again, so the block
+  shows what a reader on that machine sees.
 - ``copy=SRC:DEST`` (repeatable): ``fixtures/SRC`` copied to ``DEST`` in the sandbox first (modification
   times kept, the empty directories git drops made again).
 - ``setup=NAME``: a named world built in the sandbox (:data:`SETUPS`).
 - ``file=LANG:DEST``: the page's nearest ```LANG block above, written to DEST (a config file the page
   shows, then runs with).
-- ``repo``: run in the repository itself (read-only commands only).
 - ``kafka=SCENARIO``: the topics of ``fixtures/SCENARIO/scenario.json`` (its ``world``) replayed on the
   session's broker first (tests/kafka/test_docs_examples.py); the page names the broker
   ``127.0.0.1:39092`` (:data:`KAFKA_ON_THE_PAGE`), the test's own broker is put in its place.
@@ -258,8 +257,6 @@ def run(example: Example, tmp: Path, aliases: dict[str, str] | None = None) -> l
     for shown, actual in names.items():
         if len(shown) != len(actual):
             raise ValueError(f"{example.id}: {actual!r} is not as long as {shown!r}, the page's name for it")
-    if "repo" in example.spec:
-        return _run(example, tmp, {root: str(REPO), **names}, REPO)
     sandbox = sandbox_like(root)
     try:
         return _run(example, tmp, {root: str(sandbox), **names}, sandbox)
@@ -268,16 +265,15 @@ def run(example: Example, tmp: Path, aliases: dict[str, str] | None = None) -> l
 
 
 def _run(example: Example, tmp: Path, names: dict[str, str], sandbox: Path) -> list[Ran]:
-    if sandbox != REPO:
-        for setup in example.spec.get("setup", []):
-            name, _, arg = setup.partition(":")
-            SETUPS[name](sandbox, arg)
-        for copy in example.spec.get("copy", []):
-            src, _, dest = copy.partition(":")
-            _copy(FIXTURES / src, sandbox / dest)
-        for file in example.spec.get("file", []):
-            lang, _, dest = file.partition(":")
-            write_block_above(example, lang, sandbox / dest)
+    for setup in example.spec.get("setup", []):
+        name, _, arg = setup.partition(":")
+        SETUPS[name](sandbox, arg)
+    for copy in example.spec.get("copy", []):
+        src, _, dest = copy.partition(":")
+        _copy(FIXTURES / src, sandbox / dest)
+    for file in example.spec.get("file", []):
+        lang, _, dest = file.partition(":")
+        write_block_above(example, lang, sandbox / dest)
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
     shim = bin_dir / "checkpoint-doctor"
