@@ -1,6 +1,6 @@
 """checkpoint-doctor: read, diagnose and repair Spark Structured Streaming checkpoints without a JVM.
 
-The Python API (stable; see the README's "Python API" and ``examples/python-api.ipynb``)::
+The Python API (stable; see docs/python-api.md and ``examples/python-api.ipynb``)::
 
     import checkpoint_doctor as cd
 

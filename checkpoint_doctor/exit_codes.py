@@ -1,4 +1,4 @@
-"""The process exit codes: the one definition (README's "Exit codes" table mirrors it; a test keeps
+"""The process exit codes: the one definition (docs/exit-codes.md's table mirrors it; a test keeps
 the two equal).
 
 fsck style: the codes that describe a checkpoint are bits, so ``audit`` ORs them over checkpoints

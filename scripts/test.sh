@@ -12,6 +12,7 @@
 # - .jars/delta-3.5.9/        delta-spark 3.3.3 for the live Delta restart (maven/delta-spark/pom.xml)
 # - .jars/spark-tests-*/      Spark's published test jars (3.5.9, 4.0.4, 4.1.3, 4.2.0) and their streaming
 #                             resources, extracted once (maven/spark-test-jars/pom.xml; tests/spark_test_jars/)
+# - jq                       Debian's JSON processor, for the documentation example that pipes JSON into it
 # Extra arguments go to pytest (e.g. `scripts/test.sh -m "not spark"` for a quick run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,11 +44,32 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
   fi
 fi
 
+if ! command -v jq >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null \
+      || { apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
+  else
+    echo "scripts/test.sh: jq is needed for the documentation examples test; install Debian's 'jq' package" >&2
+    exit 2
+  fi
+fi
+
 # The style gate first (ruff check, ruff format --check, mypy; see .pre-commit-config.yaml): it fails
 # in seconds where the tests take minutes. CHECKPOINT_DOCTOR_SKIP_LINT=1 skips it for a quick local run.
+# tests/test_static.py runs the same three checks; once the gate passed here they are deselected
+# (CHECKPOINT_DOCTOR_STYLE_GATE=passed, tests/conftest.py) instead of run twice.
 if [ "${CHECKPOINT_DOCTOR_SKIP_LINT:-0}" != 1 ]; then
   PATH="$PWD/.venv/bin:$PATH" PRE_COMMIT_HOME="${PRE_COMMIT_HOME:-$PWD/.venv/pre-commit-cache}" \
     .venv/bin/pre-commit run --all-files --show-diff-on-failure
+  export CHECKPOINT_DOCTOR_STYLE_GATE=passed
+fi
+
+# The tests' temporary files on a tmpfs when one has room (scripts/tmpdir_for_tests.py says why and when).
+if [ -z "${TMPDIR:-}" ]; then
+  TESTS_TMPDIR="$(.venv/bin/python scripts/tmpdir_for_tests.py)"
+  if [ -n "$TESTS_TMPDIR" ]; then
+    export TMPDIR="$TESTS_TMPDIR"
+  fi
 fi
 
 exec .venv/bin/python -m pytest "$@"

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.live import all_live
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
 
@@ -37,7 +39,8 @@ S3_FIXTURES = frozenset({"moto_server", "s3", "s3_observer"})
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep the markers true, so ``-m "not spark"`` and ``-m "not s3"`` select what they say.
+    """Keep the markers true, so ``-m "not spark"`` and ``-m "not s3"`` select what they say, and leave
+    the opt-in ``live_all`` tests out of a run that did not ask for them (tests/live.py).
 
     A test that uses the moto server is marked ``s3`` here (also when a parametrized backend is
     ``s3``). A test under ``tests/spark/`` must carry the ``spark`` marker itself: starting a JVM is
@@ -57,3 +60,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             unmarked.append(item.nodeid)
     if unmarked:
         raise pytest.UsageError(f"tests under tests/spark/ without @pytest.mark.spark: {', '.join(unmarked)}")
+    if os.environ.get("CHECKPOINT_DOCTOR_STYLE_GATE") == "passed":
+        # scripts/test.sh ran the style gate (ruff check, ruff format --check, mypy: what tests/test_static.py
+        # runs) on this tree just before pytest, and stops before pytest when it fails.
+        static = [item for item in items if item.path.name == "test_static.py"]
+        if static:
+            config.hook.pytest_deselected(items=static)
+            items[:] = [item for item in items if item.path.name != "test_static.py"]
+    if not all_live() and "live_all" not in (config.option.markexpr or ""):
+        every = [item for item in items if item.get_closest_marker("live_all") is not None]
+        if every:
+            config.hook.pytest_deselected(items=every)
+            items[:] = [item for item in items if item.get_closest_marker("live_all") is None]

@@ -336,7 +336,7 @@ Examples:
   checkpoint-doctor explain CD101
 
 Exit codes: 0 ok, 1 warnings, 4 errors, 8 unreadable, 2 usage, 16 internal, 32 refused,
-64 worse than audit --baseline, 130 interrupted (see the README's "Exit codes").
+64 worse than audit --baseline, 130 interrupted (see docs/exit-codes.md).
 
 \b
 Shell completion:

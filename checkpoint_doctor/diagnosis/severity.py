@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, WARNING, Code, Severity
 
-#: The rule in an operator's words (``explain`` prints it for every error code; the README quotes it).
+#: The rule in an operator's words (``explain`` prints it for every error code; docs/exit-codes.md quotes it).
 RULE = (
     "error when the restart as configured (the Spark line and mode that wrote the checkpoint, or "
     "those named with --spark/--mode) fails by it or meets it with data at risk; a warning when only "

@@ -99,9 +99,9 @@ def test_hints_on_s3_carry_the_endpoint_and_never_a_secret(s3: S3, tmp_path, mon
 # -------------------------------------------------------------------------------- 13.2 exit codes
 
 
-def test_the_readme_exit_code_table_is_the_code() -> None:
-    readme = (REPO / "README.md").read_text()
-    section = readme.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_exit_code_table_is_the_code() -> None:
+    page = (REPO / "docs" / "exit-codes.md").read_text()
+    section = page.split("# Exit codes", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| (\d+) \| ([A-Z_]+) \| (.+) \|$", section, flags=re.M)
     assert [(int(c), n) for c, n, _ in rows] == [(int(e), e.name) for e in ExitCode]
 

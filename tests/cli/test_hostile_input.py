@@ -206,7 +206,7 @@ def test_a_malformed_journal_is_an_error_naming_it(
 
     code, _out, err = run(capsys, "undo", str(journal))
 
-    assert code == 2  # README "Exit codes": the command line or a file it names is wrong; nothing restored
+    assert code == 2  # docs/exit-codes.md: the command line or a file it names is wrong; nothing restored
     assert err == f"checkpoint-doctor: error: journal {journal} {problem}\n"
 
 

@@ -230,13 +230,13 @@ def test_a_missing_metadata_that_only_upgrades_fail_on_is_a_warning_everywhere(l
     assert next(c for c in audit["summary"]["codes"] if c["code"] == "CD001")["severity"] == WARNING
 
 
-def test_the_readme_states_the_rule():
+def test_the_docs_state_the_rule():
     from pathlib import Path
 
     from checkpoint_doctor.diagnosis.severity import RULE
 
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
-    assert RULE in readme
+    page = " ".join((Path(__file__).resolve().parents[2] / "docs" / "exit-codes.md").read_text().split())
+    assert RULE in page
 
 
 def test_a_session_without_the_writers_conf_gets_one_honest_restart_option(tmp_path, capsys):

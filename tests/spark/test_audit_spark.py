@@ -211,7 +211,7 @@ def _table_records(proc: subprocess.CompletedProcess[str]) -> dict[str, str]:
 
 @pytest.mark.spark
 def test_audit_on_spark_with_spark_default_master_uses_the_drivers_python(tmp_path) -> None:
-    """The README's `audit ROOT --on-spark` (no --spark-master: Spark's default local[*]): the
+    """docs/audit.md's `audit ROOT --on-spark` (no --spark-master: Spark's default local[*]): the
     workers run the driver's interpreter, not the `python3` on PATH (which lacks pyspark here)."""
     proc = _bare_worker_run(tmp_path, pyspark_python=None, output=TABLE)
 

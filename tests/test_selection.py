@@ -1,0 +1,92 @@
+"""What a default run selects: the live restarts a deterministic sample, every one on request
+(tests/live.py); tests/test_static.py left out when scripts/test.sh's style gate ran the same checks."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.live import ALL_LIVE_ENV, one_per
+from tests.repair_proof import load_records, refused
+from tests.spark.test_repairs_restart import REFUSED, sample
+from tests.sparkrun import SPARK_VERSIONS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_one_per_keeps_the_first_of_each_kind_in_order() -> None:
+    assert one_per([3, 1, 4, 1, 5, 9, 2, 6], lambda n: n % 3) == [3, 1, 5]
+
+
+@pytest.mark.parametrize("version", SPARK_VERSIONS)
+def test_the_repairs_sample_restarts_each_recorded_strategy_once(version: str) -> None:
+    cases = refused(version)
+    assert len(cases) == REFUSED[version]
+    kinds = {(r["strategy"], r["consent"]) for r in load_records(version).values()}
+    chosen = sample(version, cases)
+    assert len(chosen) == len(kinds) < len(cases) / 4
+    assert sample(version, cases) == chosen  # the same cases every run
+
+
+def _collected(env: dict[str, str], *args: str) -> list[str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), **env},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode in (0, 5), proc.stdout[-2000:] + proc.stderr[-2000:]  # 5: all deselected
+    return [line for line in proc.stdout.splitlines() if "::" in line]
+
+
+def test_every_live_restart_is_opt_in() -> None:
+    path = "tests/spark/test_repairs_restart.py"
+    every = "test_every_repaired_checkpoint_restarts_without_skipping_data"
+    default = _collected({ALL_LIVE_ENV: ""}, path)
+    assert default and not any(every in t for t in default)
+    assert sum(every in t for t in _collected({ALL_LIVE_ENV: "1"}, path)) == len(SPARK_VERSIONS)
+    marked = _collected({ALL_LIVE_ENV: ""}, path, "-m", "live_all")
+    assert marked and all(every in t for t in marked)
+
+
+def test_the_static_checks_run_once() -> None:
+    """scripts/test.sh runs the style gate (ruff check, ruff format --check, mypy) before pytest and
+    says so; pytest then leaves out tests/test_static.py, which runs the same three."""
+    gate = "CHECKPOINT_DOCTOR_STYLE_GATE"
+    assert len(_collected({gate: ""}, "tests/test_static.py")) == 3
+    assert _collected({gate: "passed"}, "tests/test_static.py") == []
+    script = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
+    gate_run = script.index("pre-commit run --all-files")
+    assert (
+        script.index(f"export {gate}=passed")
+        > gate_run
+        > script.index('CHECKPOINT_DOCTOR_SKIP_LINT:-0}" != 1')
+    )
+    assert script.index(f"export {gate}=passed") < script.index("exec .venv/bin/python -m pytest")
+
+
+def test_the_tests_temporary_files_go_to_a_tmpfs_with_room(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        import tmpdir_for_tests
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    roomy, cramped = tmp_path / "shm", tmp_path / "small"
+    roomy.mkdir()
+    cramped.mkdir()
+    free = {str(roomy): 8 * 1024**3, str(cramped): 64 * 1024**2}.__getitem__
+    assert tmpdir_for_tests.choose({}, [str(cramped), str(roomy)], free) == str(roomy / tmpdir_for_tests.NAME)
+    assert tmpdir_for_tests.choose({}, [str(cramped)], free) is None  # a container's 64 MB /dev/shm
+    assert tmpdir_for_tests.choose({}, [str(tmp_path / "none")], free) is None
+    assert tmpdir_for_tests.choose({"TMPDIR": "/elsewhere"}, [str(roomy)], free) is None  # the caller's wins
+    script = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert 'export TMPDIR="$TESTS_TMPDIR"' in script
+    assert script.index("scripts/tmpdir_for_tests.py") < script.index("exec .venv/bin/python -m pytest")
+    # on a tmpfs (RAM) a run keeps only the failed tests' directories
+    assert "tmp_path_retention_policy = failed" in (REPO / "setup.cfg").read_text(encoding="utf-8")
