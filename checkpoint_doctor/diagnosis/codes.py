@@ -74,6 +74,10 @@ class Code(TextEnum):
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
     DELTA_TABLE_UNREADABLE = "CD215"
     DELTA_TABLE_COPIES = "CD216"
+    # Delta source options read from the job (--job): the change data feed, skipChangeCommits.
+    DELTA_CHANGE_DATA_MISSING = "CD245"
+    DELTA_CHANGE_COMMITS_SKIPPED = "CD246"
+    DELTA_STARTING_OPTION_IGNORED = "CD247"
     STATE_MISSING = "CD301"
     STATE_VERSION_NOT_RESTORABLE = "CD302"
     ROCKSDB_SST_MISSING = "CD303"
@@ -677,6 +681,51 @@ _ALL = (
         "Restart with skipChangeCommits=true (the changed rows are not read), or start a new checkpoint.",
         "DELTA_SOURCE_IGNORE_DELETE",
         "DELTA_SOURCE_TABLE_IGNORE_CHANGES",
+    ),
+    _c(
+        Code.DELTA_CHANGE_DATA_MISSING,
+        "delta-change-data-missing",
+        ERROR,
+        "A change data feed source resumes past a version that turned the change data feed off",
+        "A Delta source read with readChangeFeed (DeltaSourceCDCSupport) builds each batch with "
+        "CDCReader.changesToDF, which refuses a version whose metaData sets delta.enableChangeDataFeed to "
+        "false: DELTA_MISSING_CHANGE_DATA 'Error getting change data for range [start , end] as change data "
+        "was not recorded for version [v]', v the ALTER commit. failOnDataLoss does not change it.",
+        "ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed = false) ran while the query was "
+        "stopped (or a REPLACE dropped the property).",
+        "Turn the feed back on (ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed = true)): "
+        "the versions written while it was off have no change data and are never read as changes; start "
+        "a new checkpoint with startingVersion at the version that turned it on again, or read the table "
+        "without readChangeFeed from a new checkpoint.",
+        "DELTA_MISSING_CHANGE_DATA",
+        "as change data was not",
+    ),
+    _c(
+        Code.DELTA_CHANGE_COMMITS_SKIPPED,
+        "delta-change-commits-skipped",
+        WARNING,
+        "The job's skipChangeCommits makes a Delta source pass over commits it will never read",
+        "With skipChangeCommits (a job option, not in the checkpoint) DeltaSource skips every commit "
+        "that removes a file (DeltaSource.validateCommitAndDecideSkipping): a DELETE's, an UPDATE's and a "
+        "MERGE's whole commit, the rows it adds included. An UPDATE's new values and a MERGE's inserted "
+        "rows are never read: data never read, not a delete the stream tolerates. A change data feed "
+        "source (readChangeFeed) ignores the option and reads the changes.",
+        "The table had an UPDATE or MERGE while the query read it with skipChangeCommits.",
+        "Read the skipped rows another way (the finding names the versions and their rows: a batch read "
+        "of those versions, or the change data feed), or restart without skipChangeCommits and a new "
+        "checkpoint to read the table as it is now.",
+    ),
+    _c(
+        Code.DELTA_STARTING_OPTION_IGNORED,
+        "delta-starting-option-ignored",
+        INFO,
+        "The job's startingVersion or startingTimestamp does nothing on this restart",
+        "DeltaSource reads startingVersion and startingTimestamp only when the checkpoint holds no offset "
+        "for the source (DeltaSource.getStartingOffset): a restart resumes at the checkpoint's "
+        "reservoirVersion whatever they say.",
+        "The job sets a starting position, perhaps to skip past a refused or cleaned version.",
+        "To start at another version, start a new checkpoint with the option, or plan with "
+        "--accept-data-loss where the checkpoint's position itself can be moved.",
     ),
     _c(
         Code.DELTA_TABLE_UNREADABLE,

@@ -31,7 +31,29 @@ _CODES = {
     "table-replaced": Code.DELTA_SOURCE_TABLE_REPLACED,
     "versions-gone": Code.DELTA_SOURCE_VERSIONS_GONE,
     "data-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
+    "change-data-missing": Code.DELTA_CHANGE_DATA_MISSING,
 }
+
+#: The Delta source options read only by a query's first batch (DeltaSource.getStartingOffset).
+_STARTING = ("startingversion", "startingtimestamp")
+
+
+def job_source_options(ctx: Context, index: int) -> dict[str, str] | None:
+    """The options the job (``--job``) gives its Delta source ``index`` (Spark's order of the
+    sources, the offsets' order), or None: no job, or no Delta source there. None of them is in the
+    checkpoint (``ignoreDeletes``, ``skipChangeCommits``, ``readChangeFeed``, ``startingVersion``,
+    ``failOnDataLoss``): without a job Delta's defaults are assumed."""
+    job = ctx.options.job
+    if job is None or not 0 <= index < len(job.sources):
+        return None
+    source = job.sources[index]
+    return dict(source.options) if source.name.lower() == "delta" else None
+
+
+def options_said(options: dict[str, str] | None) -> str:
+    """The options that decide a Delta source's restart, as the job sets them (``k=v, ...``)."""
+    decisive = ("readchangefeed", "ignoredeletes", "ignorechanges", "skipchangecommits", "failondataloss")
+    return ", ".join(f"{k}={v}" for k, v in (options or {}).items() if k.lower() in decisive)
 
 
 def delta_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, DeltaOffset]]:
@@ -107,7 +129,14 @@ def restarts(
     previous = dict(delta_sources(before))
     pairs = pair(delta_sources(current), pairing)
     return [
-        (n, off, t, predict_worded(off, t, lambda: target.delta_new_wording, None, previous.get(n)))
+        (
+            n,
+            off,
+            t,
+            predict_worded(
+                off, t, lambda: target.delta_new_wording, job_source_options(ctx, n), previous.get(n)
+            ),
+        )
         for n, off, t in pairs
         if t is not None
     ]
@@ -120,8 +149,9 @@ def restart_error(
     start: Sequence[SourceOffset] | None,
     end: Sequence[SourceOffset] | None,
 ) -> tuple[SparkError, Code] | None:
-    """The error of the first Delta source that refuses the restart (Delta's default options: source
-    options are not in the checkpoint), with its code, or None."""
+    """The error of the first Delta source that refuses the restart, with its code, or None. The
+    source's options are the job's (``--job``); without one Delta's defaults (they are not in the
+    checkpoint)."""
     for _, _, _, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is not None and restart.code is not None:
             return restart.error, _CODES[restart.code]
@@ -148,7 +178,8 @@ def reads_notes(
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:
             first, last = restart.versions
-            out.append(f"Delta source {n} reads versions {first}..{last} of {table.url}")
+            feed = " as its change data feed (readChangeFeed)" if restart.change_feed else ""
+            out.append(f"Delta source {n} reads versions {first}..{last} of {table.url}{feed}")
         elif restart.error is None:
             out.append(
                 f"Delta source {n} has read every version of {table.url} (latest {table.latest_version})"
@@ -169,6 +200,15 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 "(replaced, deleted and written anew, or another table the query now reads): the restart fails with "
                 "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE."
             )
+        elif restart.code == "versions-gone" and restart.change_feed:
+            version = restart.from_version
+            text = (
+                f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option) "
+                f"and resumes at version {version} (the newest offsets are at {off.reservoir_version}), but its "
+                f"log starts at version {table.earliest_version} (log cleanup): the change data feed asks for the "
+                f"table as of version {version} first and the restart fails with {restart.error.error_class}, "
+                "whatever failOnDataLoss says."
+            )
         elif restart.code == "versions-gone":
             version = restart.from_version
             # The versions the query has not read start at the newest offsets' (a committed batch's
@@ -180,8 +220,16 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 f"the restart fails with DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it "
                 f"skips versions {unread}..{table.earliest_version - 1}, not read yet."
             )
+        elif restart.code == "change-data-missing":
+            text = (
+                f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option), "
+                f"but version {restart.refused_version} turned it off (delta.enableChangeDataFeed = false): the "
+                f"restart fails with DELTA_MISSING_CHANGE_DATA for version {restart.refused_version}; the "
+                "versions written while the feed is off have no change data to read."
+            )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
+            text += _options_words(job_source_options(ctx, n), table, restart.refused_version)
         yield Finding(
             _CODES[restart.code],
             text,
@@ -193,6 +241,67 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 ("table_id", table.table_id),
                 ("checkpoint_table_id", off.reservoir_id),
                 ("earliest_version", table.earliest_version),
+            ),
+        )
+
+
+def _options_words(options: dict[str, str] | None, table: DeltaTable, version: int | None) -> str:
+    """What the job's options do about a refused commit (ignoreDeletes tolerates whole-file deletes
+    only: a DELETE that rewrites a file is an update to Delta, DeltaSource.validateCommitAndDecideSkipping)."""
+    said = options_said(options)
+    if options is None:
+        return " (Delta's default options: pass the job with --job to judge the options it reads with)"
+    commit = next((c for c in table.commits if c.version == version), None)
+    if (
+        commit is not None
+        and commit.adds
+        and any(k.lower() == "ignoredeletes" and str(v).lower() == "true" for k, v in options.items())
+    ):
+        return (
+            f" The job reads with {said}: ignoreDeletes tolerates only deletes of whole files, and version "
+            f"{version} ({commit.operation or 'a commit'}) removed {commit.removes} file(s) and added "
+            f"{commit.adds} (rows deleted from a file rewrite it): Delta counts that as a data update."
+        )
+    return f" The job reads with {said or 'none of the options that decide it'}."
+
+
+def check_delta_options(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD246: the job's skipChangeCommits passes over commits that add rows (an UPDATE's new values,
+    a MERGE's inserted rows: data never read); CD247: the job's startingVersion or startingTimestamp,
+    which a restart does not read."""
+    p = prediction
+    for n, _, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
+        options = job_source_options(ctx, n) or {}
+        starting = [f"{k}={v}" for k, v in options.items() if k.lower() in _STARTING]
+        if starting:
+            yield Finding(
+                Code.DELTA_STARTING_OPTION_IGNORED,
+                f"Delta source {n}: the job sets {', '.join(starting)}, which Delta reads only when the checkpoint "
+                f"holds no offset for the source: this restart resumes at the checkpoint's version and reads "
+                f"{table.url} from there.",
+                details=(("source", n), ("table", table.url), ("options", tuple(starting))),
+            )
+        if restart.error is not None or not restart.skipped_changes:
+            continue
+        parts = []
+        for version, operation, rows, inserted in restart.skipped_changes:
+            what = f"version {version} ({operation or 'a commit'}): {rows if rows is not None else 'uncounted'} row(s) added"
+            if inserted:
+                what += f", {inserted} of them inserted by the {operation or 'commit'}"
+            parts.append(what)
+        yield Finding(
+            Code.DELTA_CHANGE_COMMITS_SKIPPED,
+            f"Delta source {n} reads {table.url} with skipChangeCommits (the job's option): commits that remove "
+            f"files are skipped whole, the rows they add included: {'; '.join(parts)}. Those rows are never "
+            "read by this query: data never read, not a delete the stream tolerates.",
+            paths=(table.url,),
+            batch_ids=(p.next_batch_id,) if p.next_batch_id is not None else (),
+            details=(
+                ("source", n),
+                ("table", table.url),
+                ("skipped_versions", tuple(v for v, _, _, _ in restart.skipped_changes)),
+                ("rows_never_read", sum(r or 0 for _, _, r, _ in restart.skipped_changes)),
+                ("inserted_never_read", sum(i or 0 for _, _, _, i in restart.skipped_changes)),
             ),
         )
 

@@ -14,6 +14,18 @@ not refused: the restarted query reads with the table's newest schema, which onl
 ``delta-source-stateless-schema-changed`` runs on every line); a narrowing change (a column dropped
 or renamed, which needs column mapping) is not modelled. Proven by the restarts recorded in
 ``fixtures/delta/`` (tests/delta/test_recorded_restarts.py).
+
+The source's options are the job's (``--job``), never the checkpoint's: without a job Delta's
+defaults are assumed. A change data feed source (``readChangeFeed``, ``DeltaSourceCDCSupport``)
+reads deletes and updates as change rows (neither hygiene error; ``skipChangeCommits`` and
+``ignoreDeletes`` do not apply to it), refuses a version whose ``metaData`` turns the feed off
+(``CDCReader.changesToDF``: ``DELTA_MISSING_CHANGE_DATA`` naming that version), and fails on a
+cleaned log where ``CDCReader`` asks for the snapshot at the version it resumes at: Delta 3.3 and 4.0
+``DELTA_EMPTY_DIRECTORY`` (``SnapshotManagement.getSnapshotAt``), Delta 4.4
+``DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE`` (the FileNotFoundException wrapped in
+``DeltaSourceCDCSupport.getCDCFileChangesAndCreateDataFrame``), whatever ``failOnDataLoss`` says.
+``startingVersion`` and ``startingTimestamp`` are read only when the checkpoint holds no offset
+(``DeltaSource.getStartingOffset``): on a restart they change nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +59,11 @@ def _on(options: Mapping[str, str], key: str) -> bool:
     return any(k.lower() == key.lower() and str(v).lower() == "true" for k, v in options.items())
 
 
+def change_feed(options: Mapping[str, str] | None) -> bool:
+    """Return whether a Delta source with these options reads the change data feed."""
+    return _on(options or {}, "readChangeFeed")
+
+
 def _fail_on_data_loss(options: Mapping[str, str]) -> bool:
     return not any(k.lower() == "failondataloss" and str(v).lower() == "false" for k, v in options.items())
 
@@ -65,6 +82,13 @@ class DeltaSourceRestart:
     code: str | None = None
     #: The version the restart lists the table's commits from.
     from_version: int | None = None
+    #: The version whose commit the restart refuses (data-changed, change-data-missing).
+    refused_version: int | None = None
+    #: Whether the source reads the change data feed (``readChangeFeed``).
+    change_feed: bool = False
+    #: The commits ``skipChangeCommits`` passes over (versions in ``skipped_versions``), with what
+    #: they wrote that the query never reads: ``(version, operation, rows added, rows inserted)``.
+    skipped_changes: tuple[tuple[int, str | None, int | None, int | None], ...] = ()
 
 
 def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
@@ -112,6 +136,48 @@ def changed(version: int) -> SparkError:
     return SparkError(
         f"[{cls}] {text}", search, "batch", cls, headline=f"{cls}: data update at version {version}"
     )
+
+
+def change_data_missing(version: int, start: int, end: int) -> SparkError:
+    """CDCReader.changesToDF on a version that turned the change data feed off (DeltaErrors
+    .changeDataNotRecordedException: the range [start, end] of the batch, then the version)."""
+    cls = "DELTA_MISSING_CHANGE_DATA"
+    text = (
+        f"Error getting change data for range [{start} , {end}] as change data was not\n"
+        f"recorded for version [{version}]. If you've enabled change data feed on this table,\n"
+        "use `DESCRIBE HISTORY` to see when it was first enabled.\n"
+        "Otherwise, to start recording change data, use `ALTER TABLE table_name SET TBLPROPERTIES\n"
+        "(delta.enableChangeDataFeed=true)`."
+    )
+    search = f"recorded for version [{version}]"
+    return SparkError(
+        f"[{cls}] {text}",
+        search,
+        "batch",
+        cls,
+        headline=f"{cls}: change data was not recorded for version {version}",
+    )
+
+
+def change_feed_log_gone(new: bool, log_path: str, start: int, earliest: int) -> SparkError:
+    """A change data feed source resuming at a version log cleanup removed: CDCReader asks for the
+    snapshot at that version. Delta 3.3/4.0: ``DELTA_EMPTY_DIRECTORY`` (DeltaErrors
+    .emptyDirectoryException of the log path); Delta 4.4: the FileNotFoundException wrapped as
+    ``DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE``."""
+    gone = f"version {start} is gone, the log starts at {earliest}"
+    if new:
+        cls = "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE"
+        text = (
+            "If you never deleted it, it's likely your query is lagging behind. Please delete its checkpoint "
+            "to restart from scratch. To avoid this happening again, you can update your retention policy of "
+            "your Delta table"
+        )
+        search = "it's likely your query is lagging behind"
+    else:
+        cls = "DELTA_EMPTY_DIRECTORY"
+        text = f"No file found in the directory: {log_path}."
+        search = "No file found in the directory: "
+    return SparkError(f"[{cls}] {text}", search, "batch", cls, headline=f"{cls}: {gone}")
 
 
 def _hygiene(commit: DeltaCommit, options: Mapping[str, str]) -> SparkError | None:
@@ -162,6 +228,7 @@ def predict_worded(
     opts = dict(options or {})
     if table.table_id is not None and table.table_id != offset.reservoir_id:
         return DeltaSourceRestart(different_table(offset, table), code="table-replaced")
+    cdf = change_feed(opts)
     # An offset names the next version to read (index -1: none of its files read yet) or the version
     # being read (index >= 0): either way the changes are listed from its reservoirVersion.
     start = (previous or offset).reservoir_version
@@ -169,9 +236,15 @@ def predict_worded(
     # changes from the next one on, so that version's own commit is not checked as a change.
     first_change = start + 1 if (previous or offset).is_starting_version else start
     if start > table.latest_version:
-        return DeltaSourceRestart(None, None)
+        return DeltaSourceRestart(None, None, change_feed=cdf)
     skipped: tuple[int, ...] = ()
     if table.earliest_version > start:
+        if cdf:
+            # CDCReader.changesToDF asks for the snapshot at the start version first (failOnDataLoss
+            # is not asked).
+            log_path = table.url.rstrip("/") + "/_delta_log"
+            error = change_feed_log_gone(new_wording(), log_path, start, table.earliest_version)
+            return DeltaSourceRestart(error, code="versions-gone", from_version=start, change_feed=True)
         if _fail_on_data_loss(opts):
             return DeltaSourceRestart(
                 _missing_versions(new_wording(), start, table.earliest_version),
@@ -179,12 +252,55 @@ def predict_worded(
                 from_version=start,
             )
         skipped = id_range(start, table.earliest_version - 1)  # the lowest ones: a version is any long
+    if cdf:
+        return _change_feed(offset, previous, table, first_change, skipped)
+    changes: tuple[tuple[int, str | None, int | None, int | None], ...] = ()
     for commit in table.commits:
         if commit.version < first_change:
             continue
-        error = _hygiene(commit, opts)
-        if error is not None:
-            return DeltaSourceRestart(error, code="data-changed")
+        refused = _hygiene(commit, opts)
+        if refused is not None:
+            return DeltaSourceRestart(refused, code="data-changed", refused_version=commit.version)
         if commit.removes and _on(opts, "skipChangeCommits"):
             skipped += (commit.version,)
-    return DeltaSourceRestart(None, (max(start, table.earliest_version), table.latest_version), skipped)
+            if commit.adds:
+                changes += ((commit.version, commit.operation, commit.rows, commit.inserted),)
+    return DeltaSourceRestart(
+        None,
+        (max(start, table.earliest_version), table.latest_version),
+        skipped,
+        skipped_changes=changes,
+    )
+
+
+def _change_feed(
+    offset: DeltaOffset,
+    previous: DeltaOffset | None,
+    table: DeltaTable,
+    first_change: int,
+    skipped: tuple[int, ...],
+) -> DeltaSourceRestart:
+    """The change data feed's restart: every change is read (DeltaSourceCDCSupport reads removes as
+    delete rows), and a version whose metaData turns the feed off is refused (CDCReader.changesToDF)."""
+    start = (previous or offset).reservoir_version
+    for commit in table.commits:
+        if commit.version < first_change or commit.cdf is not False:
+            continue
+        # The replayed batch (previous, offset] reads the versions below the offset's; the new batch
+        # lists from the offset's version: the range Delta names is the batch's that meets it.
+        begins = (
+            start
+            if previous is not None and commit.version < offset.reservoir_version
+            else offset.reservoir_version
+        )
+        error = change_data_missing(commit.version, begins, table.latest_version)
+        return DeltaSourceRestart(
+            error,
+            code="change-data-missing",
+            from_version=begins,
+            change_feed=True,
+            refused_version=commit.version,
+        )
+    return DeltaSourceRestart(
+        None, (max(start, table.earliest_version), table.latest_version), skipped, change_feed=True
+    )
