@@ -43,11 +43,8 @@ def job_source_options(ctx: Context, index: int) -> dict[str, str] | None:
     sources, the offsets' order), or None: no job, or no Delta source there. None of them is in the
     checkpoint (``ignoreDeletes``, ``skipChangeCommits``, ``readChangeFeed``, ``startingVersion``,
     ``failOnDataLoss``): without a job Delta's defaults are assumed."""
-    job = ctx.options.job
-    if job is None or not 0 <= index < len(job.sources):
-        return None
-    source = job.sources[index]
-    return dict(source.options) if source.name.lower() == "delta" else None
+    found = dict(ctx.options.delta_source_options()).get(index)
+    return dict(found) if found is not None else None
 
 
 def options_said(options: dict[str, str] | None) -> str:
