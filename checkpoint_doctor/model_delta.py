@@ -40,6 +40,9 @@ class DeltaCommit:
     #: ``commitInfo.operationMetrics.numTargetRowsInserted`` (a MERGE's inserted rows), None when the
     #: commit does not say: the rows a restart with ``skipChangeCommits`` never reads, named as such.
     inserted: int | None = None
+    #: ``commitInfo.operationMetrics.numTargetRowsUpdated`` (MERGE) or ``numUpdatedRows`` (UPDATE):
+    #: the new values of updated rows, which ``skipChangeCommits`` never reads either.
+    updated: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
@@ -51,6 +54,7 @@ class DeltaCommit:
             "rows": self.rows,
             "cdf": self.cdf,
             "inserted": self.inserted,
+            "updated": self.updated,
             "schema_changed": self.schema is not None,
             "table_id": self.table_id,
             "txns": [list(t) for t in self.txns],

@@ -686,11 +686,13 @@ _ALL = (
         Code.DELTA_CHANGE_DATA_MISSING,
         "delta-change-data-missing",
         ERROR,
-        "A change data feed source resumes past a version that turned the change data feed off",
+        "A change data feed source resumes at a version where the change data feed is off",
         "A Delta source read with readChangeFeed (DeltaSourceCDCSupport) builds each batch with "
-        "CDCReader.changesToDF, which refuses a version whose metaData sets delta.enableChangeDataFeed to "
-        "false: DELTA_MISSING_CHANGE_DATA 'Error getting change data for range [start , end] as change data "
-        "was not recorded for version [v]', v the ALTER commit. failOnDataLoss does not change it.",
+        "CDCReader.changesToDF, which checks delta.enableChangeDataFeed in the snapshot at the batch's start "
+        "version and fails with DELTA_MISSING_CHANGE_DATA 'Error getting change data for range [start , end] "
+        "as change data was not recorded for version [start]' where it is off. A batch that reads through "
+        "the version that turned it off reads on (the rows written while it is off as inserts); the batch "
+        "after it fails. failOnDataLoss does not change it.",
         "ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed = false) ran while the query was "
         "stopped (or a REPLACE dropped the property).",
         "Turn the feed back on (ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed = true)): "

@@ -58,6 +58,7 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
     rows: int | None = 0
     cdf: bool | None = None
     inserted: int | None = None
+    updated: int | None = None
     txns: list[tuple[str, int]] = []
     # Line by line from the bytes (Delta writes one action a line, "\n"): no str of the whole file
     # and no list of its lines beside its bytes (a commit may be 64 MiB).
@@ -72,6 +73,8 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
             info = _object(action, "commitInfo")
             operation = _text(info, "operation", "commitInfo.operation")
             inserted = _metric(info, "numTargetRowsInserted")
+            updated = _metric(info, "numTargetRowsUpdated")
+            updated = _metric(info, "numUpdatedRows") if updated is None else updated
         if "metaData" in action:
             meta = _object(action, "metaData")
             schema = _text(meta, "schemaString", "metaData.schemaString")
@@ -92,7 +95,9 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
             if not isinstance(app, str):
                 raise ValueError(f"txn.appId is not a string: {_short(app)}")
             txns.append((app, _long(txn.get("version"), "txn.version")))
-    return DeltaCommit(version, operation, adds, removes, schema, table_id, tuple(txns), rows, cdf, inserted)
+    return DeltaCommit(
+        version, operation, adds, removes, schema, table_id, tuple(txns), rows, cdf, inserted, updated
+    )
 
 
 def _cdf_enabled(meta: dict[str, Any]) -> bool:

@@ -22,7 +22,7 @@ from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predic
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
-from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
 
 #: The flag that names a Delta table, quoted wherever tables were not checked.
 FLAG = "--delta-table PATH"
@@ -267,8 +267,40 @@ def check_delta_options(ctx: Context, prediction: RestartPrediction) -> Iterator
     a MERGE's inserted rows: data never read); CD247: the job's startingVersion or startingTimestamp,
     which a restart does not read."""
     p = prediction
-    for n, _, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
-        options = job_source_options(ctx, n) or {}
+    for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
+        known = job_source_options(ctx, n)
+        options = known or {}
+        turned_off = next(
+            (c for c in table.commits if c.version >= off.reservoir_version and c.cdf is False), None
+        )
+        if known is None and restart.error is None and turned_off is not None:
+            # Without the job the source is judged with Delta's defaults; a change data feed source
+            # (readChangeFeed, not in the checkpoint) meets the commit that turned the feed off.
+            yield Finding(
+                Code.DELTA_CHANGE_DATA_MISSING,
+                f"Delta source {n}: version {turned_off.version} of {table.url} turned the change data feed off "
+                f"(delta.enableChangeDataFeed = false). Judged with Delta's default options the restart starts; "
+                f"if the job reads the change data feed (readChangeFeed, a job option not in the checkpoint), a "
+                f"batch that starts at a version where the feed is off fails with DELTA_MISSING_CHANGE_DATA: "
+                "pass the job with --job to judge it.",
+                paths=(table.url,),
+                details=(("source", n), ("table", table.url), ("version", turned_off.version)),
+                effective_severity=WARNING,
+            )
+        if restart.error is None and restart.feed_off_at is not None and restart.versions is not None:
+            first, last = restart.versions
+            yield Finding(
+                Code.DELTA_CHANGE_DATA_MISSING,
+                f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option), "
+                f"and version {restart.feed_off_at} turned the feed off: the restart starts and reads versions "
+                f"{first}..{last} (CDCReader checks the feed at a batch's start version only: the rows written "
+                f"while it is off are read as inserts, their deletes and updates were not recorded), but the "
+                f"next batch starts at version {last + 1}, where the feed is off, and fails with "
+                f"DELTA_MISSING_CHANGE_DATA as soon as the table has a new version. Turn the feed on again.",
+                paths=(table.url,),
+                details=(("source", n), ("table", table.url), ("version", restart.feed_off_at)),
+                effective_severity=WARNING,
+            )
         starting = [f"{k}={v}" for k, v in options.items() if k.lower() in _STARTING]
         if starting:
             yield Finding(
@@ -280,27 +312,36 @@ def check_delta_options(ctx: Context, prediction: RestartPrediction) -> Iterator
             )
         if restart.error is not None or not restart.skipped_changes:
             continue
-        parts = []
-        for version, operation, rows, inserted in restart.skipped_changes:
-            what = f"version {version} ({operation or 'a commit'}): {rows if rows is not None else 'uncounted'} row(s) added"
-            if inserted:
-                what += f", {inserted} of them inserted by the {operation or 'commit'}"
-            parts.append(what)
+        parts = [never_read(c) for c in restart.skipped_changes]
         yield Finding(
             Code.DELTA_CHANGE_COMMITS_SKIPPED,
             f"Delta source {n} reads {table.url} with skipChangeCommits (the job's option): commits that remove "
-            f"files are skipped whole, the rows they add included: {'; '.join(parts)}. Those rows are never "
-            "read by this query: data never read, not a delete the stream tolerates.",
+            f"files are skipped whole, the rows they add included: {'; '.join(parts)}. This query never reads "
+            "them: data never read, not a delete the stream tolerates.",
             paths=(table.url,),
             batch_ids=(p.next_batch_id,) if p.next_batch_id is not None else (),
             details=(
                 ("source", n),
                 ("table", table.url),
-                ("skipped_versions", tuple(v for v, _, _, _ in restart.skipped_changes)),
-                ("rows_never_read", sum(r or 0 for _, _, r, _ in restart.skipped_changes)),
-                ("inserted_never_read", sum(i or 0 for _, _, _, i in restart.skipped_changes)),
+                ("skipped_versions", tuple(c.version for c in restart.skipped_changes)),
+                ("inserted_never_read", sum(c.inserted or 0 for c in restart.skipped_changes)),
+                ("updated_never_read", sum(c.updated or 0 for c in restart.skipped_changes)),
             ),
         )
+
+
+def never_read(commit: DeltaCommit) -> str:
+    """What ``skipChangeCommits`` never reads of a commit that removes and adds files: its inserted
+    and updated rows (``operationMetrics``), among the rows of the files it adds (the rest are copies
+    of rows read before)."""
+    what = [f"{n} {w}" for n, w in ((commit.inserted, "inserted"), (commit.updated, "updated")) if n]
+    rows = f"{commit.rows} row(s) in the files it adds" if commit.rows is not None else "rows not counted"
+    said = (
+        f"{' and '.join(what)} row(s) never read ({rows}, the rest copies of rows read before)"
+        if what
+        else rows
+    )
+    return f"version {commit.version} ({commit.operation or 'a commit'}): {said}"
 
 
 def assumption(

@@ -18,8 +18,9 @@ or renamed, which needs column mapping) is not modelled. Proven by the restarts 
 The source's options are the job's (``--job``), never the checkpoint's: without a job Delta's
 defaults are assumed. A change data feed source (``readChangeFeed``, ``DeltaSourceCDCSupport``)
 reads deletes and updates as change rows (neither hygiene error; ``skipChangeCommits`` and
-``ignoreDeletes`` do not apply to it), refuses a version whose ``metaData`` turns the feed off
-(``CDCReader.changesToDF``: ``DELTA_MISSING_CHANGE_DATA`` naming that version), and fails on a
+``ignoreDeletes`` do not apply to it), refuses a batch whose start version has the feed off
+(``CDCReader.changesToDF``: ``DELTA_MISSING_CHANGE_DATA`` naming that version; a version inside the
+batch that turned it off is read through, recorded), and fails on a
 cleaned log where ``CDCReader`` asks for the snapshot at the version it resumes at: Delta 3.3 and 4.0
 ``DELTA_EMPTY_DIRECTORY`` (``SnapshotManagement.getSnapshotAt``), Delta 4.4
 ``DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE`` (the FileNotFoundException wrapped in
@@ -86,9 +87,12 @@ class DeltaSourceRestart:
     refused_version: int | None = None
     #: Whether the source reads the change data feed (``readChangeFeed``).
     change_feed: bool = False
+    #: A change data feed source that starts but reads through the version that turned the feed off
+    #: (still off at the latest): the batch after starts where it is off, and fails.
+    feed_off_at: int | None = None
     #: The commits ``skipChangeCommits`` passes over (versions in ``skipped_versions``), with what
-    #: they wrote that the query never reads: ``(version, operation, rows added, rows inserted)``.
-    skipped_changes: tuple[tuple[int, str | None, int | None, int | None], ...] = ()
+    #: they wrote that the query never reads.
+    skipped_changes: tuple[DeltaCommit, ...] = ()
 
 
 def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
@@ -254,7 +258,7 @@ def predict_worded(
         skipped = id_range(start, table.earliest_version - 1)  # the lowest ones: a version is any long
     if cdf:
         return _change_feed(offset, previous, table, first_change, skipped)
-    changes: tuple[tuple[int, str | None, int | None, int | None], ...] = ()
+    changes: tuple[DeltaCommit, ...] = ()
     for commit in table.commits:
         if commit.version < first_change:
             continue
@@ -263,14 +267,35 @@ def predict_worded(
             return DeltaSourceRestart(refused, code="data-changed", refused_version=commit.version)
         if commit.removes and _on(opts, "skipChangeCommits"):
             skipped += (commit.version,)
-            if commit.adds:
-                changes += ((commit.version, commit.operation, commit.rows, commit.inserted),)
+            if commit.adds and adds_new_rows(commit):
+                changes += (commit,)
     return DeltaSourceRestart(
         None,
         (max(start, table.earliest_version), table.latest_version),
         skipped,
         skipped_changes=changes,
     )
+
+
+def adds_new_rows(commit: DeltaCommit) -> bool:
+    """Whether a commit that removes files adds rows the table did not hold (a MERGE's inserted rows,
+    an UPDATE's new values: ``operationMetrics``); a DELETE's added files hold the rows it kept,
+    copies of rows read before. Without metrics, any commit but a DELETE may."""
+    if commit.inserted or commit.updated:
+        return True
+    return commit.inserted is None and commit.updated is None and (commit.operation or "").upper() != "DELETE"
+
+
+def feed_on_at(table: DeltaTable, version: int) -> bool | None:
+    """Whether the change data feed is on in the table's snapshot at ``version`` (the last
+    ``metaData`` at or before it that the commits read show), None when none of them says."""
+    state = None
+    for commit in table.commits:
+        if commit.version > version:
+            break
+        if commit.cdf is not None:
+            state = commit.cdf
+    return state
 
 
 def _change_feed(
@@ -281,26 +306,40 @@ def _change_feed(
     skipped: tuple[int, ...],
 ) -> DeltaSourceRestart:
     """The change data feed's restart: every change is read (DeltaSourceCDCSupport reads removes as
-    delete rows), and a version whose metaData turns the feed off is refused (CDCReader.changesToDF)."""
+    delete rows). Each batch (the replayed one, then the new one) is built by CDCReader.changesToDF,
+    which checks the feed in the snapshot at the batch's START version only (the streaming source hands
+    it file actions, no metaData: a version inside the batch that turned the feed off is read through,
+    its rows as inserts; recorded: delta-source-cdf-cdf-disabled) and refuses a start version where the
+    feed is off: DELTA_MISSING_CHANGE_DATA naming that version (delta-source-cdf-cdf-disabled-read)."""
+    del first_change
     start = (previous or offset).reservoir_version
-    for commit in table.commits:
-        if commit.version < first_change or commit.cdf is not False:
-            continue
-        # The replayed batch (previous, offset] reads the versions below the offset's; the new batch
-        # lists from the offset's version: the range Delta names is the batch's that meets it.
-        begins = (
-            start
-            if previous is not None and commit.version < offset.reservoir_version
-            else offset.reservoir_version
-        )
-        error = change_data_missing(commit.version, begins, table.latest_version)
-        return DeltaSourceRestart(
-            error,
-            code="change-data-missing",
-            from_version=begins,
-            change_feed=True,
-            refused_version=commit.version,
-        )
+    batches = []
+    if previous is not None and (previous.reservoir_version, previous.index) != (
+        offset.reservoir_version,
+        offset.index,
+    ):
+        batches.append((previous.reservoir_version, offset.reservoir_version))  # the replayed getBatch
+    if table.latest_version >= offset.reservoir_version:
+        batches.append((offset.reservoir_version, table.latest_version + 1))  # the new batch, to the latest
+    for begins, ends in batches:
+        if feed_on_at(table, begins) is False:
+            return DeltaSourceRestart(
+                change_data_missing(begins, begins, ends),
+                code="change-data-missing",
+                from_version=begins,
+                change_feed=True,
+                refused_version=begins,
+            )
+    # A version the new batch reads through that turned the feed off (and no later one on again): the
+    # batch after it starts where the feed is off.
+    off = feed_on_at(table, table.latest_version) is False
+    turned = next(
+        (c.version for c in table.commits if c.version >= offset.reservoir_version and c.cdf is False), None
+    )
     return DeltaSourceRestart(
-        None, (max(start, table.earliest_version), table.latest_version), skipped, change_feed=True
+        None,
+        (max(start, table.earliest_version), table.latest_version),
+        skipped,
+        change_feed=True,
+        feed_off_at=turned if off else None,
     )

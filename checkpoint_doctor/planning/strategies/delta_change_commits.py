@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.sources.checks_delta import never_read
+from checkpoint_doctor.diagnosis.sources.delta import adds_new_rows
 from checkpoint_doctor.model_delta import DeltaCommit
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.strategies.delta_offsets import counted, locate, versions_text
@@ -54,13 +56,11 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     )
     # What the option itself never reads: every commit that removes files, the rows it adds included
     # (an UPDATE's new values, a MERGE's inserted rows; DeltaSource.validateCommitAndDecideSkipping).
-    changing = [c for c in where.table.commits if c.version >= start and c.removes and c.adds]
+    changing = [
+        c for c in where.table.commits if c.version >= start and c.removes and c.adds and adds_new_rows(c)
+    ]
     if changing:
-        never = "; ".join(
-            f"version {c.version} ({c.operation or 'a commit'}): {c.rows if c.rows is not None else 'uncounted'} "
-            f"row(s) added" + (f", {c.inserted} of them inserted" if c.inserted else "")
-            for c in changing
-        )
+        never = "; ".join(never_read(c) for c in changing)
         why += (
             f". DATA NEVER READ with the option: it skips whole commits, the rows they add included: {never}"
         )

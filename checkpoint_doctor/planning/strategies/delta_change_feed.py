@@ -1,8 +1,8 @@
 """Resume a change data feed source where the feed is on again (CD245), with consent. Pure.
 
 A Delta source read with ``readChangeFeed`` (``DeltaSourceCDCSupport``) builds each batch with
-``CDCReader.changesToDF``, which refuses the batch's start version when the feed is off there and
-every version in the batch whose ``metaData`` turns it off (``DELTA_MISSING_CHANGE_DATA``). The
+``CDCReader.changesToDF``, which refuses the batch's start version when the feed is off there
+(``DELTA_MISSING_CHANGE_DATA``). The
 versions written while the feed was off have no change data: no restart reads them as changes.
 Where a later commit turned the feed on again (``delta.enableChangeDataFeed = true``), the plan writes
 the source's line of offsets N-1 and N as ``{reservoirVersion: that commit, index: -1,
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.sources.delta import feed_on_at
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.strategies.delta_offsets import (
     counted,
@@ -41,17 +42,17 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         return [unavailable(NAME, finding.code, where)]
     table = where.table
     resume = where.resume
-    off = next(
-        (c.version for c in table.commits if c.version > resume.reservoir_version and c.cdf is False), None
-    )
-    if off is None:
+    if feed_on_at(table, resume.reservoir_version) is not False:
         return []
-    on = next((c.version for c in table.commits if c.version > off and c.cdf is True), None)
+    on = next(
+        (c.version for c in table.commits if c.version > resume.reservoir_version and c.cdf is True), None
+    )
     if on is None:
         why = (
-            f"the change data feed of {table.url} is off from version {off} to the latest ({table.latest_version}): "
-            f"no position reads changes that were not recorded; turn it on again ({TURN_ON.replace('<table>', table.url)}) "
-            "and plan again, or read the table without readChangeFeed from a new checkpoint"
+            f"the change data feed of {table.url} is off from version {resume.reservoir_version} to the latest "
+            f"({table.latest_version}): no position reads changes that were not recorded; turn it on again "
+            f"({TURN_ON.replace('<table>', table.url)}) and plan again, or read the table without readChangeFeed "
+            "from a new checkpoint"
         )
         return [unavailable(NAME, finding.code, why)]
     passed = [c for c in table.commits if resume.reservoir_version <= c.version < on]
@@ -65,7 +66,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     )
     loss = (
         f"Delta source {where.source} ({table.url}): {versions_text(range(resume.reservoir_version, on))} "
-        f"skipped, never read as changes ({counted(passed)}; the change data feed was off from version {off}); "
+        f"skipped, never read as changes ({counted(passed)}; the change data feed was off there); "
         f"it reads the changes from version {on} on ({counted(reads)})"
     )
     return [Option(NAME, steps, (finding.code,), note=note, loss=loss, holds=(hold(table),))]
