@@ -18,6 +18,11 @@ import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts, job_facts_from_dict
+from checkpoint_doctor.diagnosis.sources.checks_delta import never_read
+from checkpoint_doctor.diagnosis.sources.delta import predict as predict_source
+from checkpoint_doctor.model import DeltaOffset
+from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+from checkpoint_doctor.planning import PlanOptions
 from checkpoint_doctor.reading.delta import read_table
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.delta.test_recorded_restarts import SOURCE_CASES, _id, _line, _load
@@ -71,7 +76,8 @@ def test_with_the_job_its_options_decide_the_verdict_as_spark_did(path: Path, id
     got = _diagnose(path.parent, scen, entry["source_options"])
     if result["error"] is None:
         assert got.prediction.starts, (entry["source_options"], got.prediction.summary)
-        assert not REFUSALS & set(got.codes), got.codes
+        errors = {f.code for f in got.findings if f.severity == "error"}
+        assert not REFUSALS & errors, got.codes
     else:
         message = result["error"]["message"]
         assert not got.prediction.starts, f"Spark failed: {message[:300]}"
@@ -128,3 +134,79 @@ def test_a_whole_file_delete_under_the_jobs_option_is_no_error(options, capsys, 
     codes = {f["code"] for f in doc["findings"]}
     assert code in (0, 1), (code, codes, err)
     assert "CD210" not in codes and doc["restart"]["outcome"] == "starts"
+
+
+# ------------------------------------------------------------------ the pure rules, edges included
+
+OFFSET = DeltaOffset("t-1", 4, -1, 1, False)
+BEFORE = DeltaOffset("t-1", 3, -1, 1, False)
+CDF = {"readChangeFeed": "true"}
+
+
+def _table(*commits: DeltaCommit, earliest: int = 0) -> DeltaTable:
+    latest = max(c.version for c in commits)
+    return DeltaTable("/t", "t-1", latest, earliest, None, None, (), commits)
+
+
+def test_a_change_feed_batch_fails_where_its_start_version_has_the_feed_off() -> None:
+    """CDCReader.changesToDF checks the snapshot at the batch's start: off at the position (recorded:
+    cdf-disabled-read) fails naming that version; turned off inside the batch (cdf-disabled) is read
+    through, and the finding says the next batch fails."""
+    on, off = (
+        DeltaCommit(0, "CREATE TABLE", 0, 0, cdf=True),
+        DeltaCommit(3, "SET TBLPROPERTIES", 0, 0, cdf=False),
+    )
+    rows = DeltaCommit(4, "WRITE", 1, 0, rows=5)
+    refused = predict_source(OFFSET, _table(on, off, rows), "4.1", CDF, BEFORE)
+    assert refused.code == "change-data-missing" and refused.refused_version == 3
+    assert refused.error is not None and "recorded for version [3]" in refused.error.message
+    later = DeltaCommit(5, "SET TBLPROPERTIES", 0, 0, cdf=False)
+    through = predict_source(
+        OFFSET, _table(on, rows, later, DeltaCommit(6, "WRITE", 1, 0, rows=5)), "3.5", CDF, BEFORE
+    )
+    assert through.error is None and through.versions == (3, 6) and through.feed_off_at == 5
+    # Delta's defaults (no job): the plain source reads it all
+    assert predict_source(OFFSET, _table(on, off, rows), "4.1", {}, BEFORE).error is None
+
+
+def test_a_change_feed_source_on_a_cleaned_log_fails_in_each_release_words_whatever_failOnDataLoss() -> None:
+    table = _table(DeltaCommit(6, "WRITE", 1, 0, rows=5), earliest=6)
+    for line, cls in (
+        ("3.5", "DELTA_EMPTY_DIRECTORY"),
+        ("4.0", "DELTA_EMPTY_DIRECTORY"),
+        ("4.2", "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE"),
+    ):
+        for extra in ({}, {"failOnDataLoss": "false"}):
+            got = predict_source(OFFSET, table, line, {**CDF, **extra}, BEFORE)
+            assert got.error is not None and got.error.error_class == cls and got.code == "versions-gone"
+
+
+def test_skip_change_commits_names_what_it_never_reads() -> None:
+    merge = DeltaCommit(5, "MERGE", 1, 1, rows=8, inserted=3, updated=1)
+    delete = DeltaCommit(6, "DELETE", 1, 1, rows=4, inserted=None, updated=None)
+    got = predict_source(OFFSET, _table(merge, delete), "4.1", {"skipChangeCommits": "true"}, BEFORE)
+    assert got.error is None and got.skipped_versions == (5, 6)
+    assert [c.version for c in got.skipped_changes] == [5]  # the DELETE's added file holds rows kept
+    assert never_read(merge) == (
+        "version 5 (MERGE): 3 inserted and 1 updated row(s) never read (8 row(s) in the files it adds, the "
+        "rest copies of rows read before)"
+    )
+    # ignoreDeletes passes a whole-file delete only: a rewritten file is an update to Delta
+    one_row = predict_source(OFFSET, _table(delete), "3.5", {"ignoreDeletes": "true"}, BEFORE)
+    assert one_row.error is not None and one_row.error.error_class == "DELTA_SOURCE_TABLE_IGNORE_CHANGES"
+    whole = DeltaCommit(6, "DELETE", 0, 1)
+    assert predict_source(OFFSET, _table(whole), "3.5", {"ignoreDeletes": "true"}, BEFORE).error is None
+
+
+def test_a_plan_records_the_jobs_delta_options_and_apply_reads_them_back() -> None:
+    job = _job("4.1.4", "/t", CDF)
+    opts = PlanOptions(diagnose=DiagnoseOptions(spark="4.1", job=job))
+    request = opts.to_request()
+    assert request["diagnose"]["delta_source_options"] == {"0": {"path": "/t", "readChangeFeed": "true"}}
+    again = PlanOptions.from_request(request)
+    assert dict(again.diagnose.delta_source_options()) == {0: (("path", "/t"), ("readChangeFeed", "true"))}
+    # a plan without a job keeps its request (and id) as before
+    assert (
+        "delta_source_options"
+        not in PlanOptions(diagnose=DiagnoseOptions(spark="4.1")).to_request()["diagnose"]
+    )
