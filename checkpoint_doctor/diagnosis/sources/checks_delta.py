@@ -220,9 +220,9 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
         elif restart.code == "change-data-missing":
             text = (
                 f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option), "
-                f"but version {restart.refused_version} turned it off (delta.enableChangeDataFeed = false): the "
-                f"restart fails with DELTA_MISSING_CHANGE_DATA for version {restart.refused_version}; the "
-                "versions written while the feed is off have no change data to read."
+                f"but the feed is off (delta.enableChangeDataFeed = false) at version {restart.refused_version}, "
+                f"where the restart's batch starts: it fails with DELTA_MISSING_CHANGE_DATA for version "
+                f"{restart.refused_version}; the versions written while the feed is off have no change data to read."
             )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
