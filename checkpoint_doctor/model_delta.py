@@ -37,6 +37,10 @@ class DeltaCommit:
     #: carries no ``metaData``): a change data feed source refuses a version that turns it off
     #: (``CDCReader.changesToDF``: ``DELTA_MISSING_CHANGE_DATA``).
     cdf: bool | None = None
+    #: Whether that ``metaData`` names ``delta.enableChangeDataFeed`` itself (an ALTER ... SET
+    #: TBLPROPERTIES to false turns the feed off for certain; a metaData without it, on a table that
+    #: never had the feed, turns nothing off).
+    cdf_explicit: bool = False
     #: ``commitInfo.operationMetrics.numTargetRowsInserted`` (a MERGE's inserted rows), None when the
     #: commit does not say: the rows a restart with ``skipChangeCommits`` never reads, named as such.
     inserted: int | None = None

@@ -57,6 +57,7 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
     adds = removes = 0
     rows: int | None = 0
     cdf: bool | None = None
+    cdf_explicit = False
     inserted: int | None = None
     updated: int | None = None
     txns: list[tuple[str, int]] = []
@@ -80,6 +81,10 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
             schema = _text(meta, "schemaString", "metaData.schemaString")
             table_id = _text(meta, "id", "metaData.id")
             cdf = _cdf_enabled(meta)
+            conf = meta.get("configuration")
+            cdf_explicit = isinstance(conf, dict) and any(
+                str(k).lower() == "delta.enablechangedatafeed" for k in conf
+            )
         for kind in ("add", "remove"):
             body = action.get(kind)
             # dataChange false (OPTIMIZE, compaction) moves files without changing data: the source skips it.
@@ -96,7 +101,18 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
                 raise ValueError(f"txn.appId is not a string: {_short(app)}")
             txns.append((app, _long(txn.get("version"), "txn.version")))
     return DeltaCommit(
-        version, operation, adds, removes, schema, table_id, tuple(txns), rows, cdf, inserted, updated
+        version,
+        operation,
+        adds,
+        removes,
+        schema,
+        table_id,
+        tuple(txns),
+        rows,
+        cdf=cdf,
+        cdf_explicit=cdf_explicit,
+        inserted=inserted,
+        updated=updated,
     )
 
 

@@ -18,7 +18,7 @@ from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
+from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded, turned_off
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
@@ -270,21 +270,19 @@ def check_delta_options(ctx: Context, prediction: RestartPrediction) -> Iterator
     for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
         known = job_source_options(ctx, n)
         options = known or {}
-        turned_off = next(
-            (c for c in table.commits if c.version >= off.reservoir_version and c.cdf is False), None
-        )
-        if known is None and restart.error is None and turned_off is not None:
+        turned = turned_off(table, off.reservoir_version)
+        if known is None and restart.error is None and turned is not None:
             # Without the job the source is judged with Delta's defaults; a change data feed source
             # (readChangeFeed, not in the checkpoint) meets the commit that turned the feed off.
             yield Finding(
                 Code.DELTA_CHANGE_DATA_MISSING,
-                f"Delta source {n}: version {turned_off.version} of {table.url} turned the change data feed off "
+                f"Delta source {n}: version {turned.version} of {table.url} turned the change data feed off "
                 f"(delta.enableChangeDataFeed = false). Judged with Delta's default options the restart starts; "
                 f"if the job reads the change data feed (readChangeFeed, a job option not in the checkpoint), a "
                 f"batch that starts at a version where the feed is off fails with DELTA_MISSING_CHANGE_DATA: "
                 "pass the job with --job to judge it.",
                 paths=(table.url,),
-                details=(("source", n), ("table", table.url), ("version", turned_off.version)),
+                details=(("source", n), ("table", table.url), ("version", turned.version)),
                 effective_severity=WARNING,
             )
         if restart.error is None and restart.feed_off_at is not None and restart.versions is not None:

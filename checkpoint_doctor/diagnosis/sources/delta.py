@@ -286,6 +286,19 @@ def adds_new_rows(commit: DeltaCommit) -> bool:
     return commit.inserted is None and commit.updated is None and (commit.operation or "").upper() != "DELETE"
 
 
+def turned_off(table: DeltaTable, since: int) -> DeltaCommit | None:
+    """The first commit at or after ``since`` whose ``metaData`` turns the change data feed off where
+    the commits read show it on before, or that sets the property to false itself (a ``metaData``
+    without the property, on a table that never had the feed, turns nothing off), or None."""
+    state = None
+    for commit in table.commits:
+        if commit.cdf is False and (state is True or commit.cdf_explicit) and commit.version >= since:
+            return commit
+        if commit.cdf is not None:
+            state = commit.cdf
+    return None
+
+
 def feed_on_at(table: DeltaTable, version: int) -> bool | None:
     """Whether the change data feed is on in the table's snapshot at ``version`` (the last
     ``metaData`` at or before it that the commits read show), None when none of them says."""
@@ -333,13 +346,11 @@ def _change_feed(
     # A version the new batch reads through that turned the feed off (and no later one on again): the
     # batch after it starts where the feed is off.
     off = feed_on_at(table, table.latest_version) is False
-    turned = next(
-        (c.version for c in table.commits if c.version >= offset.reservoir_version and c.cdf is False), None
-    )
+    turned = turned_off(table, offset.reservoir_version)
     return DeltaSourceRestart(
         None,
         (max(start, table.earliest_version), table.latest_version),
         skipped,
         change_feed=True,
-        feed_off_at=turned if off else None,
+        feed_off_at=turned.version if off and turned is not None else None,
     )
