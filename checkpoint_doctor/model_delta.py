@@ -33,6 +33,20 @@ class DeltaCommit:
     #: add carries no row count (stats are optional in the protocol). What a repair names as read
     #: or skipped.
     rows: int | None = 0
+    #: The ``metaData`` action's ``delta.enableChangeDataFeed`` (True or False; None: the commit
+    #: carries no ``metaData``): a change data feed source refuses a version that turns it off
+    #: (``CDCReader.changesToDF``: ``DELTA_MISSING_CHANGE_DATA``).
+    cdf: bool | None = None
+    #: Whether that ``metaData`` names ``delta.enableChangeDataFeed`` itself (an ALTER ... SET
+    #: TBLPROPERTIES to false turns the feed off for certain; a metaData without it, on a table that
+    #: never had the feed, turns nothing off).
+    cdf_explicit: bool = False
+    #: ``commitInfo.operationMetrics.numTargetRowsInserted`` (a MERGE's inserted rows), None when the
+    #: commit does not say: the rows a restart with ``skipChangeCommits`` never reads, named as such.
+    inserted: int | None = None
+    #: ``commitInfo.operationMetrics.numTargetRowsUpdated`` (MERGE) or ``numUpdatedRows`` (UPDATE):
+    #: the new values of updated rows, which ``skipChangeCommits`` never reads either.
+    updated: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
@@ -42,6 +56,9 @@ class DeltaCommit:
             "adds": self.adds,
             "removes": self.removes,
             "rows": self.rows,
+            "cdf": self.cdf,
+            "inserted": self.inserted,
+            "updated": self.updated,
             "schema_changed": self.schema is not None,
             "table_id": self.table_id,
             "txns": [list(t) for t in self.txns],

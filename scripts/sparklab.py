@@ -25,7 +25,7 @@ JOBS.json is a JSON list of jobs (or an object ``{"jobs": [...]}``)::
   the query fails, or at ``timeout_s``.
 * ``world``: start no query; run ``steps`` in order, each ``{"sql": "..."}`` (Spark SQL in this
   session, e.g. Delta DML on ``delta.`/path```), ``{"copy": [from, to]}`` (a directory tree, the
-  target replaced) or ``{"remove": [glob, ...]}``: the damage done to the world outside a checkpoint.
+  target replaced; ``copy_present``: only if ``from`` exists) or ``{"remove": [glob, ...]}``: the damage done to the world outside a checkpoint.
 
 Any job may name ``describe_tables`` (Delta table paths): after it, ``tables`` in its result holds
 per path ``{"exists", "version", "rows", "rows_per_batch"}`` (rows per ``value div 5``: the
@@ -668,6 +668,13 @@ def _world_step(spark: SparkSession, step: dict) -> None:
 
     if "sql" in step:
         spark.sql(step["sql"]).collect()
+    elif "copy_present" in step:
+        # a copy of a tree that may not exist (a scenario whose table or checkpoint was removed)
+        src, dst = step["copy_present"]
+        if os.path.exists(dst):
+            shutil.rmtree(dst)
+        if os.path.exists(src):
+            shutil.copytree(src, dst)
     elif "copy" in step:
         src, dst = step["copy"]
         if os.path.exists(dst):

@@ -49,6 +49,7 @@ STRATEGY_CHOICES = (
     "delta-versions",
     "delta-table",
     "delta-change-commits",
+    "delta-change-feed",
     "delta-sink-txn",
     "recreate-metadata",
     "rollback",

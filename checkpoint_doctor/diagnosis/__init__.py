@@ -61,6 +61,7 @@ ALL_CHECKS = (
     checks_kafka.check_kafka_topic_recreated,
     checks_delta_sources.check_delta_sources,
     checks_delta_sources.check_delta_tables,
+    checks_delta_sources.check_delta_options,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
     checks_tws.check_transform_with_state,

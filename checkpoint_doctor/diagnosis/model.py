@@ -235,6 +235,19 @@ class DiagnoseOptions:
     delta_pairing: DeltaPairing | None = None
     #: What the restarted query is, as a Spark line described it (``--job``; None: not known).
     job: JobFacts | None = None
+    #: The reader options of the restart's Delta sources by source index, where no ``job`` says them:
+    #: what a plan made with ``--job`` records, so that ``apply`` judges as the plan did
+    #: (``readChangeFeed``, ``skipChangeCommits``... are not in the checkpoint).
+    delta_options: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
+
+    def delta_source_options(self) -> tuple[tuple[int, tuple[tuple[str, str], ...]], ...]:
+        """The reader options of each Delta source of the restart, by source index: the job's (its
+        ``delta`` sources, in Spark's order, the offsets' order), else :attr:`delta_options`."""
+        if self.job is None:
+            return self.delta_options
+        return tuple(
+            (n, tuple(s.options)) for n, s in enumerate(self.job.sources) if s.name.lower() == "delta"
+        )
 
     @property
     def delta_tables(self) -> tuple[DeltaTable, ...] | None:

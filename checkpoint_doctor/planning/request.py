@@ -24,6 +24,25 @@ def cell_dict(cell: Cell) -> dict[str, str]:
     return {"spark": cell.spark, "mode": cell.mode}
 
 
+def _delta_options_dict(d: DiagnoseOptions) -> dict[str, Any]:
+    """The Delta sources' reader options the plan was judged with (the job's), only when there are:
+    every other plan keeps its id."""
+    found = d.delta_source_options()
+    if not found:
+        return {}
+    return {"delta_source_options": {str(n): dict(opts) for n, opts in found}}
+
+
+def _delta_options(raw: Any) -> tuple[tuple[int, tuple[tuple[str, str], ...]], ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) and str(k).isdigit() for k, v in raw.items()):
+        raise PlanFormatError("malformed plan request: delta_source_options is not {index: {option: value}}")
+    return tuple(
+        sorted((int(k), tuple((str(o), str(v)) for o, v in opts.items())) for k, opts in raw.items())
+    )
+
+
 @dataclass(frozen=True)
 class PlanOptions:
     """The planner's inputs besides the snapshot.
@@ -72,6 +91,7 @@ class PlanOptions:
             "depth": self.depth,
             "force_sink": self.force_sink,
             "diagnose": {
+                **_delta_options_dict(d),
                 "spark": d.spark,
                 "mode": d.mode,
                 "sources": d.sources,
@@ -116,6 +136,7 @@ class PlanOptions:
                     checkpoint_format_version=d.get("checkpoint_format_version"),
                     live_window_s=float(d.get("live_window_s", 0)),
                     confs=tuple((str(k), str(v)) for k, v in d.get("confs", ())),
+                    delta_options=_delta_options(d.get("delta_source_options")),
                 ),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

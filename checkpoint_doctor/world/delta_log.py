@@ -56,6 +56,10 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
     operation = schema = table_id = None
     adds = removes = 0
     rows: int | None = 0
+    cdf: bool | None = None
+    cdf_explicit = False
+    inserted: int | None = None
+    updated: int | None = None
     txns: list[tuple[str, int]] = []
     # Line by line from the bytes (Delta writes one action a line, "\n"): no str of the whole file
     # and no list of its lines beside its bytes (a commit may be 64 MiB).
@@ -69,10 +73,18 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
         if "commitInfo" in action:
             info = _object(action, "commitInfo")
             operation = _text(info, "operation", "commitInfo.operation")
+            inserted = _metric(info, "numTargetRowsInserted")
+            updated = _metric(info, "numTargetRowsUpdated")
+            updated = _metric(info, "numUpdatedRows") if updated is None else updated
         if "metaData" in action:
             meta = _object(action, "metaData")
             schema = _text(meta, "schemaString", "metaData.schemaString")
             table_id = _text(meta, "id", "metaData.id")
+            cdf = _cdf_enabled(meta)
+            conf = meta.get("configuration")
+            cdf_explicit = isinstance(conf, dict) and any(
+                str(k).lower() == "delta.enablechangedatafeed" for k in conf
+            )
         for kind in ("add", "remove"):
             body = action.get(kind)
             # dataChange false (OPTIMIZE, compaction) moves files without changing data: the source skips it.
@@ -88,7 +100,39 @@ def parse_commit(version: int, data: bytes) -> DeltaCommit:
             if not isinstance(app, str):
                 raise ValueError(f"txn.appId is not a string: {_short(app)}")
             txns.append((app, _long(txn.get("version"), "txn.version")))
-    return DeltaCommit(version, operation, adds, removes, schema, table_id, tuple(txns), rows)
+    return DeltaCommit(
+        version,
+        operation,
+        adds,
+        removes,
+        schema,
+        table_id,
+        tuple(txns),
+        rows,
+        cdf=cdf,
+        cdf_explicit=cdf_explicit,
+        inserted=inserted,
+        updated=updated,
+    )
+
+
+def _cdf_enabled(meta: dict[str, Any]) -> bool:
+    """``delta.enableChangeDataFeed`` of a ``metaData`` action (``CDCReader.isCDCEnabledOnTable``:
+    the table property, read as a boolean; absent is false)."""
+    conf = meta.get("configuration")
+    if not isinstance(conf, dict):
+        return False
+    value = next((v for k, v in conf.items() if str(k).lower() == "delta.enablechangedatafeed"), None)
+    return isinstance(value, str) and value.strip().lower() == "true"
+
+
+def _metric(info: dict[str, Any], key: str) -> int | None:
+    """One of ``commitInfo.operationMetrics`` (written as strings of digits), or None."""
+    metrics = info.get("operationMetrics")
+    value = metrics.get(key) if isinstance(metrics, dict) else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _json(text: str) -> Any:

@@ -144,7 +144,12 @@ def options(case: Case, tables: tuple[DeltaTable, ...]) -> DiagnoseOptions:
     """What an operator tells diagnose: the line, the query's statefulness, the tables."""
     line = ".".join(case.data["spark_version"].split(".")[:2])
     stateful = bool(case.data["query"].get("stateful"))
-    return DiagnoseOptions(spark=line, mode="micro-batch", stateful=stateful, live_window_s=0, delta=tables)
+    # The restart's reader options (readChangeFeed, ignoreDeletes ...) are the job's, as --job gives
+    # them: the Delta source is source 0 of every source fixture.
+    opts = ((0, tuple(case.source_options.items())),) if case.source_options else ()
+    return DiagnoseOptions(
+        spark=line, mode="micro-batch", stateful=stateful, live_window_s=0, delta=tables, delta_options=opts
+    )
 
 
 def plan_case(case: Case, root: Path) -> tuple[RepairPlan, bool, tuple[DeltaTable, ...]]:

@@ -77,25 +77,96 @@ WANTED: dict[str, tuple[str | None, tuple[int, bool] | None, tuple[str, ...]]] =
         None,
         ("version 5 (UPDATE: 1 file(s) removed, 1 added)", "version 4 (1 file(s), 5 rows)"),
     ),
+    # A one-row DELETE rewrites the file: ignoreDeletes does not pass it, skipChangeCommits does (its
+    # added file holds the rows kept: nothing new is skipped).
+    "row-deleted": (
+        None,
+        None,
+        ("version 5 (DELETE: 1 file(s) removed, 1 added)", "ignoreDeletes does not do it"),
+    ),
+    # A MERGE: skipChangeCommits skips its inserted and updated rows, named as data never read.
+    "merged": (
+        None,
+        None,
+        ("version 5 (MERGE: 1 file(s) removed, 1 added)", "3 inserted and 1 updated row(s) never read"),
+    ),
+    # The change data feed source (readChangeFeed, the job's option): a cleaned log as the plain one...
+    "cdf/log-cleaned": (
+        "delta-versions",
+        (6, False),
+        (
+            "versions 4..5 skipped (2 version(s); log cleanup removed their commits",
+            "version 6: 1 file(s), 5 rows",
+        ),
+    ),
+    # ... the feed on again after the version it was off at: resumed there, the versions between
+    # never read as changes
+    "cdf/cdf-reenabled-read": (
+        "delta-change-feed",
+        (8, False),
+        ("version 7 skipped, never read as changes (1 file(s), 5 rows", "version 8 on (1 file(s), 5 rows)"),
+    ),
+}
+
+#: Refused change data feed restarts no checkpoint change brings back, with the words that say why.
+NO_WAY: dict[str, tuple[str, str]] = {
+    # the feed is still off: turn it on and plan again (no skipChangeCommits: it does not apply)
+    "cdf/cdf-disabled-read": ("CD245", "turn it on again"),
+    # CREATE OR REPLACE dropped the table property: the new table's feed is off from its first version
+    "cdf/replaced": ("CD208", "DELTA_MISSING_CHANGE_DATA"),
 }
 
 
 def _damage(case: Case) -> str:
-    return str(case.data["name"]).removeprefix(str(case.data["base"])).removeprefix("-")
+    damage = str(case.data["name"]).removeprefix(str(case.data["base"])).removeprefix("-")
+    return f"cdf/{damage}" if case.data["base"] == "delta-source-cdf" else damage
+
+
+#: The lines whose Delta fixtures hold issue 33's change data feed and option restarts
+#: (scripts/delta_fixtures.py: delta-source-cdf and its damages, the one-row DELETE, the MERGE).
+OPTION_LINES = [v for v in LINES if (DELTA_FIXTURES / f"spark-{v}" / "delta-source-cdf").is_dir()]
 
 
 def test_every_refused_delta_restart_is_a_case_on_every_line() -> None:
     assert LINES == ["3.5.9", "4.0.5", "4.1.4", "4.2.1"]
+    assert "3.5.9" in OPTION_LINES
     for line in LINES:
         damages = sorted(_damage(c) for c in refused(line))
-        # two bases refuse a cleaned log and a replaced table; the stateless one the rest
-        assert damages == sorted([*WANTED, "log-cleaned", "replaced"]), line
+        if line not in OPTION_LINES:
+            before = ("rows-deleted", "rows-updated", "log-cleaned", "replaced", "recreated")
+            assert damages == sorted([*before, "log-cleaned", "replaced"]), line
+            continue
+        # two bases refuse a cleaned log and a replaced table; the stateless one the rest; the one-row
+        # DELETE also under ignoreDeletes and startingVersion, the MERGE under ignoreDeletes; the change
+        # data feed base with and without failOnDataLoss on its cleaned log
+        wanted = [*WANTED, *NO_WAY, "log-cleaned", "replaced", "row-deleted", "row-deleted", "merged"]
+        assert damages == sorted([*wanted, "cdf/log-cleaned"]), line
+
+
+def test_a_change_data_feed_source_is_never_told_to_skip_change_commits(tmp_path: Path) -> None:
+    """skipChangeCommits does not apply to a readChangeFeed source (DeltaSourceCDCSupport reads every
+    change): no plan for one names it, whatever refused it."""
+    cdf = [c for line in LINES for c in refused(line) if c.data["base"] == "delta-source-cdf"]
+    assert len(cdf) == 5 * len(OPTION_LINES)
+    for n, case in enumerate(cdf):
+        plan, _, _ = plan_case(case, copy_case(case, tmp_path / str(n)))
+        assert "skipChangeCommits" not in json.dumps(plan.to_json()), case.key
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.data['spark_version']}/{c.key}")
 def test_each_refused_restart_gets_its_plan_with_consent_and_counts(case: Case, tmp_path: Path) -> None:
     root = copy_case(case, tmp_path / "w")
     plan, consent, tables = plan_case(case, root)
+    if _damage(case) in NO_WAY:
+        code, why = NO_WAY[_damage(case)]
+        assert not plan.steps
+        (left,) = plan.unresolved
+        reasons = [r.get("reason") or "" for o in plan.options for r in o["options"]]
+        reasons += [
+            str((r.get("consequences") or {}).get("restart")) for o in plan.options for r in o["options"]
+        ]
+        assert left["code"] == code and any(why in r for r in reasons), (left, reasons)
+        return
     strategy, line, words = WANTED[_damage(case)]
     if strategy is None:
         assert not plan.steps and not consent
@@ -108,21 +179,19 @@ def test_each_refused_restart_gets_its_plan_with_consent_and_counts(case: Case, 
         return
     # consent is asked: the plan skips versions, or reads a replacement that may hold rows read before
     assert consent and plan.strategy == strategy and not plan.unresolved
-    assert plan.expected["starts"] is True and plan.expected["next_batch_id"] == 2
+    newest = max(int(p.name) for p in (case.path / "checkpoint" / "offsets").iterdir() if p.name.isdigit())
+    assert plan.expected["starts"] is True and plan.expected["next_batch_id"] == newest + 1
     (loss,) = plan.expected["consequences"]["loss"]
     assert all(w in loss for w in words), loss
-    # offsets/0 and offsets/1 get the same Delta line, every other line kept; checksums go with them
+    # offsets/N-1 and offsets/N get the same Delta line, every other line kept; checksums go with them
     assert [(s.kind, s.path) for s in plan.steps] == [
-        ("quarantine", "offsets/0"),
-        ("quarantine", "offsets/.0.crc"),
-        ("write", "offsets/0"),
-        ("quarantine", "offsets/1"),
-        ("quarantine", "offsets/.1.crc"),
-        ("write", "offsets/1"),
+        (kind, f"offsets/{name}")
+        for b in (newest - 1, newest)
+        for kind, name in (("quarantine", b), ("quarantine", f".{b}.crc"), ("write", b))
     ]
     source = next(t for t in tables if t.url.endswith("/source"))
     version, initial = line
-    for batch, step in ((0, plan.steps[2]), (1, plan.steps[5])):
+    for batch, step in ((newest - 1, plan.steps[2]), (newest, plan.steps[5])):
         old = (case.path / "checkpoint" / "offsets" / str(batch)).read_bytes().split(b"\n")
         new = step.data.split(b"\n")  # type: ignore[attr-defined]
         assert new[:2] == old[:2] and len(new) == len(old) == 3

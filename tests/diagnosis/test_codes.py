@@ -69,6 +69,9 @@ KNOWN_CODES = frozenset(
         "CD241",
         "CD215",
         "CD216",
+        "CD245",
+        "CD246",
+        "CD247",
         "CD301",
         "CD302",
         "CD303",
@@ -199,6 +202,11 @@ TRIGGERED_ELSEWHERE = {
     # (fixtures/delta-schema/, tests/delta/test_schema_changes.py)
     "CD240",
     "CD241",
+    # CD245-CD247 need the Delta tables and the job's source options (readChangeFeed,
+    # skipChangeCommits, startingVersion): tests/delta/test_delta_options.py
+    "CD245",
+    "CD246",
+    "CD247",
     "CD407",
     "CD408",
     # real-time restarts on 4.3 of checkpoints 4.1/4.2 wrote: fixtures/kafka-realtime/, proven by

@@ -17,11 +17,11 @@ from collections.abc import Iterator, Sequence
 from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
+from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded, turned_off
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
-from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
 from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 #: The flag that names a Delta table, quoted wherever tables were not checked.
@@ -33,7 +33,26 @@ _CODES = {
     "data-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
     "schema-changed": Code.DELTA_SOURCE_SCHEMA_CHANGED,
     "type-widened": Code.DELTA_SOURCE_TYPE_WIDENED,
+    "change-data-missing": Code.DELTA_CHANGE_DATA_MISSING,
 }
+
+#: The Delta source options read only by a query's first batch (DeltaSource.getStartingOffset).
+_STARTING = ("startingversion", "startingtimestamp")
+
+
+def job_source_options(ctx: Context, index: int) -> dict[str, str] | None:
+    """The options the job (``--job``) gives its Delta source ``index`` (Spark's order of the
+    sources, the offsets' order), or None: no job, or no Delta source there. None of them is in the
+    checkpoint (``ignoreDeletes``, ``skipChangeCommits``, ``readChangeFeed``, ``startingVersion``,
+    ``failOnDataLoss``): without a job Delta's defaults are assumed."""
+    found = dict(ctx.options.delta_source_options()).get(index)
+    return dict(found) if found is not None else None
+
+
+def options_said(options: dict[str, str] | None) -> str:
+    """The options that decide a Delta source's restart, as the job sets them (``k=v, ...``)."""
+    decisive = ("readchangefeed", "ignoredeletes", "ignorechanges", "skipchangecommits", "failondataloss")
+    return ", ".join(f"{k}={v}" for k, v in (options or {}).items() if k.lower() in decisive)
 
 
 def delta_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, DeltaOffset]]:
@@ -114,7 +133,12 @@ def restarts(
             off,
             t,
             predict_worded(
-                off, t, lambda: target.delta_new_wording, None, previous.get(n), lambda: target.delta_release
+                off,
+                t,
+                lambda: target.delta_new_wording,
+                job_source_options(ctx, n),
+                previous.get(n),
+                lambda: target.delta_release,
             ),
         )
         for n, off, t in pairs
@@ -129,8 +153,9 @@ def restart_error(
     start: Sequence[SourceOffset] | None,
     end: Sequence[SourceOffset] | None,
 ) -> tuple[SparkError, Code] | None:
-    """The error of the first Delta source that refuses the restart (Delta's default options: source
-    options are not in the checkpoint), with its code, or None."""
+    """The error of the first Delta source that refuses the restart, with its code, or None. The
+    source's options are the job's (``--job``); without one Delta's defaults (they are not in the
+    checkpoint)."""
     for _, _, _, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is not None and restart.code is not None:
             return restart.error, _CODES[restart.code]
@@ -157,7 +182,8 @@ def reads_notes(
     for n, _, table, restart in restarts(ctx, next_batch_id, rerun, start, end):
         if restart.error is None and restart.versions is not None:
             first, last = restart.versions
-            out.append(f"Delta source {n} reads versions {first}..{last} of {table.url}")
+            feed = " as its change data feed (readChangeFeed)" if restart.change_feed else ""
+            out.append(f"Delta source {n} reads versions {first}..{last} of {table.url}{feed}")
         elif restart.error is None:
             out.append(
                 f"Delta source {n} has read every version of {table.url} (latest {table.latest_version})"
@@ -180,6 +206,15 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 "(replaced, deleted and written anew, or another table the query now reads): the restart fails with "
                 "DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE."
             )
+        elif restart.code == "versions-gone" and restart.change_feed:
+            version = restart.from_version
+            text = (
+                f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option) "
+                f"and resumes at version {version} (the newest offsets are at {off.reservoir_version}), but its "
+                f"log starts at version {table.earliest_version} (log cleanup): the change data feed asks for the "
+                f"table as of version {version} first and the restart fails with {restart.error.error_class}, "
+                "whatever failOnDataLoss says."
+            )
         elif restart.code == "versions-gone":
             version = restart.from_version
             # The versions the query has not read start at the newest offsets' (a committed batch's
@@ -197,8 +232,16 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 f"offsets are at {off.reservoir_version}), and since then {restart.schema_change.words()} (the table "
                 f"is at version {table.latest_version}): the restart fails with {restart.error.error_class}."
             )
+        elif restart.code == "change-data-missing":
+            text = (
+                f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option), "
+                f"but the feed is off (delta.enableChangeDataFeed = false) at version {restart.refused_version}, "
+                f"where the restart's batch starts: it fails with DELTA_MISSING_CHANGE_DATA for version "
+                f"{restart.refused_version}; the versions written while the feed is off have no change data to read."
+            )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
+            text += _options_words(job_source_options(ctx, n), table, restart.refused_version)
         yield Finding(
             _CODES[restart.code],
             text,
@@ -229,6 +272,106 @@ def _rows(table: DeltaTable, version: int) -> int | None:
     """The rows the data-change adds of ``table``'s commits from ``version`` on hold (None: not counted)."""
     rows = [c.rows for c in table.commits if c.version >= version]
     return None if None in rows else sum(r for r in rows if r is not None)
+
+
+def _options_words(options: dict[str, str] | None, table: DeltaTable, version: int | None) -> str:
+    """What the job's options do about a refused commit (ignoreDeletes tolerates whole-file deletes
+    only: a DELETE that rewrites a file is an update to Delta, DeltaSource.validateCommitAndDecideSkipping)."""
+    said = options_said(options)
+    if options is None:
+        return " (Delta's default options: pass the job with --job to judge the options it reads with)"
+    commit = next((c for c in table.commits if c.version == version), None)
+    if (
+        commit is not None
+        and commit.adds
+        and any(k.lower() == "ignoredeletes" and str(v).lower() == "true" for k, v in options.items())
+    ):
+        return (
+            f" The job reads with {said}: ignoreDeletes tolerates only deletes of whole files, and version "
+            f"{version} ({commit.operation or 'a commit'}) removed {commit.removes} file(s) and added "
+            f"{commit.adds} (rows deleted from a file rewrite it): Delta counts that as a data update."
+        )
+    return f" The job reads with {said or 'none of the options that decide it'}."
+
+
+def check_delta_options(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD246: the job's skipChangeCommits passes over commits that add rows (an UPDATE's new values,
+    a MERGE's inserted rows: data never read); CD247: the job's startingVersion or startingTimestamp,
+    which a restart does not read."""
+    p = prediction
+    for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
+        known = job_source_options(ctx, n)
+        options = known or {}
+        turned = turned_off(table, off.reservoir_version)
+        if known is None and restart.error is None and turned is not None:
+            # Without the job the source is judged with Delta's defaults; a change data feed source
+            # (readChangeFeed, not in the checkpoint) meets the commit that turned the feed off.
+            yield Finding(
+                Code.DELTA_CHANGE_DATA_MISSING,
+                f"Delta source {n}: version {turned.version} of {table.url} turned the change data feed off "
+                f"(delta.enableChangeDataFeed = false). Judged with Delta's default options the restart starts; "
+                f"if the job reads the change data feed (readChangeFeed, a job option not in the checkpoint), a "
+                f"batch that starts at a version where the feed is off fails with DELTA_MISSING_CHANGE_DATA: "
+                "pass the job with --job to judge it.",
+                paths=(table.url,),
+                details=(("source", n), ("table", table.url), ("version", turned.version)),
+                effective_severity=WARNING,
+            )
+        if restart.error is None and restart.feed_off_at is not None and restart.versions is not None:
+            first, last = restart.versions
+            yield Finding(
+                Code.DELTA_CHANGE_DATA_MISSING,
+                f"Delta source {n} reads the change data feed of {table.url} (readChangeFeed, the job's option), "
+                f"and version {restart.feed_off_at} turned the feed off: the restart starts and reads versions "
+                f"{first}..{last} (CDCReader checks the feed at a batch's start version only: the rows written "
+                f"while it is off are read as inserts, their deletes and updates were not recorded), but the "
+                f"next batch starts at version {last + 1}, where the feed is off, and fails with "
+                f"DELTA_MISSING_CHANGE_DATA as soon as the table has a new version. Turn the feed on again.",
+                paths=(table.url,),
+                details=(("source", n), ("table", table.url), ("version", restart.feed_off_at)),
+                effective_severity=WARNING,
+            )
+        starting = [f"{k}={v}" for k, v in options.items() if k.lower() in _STARTING]
+        if starting:
+            yield Finding(
+                Code.DELTA_STARTING_OPTION_IGNORED,
+                f"Delta source {n}: the job sets {', '.join(starting)}, which Delta reads only when the checkpoint "
+                f"holds no offset for the source: this restart resumes at the checkpoint's version and reads "
+                f"{table.url} from there.",
+                details=(("source", n), ("table", table.url), ("options", tuple(starting))),
+            )
+        if restart.error is not None or not restart.skipped_changes:
+            continue
+        parts = [never_read(c) for c in restart.skipped_changes]
+        yield Finding(
+            Code.DELTA_CHANGE_COMMITS_SKIPPED,
+            f"Delta source {n} reads {table.url} with skipChangeCommits (the job's option): commits that remove "
+            f"files are skipped whole, the rows they add included: {'; '.join(parts)}. This query never reads "
+            "them: data never read, not a delete the stream tolerates.",
+            paths=(table.url,),
+            batch_ids=(p.next_batch_id,) if p.next_batch_id is not None else (),
+            details=(
+                ("source", n),
+                ("table", table.url),
+                ("skipped_versions", tuple(c.version for c in restart.skipped_changes)),
+                ("inserted_never_read", sum(c.inserted or 0 for c in restart.skipped_changes)),
+                ("updated_never_read", sum(c.updated or 0 for c in restart.skipped_changes)),
+            ),
+        )
+
+
+def never_read(commit: DeltaCommit) -> str:
+    """What ``skipChangeCommits`` never reads of a commit that removes and adds files: its inserted
+    and updated rows (``operationMetrics``), among the rows of the files it adds (the rest are copies
+    of rows read before)."""
+    what = [f"{n} {w}" for n, w in ((commit.inserted, "inserted"), (commit.updated, "updated")) if n]
+    rows = f"{commit.rows} row(s) in the files it adds" if commit.rows is not None else "rows not counted"
+    said = (
+        f"{' and '.join(what)} row(s) never read ({rows}, the rest copies of rows read before)"
+        if what
+        else rows
+    )
+    return f"version {commit.version} ({commit.operation or 'a commit'}): {said}"
 
 
 def assumption(

@@ -3,7 +3,7 @@ tables, beside their checks (:mod:`checkpoint_doctor.diagnosis.sources`)."""
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis.code_info import ERROR, WARNING, Code, CodeInfo
+from checkpoint_doctor.diagnosis.code_info import ERROR, INFO, WARNING, Code, CodeInfo
 from checkpoint_doctor.diagnosis.code_info import entry as _c
 
 CODES: tuple[CodeInfo, ...] = (
@@ -284,5 +284,52 @@ CODES: tuple[CodeInfo, ...] = (
         "it (Delta 4.4: Spark 4.1, 4.2). The plan names the exact option and conf.",
         "DELTA_SCHEMA_CHANGED_WITH_VERSION",
         "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG",
+    ),
+    _c(
+        Code.DELTA_CHANGE_DATA_MISSING,
+        "delta-change-data-missing",
+        ERROR,
+        "A change data feed source resumes at a version where the change data feed is off",
+        "A Delta source read with readChangeFeed (DeltaSourceCDCSupport) builds each batch with "
+        "CDCReader.changesToDF, which checks delta.enableChangeDataFeed in the snapshot at the batch's start "
+        "version and fails with DELTA_MISSING_CHANGE_DATA 'Error getting change data for range [start , end] "
+        "as change data was not recorded for version [start]' where it is off. A batch that reads through "
+        "the version that turned it off reads on (the rows written while it is off as inserts); the batch "
+        "after it fails. failOnDataLoss does not change it.",
+        "ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed = false) ran while the query was "
+        "stopped (or a REPLACE dropped the property).",
+        "Turn the feed back on (ALTER TABLE ... SET TBLPROPERTIES (delta.enableChangeDataFeed = true)): "
+        "the versions written while it was off have no change data and are never read as changes; start "
+        "a new checkpoint with startingVersion at the version that turned it on again, or read the table "
+        "without readChangeFeed from a new checkpoint.",
+        "DELTA_MISSING_CHANGE_DATA",
+        "as change data was not",
+    ),
+    _c(
+        Code.DELTA_CHANGE_COMMITS_SKIPPED,
+        "delta-change-commits-skipped",
+        WARNING,
+        "The job's skipChangeCommits makes a Delta source pass over commits it will never read",
+        "With skipChangeCommits (a job option, not in the checkpoint) DeltaSource skips every commit "
+        "that removes a file (DeltaSource.validateCommitAndDecideSkipping): a DELETE's, an UPDATE's and a "
+        "MERGE's whole commit, the rows it adds included. An UPDATE's new values and a MERGE's inserted "
+        "rows are never read: data never read, not a delete the stream tolerates. A change data feed "
+        "source (readChangeFeed) ignores the option and reads the changes.",
+        "The table had an UPDATE or MERGE while the query read it with skipChangeCommits.",
+        "Read the skipped rows another way (the finding names the versions and their rows: a batch read "
+        "of those versions, or the change data feed), or restart without skipChangeCommits and a new "
+        "checkpoint to read the table as it is now.",
+    ),
+    _c(
+        Code.DELTA_STARTING_OPTION_IGNORED,
+        "delta-starting-option-ignored",
+        INFO,
+        "The job's startingVersion or startingTimestamp does nothing on this restart",
+        "DeltaSource reads startingVersion and startingTimestamp only when the checkpoint holds no offset "
+        "for the source (DeltaSource.getStartingOffset): a restart resumes at the checkpoint's "
+        "reservoirVersion whatever they say.",
+        "The job sets a starting position, perhaps to skip past a refused or cleaned version.",
+        "To start at another version, start a new checkpoint with the option, or plan with "
+        "--accept-data-loss where the checkpoint's position itself can be moved.",
     ),
 )

@@ -17,6 +17,19 @@ refused per Delta release (:mod:`checkpoint_doctor.diagnosis.sources.delta_schem
 ``fixtures/delta-schema/``), after the versions are found and before a commit is read.
 Proven by the restarts recorded in ``fixtures/delta/`` (tests/delta/test_recorded_restarts.py) and
 ``fixtures/delta-schema/`` (tests/delta/test_schema_changes.py).
+
+The source's options are the job's (``--job``), never the checkpoint's: without a job Delta's
+defaults are assumed. A change data feed source (``readChangeFeed``, ``DeltaSourceCDCSupport``)
+reads deletes and updates as change rows (neither hygiene error; ``skipChangeCommits`` and
+``ignoreDeletes`` do not apply to it), refuses a batch whose start version has the feed off
+(``CDCReader.changesToDF``: ``DELTA_MISSING_CHANGE_DATA`` naming that version; a version inside the
+batch that turned it off is read through, recorded), and fails on a
+cleaned log where ``CDCReader`` asks for the snapshot at the version it resumes at: Delta 3.3 and 4.0
+``DELTA_EMPTY_DIRECTORY`` (``SnapshotManagement.getSnapshotAt``), Delta 4.4
+``DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE`` (the FileNotFoundException wrapped in
+``DeltaSourceCDCSupport.getCDCFileChangesAndCreateDataFrame``), whatever ``failOnDataLoss`` says.
+``startingVersion`` and ``startingTimestamp`` are read only when the checkpoint holds no offset
+(``DeltaSource.getStartingOffset``): on a restart they change nothing.
 """
 
 from __future__ import annotations
@@ -51,6 +64,11 @@ def _on(options: Mapping[str, str], key: str) -> bool:
     return any(k.lower() == key.lower() and str(v).lower() == "true" for k, v in options.items())
 
 
+def change_feed(options: Mapping[str, str] | None) -> bool:
+    """Return whether a Delta source with these options reads the change data feed."""
+    return _on(options or {}, "readChangeFeed")
+
+
 def _fail_on_data_loss(options: Mapping[str, str]) -> bool:
     return not any(k.lower() == "failondataloss" and str(v).lower() == "false" for k, v in options.items())
 
@@ -72,6 +90,16 @@ class DeltaSourceRestart:
     #: The schema change refused (``code`` ``schema-changed`` or ``type-widened``), or one the
     #: release reads on (a widened type on Delta 4.4).
     schema_change: SchemaChange | None = None
+    #: The version whose commit the restart refuses (data-changed, change-data-missing).
+    refused_version: int | None = None
+    #: Whether the source reads the change data feed (``readChangeFeed``).
+    change_feed: bool = False
+    #: A change data feed source that starts but reads through the version that turned the feed off
+    #: (still off at the latest): the batch after starts where it is off, and fails.
+    feed_off_at: int | None = None
+    #: The commits ``skipChangeCommits`` passes over (versions in ``skipped_versions``), with what
+    #: they wrote that the query never reads.
+    skipped_changes: tuple[DeltaCommit, ...] = ()
 
 
 def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
@@ -195,6 +223,48 @@ def schema_restart(
     return None, None, change
 
 
+def change_data_missing(version: int, start: int, end: int) -> SparkError:
+    """CDCReader.changesToDF on a version that turned the change data feed off (DeltaErrors
+    .changeDataNotRecordedException: the range [start, end] of the batch, then the version)."""
+    cls = "DELTA_MISSING_CHANGE_DATA"
+    text = (
+        f"Error getting change data for range [{start} , {end}] as change data was not\n"
+        f"recorded for version [{version}]. If you've enabled change data feed on this table,\n"
+        "use `DESCRIBE HISTORY` to see when it was first enabled.\n"
+        "Otherwise, to start recording change data, use `ALTER TABLE table_name SET TBLPROPERTIES\n"
+        "(delta.enableChangeDataFeed=true)`."
+    )
+    search = f"recorded for version [{version}]"
+    return SparkError(
+        f"[{cls}] {text}",
+        search,
+        "batch",
+        cls,
+        headline=f"{cls}: change data was not recorded for version {version}",
+    )
+
+
+def change_feed_log_gone(new: bool, log_path: str, start: int, earliest: int) -> SparkError:
+    """A change data feed source resuming at a version log cleanup removed: CDCReader asks for the
+    snapshot at that version. Delta 3.3/4.0: ``DELTA_EMPTY_DIRECTORY`` (DeltaErrors
+    .emptyDirectoryException of the log path); Delta 4.4: the FileNotFoundException wrapped as
+    ``DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE``."""
+    gone = f"version {start} is gone, the log starts at {earliest}"
+    if new:
+        cls = "DELTA_LOG_FILE_NOT_FOUND_FOR_STREAMING_SOURCE"
+        text = (
+            "If you never deleted it, it's likely your query is lagging behind. Please delete its checkpoint "
+            "to restart from scratch. To avoid this happening again, you can update your retention policy of "
+            "your Delta table"
+        )
+        search = "it's likely your query is lagging behind"
+    else:
+        cls = "DELTA_EMPTY_DIRECTORY"
+        text = f"No file found in the directory: {log_path}."
+        search = "No file found in the directory: "
+    return SparkError(f"[{cls}] {text}", search, "batch", cls, headline=f"{cls}: {gone}")
+
+
 def _hygiene(commit: DeltaCommit, options: Mapping[str, str]) -> SparkError | None:
     """DeltaSource.validateCommitAndDecideSkipping for one commit the restart reads."""
     if commit.removes == 0 or _on(options, "skipChangeCommits"):
@@ -245,6 +315,7 @@ def predict_worded(
     opts = dict(options or {})
     if table.table_id is not None and table.table_id != offset.reservoir_id:
         return DeltaSourceRestart(different_table(offset, table), code="table-replaced")
+    cdf = change_feed(opts)
     # An offset names the next version to read (index -1: none of its files read yet) or the version
     # being read (index >= 0): either way the changes are listed from its reservoirVersion.
     start = (previous or offset).reservoir_version
@@ -252,9 +323,15 @@ def predict_worded(
     # changes from the next one on, so that version's own commit is not checked as a change.
     first_change = start + 1 if (previous or offset).is_starting_version else start
     if start > table.latest_version:
-        return DeltaSourceRestart(None, None)
+        return DeltaSourceRestart(None, None, change_feed=cdf)
     skipped: tuple[int, ...] = ()
     if table.earliest_version > start:
+        if cdf:
+            # CDCReader.changesToDF asks for the snapshot at the start version first (failOnDataLoss
+            # is not asked).
+            log_path = table.url.rstrip("/") + "/_delta_log"
+            error = change_feed_log_gone(new_wording(), log_path, start, table.earliest_version)
+            return DeltaSourceRestart(error, code="versions-gone", from_version=start, change_feed=True)
         if _fail_on_data_loss(opts):
             return DeltaSourceRestart(
                 _missing_versions(new_wording(), start, table.earliest_version),
@@ -267,14 +344,102 @@ def predict_worded(
     schema_error, schema_code, change = schema_restart(table, start, release)
     if schema_error is not None:
         return DeltaSourceRestart(schema_error, code=schema_code, from_version=start, schema_change=change)
+    if cdf:
+        return _change_feed(offset, previous, table, first_change, skipped)
+    changes: tuple[DeltaCommit, ...] = ()
     for commit in table.commits:
         if commit.version < first_change:
             continue
-        error = _hygiene(commit, opts)
-        if error is not None:
-            return DeltaSourceRestart(error, code="data-changed")
+        refused = _hygiene(commit, opts)
+        if refused is not None:
+            return DeltaSourceRestart(refused, code="data-changed", refused_version=commit.version)
         if commit.removes and _on(opts, "skipChangeCommits"):
             skipped += (commit.version,)
+            if commit.adds and adds_new_rows(commit):
+                changes += (commit,)
     return DeltaSourceRestart(
-        None, (max(start, table.earliest_version), table.latest_version), skipped, schema_change=change
+        None,
+        (max(start, table.earliest_version), table.latest_version),
+        skipped,
+        skipped_changes=changes,
+        schema_change=change,
+    )
+
+
+def adds_new_rows(commit: DeltaCommit) -> bool:
+    """Whether a commit that removes files adds rows the table did not hold (a MERGE's inserted rows,
+    an UPDATE's new values: ``operationMetrics``); a DELETE's added files hold the rows it kept,
+    copies of rows read before. Without metrics, any commit but a DELETE may."""
+    if commit.inserted or commit.updated:
+        return True
+    return commit.inserted is None and commit.updated is None and (commit.operation or "").upper() != "DELETE"
+
+
+def turned_off(table: DeltaTable, since: int) -> DeltaCommit | None:
+    """The first commit at or after ``since`` whose ``metaData`` turns the change data feed off where
+    the commits read show it on before, or that sets the property to false itself (a ``metaData``
+    without the property, on a table that never had the feed, turns nothing off), or None."""
+    state = None
+    for commit in table.commits:
+        if commit.cdf is False and (state is True or commit.cdf_explicit) and commit.version >= since:
+            return commit
+        if commit.cdf is not None:
+            state = commit.cdf
+    return None
+
+
+def feed_on_at(table: DeltaTable, version: int) -> bool | None:
+    """Whether the change data feed is on in the table's snapshot at ``version`` (the last
+    ``metaData`` at or before it that the commits read show), None when none of them says."""
+    state = None
+    for commit in table.commits:
+        if commit.version > version:
+            break
+        if commit.cdf is not None:
+            state = commit.cdf
+    return state
+
+
+def _change_feed(
+    offset: DeltaOffset,
+    previous: DeltaOffset | None,
+    table: DeltaTable,
+    first_change: int,
+    skipped: tuple[int, ...],
+) -> DeltaSourceRestart:
+    """The change data feed's restart: every change is read (DeltaSourceCDCSupport reads removes as
+    delete rows). Each batch (the replayed one, then the new one) is built by CDCReader.changesToDF,
+    which checks the feed in the snapshot at the batch's START version only (the streaming source hands
+    it file actions, no metaData: a version inside the batch that turned the feed off is read through,
+    its rows as inserts; recorded: delta-source-cdf-cdf-disabled) and refuses a start version where the
+    feed is off: DELTA_MISSING_CHANGE_DATA naming that version (delta-source-cdf-cdf-disabled-read)."""
+    del first_change
+    start = (previous or offset).reservoir_version
+    batches = []
+    if previous is not None and (previous.reservoir_version, previous.index) != (
+        offset.reservoir_version,
+        offset.index,
+    ):
+        batches.append((previous.reservoir_version, offset.reservoir_version))  # the replayed getBatch
+    if table.latest_version >= offset.reservoir_version:
+        batches.append((offset.reservoir_version, table.latest_version + 1))  # the new batch, to the latest
+    for begins, ends in batches:
+        if feed_on_at(table, begins) is False:
+            return DeltaSourceRestart(
+                change_data_missing(begins, begins, ends),
+                code="change-data-missing",
+                from_version=begins,
+                change_feed=True,
+                refused_version=begins,
+            )
+    # A version the new batch reads through that turned the feed off (and no later one on again): the
+    # batch after it starts where the feed is off.
+    off = feed_on_at(table, table.latest_version) is False
+    turned = turned_off(table, offset.reservoir_version)
+    return DeltaSourceRestart(
+        None,
+        (max(start, table.earliest_version), table.latest_version),
+        skipped,
+        change_feed=True,
+        feed_off_at=turned.version if off and turned is not None else None,
     )

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.sources.checks_delta import never_read
+from checkpoint_doctor.diagnosis.sources.delta import adds_new_rows
+from checkpoint_doctor.model_delta import DeltaCommit
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.strategies.delta_offsets import counted, locate, versions_text
 
@@ -51,7 +54,27 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         f"a Delta offset is one position: resuming Delta source {where.source} past {what} {cost}; "
         f"{MANUAL.split(':')[0]} instead"
     )
+    # What the option itself never reads: every commit that removes files, the rows it adds included
+    # (an UPDATE's new values, a MERGE's inserted rows; DeltaSource.validateCommitAndDecideSkipping).
+    changing = [
+        c for c in where.table.commits if c.version >= start and c.removes and c.adds and adds_new_rows(c)
+    ]
+    if changing:
+        never = "; ".join(never_read(c) for c in changing)
+        why += (
+            f". DATA NEVER READ with the option: it skips whole commits, the rows they add included: {never}"
+        )
+    if where.table.commits and _ignore_deletes_fails(refused):
+        why += (
+            ". ignoreDeletes does not do it: it tolerates only deletes of whole files, and this commit "
+            "rewrote files (rows deleted from a file rewrite it: Delta counts that as a data update)"
+        )
     return [unavailable(NAME, finding.code, why)]
+
+
+def _ignore_deletes_fails(commit: DeltaCommit) -> bool:
+    """Whether ``ignoreDeletes`` still refuses the commit: it removes files and adds others."""
+    return commit.removes > 0 and commit.adds > 0
 
 
 STRATEGY = Strategy(NAME, NAME, (Code.DELTA_SOURCE_CHANGE_REFUSED,), propose)
