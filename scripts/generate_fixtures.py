@@ -2391,7 +2391,18 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--stage",
-        choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "kafka-jobs", "kafka-sources", "kafka-shapes", "all"),
+        choices=(
+            "base",
+            "damage",
+            "oracle",
+            "kafka",
+            "delta",
+            "jobs",
+            "kafka-jobs",
+            "kafka-sources",
+            "kafka-shapes",
+            "all",
+        ),
         default="all",
     )
     parser.add_argument(
