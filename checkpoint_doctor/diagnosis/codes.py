@@ -69,6 +69,7 @@ class Code(TextEnum):
     KAFKA_POSITIONS_UNCHECKED = "CD212"
     KAFKA_RETENTION_DEADLINE = "CD213"
     KAFKA_TOPIC_RECREATED_UNREAD = "CD214"
+    KAFKA_SUBSCRIPTION_SHAPE = "CD230"
     DELTA_SOURCE_TABLE_REPLACED = "CD208"
     DELTA_SOURCE_VERSIONS_GONE = "CD209"
     DELTA_SOURCE_CHANGE_REFUSED = "CD210"
@@ -629,6 +630,28 @@ _ALL = (
         "Decide whether the records below the positions matter: to read them, start a new checkpoint "
         "with startingOffsets earliest (or the offsets to start from), or reprocess the counted ranges "
         "separately; restarting on this checkpoint skips them silently.",
+    ),
+    _c(
+        Code.KAFKA_SUBSCRIPTION_SHAPE,
+        "kafka-subscription-shape",
+        INFO,
+        "The Kafka restart depends on how the query subscribes (subscribe, subscribePattern or assign), which the checkpoint does not say",
+        "The connector lists the partitions to read by its ConsumerStrategy: SubscribeStrategy and "
+        "AssignStrategy describe their topics by name (a deleted topic fails with "
+        "UnknownTopicOrPartitionException, whatever failOnDataLoss says); SubscribePatternStrategy lists the "
+        "topics its regex finds, so a deleted topic's partitions are 'gone' (3.5: 'Set(events-0, ...) are "
+        "gone. Some data may have been missed.'; 4.x: 'Partitions Set(events-0, ...) have been deleted.') "
+        "and failOnDataLoss=false starts without them; AssignStrategy keeps only its assigned partitions, so "
+        "a partition the topic lost is 'gone' and one added later is never read "
+        "(KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets). The offsets log holds partitions and "
+        "offsets only.",
+        "A topic was deleted, recreated with fewer partitions or given more partitions while the query was "
+        "stopped.",
+        "Name the query with --job MODULE:FUNCTION (diagnose and plan): its own subscription is judged, and a "
+        "subscribePattern query's plan can drop a deleted topic's partitions (--accept-data-loss).",
+        "have been deleted.",
+        "are gone. Some data may have been missed.",
+        "UnknownTopicOrPartitionException",
     ),
     _c(
         Code.DELTA_SOURCE_TABLE_REPLACED,
