@@ -235,6 +235,9 @@ class DiagnoseOptions:
     delta_pairing: DeltaPairing | None = None
     #: What the restarted query is, as a Spark line described it (``--job``; None: not known).
     job: JobFacts | None = None
+    #: How each Kafka source subscribes, ``(source index, shape, value, failOnDataLoss)``, where the
+    #: job is not at hand (a plan's request keeps them for apply's re-plan); the job's own otherwise.
+    kafka_subscriptions: tuple[tuple[int, str, str, bool], ...] = ()
 
     @property
     def delta_tables(self) -> tuple[DeltaTable, ...] | None:

@@ -18,7 +18,7 @@ from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.inspection import iso_ms
-from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import SHAPES, KafkaRestart, Subscription, predict
 from checkpoint_doctor.diagnosis.sources.kafka_retention import (
@@ -48,28 +48,41 @@ def topics_of(sources: Sequence[SourceOffset] | None) -> list[str]:
     return sorted({t for _, off in kafka_sources(sources) for t, _, _ in off.partitions})
 
 
-def job_subscription(job: JobFacts | None, n: int) -> Subscription | None:
-    """How source ``n`` of the job subscribes (``--job``: the option that picks its ConsumerStrategy
-    in KafkaSourceProvider.strategy), or None when the job is not known or not a Kafka source."""
-    if job is None or n >= len(job.sources) or job.sources[n].name.lower() != "kafka":
-        return None
-    options = {k.lower(): v for k, v in job.sources[n].options}
-    return next((Subscription(s, options[s.lower()]) for s in SHAPES if s.lower() in options), None)
+def job_kafka_subscriptions(job: JobFacts | None) -> tuple[tuple[int, str, str, bool], ...]:
+    """``(source index, shape, value, failOnDataLoss)`` of each Kafka source of the job (``--job``): the
+    option that picks its ConsumerStrategy (KafkaSourceProvider.strategy) and failOnDataLoss (true
+    unless the option says false, KafkaSourceProvider.failOnDataLoss)."""
+    out = []
+    for n, source in enumerate(job.sources if job is not None else ()):
+        if source.name.lower() != "kafka":
+            continue
+        options = {k.lower(): v for k, v in source.options}
+        shape = next((s for s in SHAPES if s.lower() in options), None)
+        if shape is not None:
+            fol = options.get("failondataloss", "true").strip().lower() != "false"
+            out.append((n, shape, options[shape.lower()], fol))
+    return tuple(out)
 
 
-def job_fail_on_data_loss(job: JobFacts | None, n: int) -> bool:
-    """The job's failOnDataLoss for source ``n`` (``--job``; KafkaSourceProvider.failOnDataLoss: true
-    unless the option says false), true (Spark's default) when the job is not known."""
-    if job_subscription(job, n) is None:
-        return True
-    options = {k.lower(): v for k, v in job.sources[n].options}  # type: ignore[union-attr]
-    return options.get("failondataloss", "true").strip().lower() != "false"
+def known_subscriptions(opts: DiagnoseOptions) -> tuple[tuple[int, str, str, bool], ...]:
+    """The Kafka sources' subscriptions the diagnosis knows: given (a plan's request), else the job's."""
+    return opts.kafka_subscriptions or job_kafka_subscriptions(opts.job)
 
 
-def subscriptions(job: JobFacts | None, n: int) -> tuple[Subscription, ...]:
+def job_subscription(opts: DiagnoseOptions, n: int) -> Subscription | None:
+    """How source ``n`` subscribes, when known (``--job``), else None."""
+    return next((Subscription(s, v) for i, s, v, _ in known_subscriptions(opts) if i == n), None)
+
+
+def job_fail_on_data_loss(opts: DiagnoseOptions, n: int) -> bool:
+    """The job's failOnDataLoss for source ``n``, true (Spark's default) when the job is not known."""
+    return next((fol for i, _, _, fol in known_subscriptions(opts) if i == n), True)
+
+
+def subscriptions(opts: DiagnoseOptions, n: int) -> tuple[Subscription, ...]:
     """The subscriptions source ``n`` may have: the job's own, else every shape (the checkpoint's
     offsets do not say which; ``subscribe``, the usual one, first)."""
-    known = job_subscription(job, n)
+    known = job_subscription(opts, n)
     return (known,) if known is not None else tuple(Subscription(s) for s in SHAPES)
 
 
@@ -78,11 +91,12 @@ def restarts(
     sources: Sequence[SourceOffset] | None,
     live: KafkaLive,
     fail_on_data_loss: bool,
-    job: JobFacts | None = None,
+    opts: DiagnoseOptions | None = None,
 ) -> list[tuple[int, KafkaOffset, KafkaRestart]]:
     """Return each Kafka source's restart from ``sources`` (the offsets the new batch starts from),
     subscribed as the job says, else with ``subscribe``."""
     positions = live.live
+    known = opts if opts is not None else DiagnoseOptions()
     return [
         (
             n,
@@ -91,8 +105,8 @@ def restarts(
                 off,
                 positions,
                 line,
-                fail_on_data_loss and job_fail_on_data_loss(job, n),
-                subscriptions(job, n)[0],
+                fail_on_data_loss and job_fail_on_data_loss(known, n),
+                subscriptions(known, n)[0],
             ),
         )
         for n, off in kafka_sources(sources)
@@ -127,9 +141,11 @@ def restart_error(ctx: Context, start_offsets: Sequence[SourceOffset] | None) ->
     live = ctx.options.kafka
     if live is None:
         return None
-    job = ctx.options.job
+    opts = ctx.options
     for n, off in kafka_sources(start_offsets):
-        by_shape = shape_restarts(ctx.target, off, live, job_fail_on_data_loss(job, n), subscriptions(job, n))
+        by_shape = shape_restarts(
+            ctx.target, off, live, job_fail_on_data_loss(opts, n), subscriptions(opts, n)
+        )
         errors = [r.error for _, r in by_shape if r.error is not None]
         if errors:
             return _with_shapes(errors[0], errors[1:])
@@ -146,7 +162,7 @@ def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> l
     if live is None:
         return []
     out = []
-    for n, _, restart in restarts(ctx.target, start_offsets, live, True, ctx.options.job):
+    for n, _, restart in restarts(ctx.target, start_offsets, live, True, ctx.options):
         if restart.error is not None:
             continue
         ranges = [f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in restart.reads]
@@ -248,10 +264,10 @@ def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterat
     live = ctx.options.kafka
     if live is None or prediction.rerun or prediction.start_offsets is None:
         return
-    job = ctx.options.job
+    opts = ctx.options
     for n, off in kafka_sources(prediction.start_offsets):
-        subs = subscriptions(job, n)
-        strict = job_fail_on_data_loss(job, n)
+        subs = subscriptions(opts, n)
+        strict = job_fail_on_data_loss(opts, n)
         refusing = [(sub, r) for sub, r in shape_restarts(ctx.target, off, live, strict, subs) if r.error]
         if not refusing:
             continue
@@ -314,7 +330,7 @@ def check_kafka_subscription_shape(ctx: Context, prediction: RestartPrediction) 
     if live is None or prediction.rerun or prediction.start_offsets is None:
         return
     for n, off in kafka_sources(prediction.start_offsets):
-        subs = subscriptions(ctx.options.job, n)
+        subs = subscriptions(ctx.options, n)
         if len(subs) == 1:
             continue
         strict = shape_restarts(ctx.target, off, live, True, subs)

@@ -35,9 +35,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import Code
-from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding
 from checkpoint_doctor.diagnosis.sources.kafka import job_subscription, kafka_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import ASSIGN, PATTERN, LivePositions, Subscription
 from checkpoint_doctor.model import KafkaLive, KafkaOffset
@@ -174,13 +173,13 @@ def _positions(
 
 
 def source_moves(
-    sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive, job: JobFacts | None = None
+    sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive, opts: DiagnoseOptions | None = None
 ) -> list[SourceMove] | str:
     """Return the moves of each Kafka source (``{index: (raw JSON, offsets)}``) that needs one."""
     positions = live.live
     out = []
     for n, (raw, off) in sorted(sources.items()):
-        moves = moves_of(off, positions, job_subscription(job, n))
+        moves = moves_of(off, positions, job_subscription(opts, n) if opts is not None else None)
         if isinstance(moves, str):
             return moves
         if moves:
@@ -302,7 +301,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         return []
     record = entry.record
     sources = {n: (record.sources[n].raw or "", off) for n, off in kafka_sources(record.sources)}
-    moved = source_moves(sources, live, ctx.options.diagnose.job)
+    moved = source_moves(sources, live, ctx.options.diagnose)
     if isinstance(moved, str):
         return [unavailable(FAMILY, finding.code, moved)]
     if not moved:
