@@ -529,8 +529,12 @@ def check_kafka_topic_recreated(ctx: Context, prediction: RestartPrediction) -> 
         )
 
 
-def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -> str | None:
-    """What the matrix says about Kafka positions: read from which broker, or not checked and how."""
+def assumption(
+    sources: Sequence[SourceOffset] | None, live: KafkaLive | None, opts: DiagnoseOptions | None = None
+) -> str | None:
+    """What the matrix says about Kafka positions: read from which broker, or not checked and how;
+    with the subscription the job gives (``--job``), its shape and failOnDataLoss instead of Spark's
+    defaults."""
     topics = topics_of(sources)
     if not topics:
         return None
@@ -540,6 +544,13 @@ def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -
             f"Kafka positions not checked (topics {names}): pass {FLAG} (and --kafka-option KEY=VALUE for "
             "client settings) to compare the checkpoint's offsets with the broker's"
         )
+    known = known_subscriptions(opts) if opts is not None else ()
+    if known:
+        shown = ", ".join(
+            f"source {n} {shape}={value} with failOnDataLoss={str(fol).lower()}"
+            for n, shape, value, fol in known
+        )
+        return f"Kafka positions of {names} read from {live.bootstrap}; the job's Kafka sources: {shown}"
     return f"Kafka positions of {names} read from {live.bootstrap}; failOnDataLoss assumed true (Spark's default)"
 
 
