@@ -234,8 +234,23 @@ def lenient_text(off: KafkaOffset, soft: KafkaRestart) -> str:
             f"drops {some} the broker no longer lists, never reading their records ({names}; "
             "how many is not known: the broker no longer holds them)"
         )
+    known = off.topic_partitions()
+    late = [r for r in soft.reads if (r.topic, r.partition) not in known and r.start > 0]
+    if late:
+        # getOffsetRangesFromResolvedOffsets reads an added partition from its earliest offset
+        names = _bounded([f"{r.topic}-{r.partition} from {r.start}" for r in late], ", ")
+        words.append(
+            f"reads the added partitions from their earliest offsets, never the records below ({names})"
+        )
+    above = [r for r in soft.reads if r.start > r.end]
+    if above:
+        # a position above the latest offset: the range is dropped, the partition reads nothing now
+        names = _bounded([f"{r.topic}-{r.partition} at {r.start}, latest {r.end}" for r in above], ", ")
+        words.append(
+            f"reads nothing of the partitions whose positions are above their latest offset ({names})"
+        )
     if not words:
-        return "starts and skips the partitions whose positions are gone"
+        return f"starts, reading {soft.rows} records"
     return "starts and " + " and ".join(words)
 
 
