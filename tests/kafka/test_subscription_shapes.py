@@ -78,7 +78,7 @@ def _line(scen: dict[str, Any]) -> str:
 
 
 #: The lines whose fixtures were written and restarted by real Spark (scripts/kafka_shapes_fixtures.py).
-LINES = ("3.5.9", "4.0.5", "4.1.4", "4.3.0")
+LINES = ("3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
 
 
 def test_every_line_has_recorded_shape_restarts() -> None:
