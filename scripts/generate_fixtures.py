@@ -34,7 +34,9 @@ Stages:
    the ``--job`` probe); ``kafka-jobs``: the Kafka base restarted by jobs that subscribe to other
    topics on a real broker (``scripts/kafka_job_fixtures.py``, ``fixtures/kafka-jobs/spark-<v>/``);
    ``kafka-sources``: two Kafka sources in one query (``scripts/kafka_sources_fixtures.py``,
-   ``fixtures/kafka-sources/spark-<v>/``).
+   ``fixtures/kafka-sources/spark-<v>/``); ``kafka-shapes``: one world read by ``subscribe``,
+   ``subscribePattern`` and ``assign`` queries (``scripts/kafka_shapes_fixtures.py``,
+   ``fixtures/kafka-shapes/spark-<v>/``).
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,
@@ -2389,7 +2391,18 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--stage",
-        choices=("base", "damage", "oracle", "kafka", "delta", "jobs", "kafka-jobs", "kafka-sources", "all"),
+        choices=(
+            "base",
+            "damage",
+            "oracle",
+            "kafka",
+            "delta",
+            "jobs",
+            "kafka-jobs",
+            "kafka-sources",
+            "kafka-shapes",
+            "all",
+        ),
         default="all",
     )
     parser.add_argument(
@@ -2426,6 +2439,11 @@ def main(argv: list[str]) -> int:
 
             for version in versions:
                 kafka_sources_fixtures.write_line(version)
+        elif stage == "kafka-shapes":
+            import kafka_shapes_fixtures  # subscribe, subscribePattern and assign, as the kafka stage
+
+            for version in versions:
+                kafka_shapes_fixtures.write_line(version)
         elif stage == "kafka":
             import kafka_fixtures  # needs confluent-kafka and Maven: only this stage
 

@@ -145,16 +145,20 @@ def q_stateless(spark, job):
 
 
 def kafka_source(spark: SparkSession, job: dict) -> DataFrame:
-    """Spark's Kafka connector over one topic (jars from scripts/jars.py, via spark.jars).
+    """Spark's Kafka connector over one topic, or the ``subscription`` of ``shape`` (jars from
+    scripts/jars.py, via spark.jars).
 
     ``kafka_bootstrap`` is the job's broker (a fresh one per run: ports are not part of the
     checkpoint); ``failOnDataLoss`` is the connector's own option (KafkaSourceProvider), true by default.
     """
     args = _args(job)
+    # The subscription shape (ConsumerStrategy): "subscribe" (a topic list, the default),
+    # "subscribePattern" (a regex) or "assign" (a JSON {"topic": [partitions]}), issue 32 item 1.
+    shape = args.get("shape", "subscribe")
     return (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", job["kafka_bootstrap"])
-        .option("subscribe", args.get("topic", "events"))
+        .option(shape, args.get("subscription", args.get("topic", "events")))
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", str(args.get("failOnDataLoss", "true")).lower())
         .load()

@@ -444,7 +444,10 @@ def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
     from checkpoint_doctor.world.kafka import open_reader, parse_options
 
     # Only the topics' partitions and earliest/latest are re-checked: no record is fetched.
-    wanted = KafkaOffset(tuple((t, part, pos) for p in held for t, part, pos, _ in p.partitions))
+    wanted = KafkaOffset(
+        tuple((t, part, pos) for p in held for t, part, pos, _ in p.partitions)
+        + tuple((t, 0, 0) for p in held for t in p.gone_topics)  # still not listed (a dropped pattern topic)
+    )
     reader = open_reader(held[0].bootstrap, parse_options(pairs))
     try:
         return reader.read([wanted], heads=False)

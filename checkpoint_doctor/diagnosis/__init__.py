@@ -59,6 +59,7 @@ ALL_CHECKS = (
     checks_kafka.check_kafka_unchecked,
     checks_kafka.check_kafka_retention_deadline,
     checks_kafka.check_kafka_topic_recreated,
+    checks_kafka.check_kafka_subscription_shape,
     checks_delta_sources.check_delta_sources,
     checks_delta_sources.check_delta_tables,
     checks_delta_sources.check_delta_options,

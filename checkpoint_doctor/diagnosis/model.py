@@ -239,6 +239,9 @@ class DiagnoseOptions:
     #: what a plan made with ``--job`` records, so that ``apply`` judges as the plan did
     #: (``readChangeFeed``, ``skipChangeCommits``... are not in the checkpoint).
     delta_options: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()
+    #: How each Kafka source subscribes, ``(source index, shape, value, failOnDataLoss)``, where the
+    #: job is not at hand (a plan's request keeps them for apply's re-plan); the job's own otherwise.
+    kafka_subscriptions: tuple[tuple[int, str, str, bool], ...] = ()
 
     def delta_source_options(self) -> tuple[tuple[int, tuple[tuple[str, str], ...]], ...]:
         """The reader options of each Delta source of the restart, by source index: the job's (its

@@ -16,7 +16,7 @@ def outside_notes(snapshot: CheckpointSnapshot, opts: DiagnoseOptions) -> list[s
     """Return the assumption lines about the sources' and sinks' own state (each None is left out)."""
     sources = newest_sources(snapshot)
     notes = (
-        checks_kafka.assumption(sources, opts.kafka),
+        checks_kafka.assumption(sources, opts.kafka, opts),
         checks_kafka.retention_note(snapshot, opts.kafka, opts.now_ms),
         checks_delta.assumption(sources, opts.delta, snapshot.query_id, opts.delta_pairing),
         sink_not_checked(snapshot),

@@ -388,6 +388,9 @@ class KafkaPositionsPre(OutsidePre):
     kind: ClassVar[str] = "kafka_positions"
     bootstrap: str = ""
     partitions: tuple[tuple[str, int, int, int | None], ...] = ()
+    #: Topics the plan takes as deleted (a subscribePattern query's partitions dropped, issue 32
+    #: item 1): the broker must still not list them, or the plan would drop a recreated topic.
+    gone_topics: tuple[str, ...] = ()
 
     def ranges(self) -> list[tuple[str, int, int, int, int | None]]:
         """Return the partitions as ``(topic, first, last, position, earliest)``: consecutive partitions
@@ -412,6 +415,7 @@ class KafkaPositionsPre(OutsidePre):
                 {"topic": t, "first": first, "last": last, "position": pos, "earliest": e}
                 for t, first, last, pos, e in self.ranges()
             ],
+            **({"gone_topics": list(self.gone_topics)} if self.gone_topics else {}),
         }
 
     @classmethod
@@ -439,7 +443,10 @@ class KafkaPositionsPre(OutsidePre):
                 raise PlanFormatError(
                     f"precondition kafka_positions names more than {MAX_KAFKA_PARTITIONS} partitions"
                 )
-        return cls(bootstrap=bootstrap, partitions=tuple(out))
+        gone = data.get("gone_topics", [])
+        if not isinstance(gone, list) or not all(isinstance(t, str) and t for t in gone):
+            raise PlanFormatError("precondition kafka_positions has gone_topics that are not topic names")
+        return cls(bootstrap=bootstrap, partitions=tuple(out), gone_topics=tuple(gone))
 
     @property
     def topics(self) -> tuple[str, ...]:
@@ -455,9 +462,10 @@ class KafkaPositionsPre(OutsidePre):
             for t, a, b, _, e in ranges
             if e is not None
         ]
+        gone = f"; it still does not list topic {', '.join(self.gone_topics)}" if self.gone_topics else ""
         return (
             f"the broker at {self.bootstrap} still lists partitions {_first(names)} with each position "
-            "between earliest and latest" + (f" ({_first(moved)} unchanged)" if moved else "")
+            "between earliest and latest" + (f" ({_first(moved)} unchanged)" if moved else "") + gone
         )
 
     def check_live(self, kafka: KafkaLive | None) -> str | None:
@@ -465,6 +473,12 @@ class KafkaPositionsPre(OutsidePre):
         if kafka is None:
             return f"the plan moves Kafka positions read from {self.bootstrap}, which were not read again"
         live = kafka.live
+        for topic in self.gone_topics:
+            if live.get(topic) is not None:
+                return (
+                    f"topic {topic} is listed again on {kafka.bootstrap}: the plan dropped its partitions as "
+                    "deleted (plan again)"
+                )
         for topic in self.topics:
             parts = live.get(topic)
             if parts is None:

@@ -8,6 +8,8 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.matrix import Cell
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
+from checkpoint_doctor.diagnosis.sources.kafka import known_subscriptions
+from checkpoint_doctor.diagnosis.sources.kafka_positions import SHAPES
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.parsing.java_uuid import java_uuid_error
 
@@ -77,7 +79,14 @@ class PlanOptions:
         """Return the JSON form a plan records (no clock: ``now_ms`` is not part of a plan)."""
         d = self.diagnose
         # Only when asked: every other plan keeps its id.
-        extra = {} if self.delta_version is None else {"delta_version": self.delta_version}
+        extra: dict[str, Any] = {} if self.delta_version is None else {"delta_version": self.delta_version}
+        kafka = known_subscriptions(d)
+        if kafka:
+            # how the job's Kafka sources subscribe: apply plans again without the job (issue 32 item 1)
+            extra["kafka_subscriptions"] = [
+                {"source": n, "shape": shape, "subscription": value, "fail_on_data_loss": fol}
+                for n, shape, value, fol in kafka
+            ]
         return {
             **extra,
             "strategy": self.strategy,
@@ -137,10 +146,21 @@ class PlanOptions:
                     live_window_s=float(d.get("live_window_s", 0)),
                     confs=tuple((str(k), str(v)) for k, v in d.get("confs", ())),
                     delta_options=_delta_options(d.get("delta_source_options")),
+                    kafka_subscriptions=_kafka_subscriptions(data.get("kafka_subscriptions", ())),
                 ),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise PlanFormatError(f"malformed plan request: {exc}") from exc
+
+
+def _kafka_subscriptions(rows: Any) -> tuple[tuple[int, str, str, bool], ...]:
+    out = []
+    for row in rows:
+        shape, value = row["shape"], row["subscription"]
+        if shape not in SHAPES or not isinstance(value, str):
+            raise PlanFormatError(f"malformed plan request: Kafka subscription {row!r}")
+        out.append((int(row["source"]), str(shape), value, bool(row["fail_on_data_loss"])))
+    return tuple(out)
 
 
 def _version(value: Any) -> int | None:

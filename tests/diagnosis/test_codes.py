@@ -62,6 +62,7 @@ KNOWN_CODES = frozenset(
         "CD212",
         "CD213",
         "CD214",
+        "CD230",
         "CD208",
         "CD209",
         "CD210",
@@ -184,6 +185,8 @@ TRIGGERED_ELSEWHERE = {
     "CD213",
     # CD214 needs the record timestamps of the recreated topic (tests/kafka/test_two_sources.py)
     "CD214",
+    # CD230 needs the broker's positions of the subscription shapes' fixtures (tests/kafka/test_subscription_shapes.py)
+    "CD230",
     # CD015, CD312 and CD313 need the changed job's facts, recorded per line in fixtures/jobs/
     # (tests/diagnosis/test_job_changes.py)
     "CD015",

@@ -291,8 +291,10 @@ def _covers(options: dict[str, str], topic: str, partition: int) -> bool | None:
     if "subscribe" in options:
         return topic in {t.strip() for t in options["subscribe"].split(",") if t.strip()}
     if "subscribepattern" in options:
+        # SubscribePatternStrategy.assignedTopicPartitions (the Admin path, the default since 3.4) keeps
+        # a topic where ``topicRegex.findFirstIn(name)`` finds the pattern anywhere in the name.
         try:
-            return re.fullmatch(options["subscribepattern"], topic) is not None
+            return re.search(options["subscribepattern"], topic) is not None
         except re.error:
             return None
     if "assign" in options:

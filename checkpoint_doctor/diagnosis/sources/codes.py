@@ -246,6 +246,28 @@ CODES: tuple[CodeInfo, ...] = (
         "command for each candidate); no plan changes the checkpoint until one is named.",
     ),
     _c(
+        Code.KAFKA_SUBSCRIPTION_SHAPE,
+        "kafka-subscription-shape",
+        INFO,
+        "The Kafka restart depends on how the query subscribes (subscribe, subscribePattern or assign), which the checkpoint does not say",
+        "The connector lists the partitions to read by its ConsumerStrategy: SubscribeStrategy and "
+        "AssignStrategy describe their topics by name (a deleted topic fails with "
+        "UnknownTopicOrPartitionException, whatever failOnDataLoss says); SubscribePatternStrategy lists the "
+        "topics its regex finds, so a deleted topic's partitions are 'gone' (3.5: 'Set(events-0, ...) are "
+        "gone. Some data may have been missed.'; 4.x: 'Partitions Set(events-0, ...) have been deleted.') "
+        "and failOnDataLoss=false starts without them; AssignStrategy keeps only its assigned partitions, so "
+        "a partition the topic lost is 'gone' and one added later is never read "
+        "(KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets). The offsets log holds partitions and "
+        "offsets only.",
+        "A topic was deleted, recreated with fewer partitions or given more partitions while the query was "
+        "stopped.",
+        "Name the query with --job MODULE:FUNCTION (diagnose and plan): its own subscription is judged, and a "
+        "subscribePattern query's plan can drop a deleted topic's partitions (--accept-data-loss).",
+        "have been deleted.",
+        "are gone. Some data may have been missed.",
+        "UnknownTopicOrPartitionException",
+    ),
+    _c(
         Code.DELTA_SOURCE_SCHEMA_CHANGED,
         "delta-source-schema-changed",
         ERROR,

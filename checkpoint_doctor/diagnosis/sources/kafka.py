@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
+from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.inspection import iso_ms
-from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
-from checkpoint_doctor.diagnosis.sources.kafka_positions import KafkaRestart, predict
+from checkpoint_doctor.diagnosis.sources.kafka_positions import SHAPES, KafkaRestart, Subscription, predict
 from checkpoint_doctor.diagnosis.sources.kafka_retention import (
     Countdown,
     countdown,
@@ -46,23 +48,107 @@ def topics_of(sources: Sequence[SourceOffset] | None) -> list[str]:
     return sorted({t for _, off in kafka_sources(sources) for t, _, _ in off.partitions})
 
 
+def job_kafka_subscriptions(job: JobFacts | None) -> tuple[tuple[int, str, str, bool], ...]:
+    """``(source index, shape, value, failOnDataLoss)`` of each Kafka source of the job (``--job``): the
+    option that picks its ConsumerStrategy (KafkaSourceProvider.strategy) and failOnDataLoss (true
+    unless the option says false, KafkaSourceProvider.failOnDataLoss)."""
+    out = []
+    for n, source in enumerate(job.sources if job is not None else ()):
+        if source.name.lower() != "kafka":
+            continue
+        options = {k.lower(): v for k, v in source.options}
+        shape = next((s for s in SHAPES if s.lower() in options), None)
+        if shape is not None:
+            fol = options.get("failondataloss", "true").strip().lower() != "false"
+            out.append((n, shape, options[shape.lower()], fol))
+    return tuple(out)
+
+
+def known_subscriptions(opts: DiagnoseOptions) -> tuple[tuple[int, str, str, bool], ...]:
+    """The Kafka sources' subscriptions the diagnosis knows: given (a plan's request), else the job's."""
+    return opts.kafka_subscriptions or job_kafka_subscriptions(opts.job)
+
+
+def job_subscription(opts: DiagnoseOptions, n: int) -> Subscription | None:
+    """How source ``n`` subscribes, when known (``--job``), else None."""
+    return next((Subscription(s, v) for i, s, v, _ in known_subscriptions(opts) if i == n), None)
+
+
+def job_fail_on_data_loss(opts: DiagnoseOptions, n: int) -> bool:
+    """The job's failOnDataLoss for source ``n``, true (Spark's default) when the job is not known."""
+    return next((fol for i, _, _, fol in known_subscriptions(opts) if i == n), True)
+
+
+def subscriptions(opts: DiagnoseOptions, n: int) -> tuple[Subscription, ...]:
+    """The subscriptions source ``n`` may have: the job's own, else every shape (the checkpoint's
+    offsets do not say which; ``subscribe``, the usual one, first)."""
+    known = job_subscription(opts, n)
+    return (known,) if known is not None else tuple(Subscription(s) for s in SHAPES)
+
+
 def restarts(
-    line: SparkLine, sources: Sequence[SourceOffset] | None, live: KafkaLive, fail_on_data_loss: bool
+    line: SparkLine,
+    sources: Sequence[SourceOffset] | None,
+    live: KafkaLive,
+    fail_on_data_loss: bool,
+    opts: DiagnoseOptions | None = None,
 ) -> list[tuple[int, KafkaOffset, KafkaRestart]]:
-    """Return each Kafka source's restart from ``sources`` (the offsets the new batch starts from)."""
+    """Return each Kafka source's restart from ``sources`` (the offsets the new batch starts from),
+    subscribed as the job says, else with ``subscribe``."""
     positions = live.live
-    return [(n, off, predict(off, positions, line, fail_on_data_loss)) for n, off in kafka_sources(sources)]
+    known = opts if opts is not None else DiagnoseOptions()
+    return [
+        (
+            n,
+            off,
+            predict(
+                off,
+                positions,
+                line,
+                fail_on_data_loss and job_fail_on_data_loss(known, n),
+                subscriptions(known, n)[0],
+            ),
+        )
+        for n, off in kafka_sources(sources)
+    ]
+
+
+def shape_restarts(
+    line: SparkLine,
+    off: KafkaOffset,
+    live: KafkaLive,
+    fail_on_data_loss: bool,
+    subs: Sequence[Subscription],
+) -> list[tuple[Subscription, KafkaRestart]]:
+    """Return the restart of one Kafka source under each subscription of ``subs``."""
+    positions = live.live
+    return [(sub, predict(off, positions, line, fail_on_data_loss, sub)) for sub in subs]
+
+
+def _with_shapes(first: SparkError, others: Sequence[SparkError]) -> SparkError:
+    """The cell's error with the other shapes' texts as alternatives (what the log shows instead)."""
+    seen = [first.search, *first.alternatives]
+    extra = [t for e in others for t in (e.search, *e.alternatives) if t not in seen]
+    return replace(first, alternatives=tuple(dict.fromkeys((*first.alternatives, *extra))))
 
 
 def restart_error(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> SparkError | None:
     """The error of the first Kafka source that refuses a new batch (failOnDataLoss=true, Spark's
-    default: the source option is not in the checkpoint), or None."""
+    default: the source option is not in the checkpoint), or None. With the subscription not known
+    (no ``--job``) the cell is ``subscribe``'s, the shape that refuses the most (a pattern refuses
+    where it does, an assign query ignores added partitions), and the other shapes' refusals are its
+    alternative texts (issue 32 item 1)."""
     live = ctx.options.kafka
     if live is None:
         return None
-    for _, _, restart in restarts(ctx.target, start_offsets, live, True):
-        if restart.error is not None:
-            return restart.error
+    opts = ctx.options
+    for n, off in kafka_sources(start_offsets):
+        by_shape = shape_restarts(
+            ctx.target, off, live, job_fail_on_data_loss(opts, n), subscriptions(opts, n)
+        )
+        errors = [r.error for _, r in by_shape if r.error is not None]
+        if errors:
+            return _with_shapes(errors[0], errors[1:])
     return None
 
 
@@ -76,7 +162,7 @@ def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> l
     if live is None:
         return []
     out = []
-    for n, _, restart in restarts(ctx.target, start_offsets, live, True):
+    for n, _, restart in restarts(ctx.target, start_offsets, live, True, ctx.options):
         if restart.error is not None:
             continue
         ranges = [f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in restart.reads]
@@ -122,36 +208,102 @@ def _bounded(words: list[str], sep: str = "; ") -> str:
     return sep.join(words[:NAMED]) + more
 
 
+def _dropped(off: KafkaOffset, restart: KafkaRestart) -> list[tuple[str, int, int]]:
+    """The checkpoint's partitions a restart that starts does not read (gone and dropped by
+    failOnDataLoss=false: ``getOffsetRangesFromResolvedOffsets`` ranges only the partitions listed now)."""
+    read = {(r.topic, r.partition) for r in restart.reads}
+    return [(t, p, o) for t, p, o in off.partitions if (t, p) not in read]
+
+
+def lenient_text(off: KafkaOffset, soft: KafkaRestart) -> str:
+    """What a restart with failOnDataLoss=false does, in a clause: fails too, or starts and skips
+    (counted per partition) or drops partitions (their unread records named by offset)."""
+    if soft.error is not None:
+        why = " (the topic is gone)" if "UnknownTopicOrPartition" in soft.error.search else ""
+        return f"fails too{why}: {soft.error.summary}"
+    skipped = {(r.topic, r.partition): r.skipped for r in soft.reads if r.skipped}
+    words = []
+    if skipped:
+        counts = _bounded([f"{t}-{p}: {c}" for (t, p), c in sorted(skipped.items())], ", ")
+        words.append(f"skips {soft.skipped} records ({counts})")
+    dropped = _dropped(off, soft)
+    if dropped:
+        names = _bounded([f"{t}-{p} from offset {o}" for t, p, o in dropped], ", ")
+        some = "1 partition" if len(dropped) == 1 else f"{len(dropped)} partitions"
+        words.append(
+            f"drops {some} the broker no longer lists, never reading their records ({names}; "
+            "how many is not known: the broker no longer holds them)"
+        )
+    known = off.topic_partitions()
+    late = [r for r in soft.reads if (r.topic, r.partition) not in known and r.start > 0]
+    if late:
+        # getOffsetRangesFromResolvedOffsets reads an added partition from its earliest offset
+        names = _bounded([f"{r.topic}-{r.partition} from {r.start}" for r in late], ", ")
+        words.append(
+            f"reads the added partitions from their earliest offsets, never the records below ({names})"
+        )
+    above = [r for r in soft.reads if r.start > r.end]
+    if above:
+        # a position above the latest offset: the range is dropped, the partition reads nothing now
+        names = _bounded([f"{r.topic}-{r.partition} at {r.start}, latest {r.end}" for r in above], ", ")
+        words.append(
+            f"reads nothing of the partitions whose positions are above their latest offset ({names})"
+        )
+    if not words:
+        return f"starts, reading {soft.rows} records"
+    return "starts and " + " and ".join(words)
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
+def _lenient_by_shape(
+    line: SparkLine, off: KafkaOffset, live: KafkaLive, subs: Sequence[Subscription]
+) -> str:
+    """failOnDataLoss=false's outcome, per subscription shape where they differ."""
+    texts: dict[str, list[str]] = {}
+    for sub, soft in shape_restarts(line, off, live, False, subs):
+        texts.setdefault(lenient_text(off, soft), []).append(sub.shape)
+    if len(texts) == 1:
+        return f"with failOnDataLoss=false it {next(iter(texts))}"
+    return "with failOnDataLoss=false " + "; ".join(
+        f"{_article(shapes[0])} {' or '.join(shapes)} query {text}" for text, shapes in texts.items()
+    )
+
+
 def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
     """CD207: a Kafka source's next offsets are gone from the broker (records deleted, topic or
-    partitions deleted or recreated), with what failOnDataLoss=false would skip per partition."""
+    partitions deleted or recreated), with what failOnDataLoss=false would skip per partition, per
+    subscription shape when the job does not say which (issue 32 item 1)."""
     live = ctx.options.kafka
     if live is None or prediction.rerun or prediction.start_offsets is None:
         return
-    refusing = restarts(ctx.target, prediction.start_offsets, live, True)
-    lenient = {n: r for n, _, r in restarts(ctx.target, prediction.start_offsets, live, False)}
-    for n, off, restart in refusing:
-        if restart.error is None:
+    opts = ctx.options
+    for n, off in kafka_sources(prediction.start_offsets):
+        subs = subscriptions(opts, n)
+        strict = job_fail_on_data_loss(opts, n)
+        refusing = [(sub, r) for sub, r in shape_restarts(ctx.target, off, live, strict, subs) if r.error]
+        if not refusing:
             continue
-        soft = lenient[n]
+        sub, restart = refusing[0]
+        assert restart.error is not None
+        soft = predict(off, live.live, ctx.target, False, sub)
         skipped = {(r.topic, r.partition): r.skipped for r in soft.reads if r.skipped}
         when = (
             "in the tasks of the first batch" if restart.error.phase == "task" else "planning the first batch"
         )
-        if soft.error is not None:
-            otherwise = "with failOnDataLoss=false too (the topic is gone)"
-        elif skipped:
-            counts = _bounded([f"{t}-{p}: {c}" for (t, p), c in sorted(skipped.items())], ", ")
-            otherwise = f"with failOnDataLoss=false it starts and skips {soft.skipped} records ({counts})"
-        else:
-            otherwise = (
-                "with failOnDataLoss=false it starts and skips the partitions whose positions are gone"
-            )
+        otherwise = _lenient_by_shape(ctx.target, off, live, subs)
+        shaped = f" (the job's {sub.shape}={sub.value})" if len(subs) == 1 and sub.value is not None else ""
+        verdict = (
+            f"with failOnDataLoss=true (the default) the restart fails {when}, {otherwise}"
+            if strict
+            else f"the job sets failOnDataLoss=false and the restart fails {when} all the same"
+        )
         yield Finding(
             Code.KAFKA_POSITIONS_GONE,
-            f"Kafka source {n}: the broker at {live.bootstrap} no longer holds the checkpoint's positions "
-            f"({_partition_text(off, live, skipped)}); with failOnDataLoss=true (the default) the restart "
-            f"fails {when}, {otherwise}.",
+            f"Kafka source {n}{shaped}: the broker at {live.bootstrap} no longer holds the checkpoint's positions "
+            f"({_partition_text(off, live, skipped)}); {verdict}.",
             paths=(prediction.start_from,) if prediction.start_from else (),
             batch_ids=(prediction.next_batch_id,) if prediction.next_batch_id is not None else (),
             details=(
@@ -161,6 +313,61 @@ def check_kafka_positions(ctx: Context, prediction: RestartPrediction) -> Iterat
                 ("skipped_with_fail_on_data_loss_false", None if soft.error else soft.skipped),
                 # pairs, not a dict: a finding is hashed (findings are deduplicated across checks)
                 ("skipped_per_partition", tuple((f"{t}-{p}", c) for (t, p), c in sorted(skipped.items()))),
+                (
+                    "dropped_with_fail_on_data_loss_false",
+                    tuple(f"{t}-{p}" for t, p, _ in _dropped(off, soft)),
+                ),
+            ),
+        )
+
+
+def _outcome(off: KafkaOffset, restart: KafkaRestart, soft: KafkaRestart) -> str:
+    """One shape's restart in a phrase: STARTS reading N records (which partitions it leaves out),
+    or FAILS with Spark's words; then what failOnDataLoss=false does."""
+    if restart.error is not None:
+        first = f"FAILS: {restart.error.summary}"
+    else:
+        first = f"STARTS, reading {restart.rows} records"
+        known = off.topic_partitions()
+        new = [f"{r.topic}-{r.partition}" for r in restart.reads if (r.topic, r.partition) not in known]
+        if new:
+            first += f" (with the added partitions {', '.join(new[:SHOWN])})"
+        return first
+    return f"{first}; with failOnDataLoss=false it {lenient_text(off, soft)}"
+
+
+def check_kafka_subscription_shape(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD230: the checkpoint does not say whether a Kafka source subscribed with ``subscribe``,
+    ``subscribePattern`` or ``assign`` (the offsets hold partitions only), and the broker's topics
+    make the restart differ between them (issue 32 item 1): each shape's outcome in Spark's words,
+    until ``--job`` names the query."""
+    live = ctx.options.kafka
+    if live is None or prediction.rerun or prediction.start_offsets is None:
+        return
+    for n, off in kafka_sources(prediction.start_offsets):
+        subs = subscriptions(ctx.options, n)
+        if len(subs) == 1:
+            continue
+        strict = shape_restarts(ctx.target, off, live, True, subs)
+        soft = {s.shape: r for s, r in shape_restarts(ctx.target, off, live, False, subs)}
+        outcomes: dict[str, list[str]] = {}
+        for sub, restart in strict:
+            outcomes.setdefault(_outcome(off, restart, soft[sub.shape]), []).append(sub.shape)
+        if len(outcomes) == 1:
+            continue
+        words = "; ".join(f"{' or '.join(shapes)}: {text}" for text, shapes in outcomes.items())
+        yield Finding(
+            Code.KAFKA_SUBSCRIPTION_SHAPE,
+            f"Kafka source {n}: the checkpoint does not say whether the query subscribes with subscribe, "
+            f"subscribePattern or assign, and the restart against {live.bootstrap} differs between them: "
+            f"{words}. The matrix shows subscribe's; name the query with --job MODULE:FUNCTION to judge "
+            "its own subscription.",
+            paths=(prediction.start_from,) if prediction.start_from else (),
+            batch_ids=(prediction.next_batch_id,) if prediction.next_batch_id is not None else (),
+            details=(
+                ("source", n),
+                ("bootstrap", live.bootstrap),
+                ("outcomes", tuple((" or ".join(shapes), text) for text, shapes in outcomes.items())),
             ),
         )
 
@@ -337,8 +544,12 @@ def check_kafka_topic_recreated(ctx: Context, prediction: RestartPrediction) -> 
         )
 
 
-def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -> str | None:
-    """What the matrix says about Kafka positions: read from which broker, or not checked and how."""
+def assumption(
+    sources: Sequence[SourceOffset] | None, live: KafkaLive | None, opts: DiagnoseOptions | None = None
+) -> str | None:
+    """What the matrix says about Kafka positions: read from which broker, or not checked and how;
+    with the subscription the job gives (``--job``), its shape and failOnDataLoss instead of Spark's
+    defaults."""
     topics = topics_of(sources)
     if not topics:
         return None
@@ -348,6 +559,13 @@ def assumption(sources: Sequence[SourceOffset] | None, live: KafkaLive | None) -
             f"Kafka positions not checked (topics {names}): pass {FLAG} (and --kafka-option KEY=VALUE for "
             "client settings) to compare the checkpoint's offsets with the broker's"
         )
+    known = known_subscriptions(opts) if opts is not None else ()
+    if known:
+        shown = ", ".join(
+            f"source {n} {shape}={value} with failOnDataLoss={str(fol).lower()}"
+            for n, shape, value, fol in known
+        )
+        return f"Kafka positions of {names} read from {live.bootstrap}; the job's Kafka sources: {shown}"
     return f"Kafka positions of {names} read from {live.bootstrap}; failOnDataLoss assumed true (Spark's default)"
 
 

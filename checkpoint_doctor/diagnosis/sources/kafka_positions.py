@@ -14,7 +14,10 @@ in the Admin client whatever ``failOnDataLoss`` says. Proven by the restarts rec
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
+from dataclasses import replace
 
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from checkpoint_doctor.model import KafkaOffset
@@ -78,24 +81,88 @@ def _data_loss(line: SparkLine, texts: list[tuple[str, str]], phase: str) -> Spa
     return SparkError(f"{first} {_LOST}", first, phase, None, tuple(others))
 
 
+#: The connector's subscription shapes (``ConsumerStrategy``), named by the source option that picks each.
+SUBSCRIBE, PATTERN, ASSIGN = "subscribe", "subscribePattern", "assign"
+SHAPES = (SUBSCRIBE, PATTERN, ASSIGN)
+
+
+@frozen
+class Subscription:
+    """How a Kafka source subscribes: ``shape`` one of :data:`SHAPES`, ``value`` the option's value
+    as the job gives it (None: not known, taken as exactly what the checkpoint's offsets hold)."""
+
+    shape: str = SUBSCRIBE
+    value: str | None = None
+
+
+#: The default: ``subscribe`` to exactly the topics the checkpoint's offsets hold.
+SUBSCRIBED = Subscription()
+
+
+def _assigned(value: str | None) -> set[tuple[str, int]] | None:
+    """The partitions of an ``assign`` value (``{"events":[0,1]}``, ``JsonUtils.partitions``), or None."""
+    if value is None:
+        return None
+    try:
+        data = json.loads(value)
+        return {(str(t), int(p)) for t, parts in data.items() for p in parts}
+    except (ValueError, TypeError, AttributeError):
+        return None
+
+
+def _matches(value: str | None, topic: str) -> bool:
+    """Whether a ``subscribePattern`` regex takes ``topic``: ``SubscribePatternStrategy`` lists the
+    broker's topics and keeps those where ``topicRegex.findFirstIn(name)`` finds a match (not a whole
+    match); a pattern Python cannot read is taken to match the checkpoint's topics."""
+    if value is None:
+        return True
+    try:
+        return re.search(value, topic) is not None
+    except re.error:
+        return True
+
+
+def _unknown_topic() -> SparkError:
+    # SubscribeStrategy and AssignStrategy describe their topics by name (ConsumerStrategy
+    # .retrieveAllPartitions: Admin.describeTopics(...).allTopicNames().get()), which fails for a
+    # deleted topic whatever failOnDataLoss says (recorded: fixtures/kafka*/ *-topic-deleted).
+    text = "UnknownTopicOrPartitionException: This server does not host this topic-partition"
+    return SparkError(f"org.apache.kafka.common.errors.{text}", text, "batch")
+
+
 def predict(
-    checkpoint: KafkaOffset, live: LivePositions, line: SparkLine, fail_on_data_loss: bool = True
+    checkpoint: KafkaOffset,
+    live: LivePositions,
+    line: SparkLine,
+    fail_on_data_loss: bool = True,
+    subscription: Subscription = SUBSCRIBED,
 ) -> KafkaRestart:
-    """The restart of a ``subscribe`` source whose checkpoint holds ``checkpoint`` as next offsets."""
+    """The restart of a source whose checkpoint holds ``checkpoint`` as next offsets, subscribed as
+    ``subscription`` says (``subscribe`` by default: the checkpoint does not say, issue 32 item 1)."""
     known = {(t, p): o for t, p, o in checkpoint.partitions}
-    for topic in sorted({t for t, _ in known}):
-        if live.get(topic) is None:
-            text = "UnknownTopicOrPartitionException: This server does not host this topic-partition"
-            return KafkaRestart(SparkError(f"org.apache.kafka.common.errors.{text}", text, "batch"))
+    shape = subscription.shape
+    topics = {topic for topic, _ in known}
+    if shape != PATTERN:
+        for topic in sorted(topics):
+            if live.get(topic) is None:
+                return KafkaRestart(_unknown_topic())
     # Only this source's own topics: ``live`` holds every topic the checkpoint's sources read, and a
     # query with several Kafka sources (a union or a join) has one KafkaMicroBatchStream per source,
     # each listing the partitions of its own subscription (KafkaOffsetReaderAdmin.fetchLatestOffsets);
-    # another source's partitions are not "added" to this one (issue 32 item 2).
+    # another source's partitions are not "added" to this one (issue 32 item 2). A pattern query lists
+    # the topics its regex matches: a deleted one adds no partition, so its partitions are "gone"
+    # (SubscribePatternStrategy.assignedTopicPartitions); an assign query keeps its assigned
+    # partitions only (AssignStrategy.assignedTopicPartitions: ``.filter(partitions.contains(_))``),
+    # so a partition added to its topic is never read and one the topic lost is "gone".
+    assigned = _assigned(subscription.value) if shape == ASSIGN else None
+    if shape == ASSIGN and assigned is None:
+        assigned = set(known)
     now = {
         (t, p): pos
         for t, parts in live.items()
-        if parts is not None and t in {topic for topic, _ in known}
+        if parts is not None and t in topics and (shape != PATTERN or _matches(subscription.value, t))
         for p, pos in parts.items()
+        if assigned is None or (t, p) in assigned
     }
     new = {tp: pos for tp, pos in sorted(now.items()) if tp not in known}
     # New partitions are read from their earliest offset, which must be 0.
@@ -120,7 +187,16 @@ def predict(
             )
         ]
         # KAFKA_DATA_LOSS.PARTITIONS_DELETED
-        return KafkaRestart(_data_loss(line, texts, "batch"))
+        error = _data_loss(line, texts, "batch")
+        if len(gone) > 1:
+            # Several partitions are named in the order of a Scala set (fromPartitionOffsets.keySet.diff:
+            # a hash set past 4 entries; 4.3.0 printed "Set(events-2, events-1, events-0)" for a deleted
+            # topic): the sorted set is shown, the log is searched for the words after it.
+            search = (
+                "have been deleted." if line.error_classes else "are gone. Some data may have been missed."
+            )
+            error = replace(error, search=search, headline=error.search)
+        return KafkaRestart(error)
     kept = {tp: (offset, now[tp]) for tp, offset in sorted(known.items()) if tp in now}
     changed = [(_tp(*tp), offset, latest) for tp, (offset, (_, latest)) in kept.items() if latest < offset]
     if changed and fail_on_data_loss:

@@ -20,7 +20,9 @@ watermark only), so no batch is re-run and no state changes. Per partition:
 - a partition added since that does not start at offset 0 (``Added partition ... starts from N
   instead of 0``): added to the line at its earliest offset; records 0..N-1 are skipped, counted.
 
-A topic that is gone altogether has no position to move to: the topic must be recreated first.
+A topic that is gone altogether has no position to move to: the topic must be recreated first,
+unless the job (``--job``) subscribes by pattern: ``SubscribePatternStrategy`` no longer lists a
+deleted topic, so its partitions are dropped from the line, named as data loss (issue 32 item 1).
 The positions come from the broker (``diagnose``'s ``--kafka-bootstrap-servers``); the plan's
 :class:`~checkpoint_doctor.planning.preconditions.KafkaPositionsPre` checks them again at apply time.
 A batch that is re-run (the newest offsets uncommitted) reads a range its log already fixed: not
@@ -34,9 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.codes import Code
-from checkpoint_doctor.diagnosis.model import Finding
-from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources
-from checkpoint_doctor.diagnosis.sources.kafka_positions import LivePositions
+from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding
+from checkpoint_doctor.diagnosis.sources.kafka import job_subscription, kafka_sources
+from checkpoint_doctor.diagnosis.sources.kafka_positions import ASSIGN, PATTERN, LivePositions, Subscription
 from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
@@ -50,6 +52,7 @@ FAMILY = "kafka-positions"
 BELOW = "below-earliest"
 ABOVE = "above-latest"
 GONE = "partition-gone"
+TOPIC_GONE = "topic-gone"
 ADDED = "added-not-at-0"
 NEGATIVE = "negative"
 
@@ -83,16 +86,36 @@ class SourceMove:
     positions: tuple[tuple[str, int, int, int | None], ...]
 
 
-def moves_of(off: KafkaOffset, live: LivePositions) -> tuple[Move, ...] | str:
-    """Return the moves that bring ``off`` inside the topics' live positions, or why none can."""
+def moves_of(
+    off: KafkaOffset, live: LivePositions, sub: Subscription | None = None
+) -> tuple[Move, ...] | str:
+    """Return the moves that bring ``off`` inside the topics' live positions, or why none can.
+
+    ``sub`` is the source's subscription when the job names it (``--job``), else None: a deleted
+    topic's partitions are dropped only for a ``subscribePattern`` query, whose strategy no longer
+    lists them (``SubscribePatternStrategy``; ``subscribe`` and ``assign`` describe the topic by name
+    and fail on it whatever the offsets hold), and an ``assign`` query never reads an added partition
+    (``AssignStrategy`` filters to its partitions), so none is added to its line.
+    """
     out: list[Move] = []
+    pattern = sub is not None and sub.shape == PATTERN
     for topic in sorted({t for t, _, _ in off.partitions}):
-        if live.get(topic) is None:
+        if live.get(topic) is None and not pattern:
+            how = (
+                f"a {sub.shape} query describes it by name and fails on it whatever its offsets say"
+                if sub is not None
+                else "a subscribe or assign query describes it by name and fails on it whatever its offsets "
+                "say; a subscribePattern query no longer lists it: name the query with --job MODULE:FUNCTION "
+                "to plan dropping its partitions"
+            )
             return (
-                f"topic {topic} is gone from the broker: no position to move to; recreate the topic, then "
-                "plan again (its partitions are then read from their earliest offset)"
+                f"topic {topic} is gone from the broker: no position to move to ({how}); recreate the topic, "
+                "then plan again (its partitions are then read from their earliest offset)"
             )
     for topic, part, offset in off.partitions:
+        if live.get(topic) is None:
+            out.append(Move(topic, part, offset, None, TOPIC_GONE, None))
+            continue
         parts = live[topic] or {}
         if part not in parts:
             out.append(Move(topic, part, offset, None, GONE, None))
@@ -107,8 +130,10 @@ def moves_of(off: KafkaOffset, live: LivePositions) -> tuple[Move, ...] | str:
         elif offset < earliest:
             out.append(Move(topic, part, offset, earliest, BELOW, earliest - offset))
     known = off.topic_partitions()
+    if sub is not None and sub.shape == ASSIGN:
+        return tuple(out)
     for topic in sorted({t for t, _, _ in off.partitions}):
-        for part, (earliest, _) in sorted((live[topic] or {}).items()):
+        for part, (earliest, _) in sorted((live.get(topic) or {}).items()):
             if (topic, part) not in known and earliest != 0:
                 out.append(Move(topic, part, None, earliest, ADDED, earliest))
     return tuple(out)
@@ -123,6 +148,9 @@ def _new_json(raw: str, moves: tuple[Move, ...]) -> str:
             parts.pop(str(m.partition), None)
         else:
             parts[str(m.partition)] = m.new
+    # a topic whose every partition was dropped (a deleted topic of a pattern query) leaves the line,
+    # as KafkaSourceOffset writes only the partitions it holds (JsonUtils.partitionOffsets)
+    data = {t: parts for t, parts in data.items() if parts}
     return json.dumps(data, separators=(",", ":"))
 
 
@@ -133,7 +161,7 @@ def _positions(
     kept = {(t, p): o for t, p, o in off.partitions}
     out: list[tuple[str, int, int, int | None]] = []
     for topic in sorted({t for t, _, _ in off.partitions}):
-        for part, (earliest, _) in sorted((live[topic] or {}).items()):
+        for part, (earliest, _) in sorted((live.get(topic) or {}).items()):
             m = moved.get((topic, part))
             if m is not None and m.new is not None:
                 out.append((topic, part, m.new, earliest))
@@ -144,12 +172,14 @@ def _positions(
     return tuple(out)
 
 
-def source_moves(sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive) -> list[SourceMove] | str:
+def source_moves(
+    sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive, opts: DiagnoseOptions | None = None
+) -> list[SourceMove] | str:
     """Return the moves of each Kafka source (``{index: (raw JSON, offsets)}``) that needs one."""
     positions = live.live
     out = []
     for n, (raw, off) in sorted(sources.items()):
-        moves = moves_of(off, positions)
+        moves = moves_of(off, positions, job_subscription(opts, n) if opts is not None else None)
         if isinstance(moves, str):
             return moves
         if moves:
@@ -234,6 +264,11 @@ def _loss(sm: SourceMove) -> str:
                 f"{name}: position {m.old} is above the topic's latest offset (deleted and recreated?): read "
                 f"from its earliest {m.new}; what the old topic held after {m.old} is gone, not counted"
             )
+        elif m.why == TOPIC_GONE:
+            parts.append(
+                f"{name}: topic deleted (the subscribePattern no longer lists it): its records from offset "
+                f"{m.old} on are never read (how many is not known: the broker no longer holds them)"
+            )
         else:
             parts.append(f"{name}: partition gone, its records after {m.old} are not read (not counted)")
     counted = sum(m.skipped or 0 for m in sm.moves)
@@ -266,7 +301,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         return []
     record = entry.record
     sources = {n: (record.sources[n].raw or "", off) for n, off in kafka_sources(record.sources)}
-    moved = source_moves(sources, live)
+    moved = source_moves(sources, live, ctx.options.diagnose)
     if isinstance(moved, str):
         return [unavailable(FAMILY, finding.code, moved)]
     if not moved:
@@ -286,8 +321,9 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
             f"Kafka positions moved inside the topic: {notes}; the other lines kept",
         )
     )
+    gone = tuple(sorted({m.topic for sm in moved for m in sm.moves if m.why == TOPIC_GONE}))
     hold = KafkaPositionsPre(
-        bootstrap=live.bootstrap, partitions=tuple(p for sm in moved for p in sm.positions)
+        bootstrap=live.bootstrap, partitions=tuple(p for sm in moved for p in sm.positions), gone_topics=gone
     )
     loss = "; ".join(_loss(sm) for sm in moved)
     return [Option(FAMILY, tuple(steps), (finding.code,), note=f"{path}: {notes}", loss=loss, holds=(hold,))]
