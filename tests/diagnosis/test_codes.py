@@ -61,6 +61,7 @@ KNOWN_CODES = frozenset(
         "CD212",
         "CD213",
         "CD214",
+        "CD235",
         "CD208",
         "CD209",
         "CD210",
@@ -175,6 +176,9 @@ TRIGGERED_ELSEWHERE = {
     "CD213",
     # CD214 needs the record timestamps of the recreated topic (tests/kafka/test_two_sources.py)
     "CD214",
+    # CD235: an uncommitted batch over records retention deleted, with the topics' recorded positions
+    # (fixtures/kafka-loss/, tests/kafka/test_kafka_loss.py)
+    "CD235",
     # CD015, CD312 and CD313 need the changed job's facts, recorded per line in fixtures/jobs/
     # (tests/diagnosis/test_job_changes.py)
     "CD015",
