@@ -257,6 +257,148 @@ def write_line(version: str, names: list[str] | None) -> None:
     shutil.rmtree(work, ignore_errors=True)
 
 
+#: fixtures/kafka-loss/ (issue 32 items 4 and 5): the stateless base with its newest batch uncommitted
+#: (``commits/1`` deleted, as a driver that died between writing ``offsets/1`` and ``commits/1`` leaves
+#: it: batch 1 planned [10, 15) per partition) over deleted records, and a committed one whose topic
+#: was recreated unevenly (one partition grown past the positions, the others below them).
+KAFKA_LOSS_FIXTURES = gf.FIXTURES / "kafka-loss"
+LOSS_BASE = "kafka-stateless"
+UNCOMMITTED = ("commits/1", "commits/.1.crc")
+KAFKA_LOSS: dict[str, dict[str, Any]] = {
+    "uncommitted": {
+        "description": "commits/1 deleted (the driver died between offsets/1 and commits/1): a restart "
+        "re-runs batch 1, [10, 15) per partition; the topic holds every record",
+        "uncommitted": True,
+        "steps": [],
+    },
+    "uncommitted-records-deleted": {
+        "description": "commits/1 deleted, and retention deleted records inside batch 1's range: log start "
+        "12 on every partition (batch 1 planned [10, 15))",
+        "uncommitted": True,
+        "steps": [
+            {"op": "delete_records", "topic": TOPIC, "partition": p, "before": 12} for p in range(PARTITIONS)
+        ],
+    },
+    "uncommitted-records-deleted-past": {
+        "description": "commits/1 deleted, and retention deleted all of batch 1's range and beyond: log "
+        "start 17 on every partition (batch 1 planned [10, 15))",
+        "uncommitted": True,
+        "steps": [
+            {"op": "delete_records", "topic": TOPIC, "partition": p, "before": 17} for p in range(PARTITIONS)
+        ],
+    },
+    "topic-recreated-uneven": {
+        "description": "topic deleted and recreated with 3 partitions, 25 records in partition 0 and 5 in "
+        "partitions 1 and 2: events-1 and events-2 are below the positions (15), events-0 was grown past "
+        "it (records 0..14 of the new topic are new)",
+        "uncommitted": False,
+        "steps": [
+            {"op": "delete_topic", "topic": TOPIC},
+            {"op": "create_topic", "topic": TOPIC, "partitions": PARTITIONS},
+            {"op": "produce", "topic": TOPIC, "partition": 0, "count": 25},
+            *_produce_all(5, range(1, PARTITIONS)),
+        ],
+    },
+}
+
+
+def write_loss_line(version: str) -> None:
+    """fixtures/kafka-loss/spark-<v>/: write the stateless base (two runs), derive each KAFKA_LOSS
+    scenario (commits/1 deleted where it says so; the world damaged on the broker) and restart each with
+    failOnDataLoss true and false in one Spark process."""
+    work = gf.SCRATCH / "kafka-loss" / f"spark-{version}"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = _spark_env(version)
+    base_world = [s for run in BASE_RUNS for s in run] + BASE_AFTER
+    cp = work / LOSS_BASE / "checkpoint"
+    with kafka_broker.running() as broker:
+        gf.log(f"== kafka broker {broker.version} at {broker.bootstrap}")
+        jobs = []
+        for r in range(len(BASE_RUNS)):
+            steps = [s for run in BASE_RUNS[: r + 1] for s in run]
+            job = _job(version, LOSS_BASE, cp, broker.bootstrap, {})
+            job.update(id=f"kafka-loss-base/{version}/run{r}", op="run")
+            job["before_argv"] = _world_argv(_steps_file(work, f"run{r}", steps), broker.bootstrap)
+            jobs.append(job)
+        results = gf.run_sparklab(version, jobs, "kafka-loss-base", env)
+        problems = [f"{r['id']}: {r['error']['message'].splitlines()[0]}" for r in results if r.get("error")]
+        if problems:
+            raise RuntimeError(f"kafka-loss base on {version}: {problems}")
+        gf.remove_stray_outputs(cp)
+        cases: list[tuple[Path, int]] = []
+        restart_jobs = []
+        for damage, spec in KAFKA_LOSS.items():
+            name = f"{LOSS_BASE}-{damage}"
+            dest = KAFKA_LOSS_FIXTURES / f"spark-{version}" / name
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            gf.copy_tree(cp, dest / "checkpoint")
+            if spec["uncommitted"]:
+                for rel in UNCOMMITTED:
+                    (dest / "checkpoint" / rel).unlink(missing_ok=True)
+            world = base_world + spec["steps"]
+            kafka_world.replay(broker.bootstrap, world)
+            scenario: dict[str, Any] = {
+                "schema_version": gf.SCHEMA_VERSION,
+                "name": name,
+                "spark_version": version,
+                "kind": "damaged",
+                "base": LOSS_BASE,
+                "description": KAFKA_BASES[LOSS_BASE]["description"] + f" Damage: {spec['description']}.",
+                "query": KAFKA_BASES[LOSS_BASE]["query"],
+                "written_with": {
+                    "trigger": "once",
+                    "runs": len(BASE_RUNS),
+                    "kafka_connector": jars.CONNECTOR_FOR[version][1],
+                    "kafka_broker": broker.version,
+                    "world_steps_per_run": [len(run) for run in BASE_RUNS],
+                },
+                "damage": [{"op": "delete", "path": rel} for rel in UNCOMMITTED]
+                if spec["uncommitted"]
+                else [],
+                "world": world,
+                "world_damage_steps": len(spec["steps"]),
+                "topic_positions": kafka_world.positions(broker.bootstrap, TOPIC),
+                "facts": gf.compute_facts(dest, KAFKA_BASES[LOSS_BASE]["query"]),
+                "fingerprint": gf.fingerprint(dest),
+                "restarts": [],
+            }
+            world_path = _steps_file(work, name, world)
+            for fol in FAIL_ON_DATA_LOSS:
+                scenario["restarts"].append(
+                    {
+                        "spark": version,
+                        "mode": "micro-batch",
+                        "query": KAFKA_BASES[LOSS_BASE]["query"]["name"],
+                        "options": {"failOnDataLoss": fol},
+                        "fingerprint": scenario["fingerprint"],
+                        "result": None,
+                    }
+                )
+                tmp = work / "oracle" / f"{name}-fol-{fol}"
+                gf.copy_tree(dest / "checkpoint", tmp / "checkpoint")
+                job = _job(version, LOSS_BASE, tmp / "checkpoint", broker.bootstrap, {"failOnDataLoss": fol})
+                job.update(id=f"kafka-loss/{version}/{name}#fol={fol}", op="restart")
+                job["before_argv"] = _world_argv(world_path, broker.bootstrap)
+                restart_jobs.append(job)
+                cases.append((dest / "scenario.json", len(scenario["restarts"]) - 1))
+            gf.write_json(dest / "scenario.json", scenario)
+        results = gf.run_sparklab(version, restart_jobs, "kafka-loss-oracle", env)
+        for (sfile, idx), result in zip(cases, results, strict=True):
+            scen = gf.load_json(sfile)
+            scen["restarts"][idx]["result"] = result
+            gf.write_json(sfile, scen)
+            err = result.get("error")
+            gf.log(
+                f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
+                f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
+            )
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def stage_kafka(versions: list[str], names: list[str] | None) -> None:
     import kafka_realtime_fixtures  # real-time mode scenarios (4.1+): fixtures/kafka-realtime/
 
@@ -269,4 +411,10 @@ def stage_kafka(versions: list[str], names: list[str] | None) -> None:
 
 if __name__ == "__main__":  # pragma: no cover - run through generate_fixtures.py --stage kafka
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    stage_kafka(sys.argv[1:] or list(gf.VERSIONS), None)
+    if sys.argv[1:2] == [
+        "--loss"
+    ]:  # fixtures/kafka-loss/ only: python scripts/kafka_fixtures.py --loss 4.3.0
+        for v in sys.argv[2:] or list(gf.VERSIONS):
+            write_loss_line(v)
+    else:
+        stage_kafka(sys.argv[1:] or list(gf.VERSIONS), None)

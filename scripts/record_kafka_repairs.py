@@ -3,6 +3,7 @@
 
     flock /tmp/cd-spark.lock python scripts/record_kafka_repairs.py --spark 4.3.0
     python scripts/record_kafka_repairs.py --spark 4.3.0 --scenario kafka-stateless-records-deleted
+    flock /tmp/cd-spark.lock python scripts/record_kafka_repairs.py --spark 4.3.0 --loss   # fixtures/kafka-loss/
 
 Starts one broker (scripts/kafka_broker.py). For each refused restart recorded in
 ``fixtures/kafka/spark-<v>/``: rebuild its world on the broker, read the topic's positions through
@@ -32,7 +33,15 @@ import kafka_world
 
 from checkpoint_doctor.model import KafkaOffset
 from checkpoint_doctor.world.kafka import read_positions
-from tests.kafka.repair_proof import judge, load_records, prepare, refused, save_records
+from tests.kafka.repair_proof import (
+    KAFKA_FIXTURES,
+    KAFKA_LOSS_FIXTURES,
+    judge,
+    load_records,
+    prepare,
+    refused,
+    save_records,
+)
 from tests.sparkrun import run_jobs
 
 
@@ -40,12 +49,19 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--spark", required=True, help="the Spark release, e.g. 4.3.0")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
+    parser.add_argument(
+        "--loss",
+        action="store_true",
+        help="fixtures/kafka-loss/ (uncommitted batches over deleted records, a topic recreated unevenly), "
+        "recorded to fixtures/repairs/kafka-loss-spark-<v>.json",
+    )
     args = parser.parse_args(argv)
-    cases = [c for c in refused(args.spark) if not args.scenario or c.data["name"] in args.scenario]
+    root, prefix = (KAFKA_LOSS_FIXTURES, "kafka-loss") if args.loss else (KAFKA_FIXTURES, "kafka")
+    cases = [c for c in refused(args.spark, root) if not args.scenario or c.data["name"] in args.scenario]
     if not cases:
         print(f"no refused Kafka restart recorded for Spark {args.spark}", file=sys.stderr)
         return 2
-    records = load_records(args.spark) if args.scenario else {}
+    records = load_records(args.spark, prefix) if args.scenario else {}
     with tempfile.TemporaryDirectory(prefix="record-kafka-repairs-") as tmp, kafka_broker.running() as broker:
         prepared = []
         for n, case in enumerate(cases):
@@ -65,7 +81,7 @@ def main(argv: list[str]) -> int:
                 f"rows={r.get('num_input_rows')} {r.get('problems') or ''} {r.get('error', '')[:200]}",
                 flush=True,
             )
-    print(f"wrote {save_records(args.spark, records)}")
+    print(f"wrote {save_records(args.spark, records, prefix)}")
     return 0
 
 

@@ -55,6 +55,7 @@ ALL_CHECKS = (
     checks_sources.check_source_identity,
     checks_source_files.check_source_files,
     checks_kafka.check_kafka_positions,
+    checks_kafka.check_kafka_rerun_range,
     checks_kafka.check_kafka_offsets_negative,
     checks_kafka.check_kafka_unchecked,
     checks_kafka.check_kafka_retention_deadline,

@@ -63,6 +63,7 @@ KNOWN_CODES = frozenset(
         "CD213",
         "CD214",
         "CD230",
+        "CD235",
         "CD208",
         "CD209",
         "CD210",
@@ -187,6 +188,9 @@ TRIGGERED_ELSEWHERE = {
     "CD214",
     # CD230 needs the broker's positions of the subscription shapes' fixtures (tests/kafka/test_subscription_shapes.py)
     "CD230",
+    # CD235: an uncommitted batch over records retention deleted, with the topics' recorded positions
+    # (fixtures/kafka-loss/, tests/kafka/test_kafka_loss.py)
+    "CD235",
     # CD015, CD312 and CD313 need the changed job's facts, recorded per line in fixtures/jobs/
     # (tests/diagnosis/test_job_changes.py)
     "CD015",

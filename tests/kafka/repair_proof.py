@@ -37,6 +37,9 @@ from tests.repair_proof import RECORDS, plan_key, tree_bytes
 
 REPO = Path(__file__).resolve().parents[2]
 KAFKA_FIXTURES = REPO / "fixtures" / "kafka"
+#: Uncommitted batches over deleted records, a topic recreated unevenly (issue 32 items 4 and 5;
+#: scripts/kafka_fixtures.py --loss): records ``fixtures/repairs/kafka-loss-spark-<v>.json``.
+KAFKA_LOSS_FIXTURES = REPO / "fixtures" / "kafka-loss"
 SCRIPTS = REPO / "scripts"
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
@@ -77,10 +80,10 @@ def snapshot_of(case: Case, work: Path) -> Any:
     return load_checkpoint(str(work / "checkpoint"))
 
 
-def refused(version: str) -> list[Case]:
-    """Return every recorded Kafka restart on Spark ``version`` that did not start."""
+def refused(version: str, root: Path = KAFKA_FIXTURES) -> list[Case]:
+    """Return every recorded Kafka restart on Spark ``version`` that did not start (under ``root``)."""
     out = []
-    for path in sorted((KAFKA_FIXTURES / f"spark-{version}").glob("*/scenario.json")):
+    for path in sorted((root / f"spark-{version}").glob("*/scenario.json")):
         data = json.loads(path.read_text(encoding="utf-8"))
         for i, restart in enumerate(data["restarts"]):
             if not restart["result"]["started"]:
@@ -138,6 +141,22 @@ class Prepared:
     journal: str | None = None
     job: dict[str, Any] | None = None
     problems: list[str] = field(default_factory=list)
+    #: What the diagnosis after apply says the first batch is: its id, and for a re-run batch the
+    #: range it re-runs (``{"partition": offset}`` start and end), which Spark must then read.
+    after_batch: int | None = None
+    rerun_range: tuple[dict[str, int], dict[str, int]] | None = None
+
+
+def _kafka_positions(sources: Any) -> dict[str, int]:
+    from checkpoint_doctor.model import KafkaOffset
+
+    return {
+        str(p): o
+        for s in sources or ()
+        if isinstance(s.decoded, KafkaOffset)
+        for t, p, o in s.decoded.partitions
+        if t == kafka_fixtures.TOPIC
+    }
 
 
 def prepare(case: Case, work: Path, live: KafkaLive, bootstrap: str) -> Prepared:
@@ -157,6 +176,11 @@ def prepare(case: Case, work: Path, live: KafkaLive, bootstrap: str) -> Prepared
     out.journal = result.journal_url
     if result.after is None or not result.after.prediction.starts:
         out.problems.append("the diagnosis after apply does not start")
+    else:
+        after = result.after.prediction
+        out.after_batch = after.next_batch_id
+        if after.rerun:
+            out.rerun_range = (_kafka_positions(after.start_offsets), _kafka_positions(after.end_offsets))
     spark_copy = work.parent / f"{work.name}-spark" / "checkpoint"
     shutil.copytree(cp, spark_copy)
     world = work.parent / f"{work.name}.world.json"
@@ -181,11 +205,23 @@ def read_problems(prepared: Prepared, result: dict[str, Any]) -> list[str]:
     if not batches:
         return ["no batch ran"]
     batch = batches[0]
-    if batch["batchId"] != 2:
-        problems.append(f"the first batch is {batch['batchId']}, not the new batch 2")
+    wanted_batch = 2 if prepared.after_batch is None else prepared.after_batch
+    if batch["batchId"] != wanted_batch:
+        problems.append(f"the first batch is {batch['batchId']}, not batch {wanted_batch} as planned")
     (source,) = batch["sources"]
     start = (_json(source["startOffset"]) or {}).get(kafka_fixtures.TOPIC, {})
     end = (_json(source["endOffset"]) or {}).get(kafka_fixtures.TOPIC, {})
+    if prepared.rerun_range is not None:
+        # the re-run batch reads the range the plan left in offsets/N-1..offsets/N, every record of it
+        frm, until = prepared.rerun_range
+        if start != frm or end != until:
+            problems.append(f"batch {wanted_batch} re-ran [{start}, {end}), the plan left [{frm}, {until})")
+        rows = sum(until[p] - frm.get(p, 0) for p in until)
+        if batch["numInputRows"] != rows:
+            problems.append(
+                f"batch {wanted_batch} read {batch['numInputRows']} records, the range holds {rows}"
+            )
+        return problems
     wanted = written_positions(prepared.plan) or {}
     # A new partition Spark reads from 0 itself is not in the start offsets.
     shown = {p: o for p, o in wanted.items() if p in start or o != 0}
@@ -233,25 +269,25 @@ def judge(prepared: Prepared, result: dict[str, Any] | None) -> dict[str, Any]:
     }
 
 
-def records_path(version: str) -> Path:
-    """Return the records file of a Spark release."""
-    return RECORDS / f"kafka-spark-{version}.json"
+def records_path(version: str, prefix: str = "kafka") -> Path:
+    """Return the records file of a Spark release (``prefix`` kafka-loss: fixtures/kafka-loss/'s)."""
+    return RECORDS / f"{prefix}-spark-{version}.json"
 
 
-def load_records(version: str) -> dict[str, Any]:
+def load_records(version: str, prefix: str = "kafka") -> dict[str, Any]:
     """Return the records of a Spark release (empty when none were made)."""
-    path = records_path(version)
+    path = records_path(version, prefix)
     return json.loads(path.read_text(encoding="utf-8"))["records"] if path.exists() else {}
 
 
-def recorded_versions() -> list[str]:
+def recorded_versions(prefix: str = "kafka") -> list[str]:
     """Return the Spark releases with Kafka repair records."""
-    return sorted(p.stem.removeprefix("kafka-spark-") for p in RECORDS.glob("kafka-spark-*.json"))
+    return sorted(p.stem.removeprefix(f"{prefix}-spark-") for p in RECORDS.glob(f"{prefix}-spark-*.json"))
 
 
-def save_records(version: str, records: dict[str, Any]) -> Path:
+def save_records(version: str, records: dict[str, Any], prefix: str = "kafka") -> Path:
     """Write the records of a Spark release (sorted, stable)."""
-    path = records_path(version)
+    path = records_path(version, prefix)
     doc = {"schema_version": SCHEMA_VERSION, "spark": version, "records": dict(sorted(records.items()))}
     path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
     return path

@@ -166,6 +166,26 @@ CODES: tuple[CodeInfo, ...] = (
         "separately; restarting on this checkpoint skips them silently.",
     ),
     _c(
+        Code.KAFKA_RERUN_RANGE_GONE,
+        "kafka-rerun-range-gone",
+        ERROR,
+        "The uncommitted batch a restart re-runs logged Kafka records the broker no longer holds",
+        "offsets/N without commits/N is re-run with the range offsets/N-1..offsets/N logged "
+        "(MicroBatchExecution.populateStartOffsets); the Kafka source plans it from the log alone "
+        "(KafkaMicroBatchStream.planInputPartitions) and meets the topic in the batch's tasks "
+        "(KafkaDataConsumer.get): an offset below the earliest fails the re-run with failOnDataLoss=true "
+        "(3.5 'Cannot fetch offset N'; 4.x KAFKA_DATA_LOSS 'Could not read records in offset [N, M)') "
+        "and with false skips to the earliest offset. The check CD207 makes is for a new batch.",
+        "The query stopped (or died) between writing offsets/N and commits/N, and retention deleted "
+        "records of batch N's range before it restarted.",
+        "Restore the records into the topic, or plan with --kafka-bootstrap-servers ... --accept-data-loss: "
+        "the batch's start (and, where retention went past it, its end) moves to the earliest offset, "
+        "the records skipped counted per partition (undoable); failOnDataLoss=false does the same skip "
+        "silently.",
+        "Cannot fetch offset",
+        "Could not read records in offset",
+    ),
+    _c(
         Code.DELTA_SOURCE_TABLE_REPLACED,
         "delta-source-table-replaced",
         ERROR,

@@ -4,8 +4,8 @@ The live positions come from the I/O edge (``checkpoint_doctor.world.kafka``) th
 ``DiagnoseOptions.kafka``; without them nothing is judged and the matrix says how to check.
 What a restart does is :func:`checkpoint_doctor.diagnosis.sources.kafka_positions.predict`, proven by the
 restarts real Spark recorded in ``fixtures/kafka/``. It models the first batch *after* the
-checkpoint's newest offsets (a new batch); a re-run of an uncommitted batch reads a range the log
-already fixed and is not judged here.
+checkpoint's newest offsets (a new batch); a re-run of an uncommitted batch reads the range its
+offsets files fixed, judged by :func:`rerun_restarts` (CD235, issue 32 item 4).
 """
 
 from __future__ import annotations
@@ -20,7 +20,13 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.inspection import iso_ms
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
-from checkpoint_doctor.diagnosis.sources.kafka_positions import SHAPES, KafkaRestart, Subscription, predict
+from checkpoint_doctor.diagnosis.sources.kafka_positions import (
+    SHAPES,
+    KafkaRestart,
+    Subscription,
+    predict,
+    predict_rerun,
+)
 from checkpoint_doctor.diagnosis.sources.kafka_retention import (
     Countdown,
     countdown,
@@ -154,6 +160,63 @@ def restart_error(ctx: Context, start_offsets: Sequence[SourceOffset] | None) ->
 
 #: Partitions a note names before "and N more" (a topic may have thousands).
 SHOWN = 6
+
+
+def rerun_restarts(
+    line: SparkLine,
+    start: Sequence[SourceOffset] | None,
+    end: Sequence[SourceOffset] | None,
+    live: KafkaLive,
+    fail_on_data_loss: bool,
+) -> list[tuple[int, KafkaOffset, KafkaOffset | None, KafkaRestart | None]]:
+    """Return each Kafka source's re-run of the uncommitted batch ``[start, end)``: ``(source index,
+    end offsets, start offsets, restart)``, the restart None where it is not judged (no start offsets:
+    the batch starts from ``sources/<n>/0``; see :func:`predict_rerun`)."""
+    begin = dict(kafka_sources(start))
+    out: list[tuple[int, KafkaOffset, KafkaOffset | None, KafkaRestart | None]] = []
+    for n, off in kafka_sources(end):
+        frm = begin.get(n)
+        judged = None if frm is None else predict_rerun(frm, off, live.live, line, fail_on_data_loss)
+        out.append((n, off, frm, judged))
+    return out
+
+
+def rerun_error(
+    ctx: Context, start: Sequence[SourceOffset] | None, end: Sequence[SourceOffset] | None
+) -> SparkError | None:
+    """The error of the first Kafka source whose re-run range the broker no longer holds
+    (failOnDataLoss=true, Spark's default), or None."""
+    live = ctx.options.kafka
+    if live is None:
+        return None
+    for _, _, _, restart in rerun_restarts(ctx.target, start, end, live, True):
+        if restart is not None and restart.error is not None:
+            return restart.error
+    return None
+
+
+def rerun_notes(
+    ctx: Context, batch: int | None, start: Sequence[SourceOffset] | None, end: Sequence[SourceOffset] | None
+) -> list[str]:
+    """What each Kafka source's re-run of ``batch`` reads, or that its range was not judged."""
+    live = ctx.options.kafka
+    if live is None:
+        return []
+    out = []
+    for n, _, _, restart in rerun_restarts(ctx.target, start, end, live, True):
+        if restart is None:
+            out.append(
+                f"Kafka positions of source {n} not judged: batch {batch} re-runs the range its offsets files "
+                f"fixed, and {live.bootstrap} holds topics or partitions that range does not fit"
+            )
+            continue
+        ranges = [f"{r.topic}-{r.partition} [{r.start}, {r.end})" for r in restart.reads]
+        more = f" and {len(ranges) - SHOWN} more" if len(ranges) > SHOWN else ""
+        out.append(
+            f"Kafka source {n} re-runs batch {batch}: {restart.rows} records held on {live.bootstrap}: "
+            f"{', '.join(ranges[:SHOWN])}{more}"
+        )
+    return out
 
 
 def reads_notes(ctx: Context, start_offsets: Sequence[SourceOffset] | None) -> list[str]:
@@ -368,6 +431,56 @@ def check_kafka_subscription_shape(ctx: Context, prediction: RestartPrediction) 
                 ("source", n),
                 ("bootstrap", live.bootstrap),
                 ("outcomes", tuple((" or ".join(shapes), text) for text, shapes in outcomes.items())),
+            ),
+        )
+
+
+def check_kafka_rerun_range(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
+    """CD235: the uncommitted batch a restart re-runs logged a range the broker no longer holds
+    (retention deleted records of it): the re-run fails in its tasks (failOnDataLoss=true) or skips
+    them (false), on every line (issue 32 item 4: 3.5 was predicted to start, 4.2/4.3 healthy)."""
+    live = ctx.options.kafka
+    if live is None or not prediction.rerun or prediction.end_offsets is None:
+        return
+    batch = prediction.next_batch_id
+    refusing = rerun_restarts(ctx.target, prediction.start_offsets, prediction.end_offsets, live, True)
+    lenient = {
+        n: r
+        for n, _, _, r in rerun_restarts(
+            ctx.target, prediction.start_offsets, prediction.end_offsets, live, False
+        )
+    }
+    for n, _, _, restart in refusing:
+        soft = lenient.get(n)
+        if restart is None or restart.error is None or soft is None or soft.error is not None:
+            continue
+        positions = live.live
+        gone = [r for r in soft.reads if r.skipped]
+        words = []
+        for r in gone:
+            earliest = (positions.get(r.topic) or {})[r.partition][0]
+            beyond = f", and {earliest - r.end} more after it" if earliest > r.end else ""
+            words.append(
+                f"{r.topic}-{r.partition}: batch range [{r.start}, {r.end}), earliest {earliest}, "
+                f"{r.skipped} of the batch's records deleted{beyond}"
+            )
+        counts = _bounded([f"{r.topic}-{r.partition}: {r.skipped}" for r in gone], ", ")
+        paths = tuple(p for p in (prediction.end_from, prediction.start_from) if p)
+        yield Finding(
+            Code.KAFKA_RERUN_RANGE_GONE,
+            f"Kafka source {n}: batch {batch} has no commit, so the restart re-runs the range "
+            f"{prediction.start_from or 'sources'}..{prediction.end_from} logged, but the broker at "
+            f"{live.bootstrap} no longer holds all of it ({_bounded(words)}); with failOnDataLoss=true (the "
+            "default) the re-run fails in its tasks, with failOnDataLoss=false it re-runs from the earliest "
+            f"offsets and skips {soft.skipped} records of the batch ({counts}).",
+            paths=paths,
+            batch_ids=(batch,) if batch is not None else (),
+            details=(
+                ("source", n),
+                ("bootstrap", live.bootstrap),
+                ("phase", restart.error.phase),
+                ("skipped_with_fail_on_data_loss_false", soft.skipped),
+                ("skipped_per_partition", tuple((f"{r.topic}-{r.partition}", r.skipped) for r in gone)),
             ),
         )
 

@@ -231,3 +231,50 @@ def predict(
         # KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE
         return KafkaRestart(_data_loss(line, texts, "task"))
     return KafkaRestart(None, tuple(sorted(reads, key=lambda r: (r.topic, r.partition))))
+
+
+def predict_rerun(
+    start: KafkaOffset, end: KafkaOffset, live: LivePositions, line: SparkLine, fail_on_data_loss: bool = True
+) -> KafkaRestart | None:
+    """The re-run of an uncommitted batch whose logged range is ``[start, end)``, against the broker.
+
+    A re-run batch is planned from its offsets files only: ``KafkaMicroBatchStream.planInputPartitions``
+    -> ``KafkaOffsetReaderAdmin.getOffsetRangesFromResolvedOffsets(start, end)`` asks the broker for
+    nothing but the earliest offsets of partitions ``end`` holds and ``start`` does not. The topic is
+    met in the tasks: ``KafkaDataConsumer.get`` fetches from the range's start and, on an
+    ``OffsetOutOfRangeException`` (records deleted below the earliest), ``throwOnDataLoss(offset,
+    untilOffset, ...)`` with failOnDataLoss=true (3.5 ``Cannot fetch offset N``; 4.x
+    ``KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE`` ``Could not read records in offset [N, until)``),
+    or ``getEarliestAvailableOffsetBetween`` and reads on from the earliest with false (issue 32 item 4).
+
+    Returns None when the range cannot be judged here (a topic or partition gone, a partition new in
+    ``end``, a range reaching past the latest offset: a topic recreated under the batch), else the
+    restart: the reads of the re-run batch with what each partition skips.
+    """
+    begin = {(t, p): o for t, p, o in start.partitions}
+    reads = []
+    for topic, part, until in end.partitions:
+        parts = live.get(topic)
+        pos = None if parts is None else parts.get(part)
+        frm = begin.get((topic, part))
+        if pos is None or frm is None or frm < 0 or until < 0:
+            return None
+        earliest, latest = pos
+        if frm >= until:
+            continue
+        if until > latest or earliest > latest:
+            return None
+        skipped = max(0, min(earliest, until) - frm)
+        reads.append(PartitionRead(topic, part, frm, until, skipped))
+    below = [r for r in reads if r.skipped]
+    if below and fail_on_data_loss:
+        texts = [
+            (
+                f"Cannot fetch offset {r.start} (GroupId: spark-kafka-source-<uuid>-executor, TopicPartition: {_tp(r.topic, r.partition)}).",
+                f"Could not read records in offset [{r.start}, {r.end}) for topic partition {_tp(r.topic, r.partition)}",
+            )
+            for r in below
+        ]
+        # KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE, in the re-run batch's tasks
+        return KafkaRestart(_data_loss(line, texts, "task"))
+    return KafkaRestart(None, tuple(sorted(reads, key=lambda r: (r.topic, r.partition))))
