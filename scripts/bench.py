@@ -1184,49 +1184,65 @@ def _temp_name(name: str, n: int) -> str:
     return f".{name}.{uuid.UUID(int=0x7E3A << 96 | n)}.tmp"
 
 
-def grow_checkpoint(cp: Path, versions: int, *, logs_kept: int = 100, snapshot_every: int = 10, temps: int = 0) -> int:
+def _grow_log(d: Path, versions: int, logs_kept: int, temps: int) -> int:
+    """Copy the newest batch file of a log (``offsets/``, ``commits/``) up to batch ``versions - 1``,
+    purge the batches older than the last ``logs_kept`` (``minBatchesToRetain``), and leave ``temps``
+    temp files; return the files added (negative: removed)."""
+    added = 0
+    ids = sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
+    last = ids[-1]
+    for b in range(max(last + 1, versions - logs_kept), versions):
+        added += _with_crc(d, str(last), d, str(b))
+    for b in ids:
+        if b < versions - logs_kept:
+            for p in (d / str(b), d / f".{b}.crc"):
+                if p.exists():
+                    p.unlink()
+                    added -= 1
+    for i in range(temps):
+        (d / _temp_name(str(versions + i), i)).write_bytes(b"")
+        added += 1
+    return added
+
+
+def _grow_store(part: Path, versions: int, snapshot_every: int, temps: int) -> int:
+    """Copy the newest data file of each kind of a state store directory up to version
+    ``versions`` (a zip every ``snapshot_every`` versions beside changelogs, a ``.snapshot`` every
+    ``snapshot_every`` versions beside deltas), and leave ``temps`` temp files; return the files added."""
+    added = 0
+    newest: dict[str, tuple[int, str]] = {}
+    for p in part.iterdir():
+        stem, _, suffix = p.name.partition(".")
+        if p.is_file() and stem.isdigit() and (suffix not in newest or int(stem) > newest[suffix][0]):
+            newest[suffix] = (int(stem), p.name)
+    for suffix, (top, name) in newest.items():
+        if suffix == "zip" and "changelog" in newest:
+            # Changelog checkpointing: a zip now and then (RocksDBFileManager snapshots).
+            wanted = range(top + snapshot_every - top % snapshot_every, versions + 1, snapshot_every)
+        else:
+            wanted = range(top + 1, versions + 1)
+        for v in wanted:
+            added += _with_crc(part, name, part, f"{v}.{suffix}")
+            if suffix == "delta" and v % snapshot_every == 0:
+                added += _with_crc(part, name, part, f"{v}.snapshot")
+    for i in range(temps):
+        (part / _temp_name(f"{versions + 1 + i}.delta", i)).write_bytes(b"")
+        added += 1
+    return added
+
+
+def grow_checkpoint(
+    cp: Path, versions: int, *, logs_kept: int = 100, snapshot_every: int = 10, temps: int = 0
+) -> int:
     """Grow a copied real checkpoint (``cp``, 4+ batches) to ``versions`` batches whose state
     cleanup never ran: offsets and commits of the last ``logs_kept`` batches (copies of its last
     batch's files, the older ones purged as ``minBatchesToRetain`` does), every state version of
     every partition (copies of its newest version's files, whatever the provider: ``.delta``,
     ``.zip``, ``.changelog``), a ``.snapshot`` every ``snapshot_every`` versions for HDFS stores,
     and ``temps`` leftover temp files per directory. Returns the files added."""
-    added = 0
-    for log in ("offsets", "commits"):
-        d = cp / log
-        ids = sorted(int(p.name) for p in d.iterdir() if p.name.isdigit())
-        last = ids[-1]
-        for b in range(max(last + 1, versions - logs_kept), versions):
-            added += _with_crc(d, str(last), d, str(b))
-        for b in ids:
-            if b < versions - logs_kept:
-                for p in (d / str(b), d / f".{b}.crc"):
-                    if p.exists():
-                        p.unlink()
-                        added -= 1
-        for i in range(temps):
-            (d / _temp_name(str(versions + i), i)).write_bytes(b"")
-            added += 1
+    added = sum(_grow_log(cp / log, versions, logs_kept, temps) for log in ("offsets", "commits"))
     for part in sorted((cp / "state").glob("*/[0-9]*")):
-        files = [p.name for p in part.iterdir() if p.is_file() and not p.name.startswith(".")]
-        by_suffix: dict[str, tuple[int, str]] = {}
-        for name in files:
-            stem, _, suffix = name.partition(".")
-            if stem.isdigit() and (suffix not in by_suffix or int(stem) > by_suffix[suffix][0]):
-                by_suffix[suffix] = (int(stem), name)
-        for suffix, (newest, name) in by_suffix.items():
-            if suffix == "zip" and "changelog" in by_suffix:
-                every = max(2, snapshot_every)  # changelog checkpointing: a zip now and then
-                wanted = range(newest + every - newest % every, versions + 1, every)
-            else:
-                wanted = range(newest + 1, versions + 1)
-            for v in wanted:
-                added += _with_crc(part, name, part, f"{v}.{suffix}")
-                if suffix == "delta" and v % snapshot_every == 0:
-                    added += _with_crc(part, name, part, f"{v}.snapshot")
-        for i in range(temps):
-            (part / _temp_name(f"{versions + 1 + i}.delta", i)).write_bytes(b"")
-            added += 1
+        added += _grow_store(part, versions, snapshot_every, temps)
     return added
 
 
