@@ -410,6 +410,7 @@ class AuditRun:
                 on_record=finished,
                 kafka=self.kafka,
                 job_facts=self.job_facts,
+                release=True,
             )
         except KeyboardInterrupt:
             self.interrupted = True
