@@ -580,7 +580,7 @@ class NameRoles:
                         orphans.append((i, name[1:-4]))
                     continue
             else:
-                stem, dot, ext = name.rpartition(".")
+                stem, _, ext = name.rpartition(".")
                 if ext in suffixes and stem.isdigit() and stem.isascii():
                     data.append((StateFileName(int(stem), ext), name))
                     continue
