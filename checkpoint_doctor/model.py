@@ -83,6 +83,13 @@ class _Unstatted:
         if columns is not None:
             return [(columns[0][i], columns[1][i]) for i in indexes]
         one = self.one
+        if len(one) <= 1 and (not one or next(iter(one)) not in indexes):
+            # The common case (the live-writer check asking a state directory's visible files):
+            # none of them stat'ed before, at most the listing's probe elsewhere: stat them in
+            # order, without an index look-up per file (bench: audit, field fleet).
+            stats = self.stat_files(indexes)
+            one.update(zip(indexes, stats, strict=True))
+            return stats
         missing = [i for i in indexes if i not in one]
         if missing:
             one.update(zip(missing, self.stat_files(missing), strict=True))

@@ -35,9 +35,7 @@ from checkpoint_doctor.diagnosis.options import matrix_options
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.discovery import TargetKind
-from checkpoint_doctor.fleet.html import render_html
 from checkpoint_doctor.fleet.kafka import retention_rows
-from checkpoint_doctor.fleet.metrics import render_metrics
 from checkpoint_doctor.fleet.records import OK, ROOT, Record
 from checkpoint_doctor.fleet.report import render_audit, summary_line
 from checkpoint_doctor.fleet.run import (
@@ -412,6 +410,7 @@ class AuditRun:
                 on_record=finished,
                 kafka=self.kafka,
                 job_facts=self.job_facts,
+                release=True,
             )
         except KeyboardInterrupt:
             self.interrupted = True
@@ -450,6 +449,9 @@ class AuditRun:
                 f"--html {self.html.url} kept as it was: the audit was interrupted (a partial page would replace it)"
             )
         elif self.html is not None:
+            # Imported when asked for: the page's module is not part of every audit's start.
+            from checkpoint_doctor.fleet.html import render_html
+
             try:
                 page = render_html(
                     result.roots,
@@ -470,6 +472,8 @@ class AuditRun:
                 f"--metrics {self.metrics.url} not written: the audit was interrupted (a partial audit would hide checkpoints)"
             )
         elif self.metrics is not None:
+            from checkpoint_doctor.fleet.metrics import render_metrics
+
             try:
                 text = render_metrics(
                     result.records,

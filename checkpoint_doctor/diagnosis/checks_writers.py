@@ -3,8 +3,9 @@ and the target's mode and version. Pure: the current time comes in through the o
 
 from __future__ import annotations
 
+import bisect
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
@@ -32,10 +33,19 @@ def _written_mtimes(ctx: Context) -> list[int]:
         if d.path.partition("/")[0] not in _WRITTEN_EACH_BATCH:
             continue
         # Hidden files (.crc side files, temp files: CD502) are not asked: their stat is half of a
-        # state store's when the listing left sizes and mtimes to be fetched on demand.
-        shown = [i for i, n in enumerate(d.names) if n[:1] != "."]
+        # state store's when the listing left sizes and mtimes to be fetched on demand. The names
+        # are sorted as strings, so the hidden ones are one run: from "." up to "/", the character
+        # after "." (which no file name holds).
+        names = d.names
+        lo = bisect.bisect_left(names, ".")
+        hi = bisect.bisect_left(names, "/", lo)
+        shown: Sequence[int] = range(len(names)) if lo == hi else [*range(lo), *range(hi, len(names))]
+        mtimes = d.mtimes_of(shown)
+        if not own:
+            out += [m for m in mtimes if m is not None]
+            continue
         etags = d.etags
-        for i, m in zip(shown, d.mtimes_of(shown), strict=True):
+        for i, m in zip(shown, mtimes, strict=True):
             if m is None:
                 continue
             if own and (f"{d.path}/{d.names[i]}", (etags[i] if etags else None) or m) in own:

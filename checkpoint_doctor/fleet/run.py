@@ -12,7 +12,8 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -507,16 +508,20 @@ def run_tasks(
     kafka: AuditKafka | None = None,
     delta: DeltaIndex | None = None,
     job_facts: AuditJobs | None = None,
+    release: bool = False,
 ) -> list[Record]:
     """Audit tasks with up to ``jobs`` threads; return one record per task (completion order).
 
     ``progress(done, total, record)`` is called from the calling thread after each record;
-    ``sink_reads`` shares the sink logs read with other calls of the same audit.
+    ``sink_reads`` shares the sink logs read with other calls of the same audit. ``release``: the
+    tasks (a list) are taken out of it as they start, so that each task's slice of the listing is
+    freed once audited (most of a fleet audit's memory is its listing, bench: memory).
     """
     shared = sink_reads if sink_reads is not None else SinkReads()
     shared.own(t.url for t in tasks if t.kind == TargetKind.SINK)
     total = len(tasks)
     records: list[Record] = []
+    queue: Iterator[AuditTask] = _taken(tasks) if release and isinstance(tasks, list) else iter(tasks)
 
     def one(task: AuditTask) -> Record:
         try:
@@ -532,14 +537,14 @@ def run_tasks(
         return audit_task(store, task, options, sink_store_for, shared, kafka, delta, job_facts)
 
     if jobs <= 1 or total <= 1:
-        for task in tasks:
+        for task in queue:
             records.append(one(task))
+            del task  # not held while the record is handled (release)
             if progress is not None:
                 progress(len(records), total, records[-1])
         return records
     with ThreadPoolExecutor(max_workers=min(jobs, total), thread_name_prefix="cd-audit") as pool:
         pending: set[Future[Record]] = set()
-        queue = iter(tasks)
         # Submit lazily (a bounded window) so a huge fleet does not queue every task at once.
         for task in queue:
             pending.add(pool.submit(one, task))
@@ -561,6 +566,14 @@ def run_tasks(
                 future.cancel()
             raise
     return records
+
+
+def _taken(tasks: list[AuditTask]) -> Iterator[AuditTask]:
+    """Yield the tasks of a list, emptying it: none is held once handed out."""
+    queue = deque(tasks)
+    tasks.clear()
+    while queue:
+        yield queue.popleft()
 
 
 def audited_stores(plan: FleetPlan) -> list[Storage]:
@@ -652,11 +665,15 @@ def audit_plan(
     on_record: Callable[[Record], None] | None = None,
     kafka: AuditKafka | None = None,
     job_facts: AuditJobs | None = None,
+    release: bool = False,
 ) -> None:
     """Audit a planned fleet on this machine into the stream: the records of the roots that failed,
     then the checkpoints, then the file sink outputs (a sink's record then names the checkpoints
     whose logs proved it is theirs when it is written). ``on_record`` is told each finished record
-    from the calling thread; ``kafka`` reads the Kafka sources' live positions (None: not checked)."""
+    from the calling thread; ``kafka`` reads the Kafka sources' live positions (None: not checked).
+    ``release``: the plan lets go of its tasks (``plan.tasks`` is emptied) and each task's listing
+    is freed once it is audited, not at the end (issue 40 item 4; the peak is still the whole
+    listing, held before the first target is audited)."""
 
     def add(record: Record) -> None:
         done = stream.add(record)
@@ -669,10 +686,13 @@ def audit_plan(
     threads = jobs or default_jobs(plan)
     sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == TargetKind.SINK)
     delta = delta_index(plan, threads)
-    for group in (
+    groups = (
         [t for t in plan.tasks if t.kind != TargetKind.SINK],
         [t for t in plan.tasks if t.kind == TargetKind.SINK],
-    ):
+    )
+    if release:
+        plan.tasks.clear()
+    for group in groups:
         run_tasks(
             group,
             store_for,
@@ -683,6 +703,7 @@ def audit_plan(
             kafka=kafka,
             delta=delta,
             job_facts=job_facts,
+            release=release,
         )
 
 
@@ -760,5 +781,14 @@ def audit(
     )
     if job_facts is not None:
         plan.notes.extend(unmatched_notes(plan.tasks, job_facts, plan.roots))
-    audit_plan(plan, matrix_options, stream, jobs=jobs, on_record=on_record, kafka=kafka, job_facts=job_facts)
+    audit_plan(
+        plan,
+        matrix_options,
+        stream,
+        jobs=jobs,
+        on_record=on_record,
+        kafka=kafka,
+        job_facts=job_facts,
+        release=True,
+    )
     return finish(plan.roots, plan.notes, stream.records, delta_reads=plan.delta_reads)

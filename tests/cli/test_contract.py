@@ -448,3 +448,29 @@ def test_a_diagnose_imports_only_what_it_uses() -> None:
     assert "checkpoint_doctor.diagnosis.restart" in loaded
     heavy = {"checkpoint_doctor.fleet", "checkpoint_doctor.planning.planner", "asyncio", "tabulate", "jinja2"}
     assert heavy & loaded == set()
+
+
+def test_an_audit_imports_only_what_it_uses() -> None:
+    # Issue 40 (scripts/bench.py --section audit): the CLI's imports are a fifth of a fleet audit's
+    # time on the field fleet, so ``audit --format jsonl`` leaves out the HTML page, the Prometheus
+    # text and the inspect report (each loaded by the option that asks for it).
+    root = REPO / "fixtures" / "spark-4.3.0"
+    code = (
+        "import sys, contextlib, io\n"
+        "from checkpoint_doctor.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['audit', {str(root)!r}, '--format', 'jsonl', '--live-window', '0'])\n"
+        "print(code)\n"
+        "print('\\n'.join(sorted(sys.modules)))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    exit_code, *modules = proc.stdout.split()
+    loaded = set(modules)
+    assert int(exit_code) < 8 and "checkpoint_doctor.fleet.run" in loaded
+    heavy = {
+        "checkpoint_doctor.fleet.html",
+        "checkpoint_doctor.fleet.metrics",
+        "checkpoint_doctor.diagnosis.inspection",
+        "jinja2",
+    }
+    assert heavy & loaded == set()

@@ -397,3 +397,31 @@ def test_summary_counts_a_paired_sink_finding_once_with_its_effective_severity()
     tail = audit([str(FIXTURES / "spark-4.3.0" / "async-tail")], options=OPTIONS)
     (cd101,) = [c for c in tail.summary.to_json()["codes"] if c["code"] == "CD101"]
     assert cd101["severity"] == "warning" and tail.summary.to_json()["verdicts"]["warning"] == 1
+
+
+def test_an_audit_lets_go_of_each_target_once_it_is_audited() -> None:
+    # Issue 40 item 4 (bench: memory): a target's slice of the fleet's listing is most of what an
+    # audit holds; with release=True (the CLI's and audit()'s) the plan gives its tasks up and each
+    # is freed when its record is done, not at the end of the audit.
+    import gc
+    import weakref
+
+    from checkpoint_doctor.fleet.run import RecordStream, audit_hints, audit_plan, finish
+
+    plan = plan_fleet([str(SPARK)])
+    refs = [weakref.ref(t) for t in plan.tasks]
+    assert len(refs) > 100
+    options = as_matrix_options(DiagnoseOptions(live_window_s=0))
+    stream = RecordStream(audit_hints(options, None), lambda: 0)
+    alive_at: list[int] = []
+
+    def on_record(_record: Record) -> None:
+        gc.collect()
+        alive_at.append(sum(1 for r in refs if r() is not None))
+
+    audit_plan(plan, options, stream, jobs=1, on_record=on_record, release=True)
+    assert plan.tasks == []
+    # One more task freed with every record (the one just audited): none is kept to the end.
+    assert alive_at == list(range(len(refs) - 1, -1, -1))
+    result = finish(plan.roots, plan.notes, stream.records)
+    assert len(result.records) == len(refs)

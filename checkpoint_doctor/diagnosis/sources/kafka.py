@@ -17,7 +17,6 @@ from dataclasses import replace
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.inspection import iso_ms
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import (
@@ -637,6 +636,10 @@ def check_kafka_topic_recreated(ctx: Context, prediction: RestartPrediction) -> 
         shown = [f"{t}-{p}: {u} (offsets {at - u}..{at - 1})" for t, p, at, u, _ in found]
         more = f" and {len(shown) - SHOWN} more" if len(shown) > SHOWN else ""
         t, p, at, _, ts = found[0]
+        # Imported here: the inspect report's module is not otherwise loaded by diagnose or audit
+        # (an import of every start, bench: audit).
+        from checkpoint_doctor.diagnosis.inspection import iso_ms
+
         yield Finding(
             Code.KAFKA_TOPIC_RECREATED_UNREAD,
             f"Kafka source {n}: the topic on {live.bootstrap} was replaced after batch {batch} planned its "
