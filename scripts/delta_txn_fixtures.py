@@ -1,21 +1,37 @@
 #!/usr/bin/env python3
-"""Delta sink fixtures on the sink's txn, written and restarted by real Spark + delta-spark.
+"""Delta sink fixtures on the table's txn, written and restarted by real Spark + delta-spark.
 
     CHECKPOINT_DOCTOR_SPARK_LOCK=/tmp/checkpoint-doctor-spark.lock python scripts/delta_txn_fixtures.py 4.2.1
 
-Layout: ``fixtures/delta-txn/spark-<v>/<name>/{checkpoint, sink, scenario.json}``, the query and
-base of ``fixtures/delta/``'s ``delta-sink`` (rate-micro-batch -> Delta sink, three Trigger.Once
-runs: batches 0..2, txn appId = query id, version 2; ``scripts/delta_fixtures.py``). Kept apart from
-``fixtures/delta/`` (whose per-line counts other tests pin). Scenarios:
+Layout: ``fixtures/delta-txn/spark-<v>/<name>/{checkpoint, sink, scenario.json}``. Two bases, three
+Trigger.Once runs each (batches 0..2, rate-micro-batch: batch b holds values 5b..5b+4):
 
-* ``delta-sink-commit-lost``: ``commits/2`` (and its .crc) removed, as a driver dying after the sink's
-  commit and before the commit log's: Spark re-runs batch 2 with its own offsets and DeltaSink skips
-  it (txn version 2): the table holds its rows already, nothing is lost (issue 33 item 6);
+* ``delta-sink``: ``fixtures/delta/``'s query (the Delta sink, DeltaSink: txn appId = query id,
+  version = batch id; ``scripts/delta_fixtures.py``);
+* ``delta-foreach-txn``: the same rows written by ``foreachBatch`` with the writer options
+  ``txnAppId`` (a fixed name, sparklab ``TXN_APP_ID``) and ``txnVersion`` = batch id: Delta's
+  idempotent writes (WriteIntoDelta, ``DeltaCommand.hasBeenExecuted``: a version at or below the
+  table's txn version for the appId is skipped, "This will be skipped").
+
+Kept apart from ``fixtures/delta/`` (whose per-line counts other tests pin). Scenarios:
+
+* ``delta-sink-commit-lost``, ``delta-foreach-txn-commit-lost``: ``commits/2`` (and its .crc)
+  removed, as a driver dying after the table's commit and before the commit log's: batch 2 re-runs
+  with its own offsets and the txn skips it: the table holds its rows already, nothing is lost;
 * ``delta-sink-rolled-back-commit-lost``: ``offsets/2`` and ``commits/1..2`` removed: batch 1 re-runs
-  (skipped, nothing lost), batch 2 is planned anew and skipped (the silent skip, CD407, names it alone).
+  (skipped, nothing lost), batch 2 is planned anew and skipped (the silent skip, CD407, names it alone);
+* ``delta-foreach-txn-rolled-back``: ``offsets/1..2`` and ``commits/1..2`` removed: restarted TWICE in
+  a row (Trigger.Once plans one batch a run): batch 1 then batch 2 re-planned and skipped by the txn;
+* ``delta-sink-checkpoint-recreated``, ``delta-foreach-txn-checkpoint-recreated``: the checkpoint
+  deleted and the query run once more on a new one (new query id, batch 0): DeltaSink's appId is the
+  new query id, so batch 0 wrote values 0..4 again; the foreachBatch's appId is the same name, so
+  batch 0 was skipped. The restart then runs batch 1: written again, or skipped.
 
-Each is restarted once (default options) in a copy; what Spark did is recorded under ``restarts``,
-with the sink's rows per batch after the restart.
+Each is restarted (default options) in a copy; what Spark did is recorded under ``restarts``, with
+the sink's rows per batch after each restart. Repairs, each planned with ``--accept-data-loss``,
+applied by the tool and restarted by Spark: ``repair`` in the foreachBatch scenarios that skip
+(``delta-sink-txn``), and ``nested-rolled-back-repair.json``: ``fixtures/delta/``'s
+``delta-sink-rolled-back`` moved to ``table/_checkpoints/q1``.
 """
 
 from __future__ import annotations
@@ -26,46 +42,75 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import delta_fixture_kit as kit
 import delta_fixtures as df
 import generate_fixtures as gf
 import jars
 
 TXN_FIXTURES = gf.FIXTURES / "delta-txn"
-BASE = "delta-sink"
 PARTS = ("checkpoint", "sink")
-DAMAGE: dict[str, dict[str, Any]] = {
-    "commit-lost": {
-        "description": "commits/2 removed with its .crc file (the driver died after the sink's commit of "
-        "batch 2, before the commit log's): the sink's txn version (2) equals the re-run batch",
-        "steps": lambda k, c: [{"remove": [f"{c}/commits/2", f"{c}/commits/.2.crc"]}],
-    },
-    "rolled-back-commit-lost": {
-        "description": "offsets/2 and commits/1..2 removed with their .crc files: batch 1 is re-run with its "
-        "own offsets (its rows are in the table), batch 2 is planned anew below the sink's txn version (2)",
-        "steps": lambda k, c: [
-            {
-                "remove": [f"{c}/{d}{f}" for d in ("offsets/", "commits/") for f in ("2", ".2.crc")]
-                + [f"{c}/commits/1", f"{c}/commits/.1.crc"]
-            }
-        ],
+FOREACH = "delta-foreach-txn"
+BASES: dict[str, dict[str, Any]] = {
+    "delta-sink": df.SINK_QUERIES["delta-sink"],
+    FOREACH: {
+        "description": "rate-micro-batch (5 rows a batch: batch b holds values 5b..5b+4) -> foreachBatch "
+        "appending each batch to the Delta table 'sink' with txnAppId 'checkpoint-doctor-foreach-batch' and "
+        "txnVersion = batch id, three Trigger.Once runs: batches 0..2, table versions 0..2, txn version 2.",
+        "query": gf._q("rate_to_delta_txn", sink="delta"),
+        "runs": 3,
     },
 }
 
 
-def _install(src: Path, dest: Path) -> None:
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for sub in PARTS:
-        if (src / sub).exists():
-            shutil.copytree(src / sub, dest / sub)
+def _remove_batches(c: str, logs: dict[str, tuple[int, ...]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "remove": [
+                f"{c}/{log}/{p}{b}{s}"
+                for log, ids in logs.items()
+                for b in ids
+                for p, s in (("", ""), (".", ".crc"))
+            ]
+        }
+    ]
 
 
-def _tables(result: dict[str, Any]) -> dict[str, Any]:
-    return {
-        k.replace("<input>", "source").replace("<sink>", "sink"): v
-        for k, v in (result.get("tables") or {}).items()
-    }
+#: Damage per base: description, world steps (``c`` the checkpoint), ``rerun``: the query runs once
+#: more after them (on a new checkpoint), ``restarts``: restarts in a row of the same copy.
+DAMAGE: dict[str, dict[str, Any]] = {
+    "commit-lost": {
+        "bases": ("delta-sink", FOREACH),
+        "description": "commits/2 removed with its .crc file (the driver died after the table's commit of "
+        "batch 2, before the commit log's): the table's txn version (2) equals the re-run batch",
+        "steps": lambda c: _remove_batches(c, {"commits": (2,)}),
+    },
+    "rolled-back-commit-lost": {
+        "bases": ("delta-sink",),
+        "description": "offsets/2 and commits/1..2 removed with their .crc files: batch 1 is re-run with its "
+        "own offsets (its rows are in the table), batch 2 is planned anew below the sink's txn version (2)",
+        "steps": lambda c: _remove_batches(c, {"offsets": (2,), "commits": (1, 2)}),
+    },
+    "rolled-back": {
+        "bases": (FOREACH,),
+        "description": "offsets/1..2 and commits/1..2 removed with their .crc files: the table's txn version "
+        "(2) is above the checkpoint's last batch (0); restarted twice in a row",
+        "steps": lambda c: _remove_batches(c, {"offsets": (1, 2), "commits": (1, 2)}),
+        "restarts": 2,
+    },
+    "checkpoint-recreated": {
+        "bases": ("delta-sink", FOREACH),
+        "description": "checkpoint deleted, then the query run once on a new checkpoint (new query id, "
+        "batch 0, values 0..4) beside the table that holds the old run's txn (version 2)",
+        "steps": lambda c: [{"remove": [c]}],
+        "rerun": True,
+    },
+}
+
+
+def _scenarios() -> list[tuple[str, str, dict[str, Any]]]:
+    return [
+        (base, f"{base}-{d}", spec) for base in BASES for d, spec in DAMAGE.items() if base in spec["bases"]
+    ]
 
 
 def write_line(version: str) -> None:
@@ -77,127 +122,121 @@ def write_line(version: str) -> None:
         shutil.rmtree(work)
     work.mkdir(parents=True)
     env = df._spark_env(version)
-    info = df.SINK_QUERIES[BASE]
-    base = work / BASE
-    jobs = [df._job(f"txn/{version}/run{r}", info["query"], base, "run", {}) for r in range(info["runs"])]
-    for damage, spec in DAMAGE.items():
-        root = work / "damaged" / f"{BASE}-{damage}"
-        steps: list[dict[str, Any]] = [{"copy": [str(base / sub), str(root / sub)]} for sub in PARTS]
-        steps += spec["steps"](str(root / "sink"), str(root / "checkpoint"))
-        jobs.append(df._world(f"txn/{version}/{BASE}-{damage}", root, steps))
+    jobs = []
+    for base, info in BASES.items():
+        jobs += [
+            df._job(f"txn/{version}/{base}/run{r}", info["query"], work / base, "run", {})
+            for r in range(info["runs"])
+        ]
+    for base, name, spec in _scenarios():
+        root = work / "damaged" / name
+        steps: list[dict[str, Any]] = [{"copy": [str(work / base / sub), str(root / sub)]} for sub in PARTS]
+        steps += spec["steps"](str(root / "checkpoint"))
+        jobs.append(df._world(f"txn/{version}/{name}", root, steps))
+        if spec.get("rerun"):
+            jobs.append(df._job(f"txn/{version}/{name}/rerun", BASES[base]["query"], root, "run", {}))
     results = gf.run_sparklab(version, jobs, "delta-txn-world", env)
     by_id = {r["id"]: r for r in results}
-    problems = [f"{r['id']}: {r['error']['message'].splitlines()[0]}" for r in results if r.get("error")]
-    release = jars.delta_release(version)
-    assert release is not None
-    last_run = by_id[f"txn/{version}/run{info['runs'] - 1}"]
-    restart_jobs, files = [], []
-    for damage, spec in DAMAGE.items():
-        name = f"{BASE}-{damage}"
+    restart_jobs, cases = [], []
+    for base, name, spec in _scenarios():
+        info = BASES[base]
         dest = TXN_FIXTURES / f"spark-{version}" / name
-        _install(work / "damaged" / name, dest)
-        fp = df.fingerprint(dest)
-        scenario = {
-            "schema_version": gf.SCHEMA_VERSION,
-            "name": name,
-            "spark_version": version,
-            "kind": "damaged",
-            "base": BASE,
-            "description": info["description"] + f" Damage: {spec['description']}.",
-            "query": info["query"],
-            "written_with": {"trigger": "once", "delta_spark": f"io.delta:{release[0]}:{release[1]}"},
-            "query_id": last_run.get("query_id"),
-            "tables": _tables(by_id[f"txn/{version}/{name}"]),
-            "facts": gf.compute_facts(dest, info["query"]),
-            "fingerprint": fp,
-            "restarts": [
-                {
-                    "spark": version,
-                    "mode": "micro-batch",
-                    "query": info["query"]["name"],
-                    "source_options": {},
-                    "fingerprint": fp,
-                    "result": None,
-                }
-            ],
-        }
-        if problems:
-            scenario["generation_problems"] = problems
-        gf.write_json(dest / "scenario.json", scenario)
+        kit.install(work / "damaged" / name, dest, PARTS)
+        rerun = by_id.get(f"txn/{version}/{name}/rerun")
+        last = rerun or by_id[f"txn/{version}/{base}/run{info['runs'] - 1}"]
+        data = kit.scenario(
+            version,
+            name,
+            dest,
+            info["query"],
+            base=base,
+            description=info["description"] + f" Damage: {spec['description']}.",
+            query_id=last.get("query_id"),
+            tables_now=kit.tables(rerun or by_id[f"txn/{version}/{name}"]),
+            restarts=spec.get("restarts", 1),
+            generation_problems=kit.problems(results),
+        )
+        gf.write_json(dest / "scenario.json", data)
         tmp = work / "oracle" / name
-        _install(dest, tmp)
-        restart_jobs.append(df._job(f"delta-txn/{version}/{name}#default", info["query"], tmp, "restart", {}))
-        files.append(dest / "scenario.json")
-    for sfile, result in zip(
-        files, gf.run_sparklab(version, restart_jobs, "delta-txn-oracle", env), strict=True
+        kit.install(dest, tmp, PARTS)
+        for i in range(len(data["restarts"])):
+            restart_jobs.append(
+                df._job(f"delta-txn/{version}/{name}#default{'+' * i}", info["query"], tmp, "restart", {})
+            )
+            cases.append((dest / "scenario.json", i))
+    for (sfile, i), result in zip(
+        cases, gf.run_sparklab(version, restart_jobs, "delta-txn-oracle", env), strict=True
     ):
         data = gf.load_json(sfile)
-        result["tables"] = _tables(result)
-        data["restarts"][0]["result"] = result
+        result["tables"] = kit.tables(result)
+        data["restarts"][i]["result"] = result
         gf.write_json(sfile, data)
-        err = result.get("error")
-        gf.log(
-            f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
-            f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
-        )
-    _record_nested_repair(version, work, env)
+        kit.log_result(result)
+    _record_repairs(version, work, env)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _record_nested_repair(version: str, work: Path, env: dict[str, str]) -> None:
-    """``fixtures/delta/``'s ``delta-sink-rolled-back`` with its checkpoint moved inside its sink table
-    (``table/_checkpoints/q1``, Delta's documented layout; nothing in either names the other's path):
-    plan with no flag (``--accept-data-loss``: the repair writes rows twice), apply, restart with real
-    Spark, record under ``fixtures/delta-txn/spark-<v>/nested-rolled-back-repair.json`` the plan's
-    strategy and consequences and what Spark did (issue 33 item 5)."""
-    import subprocess
-
+def _record_repairs(version: str, work: Path, env: dict[str, str]) -> None:
+    """The tool's repairs, applied and restarted by Spark in one sparklab run: every foreachBatch
+    scenario whose recorded restart skipped a batch planned anew (the table's rows unchanged, a batch
+    run), under its ``repair``; and the nested rollback (issue 33 item 5): ``fixtures/delta/``'s
+    ``delta-sink-rolled-back`` with its checkpoint moved inside its sink table
+    (``table/_checkpoints/q1``, Delta's documented layout; nothing in either names the other's path),
+    planned with no flag but ``--accept-data-loss`` (the repair writes rows twice), recorded under
+    ``fixtures/delta-txn/spark-<v>/nested-rolled-back-repair.json``."""
+    jobs, records = [], []
+    for sfile in sorted((TXN_FIXTURES / f"spark-{version}").glob(f"{FOREACH}-*/scenario.json")):
+        data = gf.load_json(sfile)
+        first = data["restarts"][0]["result"]
+        if first.get("error") is not None or first["tables"]["sink"] != data["tables"]["sink"]:
+            continue  # failed, or wrote: nothing skipped
+        if data["name"].endswith("-commit-lost"):
+            continue  # the re-run batch's rows are in the table: nothing lost, nothing to repair
+        tmp = work / "repaired" / data["name"]
+        kit.install(sfile.parent, tmp, PARTS)
+        plan = kit.plan_and_apply(tmp / "checkpoint", work / "repaired" / f"{data['name']}.plan.json")
+        jobs.append(
+            df._job(f"delta-txn/{version}/{data['name']}#repaired", data["query"], tmp, "restart", {})
+        )
+        records.append((sfile, plan))
     scen = df.DELTA_FIXTURES / f"spark-{version}" / "delta-sink-rolled-back"
     root = work / "nested"
     table, ckpt = root / "table", root / "table" / "_checkpoints" / "q1"
     shutil.rmtree(root, ignore_errors=True)
     shutil.copytree(scen / "sink", table)
     shutil.copytree(scen / "checkpoint", ckpt)
-    plan_file = root / "plan.json"
-    py = [sys.executable, "-m", "checkpoint_doctor"]
-    run_env = {**os.environ, "PYTHONPATH": str(gf.REPO)}
-    for argv in (
-        [*py, "plan", str(ckpt), "--live-window", "0", "--accept-data-loss", "-o", str(plan_file)],
-        [*py, "apply", str(plan_file), "--yes"],
-    ):
-        proc = subprocess.run(argv, capture_output=True, text=True, env=run_env, cwd=str(gf.REPO))
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"{' '.join(argv)} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-            )
-    plan = gf.load_json(plan_file)
+    nested_plan = kit.plan_and_apply(ckpt, root / "plan.json")
     job = df._job(
-        f"delta-txn/{version}/nested-rolled-back#repaired",
-        df.SINK_QUERIES[BASE]["query"],
-        root,
-        "restart",
-        {},
+        f"delta-txn/{version}/nested-rolled-back#repaired", BASES["delta-sink"]["query"], root, "restart", {}
     )
     job.update(checkpoint=str(ckpt), sink=str(table), describe_tables=[str(table)])
-    (result,) = gf.run_sparklab(version, [job], "delta-txn-nested", env)
-    result["tables"] = _tables(result)
+    jobs.append(job)
+    results = gf.run_sparklab(version, jobs, "delta-txn-repair", env)
+    for result in results:
+        result["tables"] = kit.tables(result)
+        kit.log_result(result)
+    for (sfile, plan), result in zip(records, results, strict=False):
+        data = gf.load_json(sfile)
+        data["repair"] = kit.repair_record(plan, result)
+        gf.write_json(sfile, data)
     record = {
         "scenario": f"delta/spark-{version}/delta-sink-rolled-back",
         "layout": "table/_checkpoints/q1",
         "fingerprint": gf.load_json(scen / "scenario.json")["fingerprint"],
-        "strategy": plan["strategy"],
-        "expected": plan["expected"],
-        "result": result,
+        **kit.repair_record(nested_plan, results[-1]),
     }
     gf.write_json(TXN_FIXTURES / f"spark-{version}" / "nested-rolled-back-repair.json", record)
-    err = result.get("error")
-    gf.log(
-        f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
-        f" tables={result['tables']} error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
-    )
 
 
 if __name__ == "__main__":  # pragma: no cover - a fixture script
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    for v in sys.argv[1:] or list(df.gf.VERSIONS):
-        write_line(v)
+    # ``--repair-only 4.2.1``: record the repairs of the fixtures already written (a tool change).
+    repair_only = "--repair-only" in sys.argv
+    for v in [a for a in sys.argv[1:] if a != "--repair-only"] or list(df.gf.VERSIONS):
+        if not repair_only:
+            write_line(v)
+        elif jars.delta_release(v) is not None:
+            scratch = gf.SCRATCH / "delta-txn" / f"repair-{v}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            _record_repairs(v, scratch, df._spark_env(v))
+            shutil.rmtree(scratch, ignore_errors=True)
