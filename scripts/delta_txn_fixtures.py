@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +97,7 @@ DAMAGE: dict[str, dict[str, Any]] = {
         "(2) is above the checkpoint's last batch (0); restarted twice in a row",
         "steps": lambda c: _remove_batches(c, {"offsets": (1, 2), "commits": (1, 2)}),
         "restarts": 2,
+        "repair": True,
     },
     "checkpoint-recreated": {
         "bases": ("delta-sink", FOREACH),
@@ -103,6 +105,7 @@ DAMAGE: dict[str, dict[str, Any]] = {
         "batch 0, values 0..4) beside the table that holds the old run's txn (version 2)",
         "steps": lambda c: [{"remove": [c]}],
         "rerun": True,
+        "repair": True,
     },
 }
 
@@ -164,40 +167,37 @@ def write_line(version: str) -> None:
                 df._job(f"delta-txn/{version}/{name}#default{'+' * i}", info["query"], tmp, "restart", {})
             )
             cases.append((dest / "scenario.json", i))
-    for (sfile, i), result in zip(
-        cases, gf.run_sparklab(version, restart_jobs, "delta-txn-oracle", env), strict=True
-    ):
+    # The repairs are planned and applied on copies of the fixtures as written (a plan reads the
+    # checkpoint and tables, not the restart), so Spark restarts them in the same JVM as the oracle.
+    repair_jobs, finish = _repairs(version, work)
+    results = gf.run_sparklab(version, restart_jobs + repair_jobs, "delta-txn-oracle", env)
+    for (sfile, i), result in zip(cases, results[: len(cases)], strict=True):
         data = gf.load_json(sfile)
         result["tables"] = kit.tables(result)
         data["restarts"][i]["result"] = result
         gf.write_json(sfile, data)
         kit.log_result(result)
-    _record_repairs(version, work, env)
+    finish(results[len(cases) :])
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _record_repairs(version: str, work: Path, env: dict[str, str]) -> None:
-    """The tool's repairs, applied and restarted by Spark in one sparklab run: every foreachBatch
-    scenario whose recorded restart skipped a batch planned anew (the table's rows unchanged, a batch
-    run), under its ``repair``; and the nested rollback (issue 33 item 5): ``fixtures/delta/``'s
-    ``delta-sink-rolled-back`` with its checkpoint moved inside its sink table
-    (``table/_checkpoints/q1``, Delta's documented layout; nothing in either names the other's path),
-    planned with no flag but ``--accept-data-loss`` (the repair writes rows twice), recorded under
-    ``fixtures/delta-txn/spark-<v>/nested-rolled-back-repair.json``."""
+def _repairs(version: str, work: Path) -> tuple[list[dict[str, Any]], Callable[[list[dict[str, Any]]], None]]:
+    """The tool's repairs, planned (``--accept-data-loss``) and applied on copies, with the sparklab
+    jobs that restart them and what records their results: each foreachBatch scenario whose batches
+    planned anew the txn skips (``repair`` in the spec), under its ``repair``; and the nested
+    rollback (issue 33 item 5): ``fixtures/delta/``'s ``delta-sink-rolled-back`` with its checkpoint
+    moved inside its sink table (``table/_checkpoints/q1``, Delta's documented layout; nothing in
+    either names the other's path), planned with no flag but ``--accept-data-loss`` (the repair writes
+    rows twice), recorded under ``fixtures/delta-txn/spark-<v>/nested-rolled-back-repair.json``."""
     jobs, records = [], []
-    for sfile in sorted((TXN_FIXTURES / f"spark-{version}").glob(f"{FOREACH}-*/scenario.json")):
-        data = gf.load_json(sfile)
-        first = data["restarts"][0]["result"]
-        if first.get("error") is not None or first["tables"]["sink"] != data["tables"]["sink"]:
-            continue  # failed, or wrote: nothing skipped
-        if data["name"].endswith("-commit-lost"):
-            continue  # the re-run batch's rows are in the table: nothing lost, nothing to repair
-        tmp = work / "repaired" / data["name"]
+    for base, name, spec in _scenarios():
+        if not spec.get("repair") or base != FOREACH:
+            continue
+        sfile = TXN_FIXTURES / f"spark-{version}" / name / "scenario.json"
+        tmp = work / "repaired" / name
         kit.install(sfile.parent, tmp, PARTS)
-        plan = kit.plan_and_apply(tmp / "checkpoint", work / "repaired" / f"{data['name']}.plan.json")
-        jobs.append(
-            df._job(f"delta-txn/{version}/{data['name']}#repaired", data["query"], tmp, "restart", {})
-        )
+        plan = kit.plan_and_apply(tmp / "checkpoint", work / "repaired" / f"{name}.plan.json")
+        jobs.append(df._job(f"delta-txn/{version}/{name}#repaired", BASES[base]["query"], tmp, "restart", {}))
         records.append((sfile, plan))
     scen = df.DELTA_FIXTURES / f"spark-{version}" / "delta-sink-rolled-back"
     root = work / "nested"
@@ -211,32 +211,41 @@ def _record_repairs(version: str, work: Path, env: dict[str, str]) -> None:
     )
     job.update(checkpoint=str(ckpt), sink=str(table), describe_tables=[str(table)])
     jobs.append(job)
-    results = gf.run_sparklab(version, jobs, "delta-txn-repair", env)
-    for result in results:
-        result["tables"] = kit.tables(result)
-        kit.log_result(result)
-    for (sfile, plan), result in zip(records, results, strict=False):
-        data = gf.load_json(sfile)
-        data["repair"] = kit.repair_record(plan, result)
-        gf.write_json(sfile, data)
-    record = {
-        "scenario": f"delta/spark-{version}/delta-sink-rolled-back",
-        "layout": "table/_checkpoints/q1",
-        "fingerprint": gf.load_json(scen / "scenario.json")["fingerprint"],
-        **kit.repair_record(nested_plan, results[-1]),
-    }
-    gf.write_json(TXN_FIXTURES / f"spark-{version}" / "nested-rolled-back-repair.json", record)
+
+    def finish(results: list[dict[str, Any]]) -> None:
+        for result in results:
+            result["tables"] = kit.tables(result)
+            kit.log_result(result)
+        for (sfile, plan), result in zip(records, results[:-1], strict=True):
+            data = gf.load_json(sfile)
+            data["repair"] = kit.repair_record(plan, result)
+            gf.write_json(sfile, data)
+        record = {
+            "scenario": f"delta/spark-{version}/delta-sink-rolled-back",
+            "layout": "table/_checkpoints/q1",
+            "fingerprint": gf.load_json(scen / "scenario.json")["fingerprint"],
+            **kit.repair_record(nested_plan, results[-1]),
+        }
+        gf.write_json(TXN_FIXTURES / f"spark-{version}" / "nested-rolled-back-repair.json", record)
+
+    return jobs, finish
+
+
+def repair_only(version: str) -> None:
+    """Record the repairs again on the fixtures as written (a tool change), in one sparklab run."""
+    work = gf.SCRATCH / "delta-txn" / f"repair-{version}"
+    shutil.rmtree(work, ignore_errors=True)
+    jobs, finish = _repairs(version, work)
+    finish(gf.run_sparklab(version, jobs, "delta-txn-repair", df._spark_env(version)))
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":  # pragma: no cover - a fixture script
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     # ``--repair-only 4.2.1``: record the repairs of the fixtures already written (a tool change).
-    repair_only = "--repair-only" in sys.argv
+    only_repairs = "--repair-only" in sys.argv
     for v in [a for a in sys.argv[1:] if a != "--repair-only"] or list(df.gf.VERSIONS):
-        if not repair_only:
+        if not only_repairs:
             write_line(v)
         elif jars.delta_release(v) is not None:
-            scratch = gf.SCRATCH / "delta-txn" / f"repair-{v}"
-            shutil.rmtree(scratch, ignore_errors=True)
-            _record_repairs(v, scratch, df._spark_env(v))
-            shutil.rmtree(scratch, ignore_errors=True)
+            repair_only(v)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,54 +146,64 @@ def write_line(version: str) -> None:
         kit.install(dest, tmp, PARTS)
         restart_jobs.append(_job(f"delta-union/{version}/{name}#default", tmp, "restart"))
         files.append(dest / "scenario.json")
-    for sfile, result in zip(
-        files, gf.run_sparklab(version, restart_jobs, "delta-union-oracle", env), strict=True
-    ):
+    # Every damage here is refused (DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE): its repair is
+    # planned and applied on a copy of the fixture as written, and restarted in the oracle's JVM.
+    names = [f"{BASE}-{d}" for d in DAMAGE]
+    repair_jobs, finish = _repairs(version, work, names)
+    results = gf.run_sparklab(version, restart_jobs + repair_jobs, "delta-union-oracle", env)
+    for sfile, result in zip(files, results[: len(files)], strict=True):
         data = gf.load_json(sfile)
         result["tables"] = kit.tables(result)
         data["restarts"][0]["result"] = result
         gf.write_json(sfile, data)
         kit.log_result(result)
-    _record_repair(version, work, env)
+    finish(results[len(files) :])
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _record_repair(version: str, work: Path, env: dict[str, str]) -> None:
+def _repairs(
+    version: str, work: Path, names: list[str]
+) -> tuple[list[dict[str, Any]], Callable[[list[dict[str, Any]]], None]]:
     """Plan (``--accept-data-loss``: the plan skips and re-reads rows) and apply the tool's repair of
-    each refused scenario on a copy, restart the copy with real Spark, record it under ``repair``:
-    the plan's strategy and consequences and what Spark did (tests/delta/test_union_repairs.py
-    replays it: batch and rows read per source as the plan says)."""
-    refused = [
-        (sfile, data)
-        for sfile in sorted((UNION_FIXTURES / f"spark-{version}").glob("*/scenario.json"))
-        if (data := gf.load_json(sfile))["restarts"][0]["result"].get("error") is not None
-    ]
+    each named (refused) scenario on a copy; return the jobs that restart the copies with real Spark
+    and what records each result under the scenario's ``repair``: the plan's strategy and
+    consequences and what Spark did (tests/delta/test_union_repairs.py replays it: batch and rows
+    read per source as the plan says)."""
     jobs, plans = [], []
-    for _, data in refused:
-        tmp = work / "repaired" / data["name"]
-        kit.install(UNION_FIXTURES / f"spark-{version}" / data["name"], tmp, PARTS)
-        plans.append(kit.plan_and_apply(tmp / "checkpoint", work / "repaired" / f"{data['name']}.plan.json"))
-        jobs.append(_job(f"delta-union/{version}/{data['name']}#repaired", tmp, "restart"))
-    if not jobs:
-        return
-    for (sfile, data), plan, result in zip(
-        refused, plans, gf.run_sparklab(version, jobs, "delta-union-repair", env), strict=True
-    ):
-        result["tables"] = kit.tables(result)
-        data["repair"] = kit.repair_record(plan, result)
-        gf.write_json(sfile, data)
-        kit.log_result(result, rows=True)
+    for name in names:
+        tmp = work / "repaired" / name
+        kit.install(UNION_FIXTURES / f"spark-{version}" / name, tmp, PARTS)
+        plans.append(kit.plan_and_apply(tmp / "checkpoint", work / "repaired" / f"{name}.plan.json"))
+        jobs.append(_job(f"delta-union/{version}/{name}#repaired", tmp, "restart"))
+
+    def finish(results: list[dict[str, Any]]) -> None:
+        for name, plan, result in zip(names, plans, results, strict=True):
+            sfile = UNION_FIXTURES / f"spark-{version}" / name / "scenario.json"
+            data = gf.load_json(sfile)
+            result["tables"] = kit.tables(result)
+            data["repair"] = kit.repair_record(plan, result)
+            gf.write_json(sfile, data)
+            kit.log_result(result, rows=True)
+
+    return jobs, finish
+
+
+def repair_only(version: str) -> None:
+    """Record the repairs again on the fixtures as written (a tool change), in one sparklab run."""
+    work = gf.SCRATCH / "delta-union" / f"repair-{version}"
+    shutil.rmtree(work, ignore_errors=True)
+    names = [f"{BASE}-{d}" for d in DAMAGE if (UNION_FIXTURES / f"spark-{version}" / f"{BASE}-{d}").is_dir()]
+    jobs, finish = _repairs(version, work, names)
+    finish(gf.run_sparklab(version, jobs, "delta-union-repair", df._spark_env(version)))
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":  # pragma: no cover - a fixture script
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     # ``--repair-only 4.2.1``: record the repairs of the fixtures already written (a tool change).
-    repair_only = "--repair-only" in sys.argv
+    only_repairs = "--repair-only" in sys.argv
     for v in [a for a in sys.argv[1:] if a != "--repair-only"] or list(df.gf.VERSIONS):
-        if not repair_only:
+        if not only_repairs:
             write_line(v)
         elif jars.delta_release(v) is not None:
-            scratch = gf.SCRATCH / "delta-union" / f"repair-{v}"
-            shutil.rmtree(scratch, ignore_errors=True)
-            _record_repair(v, scratch, df._spark_env(v))
-            shutil.rmtree(scratch, ignore_errors=True)
+            repair_only(v)
