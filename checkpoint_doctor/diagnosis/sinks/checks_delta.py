@@ -22,19 +22,16 @@ named, that other queries wrote is only mentioned (it may be anyone's).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
+from checkpoint_doctor.diagnosis.delta_pairing import is_query_id
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sinks.delta import predict
 from checkpoint_doctor.diagnosis.sources.checks_delta import context_pairing
 from checkpoint_doctor.ids import id_range
 from checkpoint_doctor.model_delta import DeltaTable
-
-#: A streaming query id (StreamMetadata's ``id``, ``UUID.randomUUID``): DeltaSink's appId is one.
-_QUERY_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
 def _ranges(ids: Sequence[int]) -> str:
@@ -42,19 +39,15 @@ def _ranges(ids: Sequence[int]) -> str:
 
 
 def _one_a_restart(lost: Sequence[int]) -> str:
-    """How the skip spreads over restarts: Trigger.Once (and AvailableNow with nothing new) plans one
-    batch a run, so each restart skips the next id until the one above the txn version is written."""
+    """How the skip spreads over restarts: Trigger.Once plans one batch a run (MicroBatchExecution
+    with a single-batch trigger), so each restart skips the next id until the one above the txn
+    version is written (recorded: fixtures/delta-txn/*/delta-foreach-txn-rolled-back, two restarts)."""
     if len(lost) == 1:
         return ""
     return (
         f" A Trigger.Once restart runs batch {lost[0]} alone and the next restart batch {lost[1]}: every id "
         f"{_ranges(lost)} is skipped, one a restart, before batch {lost[-1] + 1} is written."
     )
-
-
-def is_query_id(app_id: str) -> bool:
-    """Whether a txn appId can be a streaming query id (DeltaSink's appId), not a job's own name."""
-    return _QUERY_ID.fullmatch(app_id) is not None
 
 
 def _skipped(prediction: RestartPrediction, version: int) -> range:
