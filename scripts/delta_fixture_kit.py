@@ -123,6 +123,23 @@ def plan_and_apply(checkpoint: Path, plan_file: Path, *flags: str) -> dict[str, 
     return gf.load_json(plan_file)
 
 
+def plan_apply_argv(checkpoint: Path, plan_file: Path) -> list[str]:
+    """The command sparklab runs before a restart job (``before_argv``) to plan and apply the tool's
+    repair of ``checkpoint`` in the same JVM run: this module's own command line."""
+    return [sys.executable, str(Path(__file__).resolve()), "plan-apply", str(checkpoint), str(plan_file)]
+
+
+def applied_plan(plan_file: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """The plan a ``before_argv`` wrote and applied before the restart ``result``.
+
+    Raises:
+        RuntimeError: the plan or its apply failed (the restart's error says how).
+    """
+    if not plan_file.is_file() or (result.get("error") or {}).get("phase") == "start":
+        raise RuntimeError(f"{result['id']}: the tool's plan was not applied: {result.get('error')}")
+    return gf.load_json(plan_file)
+
+
 def repair_record(plan: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """What a repair's recording keeps: the plan's strategy and consequences, what Spark did."""
     return {"strategy": plan["strategy"], "expected": plan["expected"], "result": result}
@@ -140,3 +157,9 @@ def log_result(result: dict[str, Any], *, rows: bool = False) -> None:
         f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
         f"{extra} error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
     )
+
+
+if __name__ == "__main__":  # pragma: no cover - run by sparklab before a restart (plan_apply_argv)
+    if len(sys.argv) != 4 or sys.argv[1] != "plan-apply":
+        raise SystemExit("usage: delta_fixture_kit.py plan-apply CHECKPOINT PLAN_FILE")
+    plan_and_apply(Path(sys.argv[2]), Path(sys.argv[3]))

@@ -116,7 +116,25 @@ def _scenarios() -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
+def _copy_job(name: str, src: Path, dest: Path, parts: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """A world job copying ``src/<a>`` to ``dest/<b>`` for each (a, b): a restart's own copy, made in
+    the JVM's run after the damage and before any restart touches it."""
+    job = df._world(name, dest, [{"copy": [str(src / a), str(dest / b)]} for a, b in parts])
+    job["describe_tables"] = []
+    return job
+
+
+def _repaired(name: str, query: dict[str, Any], root: Path, ckpt: Path, plan: Path) -> dict[str, Any]:
+    """A restart of ``root`` after the tool's plan, planned and applied by sparklab's ``before_argv``
+    (the CLI as an operator runs it) in the same JVM run: one Spark process a line."""
+    job = df._job(name, query, root, "restart", {})
+    job["before_argv"] = kit.plan_apply_argv(ckpt, plan)
+    return job
+
+
 def write_line(version: str) -> None:
+    """Write, damage, restart and repair every scenario of one line in ONE sparklab run (one JVM a
+    line: the machine runs one at a time); install the fixtures and record what Spark did."""
     if jars.delta_release(version) is None:
         gf.log(f"== delta-txn {version}: skipped, {jars.DELTA_NOTE.get(version, 'no delta-spark release')}")
         return
@@ -131,6 +149,7 @@ def write_line(version: str) -> None:
             df._job(f"txn/{version}/{base}/run{r}", info["query"], work / base, "run", {})
             for r in range(info["runs"])
         ]
+    same = tuple((sub, sub) for sub in PARTS)
     for base, name, spec in _scenarios():
         root = work / "damaged" / name
         steps: list[dict[str, Any]] = [{"copy": [str(work / base / sub), str(root / sub)]} for sub in PARTS]
@@ -138,9 +157,47 @@ def write_line(version: str) -> None:
         jobs.append(df._world(f"txn/{version}/{name}", root, steps))
         if spec.get("rerun"):
             jobs.append(df._job(f"txn/{version}/{name}/rerun", BASES[base]["query"], root, "run", {}))
-    results = gf.run_sparklab(version, jobs, "delta-txn-world", env)
+    for base, name, spec in _scenarios():
+        query, damaged = BASES[base]["query"], work / "damaged" / name
+        oracle, repaired = work / "oracle" / name, work / "repaired" / name
+        jobs.append(_copy_job(f"txn/{version}/{name}/oracle-copy", damaged, oracle, same))
+        jobs += [
+            df._job(f"delta-txn/{version}/{name}#default{'+' * i}", query, oracle, "restart", {})
+            for i in range(spec.get("restarts", 1))
+        ]
+        if spec.get("repair") and base == FOREACH:
+            jobs.append(_copy_job(f"txn/{version}/{name}/repair-copy", damaged, repaired, same))
+            plan = work / "plans" / f"{name}.json"
+            jobs.append(
+                _repaired(
+                    f"delta-txn/{version}/{name}#repaired", query, repaired, repaired / "checkpoint", plan
+                )
+            )
+    nested, scen = work / "nested", df.DELTA_FIXTURES / f"spark-{version}" / "delta-sink-rolled-back"
+    table, ckpt = nested / "table", nested / "table" / "_checkpoints" / "q1"
+    jobs.append(
+        _copy_job(
+            f"txn/{version}/nested-copy",
+            scen,
+            nested,
+            (("sink", "table"), ("checkpoint", "table/_checkpoints/q1")),
+        )
+    )
+    job = _repaired(
+        f"delta-txn/{version}/nested-rolled-back#repaired",
+        BASES["delta-sink"]["query"],
+        nested,
+        ckpt,
+        work / "plans" / "nested.json",
+    )
+    job.update(checkpoint=str(ckpt), sink=str(table), describe_tables=[str(table)])
+    jobs.append(job)
+    (work / "plans").mkdir()
+    results = gf.run_sparklab(version, jobs, "delta-txn", env)
     by_id = {r["id"]: r for r in results}
-    restart_jobs, cases = [], []
+    for result in results:
+        result["tables"] = kit.tables(result)
+    world = [r for r in results if not r["id"].startswith("delta-txn/")]
     for base, name, spec in _scenarios():
         info = BASES[base]
         dest = TXN_FIXTURES / f"spark-{version}" / name
@@ -155,29 +212,29 @@ def write_line(version: str) -> None:
             base=base,
             description=info["description"] + f" Damage: {spec['description']}.",
             query_id=last.get("query_id"),
-            tables_now=kit.tables(rerun or by_id[f"txn/{version}/{name}"]),
+            tables_now=(rerun or by_id[f"txn/{version}/{name}"])["tables"],
             restarts=spec.get("restarts", 1),
-            generation_problems=kit.problems(results),
+            generation_problems=kit.problems(world),
         )
-        gf.write_json(dest / "scenario.json", data)
-        tmp = work / "oracle" / name
-        kit.install(dest, tmp, PARTS)
-        for i in range(len(data["restarts"])):
-            restart_jobs.append(
-                df._job(f"delta-txn/{version}/{name}#default{'+' * i}", info["query"], tmp, "restart", {})
+        for i, entry in enumerate(data["restarts"]):
+            entry["result"] = by_id[f"delta-txn/{version}/{name}#default{'+' * i}"]
+            kit.log_result(entry["result"])
+        repaired = by_id.get(f"delta-txn/{version}/{name}#repaired")
+        if repaired is not None:
+            data["repair"] = kit.repair_record(
+                kit.applied_plan(work / "plans" / f"{name}.json", repaired), repaired
             )
-            cases.append((dest / "scenario.json", i))
-    # The repairs are planned and applied on copies of the fixtures as written (a plan reads the
-    # checkpoint and tables, not the restart), so Spark restarts them in the same JVM as the oracle.
-    repair_jobs, finish = _repairs(version, work)
-    results = gf.run_sparklab(version, restart_jobs + repair_jobs, "delta-txn-oracle", env)
-    for (sfile, i), result in zip(cases, results[: len(cases)], strict=True):
-        data = gf.load_json(sfile)
-        result["tables"] = kit.tables(result)
-        data["restarts"][i]["result"] = result
-        gf.write_json(sfile, data)
-        kit.log_result(result)
-    finish(results[len(cases) :])
+            kit.log_result(repaired)
+        gf.write_json(dest / "scenario.json", data)
+    result = by_id[f"delta-txn/{version}/nested-rolled-back#repaired"]
+    kit.log_result(result)
+    record = {
+        "scenario": f"delta/spark-{version}/delta-sink-rolled-back",
+        "layout": "table/_checkpoints/q1",
+        "fingerprint": gf.load_json(scen / "scenario.json")["fingerprint"],
+        **kit.repair_record(kit.applied_plan(work / "plans" / "nested.json", result), result),
+    }
+    gf.write_json(TXN_FIXTURES / f"spark-{version}" / "nested-rolled-back-repair.json", record)
     shutil.rmtree(work, ignore_errors=True)
 
 

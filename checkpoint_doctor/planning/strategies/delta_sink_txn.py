@@ -78,7 +78,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     ids = range(newest + 1, version + 1)
     span = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
     written = [c for c in table.commits if any(app == query_id and v in ids for app, v in c.txns)]
-    again = counted(written) if len(written) == len(ids) else "not counted: their commits left the log"
+    again = counted(written) if len(written) == len(ids) else "not counted: their commits were not read"
     note = f"batch(es) {span} := copies of offsets/{newest} and commits/{newest}; the next batch is {version + 1}"
     loss = (
         f"{DUPLICATES}Delta sink ({table.url}): nothing is skipped, but batch {version + 1} reads from the end "
