@@ -123,6 +123,14 @@ def plan_and_apply(checkpoint: Path, plan_file: Path, *flags: str) -> dict[str, 
     return gf.load_json(plan_file)
 
 
+def copy_job(name: str, src: Path, dest: Path, parts: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    """A sparklab world job copying ``src/<a>`` to ``dest/<b>`` for each (a, b): a restart's own copy,
+    made in the JVM's run after the damage and before any restart touches it."""
+    job = df._world(name, dest, [{"copy": [str(src / a), str(dest / b)]} for a, b in parts])
+    job["describe_tables"] = []
+    return job
+
+
 def plan_apply_argv(checkpoint: Path, plan_file: Path) -> list[str]:
     """The command sparklab runs before a restart job (``before_argv``) to plan and apply the tool's
     repair of ``checkpoint`` in the same JVM run: this module's own command line."""

@@ -116,14 +116,6 @@ def _scenarios() -> list[tuple[str, str, dict[str, Any]]]:
     ]
 
 
-def _copy_job(name: str, src: Path, dest: Path, parts: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """A world job copying ``src/<a>`` to ``dest/<b>`` for each (a, b): a restart's own copy, made in
-    the JVM's run after the damage and before any restart touches it."""
-    job = df._world(name, dest, [{"copy": [str(src / a), str(dest / b)]} for a, b in parts])
-    job["describe_tables"] = []
-    return job
-
-
 def _repaired(name: str, query: dict[str, Any], root: Path, ckpt: Path, plan: Path) -> dict[str, Any]:
     """A restart of ``root`` after the tool's plan, planned and applied by sparklab's ``before_argv``
     (the CLI as an operator runs it) in the same JVM run: one Spark process a line."""
@@ -160,13 +152,13 @@ def write_line(version: str) -> None:
     for base, name, spec in _scenarios():
         query, damaged = BASES[base]["query"], work / "damaged" / name
         oracle, repaired = work / "oracle" / name, work / "repaired" / name
-        jobs.append(_copy_job(f"txn/{version}/{name}/oracle-copy", damaged, oracle, same))
+        jobs.append(kit.copy_job(f"txn/{version}/{name}/oracle-copy", damaged, oracle, same))
         jobs += [
             df._job(f"delta-txn/{version}/{name}#default{'+' * i}", query, oracle, "restart", {})
             for i in range(spec.get("restarts", 1))
         ]
         if spec.get("repair") and base == FOREACH:
-            jobs.append(_copy_job(f"txn/{version}/{name}/repair-copy", damaged, repaired, same))
+            jobs.append(kit.copy_job(f"txn/{version}/{name}/repair-copy", damaged, repaired, same))
             plan = work / "plans" / f"{name}.json"
             jobs.append(
                 _repaired(
@@ -176,7 +168,7 @@ def write_line(version: str) -> None:
     nested, scen = work / "nested", df.DELTA_FIXTURES / f"spark-{version}" / "delta-sink-rolled-back"
     table, ckpt = nested / "table", nested / "table" / "_checkpoints" / "q1"
     jobs.append(
-        _copy_job(
+        kit.copy_job(
             f"txn/{version}/nested-copy",
             scen,
             nested,

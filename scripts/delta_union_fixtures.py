@@ -114,20 +114,31 @@ def write_line(version: str) -> None:
         jobs.append(
             _world(f"union/{version}/{BASE}-{damage}", root, steps + spec["steps"](str(root / "source2")))
         )
-    results = gf.run_sparklab(version, jobs, "delta-union-world", env)
-    by_id = {r["id"]: r for r in results}
-    run1 = by_id[f"union/{version}/run1"]
-    scenarios = [(BASE, "", base, by_id[f"union/{version}/world2"])] + [
-        (
-            f"{BASE}-{d}",
-            spec["description"],
-            work / "damaged" / f"{BASE}-{d}",
-            by_id[f"union/{version}/{BASE}-{d}"],
-        )
+    # One sparklab run a line: each scenario restarted on a copy made in the run, and every damage
+    # (all refused: DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE) repaired on another copy by the
+    # tool's plan, planned and applied by the CLI as sparklab's before_argv, then restarted.
+    same = tuple((sub, sub) for sub in PARTS)
+    scenarios = [(BASE, "", base, f"union/{version}/world2")] + [
+        (f"{BASE}-{d}", spec["description"], work / "damaged" / f"{BASE}-{d}", f"union/{version}/{BASE}-{d}")
         for d, spec in DAMAGE.items()
     ]
-    restart_jobs, files = [], []
-    for name, damage, root, world in scenarios:
+    for name, damage, root, _ in scenarios:
+        oracle = work / "oracle" / name
+        jobs.append(kit.copy_job(f"union/{version}/{name}/oracle-copy", root, oracle, same))
+        jobs.append(_job(f"delta-union/{version}/{name}#default", oracle, "restart"))
+        if damage:
+            repaired = work / "repaired" / name
+            jobs.append(kit.copy_job(f"union/{version}/{name}/repair-copy", root, repaired, same))
+            job = _job(f"delta-union/{version}/{name}#repaired", repaired, "restart")
+            job["before_argv"] = kit.plan_apply_argv(repaired / "checkpoint", work / "plans" / f"{name}.json")
+            jobs.append(job)
+    (work / "plans").mkdir()
+    results = gf.run_sparklab(version, jobs, "delta-union", env)
+    by_id = {r["id"]: r for r in results}
+    for result in results:
+        result["tables"] = kit.tables(result)
+    world = [r for r in results if not r["id"].startswith("delta-union/")]
+    for name, damage, root, world_id in scenarios:
         dest = UNION_FIXTURES / f"spark-{version}" / name
         kit.install(root, dest, PARTS)
         data = kit.scenario(
@@ -137,27 +148,18 @@ def write_line(version: str) -> None:
             QUERY,
             base=BASE if damage else None,
             description=BASE_DESCRIPTION + (f" Damage: {damage}." if damage else ""),
-            query_id=run1.get("query_id"),
-            tables_now=kit.tables(world),
-            generation_problems=kit.problems(results),
+            query_id=by_id[f"union/{version}/run1"].get("query_id"),
+            tables_now=by_id[world_id]["tables"],
+            generation_problems=kit.problems(world),
         )
+        data["restarts"][0]["result"] = by_id[f"delta-union/{version}/{name}#default"]
+        kit.log_result(data["restarts"][0]["result"])
+        repaired = by_id.get(f"delta-union/{version}/{name}#repaired")
+        if repaired is not None:
+            plan = kit.applied_plan(work / "plans" / f"{name}.json", repaired)
+            data["repair"] = kit.repair_record(plan, repaired)
+            kit.log_result(repaired, rows=True)
         gf.write_json(dest / "scenario.json", data)
-        tmp = work / "oracle" / name
-        kit.install(dest, tmp, PARTS)
-        restart_jobs.append(_job(f"delta-union/{version}/{name}#default", tmp, "restart"))
-        files.append(dest / "scenario.json")
-    # Every damage here is refused (DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE): its repair is
-    # planned and applied on a copy of the fixture as written, and restarted in the oracle's JVM.
-    names = [f"{BASE}-{d}" for d in DAMAGE]
-    repair_jobs, finish = _repairs(version, work, names)
-    results = gf.run_sparklab(version, restart_jobs + repair_jobs, "delta-union-oracle", env)
-    for sfile, result in zip(files, results[: len(files)], strict=True):
-        data = gf.load_json(sfile)
-        result["tables"] = kit.tables(result)
-        data["restarts"][0]["result"] = result
-        gf.write_json(sfile, data)
-        kit.log_result(result)
-    finish(results[len(files) :])
     shutil.rmtree(work, ignore_errors=True)
 
 
