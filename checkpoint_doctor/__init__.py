@@ -14,9 +14,9 @@ Each takes ``storage_options`` (fsspec's) and raises ``CheckpointDoctorError`` s
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING, Any
+
+from checkpoint_doctor.version import __version__
 
 if TYPE_CHECKING:
     from checkpoint_doctor.api import Inspection, audit, diagnose, inspect, load, plan

@@ -32,7 +32,7 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.fleet.baseline import AuditChanges
-    from checkpoint_doctor.loading import Unfinished
+    from checkpoint_doctor.world.model import Unfinished
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
 LIVE_WINDOW_S = DEFAULT_LIVE_WINDOW_S
@@ -121,8 +121,9 @@ def _verdict(
     (the file sink next to it whose log proves it is the query's, the tool's own writes, the Delta
     tables beside it and those named, paired with it); a snapshot from :func:`load` is taken as it
     is (with the Delta tables named only)."""
-    from checkpoint_doctor.loading import VerdictInput, load_for_verdict, pair_delta
-    from checkpoint_doctor.reading.delta_discovery import NearbyTables
+    from checkpoint_doctor.world.delta_discovery import NearbyTables
+    from checkpoint_doctor.world.load import load_for_verdict, pair_delta
+    from checkpoint_doctor.world.model import World
 
     job_delta: dict[int, str] = {}
     if job is not None:
@@ -138,7 +139,7 @@ def _verdict(
             if tables or job_delta
             else (None, None)
         )
-        loaded = VerdictInput(target, None, frozenset(), pairing, named)
+        loaded = World(target, None, frozenset(), pairing, named)
     else:
         loaded = load_for_verdict(
             normalize_url(target),
@@ -154,10 +155,7 @@ def _verdict(
         modes=mode,
         stateful=stateful,
         live_window_s=live_window_s,
-        sink_note=loaded.sink_note,
-        own_writes=loaded.own_writes,
-        delta=loaded.delta_named,
-        delta_pairing=loaded.delta,
+        world=loaded,
     )
     if job is not None:
         from checkpoint_doctor.diagnosis.changes.options import with_job

@@ -803,22 +803,100 @@ class SinkLogBatch:
 
 
 @frozen
+class StateVariable:
+    """One state variable of a transformWithState operator (``operatorPropertiesJson``'s
+    ``stateVariables``: ``TransformWithStateVariableInfo``)."""
+
+    name: str
+    kind: str
+    ttl_enabled: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"name": self.name, "kind": self.kind, "ttl_enabled": self.ttl_enabled}
+
+
+@frozen
+class TransformWithStateProperties:
+    """``operatorPropertiesJson`` of a transformWithState operator's metadata v2
+    (``TransformWithStateOperatorProperties``): time mode, output mode and state variables."""
+
+    time_mode: str
+    output_mode: str
+    variables: tuple[StateVariable, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "time_mode": self.time_mode,
+            "output_mode": self.output_mode,
+            "variables": [v.to_dict() for v in self.variables],
+        }
+
+
+@frozen
 class OperatorStateMetadata:
-    """``state/<op>/_metadata/metadata`` (4.0+): operator name and its stores with partition counts."""
+    """``state/<op>/_metadata/metadata`` (v1, 4.0+) or ``state/<op>/_metadata/v2/<batch>`` (v2):
+    operator name and its stores with partition counts; v2 adds the state schema files (absolute
+    paths, ``stateSchemaFilePaths``) and a transformWithState operator's properties."""
 
     version: int
     operator_id: int
     operator_name: str
     stores: tuple[tuple[str, int], ...]
+    schema_file_paths: tuple[str, ...] = ()
+    properties: TransformWithStateProperties | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""
-        return {
+        out: dict[str, Any] = {
             "version": self.version,
             "operator_id": self.operator_id,
             "operator_name": self.operator_name,
             "stores": [{"name": n, "num_partitions": p} for n, p in self.stores],
         }
+        if self.version >= 2:
+            out["schema_file_paths"] = list(self.schema_file_paths)
+            out["properties"] = self.properties.to_dict() if self.properties else None
+        return out
+
+
+@frozen
+class ColumnFamilySchema:
+    """One column family of a state schema file v3 (``StateStoreColFamilySchema``): a state
+    variable's (or its TTL index's, list counter's, timers') key and value schemas with their ids."""
+
+    name: str
+    key_schema_id: int
+    key_schema: str
+    value_schema_id: int
+    value_schema: str
+    key_encoder: str
+    user_key_schema: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {
+            "name": self.name,
+            "key_schema_id": self.key_schema_id,
+            "key_schema": self.key_schema,
+            "value_schema_id": self.value_schema_id,
+            "value_schema": self.value_schema,
+            "key_encoder": self.key_encoder,
+            "user_key_schema": self.user_key_schema,
+        }
+
+
+@frozen
+class StateSchemaV3:
+    """A state schema file v3 ``state/<op>/_stateSchema/<store>/<batch>_<uuid>`` (``SchemaV3Writer``)."""
+
+    version: int
+    column_families: tuple[ColumnFamilySchema, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return a JSON-safe dict."""
+        return {"version": self.version, "column_families": [c.to_dict() for c in self.column_families]}
 
 
 @frozen

@@ -2,7 +2,7 @@
 
 Kept beside ``model.py`` (same rules: standard library only, no I/O, ``to_dict()`` JSON-safe) so the
 pure Delta judgements (``diagnosis/sources/delta.py``, ``diagnosis/sinks/delta.py``) take plain data
-that ``reading/delta.py`` builds from the log, locally or on an object store.
+that ``world/delta_log.py`` builds from the log, locally or on an object store.
 """
 
 from __future__ import annotations
@@ -67,6 +67,26 @@ class DeltaTable:
     schema: str | None
     txns: tuple[tuple[str, int], ...]
     commits: tuple[DeltaCommit, ...]
+    #: (version, schemaString) in force at the first version whose commit was read, when that commit
+    #: carries no ``metaData`` and a later one read does (its version checksum's, one more read only
+    #: then): what :meth:`schema_at` starts from.
+    first_schema: tuple[int, str] | None = None
+
+    def schema_at(self, version: int) -> str | None:
+        """Return the ``schemaString`` in force at ``version`` (after its commit), or None when the
+        commits read do not tell it: the latest schema when no commit read above ``version`` changes
+        it, else the newest ``metaData`` read at or below it (or :attr:`first_schema`)."""
+        if version >= self.latest_version or not any(
+            c.schema is not None for c in self.commits if c.version > version
+        ):
+            return self.schema
+        found: tuple[int, str] | None = (
+            self.first_schema if self.first_schema and self.first_schema[0] <= version else None
+        )
+        for c in self.commits:
+            if c.version <= version and c.schema is not None and (found is None or c.version >= found[0]):
+                found = (c.version, c.schema)
+        return found[1] if found is not None else None
 
     def txn_version(self, app_id: str) -> int | None:
         """Return the latest batch id the Delta sink of query ``app_id`` committed, or None."""

@@ -6,7 +6,7 @@
 
 For each refused restart recorded in ``fixtures/delta/spark-<v>/``, and a rollback against the
 line's Delta sink (``delta-sink`` with a torn ``offsets/2``, see ``tests/delta/repair_proof.py``): copy its checkpoint and tables,
-read the tables through ``checkpoint_doctor.reading.delta``, plan (``--accept-data-loss`` only where
+read the tables through ``checkpoint_doctor.world.delta_log``, plan (``--accept-data-loss`` only where
 the plan asks for it), apply to the copy (the tables read again), restart a copy of the result with
 real Spark + delta-spark (the scenario's query and source options, plus the option a plan without
 steps names), check that batch 2 starts from the position the plan wrote and reads exactly the rows

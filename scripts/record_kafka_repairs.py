@@ -6,7 +6,7 @@
 
 Starts one broker (scripts/kafka_broker.py). For each refused restart recorded in
 ``fixtures/kafka/spark-<v>/``: rebuild its world on the broker, read the topic's positions through
-``checkpoint_doctor.reading.kafka``, plan (``--accept-data-loss`` only where the plan asks for it),
+``checkpoint_doctor.world.kafka``, plan (``--accept-data-loss`` only where the plan asks for it),
 apply to a copy, restart the copy with real Spark and the connector (the world rebuilt again, the
 same ``failOnDataLoss``), check that batch 2 starts from exactly the positions the plan wrote and
 reads up to the latest offsets, undo, check the bytes are back. The outcomes go to
@@ -31,7 +31,7 @@ import kafka_fixtures
 import kafka_world
 
 from checkpoint_doctor.model import KafkaOffset
-from checkpoint_doctor.reading.kafka import read_positions
+from checkpoint_doctor.world.kafka import read_positions
 from tests.kafka.repair_proof import judge, load_records, prepare, refused, save_records
 from tests.sparkrun import run_jobs
 

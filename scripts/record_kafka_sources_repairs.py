@@ -4,7 +4,7 @@
 
 For each refused restart recorded in ``fixtures/kafka-sources/spark-<v>/`` (scripts/kafka_sources_fixtures.py,
 issue 32 item 2): rebuild its world on a broker (scripts/kafka_broker.py), read every topic's positions
-through the tool's I/O edge (``checkpoint_doctor.reading.kafka``, both sources' offsets), plan with
+through the tool's I/O edge (``checkpoint_doctor.world.kafka``, both sources' offsets), plan with
 ``--accept-data-loss`` (the plan asks for it: records are skipped), apply to a copy, restart the copy
 with real Spark and the connector (the world rebuilt again, the same ``failOnDataLoss``), undo and
 check the bytes are back. Written to ``fixtures/repairs/kafka-sources-spark-<v>.json``, keyed
@@ -39,9 +39,9 @@ from checkpoint_doctor.execution.journal import JOURNAL, tool_url
 from checkpoint_doctor.execution.undo import undo_journal
 from checkpoint_doctor.model import KafkaOffset
 from checkpoint_doctor.planning import PlanOptions, plan_repair
-from checkpoint_doctor.reading.kafka import read_positions
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
+from checkpoint_doctor.world.kafka import read_positions
 from tests.repair_proof import RECORDS, plan_key, tree_bytes
 
 

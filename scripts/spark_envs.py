@@ -71,8 +71,20 @@ def base_python(version: str) -> str:
     raise RuntimeError(f"PySpark {version} needs Python {want}; none found on PATH or under {pyenv}")
 
 
+#: What Python stateful processors need in the worker (transformWithStateInPandas since 4.0, the
+#: Row-based transformWithState since 4.1): without protobuf the driver-side worker dies
+#: ("TransformWithStateInPandas driver worker exited unexpectedly").
+PYTHON_WORKER_PACKAGES = ("pandas", "pyarrow", "protobuf")
+
+
+def worker_packages(version: str) -> tuple[str, ...]:
+    """The packages a line's venv gets beside pyspark (none before 4.0)."""
+    return PYTHON_WORKER_PACKAGES if int(version.split(".")[0]) >= 4 else ()
+
+
 def _marker_text(version: str, editable: bool) -> str:
-    return f"pyspark=={version}\neditable={'yes' + PACKAGE_EXTRAS if editable else 'no'}\n"
+    extra = f"workers={','.join(worker_packages(version))}\n" if worker_packages(version) else ""
+    return f"pyspark=={version}\neditable={'yes' + PACKAGE_EXTRAS if editable else 'no'}\n{extra}"
 
 
 def _run(cmd: list[str]) -> None:
@@ -106,8 +118,10 @@ def _ensure_locked(version: str, venv: pathlib.Path) -> pathlib.Path:
         if current == expected:
             return python
         if current.startswith(f"pyspark=={version}\n") and want_editable:
-            # pyspark is there already; only the package is new since the last run.
+            # pyspark is there already; only the package (or the workers' packages) is new since the last run.
             _run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{REPO}{PACKAGE_EXTRAS}"])
+            if worker_packages(version):
+                _run([str(python), "-m", "pip", "install", "--quiet", *worker_packages(version)])
             marker.write_text(expected, encoding="utf-8")
             return python
         if current.startswith(f"pyspark=={version}\n") and not want_editable:
@@ -118,7 +132,7 @@ def _ensure_locked(version: str, venv: pathlib.Path) -> pathlib.Path:
         shutil.rmtree(venv)
     venv.parent.mkdir(parents=True, exist_ok=True)
     _run([base_python(version), "-m", "venv", str(venv)])
-    _run([str(python), "-m", "pip", "install", "--quiet", f"pyspark=={version}"])
+    _run([str(python), "-m", "pip", "install", "--quiet", f"pyspark=={version}", *worker_packages(version)])
     if want_editable:
         _run([str(python), "-m", "pip", "install", "--quiet", "-e", f"{REPO}{PACKAGE_EXTRAS}"])
     check = subprocess.run(

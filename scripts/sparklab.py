@@ -407,6 +407,67 @@ def q_async(spark, job):
     return q_stateless(spark, job)
 
 
+def _tws_counter(row_api: bool):
+    """A transformWithState processor with one variable of each kind (ValueState ``count``,
+    ListState ``seen``, MapState ``last``) keyed by ``key``; pandas (``transformWithStateInPandas``,
+    4.0+) or Row-based (``transformWithState``, 4.1+). Imported here: 3.5 has no such API."""
+    from pyspark.sql import Row
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class Counter(StatefulProcessor):
+        def init(self, handle):  # type: ignore[no-untyped-def]
+            self.count = handle.getValueState("count", "n long")
+            self.seen = handle.getListState("seen", "v long")
+            self.last = handle.getMapState("last", "k string", "v long")
+
+        def handleInputRows(self, key, rows, timerValues):  # type: ignore[no-untyped-def]
+            n = self.count.get()[0] if self.count.exists() else 0
+            values: list[int] = []
+            for chunk in rows:
+                if row_api:
+                    values.append(int(chunk["value"]))
+                else:
+                    values.extend(int(v) for v in chunk["value"])
+            n += len(values)
+            self.count.update((n,))
+            self.seen.appendList([(v,) for v in values])
+            self.last.updateValue(("max",), (max(values),))
+            if row_api:
+                yield Row(key=int(key[0]), n=n)
+            else:
+                import pandas as pd
+
+                yield pd.DataFrame({"key": [int(key[0])], "n": [n]})
+
+        def close(self):  # type: ignore[no-untyped-def]
+            pass
+
+    return Counter()
+
+
+def _tws_df(spark, job, row_api: bool):
+    args = _args(job)
+    df = rate_micro_batch(spark, job).select((F.col("value") % 3).alias("key"), F.col("value"))
+    grouped = df.groupBy("key")
+    method = grouped.transformWithState if row_api else grouped.transformWithStateInPandas
+    return method(
+        statefulProcessor=_tws_counter(row_api),
+        outputStructType="key long, n long",
+        outputMode=args.get("outputMode", "Update"),
+        timeMode=args.get("timeMode", "None"),
+    )
+
+
+@query("tws_pandas", {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER})
+def q_tws_pandas(spark, job):
+    return _noop(_tws_df(spark, job, row_api=False), _args(job).get("outputMode", "Update").lower())
+
+
+@query("tws_row", {"spark.sql.streaming.stateStore.providerClass": ROCKSDB_PROVIDER})
+def q_tws_row(spark, job):
+    return _noop(_tws_df(spark, job, row_api=True), _args(job).get("outputMode", "Update").lower())
+
+
 #: ``"query": "job:fixtures/jobs/changes.py:window_agg_avg"``: a job module's function (path
 #: relative to the repository) that takes a SparkSession and returns its DataStreamWriter.
 JOB_PREFIX = "job:"

@@ -8,6 +8,22 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "checkpoint_doctor"
 
+#: The modules of the world around a checkpoint that read (storage, a broker): the diagnosis takes
+#: their answers as values (``world.model.World``, the pure pairing rules), never calls them. A name
+#: ending in ``$`` is that module only (``world.delta``, not ``world.delta_pairing``).
+WORLD_IO = (
+    "checkpoint_doctor.world.load",
+    "checkpoint_doctor.world.delta$",
+    "checkpoint_doctor.world.delta_discovery",
+    "checkpoint_doctor.world.delta_log",
+    "checkpoint_doctor.world.delta_checksum",
+    "checkpoint_doctor.world.sinks",
+    "checkpoint_doctor.world.kafka",
+)
+
+#: What the pure modules of the world (values, pairing rules) must not import: what reads.
+PURE_WORLD = ("checkpoint_doctor.reading.storage", "checkpoint_doctor.reading.pipeline", *WORLD_IO)
+
 #: module prefix -> package modules it must NOT import (directly, anywhere in the file)
 FORBIDDEN = {
     "checkpoint_doctor.errors": ("checkpoint_doctor.",),
@@ -58,6 +74,7 @@ FORBIDDEN = {
         "checkpoint_doctor.execution",
         "checkpoint_doctor.planning",
         "checkpoint_doctor.render",
+        *WORLD_IO,
     ),
     "checkpoint_doctor.planning": (
         "checkpoint_doctor.reading.storage",
@@ -65,9 +82,11 @@ FORBIDDEN = {
         "checkpoint_doctor.cli",
         "checkpoint_doctor.execution",
         "checkpoint_doctor.render",
+        *WORLD_IO,
     ),
     # Renderers turn values into text: they read nothing, run nothing and serve every caller.
     "checkpoint_doctor.render": (
+        *WORLD_IO,
         "checkpoint_doctor.reading.storage",
         "checkpoint_doctor.reading.pipeline",
         "checkpoint_doctor.cli",
@@ -83,21 +102,22 @@ FORBIDDEN = {
         "checkpoint_doctor.api",
         "checkpoint_doctor.execution",
     ),
-    # What a verdict reads before the diagnosis (the sink beside a checkpoint, the tool's own
-    # writes) serves the CLI and the API alike: it knows neither, nor text.
-    "checkpoint_doctor.loading": (
+    # The world around a checkpoint (its sinks, Delta tables, Kafka brokers, the tool's own writes)
+    # is read before the diagnosis and serves the CLI, the API and the audit alike: it knows none of
+    # them, nor text, nor plans.
+    "checkpoint_doctor.world": (
         "checkpoint_doctor.cli",
         "checkpoint_doctor.api",
         "checkpoint_doctor.render",
         "checkpoint_doctor.fleet",
+        "checkpoint_doctor.planning",
+        "checkpoint_doctor.diagnosis",
+        "checkpoint_doctor.execution",
     ),
-    # The Delta tables of a verdict (found beside the checkpoint, named), the same for both callers.
-    "checkpoint_doctor.loading_delta": (
-        "checkpoint_doctor.cli",
-        "checkpoint_doctor.api",
-        "checkpoint_doctor.render",
-        "checkpoint_doctor.fleet",
-    ),
+    # Its values and pairing rules are pure: the diagnosis imports them.
+    "checkpoint_doctor.world.model": PURE_WORLD,
+    "checkpoint_doctor.world.delta_pairing": PURE_WORLD,
+    "checkpoint_doctor.world.sink_pairing": PURE_WORLD,
     # The Python API returns typed values: no text, no applies, no command line.
     "checkpoint_doctor.api": (
         "checkpoint_doctor.cli",
@@ -135,8 +155,20 @@ FORBIDDEN = {
 #: the value-class decorator the modules of values use (``records.frozen``).
 LEAVES = ("checkpoint_doctor.valueclasses",)
 
-#: (module, import) pairs that break a rule above and are tolerated until they move (none now).
-TOLERATED: set[tuple[str, str]] = set()
+#: (module, import) pairs that break a rule above and are tolerated until they move. The world reads
+#: a few facts of the snapshot through the diagnosis' readers of it (which sources the newest offsets
+#: name, which are Kafka and Delta, where unread records start, the mode that wrote the logs): they
+#: belong below both (reading/), and move there once the branches that edit them are merged (issue
+#: 35). The tool's own writes are read through the journal's reader (execution/journal, history).
+TOLERATED: set[tuple[str, str]] = {
+    ("checkpoint_doctor.world.delta", "checkpoint_doctor.diagnosis.sources.checks_delta"),
+    ("checkpoint_doctor.world.delta", "checkpoint_doctor.diagnosis.sources.files"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.diagnosis.sources.files"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.diagnosis.sources.kafka"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.execution.history"),
+    ("checkpoint_doctor.world.load", "checkpoint_doctor.execution.journal"),
+    ("checkpoint_doctor.world.sink_pairing", "checkpoint_doctor.diagnosis.detect"),
+}
 
 #: outside package -> the only modules (prefixes) allowed to import it
 OWNERS = {
@@ -147,7 +179,7 @@ OWNERS = {
     "pyspark": ("checkpoint_doctor.spark",),
     "click": ("checkpoint_doctor.cli",),
     "tabulate": ("checkpoint_doctor.render", "checkpoint_doctor.fleet"),
-    "confluent_kafka": ("checkpoint_doctor.reading.kafka",),
+    "confluent_kafka": ("checkpoint_doctor.world.kafka",),
 }
 
 
@@ -165,6 +197,11 @@ def modules():
         yield name, imported
 
 
+def _bans(banned: str, imp: str) -> bool:
+    """Whether a FORBIDDEN entry bans an import: a prefix, or the module alone when it ends in ``$``."""
+    return imp == banned[:-1] if banned.endswith("$") else imp == banned or imp.startswith(banned)
+
+
 def forbidden_imports(mods):
     """Return "<module> imports <import>" for each import a rule of FORBIDDEN bans."""
     problems = []
@@ -172,7 +209,7 @@ def forbidden_imports(mods):
         for prefix, banned in FORBIDDEN.items():
             if name == prefix or name.startswith(prefix + "."):
                 for imp in sorted(imported):
-                    hit = any(imp == b or imp.startswith(b) for b in banned) and not imp.startswith(prefix)
+                    hit = any(_bans(b, imp) for b in banned) and not imp.startswith(prefix)
                     hit = hit and imp not in LEAVES
                     if hit and (name, imp) not in TOLERATED:
                         problems.append(f"{name} imports {imp}")
@@ -199,6 +236,35 @@ def test_the_fleet_the_api_and_the_renderers_have_rules_that_catch_a_wrong_impor
             {"checkpoint_doctor.render.layout", "checkpoint_doctor.diagnosis"},
         ),
         ("checkpoint_doctor.api", {"checkpoint_doctor.fleet.run", "checkpoint_doctor.planning"}),
+    ]
+    assert forbidden_imports(allowed) == []
+
+
+def test_the_diagnosis_takes_the_world_as_values_and_never_reads_it():
+    """Issue 35: URL -> snapshot -> world -> diagnosis -> plan -> render, each step down once."""
+    wrong = [
+        ("checkpoint_doctor.diagnosis.sources.kafka", {"checkpoint_doctor.world.kafka"}),
+        ("checkpoint_doctor.diagnosis.options", {"checkpoint_doctor.world.load"}),
+        ("checkpoint_doctor.diagnosis.sources.checks_delta", {"checkpoint_doctor.world.delta"}),
+        ("checkpoint_doctor.diagnosis.sources.checks_delta", {"checkpoint_doctor.world.delta_log"}),
+        ("checkpoint_doctor.planning.preconditions", {"checkpoint_doctor.world.sinks"}),
+        ("checkpoint_doctor.render.diagnosis", {"checkpoint_doctor.world.delta_discovery"}),
+        ("checkpoint_doctor.world.delta_pairing", {"checkpoint_doctor.world.delta_log"}),
+        ("checkpoint_doctor.world.load", {"checkpoint_doctor.cli.options"}),
+        ("checkpoint_doctor.world.delta", {"checkpoint_doctor.fleet.delta"}),
+        ("checkpoint_doctor.world.kafka", {"checkpoint_doctor.diagnosis.sources.kafka"}),
+    ]
+    assert len(forbidden_imports(wrong)) == len(wrong)
+    allowed = [
+        (
+            "checkpoint_doctor.diagnosis.options",
+            {"checkpoint_doctor.world.model", "checkpoint_doctor.world.delta_pairing"},
+        ),
+        ("checkpoint_doctor.planning.preconditions", {"checkpoint_doctor.world.sink_pairing"}),
+        (
+            "checkpoint_doctor.world.load",
+            {"checkpoint_doctor.world.delta", "checkpoint_doctor.reading.storage"},
+        ),
     ]
     assert forbidden_imports(allowed) == []
 
@@ -237,3 +303,98 @@ def test_pyspark_has_one_owner_and_it_is_the_module_that_imports_it():
     )
     assert OWNERS["pyspark"] == ("checkpoint_doctor.spark",)
     assert importers == ["checkpoint_doctor.spark"]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Return each module of the package -> the package modules it imports, wherever in the file
+    (module level, inside a function, under ``if TYPE_CHECKING``); ``from a import b`` imports
+    ``a.b`` when ``b`` is a module, else ``a``; relative imports resolved."""
+    names = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        names[".".join(rel.parts).removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges.update(a.name for a in node.names if a.name in names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    parts = package.split(".")
+                    parts = parts[: len(parts) - (node.level - 1)]
+                    base = ".".join([*parts, *([node.module] if node.module else [])])
+                for alias in node.names:
+                    sub = f"{base}.{alias.name}"
+                    if sub in names:
+                        edges.add(sub)
+                    elif base in names:
+                        edges.add(base)
+        edges.discard(name)
+        graph[name] = edges
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Return the strongly connected components of more than one module (Tarjan's algorithm,
+    iterative): each holds an import cycle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_package_has_no_import_cycle():
+    """Issue 35: reading flows down once (no module imports, even inside a function or for its
+    types only, a module that imports it back)."""
+    graph = import_graph()
+    assert len(graph) > 150
+    assert cycles(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
+    graph = import_graph()
+    # context -> line_rules -> context, as it was before issue 35
+    graph["checkpoint_doctor.diagnosis.line_rules"].add("checkpoint_doctor.diagnosis.context")
+    graph["checkpoint_doctor.diagnosis.context"].add("checkpoint_doctor.diagnosis.line_rules")
+    assert cycles(graph) == [
+        ["checkpoint_doctor.diagnosis.context", "checkpoint_doctor.diagnosis.line_rules"]
+    ]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

@@ -16,7 +16,6 @@ from typing import Any
 
 import click
 
-from checkpoint_doctor import __version__
 from checkpoint_doctor.errors import (
     CheckpointDoctorError,
     JournalError,
@@ -30,6 +29,7 @@ from checkpoint_doctor.errors import (
     UsageError,
 )
 from checkpoint_doctor.exit_codes import ExitCode
+from checkpoint_doctor.version import __version__
 
 LOG_LEVELS = ("ERROR", "WARNING", "INFO", "DEBUG")
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import click
 
-from checkpoint_doctor import __version__
 from checkpoint_doctor.cli import app
 from checkpoint_doctor.cli.app import CommandFailed, echo_err, emit, invocation, shown
 from checkpoint_doctor.cli.audit_jobs import audit_job_options, audit_jobs_for, jobs_text, unmatched_notes
@@ -55,6 +54,7 @@ from checkpoint_doctor.fleet.run import (
 from checkpoint_doctor.render.documents import dumps, iso_utc
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import json_document, layout
+from checkpoint_doctor.version import __version__
 
 if TYPE_CHECKING:
     from checkpoint_doctor.fleet.baseline import AuditChanges, Baseline
@@ -559,7 +559,7 @@ def _open_kafka(bootstrap: str | None, pairs: Sequence[str], distributed: bool) 
             hint="audit Kafka checkpoints on this machine (without --on-spark)",
         )
     from checkpoint_doctor.fleet.kafka import AuditKafka
-    from checkpoint_doctor.reading.kafka import parse_options
+    from checkpoint_doctor.world.kafka import parse_options
 
     return AuditKafka(bootstrap, parse_options(pairs))
 

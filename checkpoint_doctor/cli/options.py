@@ -16,12 +16,9 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.changes.facts import JobFacts
-    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixOptions
-    from checkpoint_doctor.loading import OwnWrites, VerdictInput
-    from checkpoint_doctor.model import KafkaLive
-    from checkpoint_doctor.model_delta import DeltaTable
     from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+    from checkpoint_doctor.world.model import World
 
 F = TypeVar("F", bound=Callable[..., Any])
 E = TypeVar("E", bound=CheckpointDoctorError)
@@ -207,26 +204,21 @@ def kafka_options() -> list[Callable[[F], F]]:
     ]
 
 
-def kafka_positions_for(snapshot: CheckpointSnapshot, kw: CommandOptions) -> KafkaLive | None:
-    """Return the live positions of the Kafka topics the checkpoint's newest offsets read, asked of
-    ``--kafka-bootstrap-servers`` (None without it, or without a Kafka source)."""
-    from checkpoint_doctor.diagnosis.sources.files import newest_sources
-    from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources, unread_offsets
+def with_kafka_from(world: World, kw: CommandOptions) -> World:
+    """Return the world with the live positions of the Kafka topics the checkpoint's newest offsets
+    read, asked of ``--kafka-bootstrap-servers`` (:func:`checkpoint_doctor.world.load.with_kafka`;
+    as it is without the option)."""
     from checkpoint_doctor.errors import UsageError
 
     bootstrap = kw.get("kafka_bootstrap_servers")
     if not bootstrap:
         if kw.get("kafka_option"):
             raise UsageError("--kafka-option needs --kafka-bootstrap-servers", hint="name the broker too")
-        return None
-    from checkpoint_doctor.reading.kafka import parse_options, read_positions
+        return world
+    from checkpoint_doctor.world.kafka import parse_options
+    from checkpoint_doctor.world.load import with_kafka
 
-    settings = parse_options(kw.get("kafka_option") or ())
-    # the newest positions (what a new batch starts from) and where unread records start
-    offsets = [off for _, off in [*kafka_sources(newest_sources(snapshot)), *unread_offsets(snapshot)]]
-    if not offsets:
-        return None
-    return read_positions(bootstrap, offsets, settings)
+    return with_kafka(world, bootstrap, parse_options(kw.get("kafka_option") or ()))
 
 
 def delta_paths_for(kw: CommandOptions, *, optional_job: bool = False) -> dict[int, str]:
@@ -241,22 +233,16 @@ def delta_paths_for(kw: CommandOptions, *, optional_job: bool = False) -> dict[i
 
 
 def matrix_options_from(
-    kw: CommandOptions,
-    sink_note: str | None = None,
-    own_writes: OwnWrites = frozenset(),
-    kafka: KafkaLive | None = None,
-    delta: tuple[DeltaTable, ...] | None = None,
-    *,
-    optional_job: bool = False,
-    delta_pairing: DeltaPairing | None = None,
+    kw: CommandOptions, world: World | None = None, *, optional_job: bool = False
 ) -> MatrixOptions:
-    """Return the restart matrix options of the command's options (``own_writes``: the files
-    checkpoint-doctor's own applies wrote, see :func:`checkpoint_doctor.loading.own_writes_for`;
-    ``optional_job``: without pyspark here, ``--job`` is not analysed and the output says so)."""
+    """Return the restart matrix options of the command's options and the world around the
+    checkpoint (:class:`checkpoint_doctor.world.model.World`: its sink, the tool's own writes, the
+    Kafka positions and the Delta tables; ``optional_job``: without pyspark here, ``--job`` is not
+    analysed and the output says so)."""
     from dataclasses import replace
 
     job = job_facts_for(kw, required=not optional_job)
-    options = _matrix_options_of(kw, sink_note, own_writes, kafka, delta, delta_pairing)
+    options = _matrix_options_of(kw, world)
     if job is not None:
         from checkpoint_doctor.diagnosis.changes.options import with_job
 
@@ -297,14 +283,7 @@ def job_facts_for(kw: CommandOptions, *, required: bool = True) -> JobFacts | No
     return facts
 
 
-def _matrix_options_of(
-    kw: CommandOptions,
-    sink_note: str | None,
-    own_writes: OwnWrites,
-    kafka: KafkaLive | None,
-    delta: tuple[DeltaTable, ...] | None,
-    delta_pairing: DeltaPairing | None = None,
-) -> MatrixOptions:
+def _matrix_options_of(kw: CommandOptions, world: World | None) -> MatrixOptions:
     from checkpoint_doctor.diagnosis.options import matrix_options
 
     return matrix_options(
@@ -316,11 +295,7 @@ def _matrix_options_of(
         checkpoint_format_version=kw["checkpoint_format_version"],
         live_window_s=kw["live_window"],
         loss_horizon_s=kw.get("loss_horizon", DEFAULT_LOSS_HORIZON_S),
-        sink_note=sink_note,
-        own_writes=own_writes,
-        kafka=kafka,
-        delta=delta,
-        delta_pairing=delta_pairing,
+        world=world,
     )
 
 
@@ -333,14 +308,14 @@ def load_for_verdict(
     delta_tables: Sequence[str] = (),
     kw: CommandOptions | None = None,
     optional_job: bool = False,
-) -> VerdictInput:
-    """Load a checkpoint for a verdict as the API does (:func:`checkpoint_doctor.loading.load_for_verdict`),
+) -> World:
+    """Load a checkpoint for a verdict as the API does (:func:`checkpoint_doctor.world.load.load_for_verdict`),
     with the command line's hints when it cannot be read. With the command's options ``kw``, the
     tables a ``--job``'s Delta sources read are paired as named ones (:func:`delta_paths_for`): the
     checkpoint is read first, so that a bad path is said before the job's Spark starts."""
-    from checkpoint_doctor.loading import load_for_verdict as load_with_sides
+    from checkpoint_doctor.world.load import load_for_verdict as load_with_sides
 
-    def load_with(job_delta: dict[int, str]) -> VerdictInput:
+    def load_with(job_delta: dict[int, str]) -> World:
         return load_with_sides(
             normalize_url(checkpoint),
             parse_storage_options(storage_option),

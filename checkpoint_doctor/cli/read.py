@@ -11,12 +11,12 @@ from checkpoint_doctor.cli.app import CommandFailed, emit
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
     format_option,
-    kafka_positions_for,
     load,
     load_for_verdict,
     matrix_options_from,
     storage_options,
     terminal_width,
+    with_kafka_from,
 )
 from checkpoint_doctor.errors import UsageError
 
@@ -74,10 +74,8 @@ def diagnose_command(
         delta_tables=kw["delta_table"] or (),
         kw=kw,
     )
-    kafka = kafka_positions_for(loaded.snapshot, kw)
-    options = matrix_options_from(
-        kw, loaded.sink_note, loaded.own_writes, kafka, loaded.delta_named, delta_pairing=loaded.delta
-    )
+    loaded = with_kafka_from(loaded, kw)
+    options = matrix_options_from(kw, loaded)
     result = with_unfinished(diagnose_matrix(loaded.snapshot, options), loaded.unfinished)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":

@@ -13,7 +13,6 @@ from checkpoint_doctor.cli.named_files import read_named_file, refuse_special_fi
 from checkpoint_doctor.cli.options import (
     diagnosis_options,
     format_option,
-    kafka_positions_for,
     load,
     load_for_verdict,
     matrix_options_from,
@@ -21,6 +20,7 @@ from checkpoint_doctor.cli.options import (
     parse_storage_options,
     storage_options,
     terminal_width,
+    with_kafka_from,
 )
 from checkpoint_doctor.cli.outputs import check_destination, check_outside, write_destination
 from checkpoint_doctor.errors import (
@@ -193,16 +193,8 @@ def plan_command(
         # The Delta tables found beside it (or a --job reads) are read too: a plan written into a
         # table's _delta_log became its next commit (issue 31).
         check_outside(dest, [open_storage(url, options) for url in loaded.delta_read])
-    kafka = kafka_positions_for(snapshot, kw)
-    mopts = matrix_options_from(
-        kw,
-        loaded.sink_note,
-        loaded.own_writes,
-        kafka,
-        loaded.delta_named,
-        optional_job=True,
-        delta_pairing=loaded.delta,
-    )
+    loaded = with_kafka_from(loaded, kw)
+    mopts = matrix_options_from(kw, loaded, optional_job=True)
     matrix = diagnose_matrix(snapshot, mopts)
     request = PlanOptions(
         strategy=strategy,
@@ -448,7 +440,7 @@ def _kafka_again(plan: RepairPlan, pairs: Sequence[str]) -> KafkaLive | None:
     if not held:
         return None
     from checkpoint_doctor.model import KafkaOffset
-    from checkpoint_doctor.reading.kafka import open_reader, parse_options
+    from checkpoint_doctor.world.kafka import open_reader, parse_options
 
     # Only the topics' partitions and earliest/latest are re-checked: no record is fetched.
     wanted = KafkaOffset(tuple((t, part, pos) for p in held for t, part, pos, _ in p.partitions))
@@ -466,7 +458,7 @@ def _delta_again(plan: RepairPlan, options: Mapping[str, Any]) -> tuple[DeltaTab
     urls = list(dict.fromkeys(p.url for p in plan.preconditions if isinstance(p, DeltaTablePre)))
     if not urls:
         return None
-    from checkpoint_doctor.reading.delta import read_table
+    from checkpoint_doctor.world.delta_log import read_table
 
     tables = []
     for url in urls:

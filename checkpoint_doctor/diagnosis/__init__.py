@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import fields
 from typing import cast
 
 from checkpoint_doctor.diagnosis import checks_logs, checks_writers
@@ -17,15 +16,15 @@ from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.detect import CONTINUOUS, REAL_TIME
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.line_rules import (
+    MODE_KEY_FIELDS,
     CellMemo,
     LineCheck,
-    Question,
     answers_alike,
+    cell_memo,
     restamped,
-    traced,
 )
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.outside import outside_notes
+from checkpoint_doctor.diagnosis.outside import outside_notes, shared_outside_notes
 from checkpoint_doctor.diagnosis.restart import predict_restart
 from checkpoint_doctor.diagnosis.sinks import checks as checks_sink
 from checkpoint_doctor.diagnosis.sinks import checks_delta as checks_delta_sink
@@ -35,6 +34,8 @@ from checkpoint_doctor.diagnosis.sources import checks_files as checks_source_fi
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.state import checks as checks_state
 from checkpoint_doctor.diagnosis.state import checks_statefulness
+from checkpoint_doctor.diagnosis.state import tws as checks_tws
+from checkpoint_doctor.diagnosis.tracing import Question, traced
 from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -62,6 +63,7 @@ ALL_CHECKS = (
     checks_delta_sources.check_delta_tables,
     checks_state.check_state_present,
     checks_state.check_state_restorable,
+    checks_tws.check_transform_with_state,
     checks_state.check_restorable_batch,
     checks_statefulness.check_state_suspected,
     checks_job.check_job,
@@ -121,11 +123,6 @@ CONTINUITY_CHECKS = frozenset(
     }
 )
 
-#: The options a MODE_CHECKS finding may depend on: every field but the line and the mode (read
-#: from the dataclass, so a new option is part of the key). A tuple of them keys the memo; building
-#: it costs a fifth of ``dataclasses.replace`` (asked once per cell of every matrix).
-_MODE_KEY_FIELDS = tuple(f.name for f in fields(DiagnoseOptions) if f.name not in ("spark", "mode"))
-
 
 def diagnose(
     snapshot: CheckpointSnapshot, options: DiagnoseOptions | None = None, facts: SnapshotFacts | None = None
@@ -146,17 +143,8 @@ def diagnose(
     return diagnose_cell(snapshot, opts, target(opts.spark), facts, cell_memo(facts, opts))
 
 
-def cell_memo(facts: SnapshotFacts, opts: DiagnoseOptions) -> CellMemo:
-    """Return the memo of the cells of ``facts``' snapshot diagnosed with ``opts`` but their line."""
-    key = (opts.mode, opts.spark is None, *[getattr(opts, name) for name in _MODE_KEY_FIELDS])
-    memo = facts.cells.get(key)
-    if memo is None:
-        memo = facts.cells[key] = CellMemo()
-    return memo
-
-
 def _mode_findings(ctx: Context) -> dict[object, tuple[Finding, ...]]:
-    key = tuple([getattr(ctx.options, name) for name in _MODE_KEY_FIELDS])
+    key = tuple([getattr(ctx.options, name) for name in MODE_KEY_FIELDS])
     return ctx.facts.mode_findings.setdefault((ctx.mode, key), {})
 
 
@@ -300,7 +288,7 @@ def _first_cell(
     # The checks that ask neither the mode nor the prediction: another mode's cell of this line
     # asked them already (the same questions of the line's rules, the same findings).
     free: dict[object, tuple[tuple[Question, ...], tuple[Finding, ...]]] = facts.mode_free.setdefault(
-        (real.line, tuple([getattr(opts, name) for name in _MODE_KEY_FIELDS])), {}
+        (real.line, tuple([getattr(opts, name) for name in MODE_KEY_FIELDS])), {}
     )
     # In real-time mode, whether the restart is async is a question of the line (4.3 makes a
     # stateless real-time query async by default): the MODE_CHECKS that ask it are line checks there.
@@ -370,7 +358,7 @@ def _assumptions(ctx: Context, line: str, shared: bool = False) -> tuple[str, ..
         assumptions.append("source count not checked (pass --sources N)")
     if opts.spark is None:
         assumptions.append(f"target Spark {line} (the newest supported; pass --spark)")
-    assumptions.extend(ctx.facts.outside_notes(opts) if shared else outside_notes(ctx.snapshot, opts))
+    assumptions.extend(shared_outside_notes(ctx.facts, opts) if shared else outside_notes(ctx.snapshot, opts))
     return tuple(assumptions)
 
 

@@ -6,10 +6,10 @@ from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, REAL_TIME, is_async_pattern
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts, StoreVerdict
 from checkpoint_doctor.diagnosis.lazy import cached
-from checkpoint_doctor.diagnosis.line_rules import untraced
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.state.chain import Restorability
 from checkpoint_doctor.diagnosis.state.statefulness import STATEFUL
+from checkpoint_doctor.diagnosis.tracing import untraced
 from checkpoint_doctor.diagnosis.versions import SparkError, SparkTarget
 from checkpoint_doctor.model import CommitRecord, LogEntry, OffsetSeq
 from checkpoint_doctor.parsing.text import java_parse_int

@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.detect import ModeGuess, WriterGuess, detect_mode, detect_writer
-from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding
+from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.diagnosis.sources.files import source_kinds
 from checkpoint_doctor.diagnosis.state.chain import (
     Restorability,
@@ -51,27 +51,15 @@ class SnapshotFacts:
         #: The findings that name a line (``diagnosis.LINE_CHECKS``: a function of the writer and
         #: the line), by line, for every mode's cells.
         self.per_line: dict[str, tuple[Finding, ...]] = {}
-        self._outside: dict[object, tuple[str, ...]] = {}
+        #: The notes on the world outside the checkpoint, by the options they read
+        #: (:func:`checkpoint_doctor.diagnosis.outside.shared_outside_notes`).
+        self.outside: dict[object, tuple[str, ...]] = {}
         #: Findings of the checks that read neither the mode nor the prediction, by (line, options
         #: without line and mode), then by check, with the questions they asked of the line's rules:
         #: see ``diagnosis.MODE_FREE_CHECKS``.
         self.mode_free: dict[
             tuple[str, object], dict[object, tuple[tuple[Any, ...], tuple[Finding, ...]]]
         ] = {}
-
-    def outside_notes(self, opts: DiagnoseOptions) -> list[str]:
-        """Return :func:`~checkpoint_doctor.diagnosis.outside.outside_notes` for ``opts``: asked by each
-        mode's first cell and by the matrix, the same answer (it reads neither the line nor the mode)."""
-        from checkpoint_doctor.diagnosis.outside import outside_notes
-
-        key = (opts.kafka, opts.now_ms, opts.delta, opts.delta_pairing)
-        try:
-            found = self._outside.get(key)
-        except TypeError:  # an option that cannot be hashed: asked anew
-            return outside_notes(self.snapshot, opts)
-        if found is None:
-            found = self._outside[key] = tuple(outside_notes(self.snapshot, opts))
-        return list(found)
 
     @cached_property
     def mode(self) -> ModeGuess:

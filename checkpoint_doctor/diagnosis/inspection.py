@@ -9,6 +9,7 @@ timeline of the newest batch ids.
 from __future__ import annotations
 
 import datetime as _dt
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +25,13 @@ from checkpoint_doctor.model import (
     RateStartTime,
     SourceOffset,
 )
-from checkpoint_doctor.reading.snapshot import BatchLog, CheckpointSnapshot, DebrisFile, SinkLog
+from checkpoint_doctor.reading.snapshot import (
+    BatchLog,
+    CheckpointSnapshot,
+    DebrisFile,
+    SinkLog,
+    StateOperator,
+)
 
 
 def iso_ms(ms: int | None) -> str | None:
@@ -274,6 +281,8 @@ class OperatorState:
     #: Each store's schema file: (store name, its JSON).
     schemas: tuple[tuple[str, JsonObject], ...]
     metadata_error: ParseFailure | None
+    #: A transformWithState operator (operator metadata v2): see :func:`transform_with_state`.
+    transform_with_state: JsonObject | None = None
 
     @property
     def partitions(self) -> int:
@@ -295,7 +304,79 @@ class OperatorState:
             "bytes": self.bytes,
             "schemas": [{"store": store, **schema} for store, schema in self.schemas],
             "metadata_error": self.metadata_error.to_dict() if self.metadata_error else None,
+            **({"transform_with_state": self.transform_with_state} if self.transform_with_state else {}),
         }
+
+
+def _type_text(t: Any) -> str:
+    """A Spark DataType JSON as its ``simpleString`` (``struct<a:bigint>``-like, with JSON names)."""
+    if not isinstance(t, dict):
+        return str(t)
+    kind = t.get("type")
+    if kind == "struct":
+        fields: list[Any] = t["fields"] if isinstance(t.get("fields"), list) else []
+        return "struct<" + ",".join(f"{f.get('name')}:{_type_text(f.get('type'))}" for f in fields) + ">"
+    if kind == "array":
+        return f"array<{_type_text(t.get('elementType'))}>"
+    if kind == "map":
+        return f"map<{_type_text(t.get('keyType'))},{_type_text(t.get('valueType'))}>"
+    return json.dumps(t, sort_keys=True)
+
+
+def _family_fields(schema_json: str) -> str:
+    """A StructType JSON as ``name type, ...`` (what an operator compares when it evolves)."""
+    try:
+        obj = json.loads(schema_json)
+    except ValueError:
+        return schema_json
+    fields = obj.get("fields") if isinstance(obj, dict) else None
+    if not isinstance(fields, list):
+        return schema_json
+    return ", ".join(f"{f.get('name')} {_type_text(f.get('type'))}" for f in fields if isinstance(f, dict))
+
+
+def transform_with_state(snapshot: CheckpointSnapshot, op: StateOperator) -> JsonObject | None:
+    """A transformWithState operator as its metadata v2 and schema files (v3) record it: time and
+    output mode, each state variable with its kind, TTL, key and value schemas and schema ids, the
+    column families Spark keeps for TTL, list counters and timers, the encoding the offsets pin
+    (``spark.sql.streaming.stateStore.encodingFormat``) and the schema files, absolute as recorded."""
+    meta = op.metadata_v2.record if op.metadata_v2 is not None else None
+    if meta is None or meta.properties is None:
+        return None
+    families: dict[str, Any] = {}
+    for rec in op.schema_files:
+        if rec.record is None:
+            continue
+        for cf in rec.record.column_families:
+            # A newer schema file (an evolution) holds the family's newest schema.
+            families[cf.name] = cf
+    conf = _pinned_conf(snapshot) or {}
+    variables = []
+    for var in meta.properties.variables:
+        fam = families.get(var.name)
+        variables.append(
+            {
+                "name": var.name,
+                "kind": var.kind,
+                "ttl": var.ttl_enabled,
+                "key": _family_fields(fam.key_schema) if fam else None,
+                "user_key": _family_fields(fam.user_key_schema) if fam and fam.user_key_schema else None,
+                "value": _family_fields(fam.value_schema) if fam else None,
+                "key_schema_id": fam.key_schema_id if fam else None,
+                "value_schema_id": fam.value_schema_id if fam else None,
+            }
+        )
+    names = {v.name for v in meta.properties.variables}
+    return {
+        "operator": meta.operator_name,
+        "time_mode": meta.properties.time_mode,
+        "output_mode": meta.properties.output_mode,
+        "encoding": conf.get("spark.sql.streaming.stateStore.encodingFormat"),
+        "metadata_batch": op.metadata_v2_batches[-1] if op.metadata_v2_batches else None,
+        "variables": variables,
+        "internal_column_families": sorted(n for n in families if n not in names),
+        "schema_files": list(meta.schema_file_paths),
+    }
 
 
 @dataclass(frozen=True)
@@ -312,6 +393,8 @@ class StateSummary:
         for op in snapshot.state.operators:
             versions = sorted({v for s in op.stores for v in s.versions()})
             md = op.metadata.record if op.metadata is not None else None
+            if md is None and op.metadata_v2 is not None:
+                md = op.metadata_v2.record
             ops.append(
                 OperatorState(
                     operator_id=op.operator_id,
@@ -329,6 +412,7 @@ class StateSummary:
                         if s.schema is not None and s.schema.record is not None
                     ),
                     metadata_error=op.metadata.failure if op.metadata and op.metadata.failure else None,
+                    transform_with_state=transform_with_state(snapshot, op),
                 )
             )
         return cls(present=snapshot.state.exists, files=snapshot.state.file_count, operators=tuple(ops))

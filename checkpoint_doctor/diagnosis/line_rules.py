@@ -30,75 +30,15 @@ from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding, RestartPrediction
+from checkpoint_doctor.diagnosis.tracing import Question
 from checkpoint_doctor.diagnosis.versions import SparkTarget
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.context import Context
+    from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 
 _Stamped = TypeVar("_Stamped", RestartPrediction, Diagnosis, DiagnoseOptions)
 Check = Callable[["Context", RestartPrediction], Iterable[Finding]]
-
-#: One question asked of a target: (attribute, call arguments or None for an attribute read,
-#: keyword arguments, answer).
-Question = tuple[str, tuple[Any, ...] | None, tuple[tuple[str, Any], ...], Any]
-
-
-class TracedTarget:
-    """A SparkTarget that records the questions asked of it (and their answers) in ``trace``."""
-
-    __slots__ = ("real", "trace")
-
-    def __init__(self, real: SparkTarget, trace: list[Question]) -> None:
-        self.real = real
-        self.trace = trace
-
-
-def _read(name: str) -> property:
-    def get(self: TracedTarget) -> Any:
-        value = getattr(self.real, name)
-        self.trace.append((name, None, (), value))
-        return value
-
-    return property(get)
-
-
-def _call(name: str) -> Callable[..., Any]:
-    def call(self: TracedTarget, *args: Any, **kwargs: Any) -> Any:
-        value = getattr(self.real, name)(*args, **kwargs)
-        self.trace.append((name, args, tuple(kwargs.items()), value))
-        return value
-
-    call.__name__ = name
-    return call
-
-
-def _build() -> None:
-    """Give TracedTarget every public attribute of SparkTarget (its mixins' included)."""
-    seen: set[str] = set()
-    for klass in SparkTarget.__mro__:
-        for name, value in vars(klass).items():
-            if name.startswith("_") or name in seen:
-                continue
-            seen.add(name)
-            if isinstance(value, property):
-                setattr(TracedTarget, name, _read(name))
-            elif callable(value):
-                setattr(TracedTarget, name, _call(name))
-    for name in getattr(SparkTarget, "__dataclass_fields__", {}):
-        setattr(TracedTarget, name, _read(name))
-
-
-_build()
-
-
-def traced(real: SparkTarget, trace: list[Question]) -> SparkTarget:
-    """Return ``real`` recording the questions asked of it into ``trace`` (typed as a target)."""
-    return cast(SparkTarget, TracedTarget(real, trace))
-
-
-def untraced(target: SparkTarget) -> SparkTarget:
-    """Return the target behind a traced one (a plain target as it is)."""
-    return target.real if isinstance(target, TracedTarget) else target
 
 
 def answers_alike(trace: tuple[Question, ...], target: SparkTarget) -> bool:
@@ -241,3 +181,18 @@ class CellMemo:
             questions.extend(cast(LineCheck, check).known[index][0])
         # A few questions are replayed faster than told apart (the restart's reads ask each file's).
         self.wholes.append((distinct(questions) if len(questions) > 8 else tuple(questions), diagnosis))
+
+
+#: The options a MODE_CHECKS finding may depend on: every field but the line and the mode (read
+#: from the dataclass, so a new option is part of the key). A tuple of them keys the memo; building
+#: it costs a fifth of ``dataclasses.replace`` (asked once per cell of every matrix).
+MODE_KEY_FIELDS = tuple(f.name for f in fields(DiagnoseOptions) if f.name not in ("spark", "mode"))
+
+
+def cell_memo(facts: SnapshotFacts, opts: DiagnoseOptions) -> CellMemo:
+    """Return the memo of the cells of ``facts``' snapshot diagnosed with ``opts`` but their line."""
+    key = (opts.mode, opts.spark is None, *[getattr(opts, name) for name in MODE_KEY_FIELDS])
+    memo = facts.cells.get(key)
+    if memo is None:
+        memo = facts.cells[key] = CellMemo()
+    return memo

@@ -33,14 +33,14 @@ from dataclasses import field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from checkpoint_doctor.diagnosis import cell_memo, diagnose_cell
+from checkpoint_doctor.diagnosis import diagnose_cell
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
-from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, MICRO_BATCH, REAL_TIME, WriterGuess
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import CellMemo, restamped
+from checkpoint_doctor.diagnosis.line_rules import CellMemo, cell_memo, restamped
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Diagnosis, Finding
+from checkpoint_doctor.diagnosis.outside import shared_outside_notes
 from checkpoint_doctor.diagnosis.severity import effective_severity
 from checkpoint_doctor.diagnosis.state.checks_statefulness import (
     per_line,
@@ -53,6 +53,7 @@ from checkpoint_doctor.diagnosis.writer_confs import ProvenConf, applicable, pro
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.valueclasses import frozen
+from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 AS_CONFIGURED = "as-configured"
 PLAUSIBLE = "plausible"
@@ -167,7 +168,7 @@ class MatrixDiagnosis:
     #: ``assumptions``, which a one-cell answer says too.
     sink_assumption: str | None = None
     #: The applies of checkpoint-doctor that changed this checkpoint and did not finish (rows of
-    #: ``history``, :func:`checkpoint_doctor.loading.tool_records_for`): a warning, whatever Spark
+    #: ``history``, :func:`checkpoint_doctor.world.load.tool_records_for`): a warning, whatever Spark
     #: would do, because the checkpoint is half repaired until the apply is undone or finished.
     unfinished_applies: tuple[dict[str, Any], ...] = ()
 
@@ -588,7 +589,7 @@ def _assumptions(
         out.append("source count not checked (pass --sources N)")
     if sink is not None:
         out.append(sink)
-    out.extend(facts.outside_notes(base))
+    out.extend(shared_outside_notes(facts, base))
     return out
 
 

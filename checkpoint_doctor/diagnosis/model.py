@@ -6,12 +6,12 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, INFO, SEVERITY_ORDER, WARNING, Code, Severity
-from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
 from checkpoint_doctor.diagnosis.versions import SparkError, at_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.model import KafkaLive, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.valueclasses import frozen
+from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 #: Codes about a possibly live writer: no repair may go ahead (plan proposes none, apply refuses).
 LIVE_WRITER_CODES = frozenset({Code.LIVE_WRITER, Code.FRESH_TEMP_FILE})

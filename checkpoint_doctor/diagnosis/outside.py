@@ -3,6 +3,7 @@ retention, Delta tables, a file sink read in part), the same for one cell and fo
 
 from __future__ import annotations
 
+from checkpoint_doctor.diagnosis.facts import SnapshotFacts
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
 from checkpoint_doctor.diagnosis.sources import checks_delta
@@ -21,3 +22,17 @@ def outside_notes(snapshot: CheckpointSnapshot, opts: DiagnoseOptions) -> list[s
         sink_not_checked(snapshot),
     )
     return [n for n in notes if n is not None]
+
+
+def shared_outside_notes(facts: SnapshotFacts, opts: DiagnoseOptions) -> list[str]:
+    """Return :func:`outside_notes` for ``opts``, kept in ``facts``: asked by each mode's first cell
+    and by the matrix, the same answer (it reads neither the line nor the mode). Here, not a method
+    of the facts: the facts are what the checks read, and these notes are the checks' own texts."""
+    key = (opts.kafka, opts.now_ms, opts.delta, opts.delta_pairing)
+    try:
+        found = facts.outside.get(key)
+    except TypeError:  # an option that cannot be hashed: asked anew
+        return outside_notes(facts.snapshot, opts)
+    if found is None:
+        found = facts.outside[key] = tuple(outside_notes(facts.snapshot, opts))
+    return list(found)

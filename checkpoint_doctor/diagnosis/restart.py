@@ -22,6 +22,7 @@ from checkpoint_doctor.diagnosis.model import RestartPrediction
 from checkpoint_doctor.diagnosis.sources import checks_delta
 from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
+from checkpoint_doctor.diagnosis.state import tws as checks_tws
 from checkpoint_doctor.diagnosis.versions import SparkError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
@@ -152,6 +153,15 @@ def state_step(ctx: Context, next_batch_id: int | None, rerun: bool) -> RestartP
     return _state_step(run)
 
 
+def _tws_step(run: _Run) -> RestartPrediction | None:
+    """transformWithState: the operator metadata v2 and the schema files it names are read while
+    planning a restart's batch (IncrementalExecution), before the schema check and any state load."""
+    if not run.next_batch_id:
+        return None
+    error = checks_tws.restart_error(run.ctx, run.next_batch_id)
+    return run.done(*error) if error is not None else None
+
+
 def _state_step(run: _Run) -> RestartPrediction | None:
     """Batch B loads state version B in every operator, partition and store."""
     ctx = run.ctx
@@ -169,7 +179,7 @@ def _state_step(run: _Run) -> RestartPrediction | None:
         if b == 0:
             return None
         return run.done(ctx.target.state_missing_dir(ctx.pinned_provider), Code.STATE_MISSING)
-    failed = _job_step(run, schemas=True)
+    failed = _tws_step(run) or _job_step(run, schemas=True)
     if failed is not None:
         return failed
     for op in state.operators:

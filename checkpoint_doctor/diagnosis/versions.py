@@ -119,6 +119,12 @@ class SparkTarget(StateTexts, SourceTexts, ChangeTexts):
         return delta_release(self.line) is not None
 
     @property
+    def delta_release(self) -> str:
+        """This line's delta-spark release (``""`` when none): asked only where Delta releases differ
+        beyond wording (a widened type under a stream, ``sources.delta.widening``)."""
+        return delta_release(self.line) or ""
+
+    @property
     def delta_new_wording(self) -> bool:
         """Whether this line's Delta release (4.4+) words ``DELTA_MISSING_FILES_UNEXPECTED_VERSION`` in
         one sentence. Asked only where that error is said: the rest of a Delta source's restart is the

@@ -35,7 +35,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from checkpoint_doctor import __version__
 from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.digest import sha256_hex
 from checkpoint_doctor.errors import (
@@ -74,6 +73,7 @@ from checkpoint_doctor.planning.steps import Area, Step
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
+from checkpoint_doctor.version import __version__
 
 
 def default_backup_url(checkpoint_url: str, plan_id: str) -> str:

@@ -3,9 +3,9 @@
 Discovery (:mod:`checkpoint_doctor.fleet.discovery`) finds every directory holding ``_delta_log/`` in
 the roots' one listing; that listing already names each log's files, so a table costs no listing of
 its own. Before the checkpoints are audited, each table is read once for what pairing needs (its
-newest version checksum: table id and every txn, :mod:`checkpoint_doctor.reading.delta_checksum`; the
+newest version checksum: table id and every txn, :mod:`checkpoint_doctor.world.delta_checksum`; the
 commits when it has none), concurrently, and indexed by table id and by txn appId. Each checkpoint
-is then paired by the one rule of ``diagnose`` (:func:`checkpoint_doctor.diagnosis.delta_pairing.pair_tables`):
+is then paired by the one rule of ``diagnose`` (:func:`checkpoint_doctor.world.delta_pairing.pair_tables`):
 a source by ``reservoirId`` = table id with any table under the roots, its sink by txn appId = its
 query id, and an unpaired source with the only table beside it (its parent or a sibling directory)
 that pairs with nothing else. Copies of a table (a backup, a test copy: the same table id) are told
@@ -27,20 +27,26 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE
 from checkpoint_doctor.fleet.discovery import DELTA_LOG, NOTE_DELTA, join, parent_of
 from checkpoint_doctor.fleet.records import AuditNote
-from checkpoint_doctor.loading_delta import complete_sources, own_unread
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta import commit_names, is_delta_table, read_commits, read_table
-from checkpoint_doctor.reading.delta_discovery import first_table_id
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
+from checkpoint_doctor.world.delta import complete_sources, own_unread
+from checkpoint_doctor.world.delta_discovery import first_table_id
+from checkpoint_doctor.world.delta_log import (
+    commit_names,
+    first_schema,
+    is_delta_table,
+    read_commits,
+    read_table,
+)
+from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 
 @dataclass(frozen=True)
@@ -216,7 +222,9 @@ class DeltaIndex:
             )
             log = self._counted(task, self._local.counter).child(DELTA_LOG)
             commits = read_commits(log, commit_names(task.log_names), first, base.latest_version)
-            table = replace(base, commits=tuple(commits))
+            table = replace(
+                base, commits=tuple(commits), first_schema=first_schema(log, task.log_names, commits, first)
+            )
             done.append((from_version, table))
             return table
 
@@ -253,7 +261,7 @@ class DeltaIndex:
             name = parent.rpartition("/")[2]
             if name.startswith("_") and name != DELTA_LOG and not itself:
                 # table/_checkpoints/<name>: the table holding the hidden parent, as diagnose looks
-                # (reading.delta_discovery: Delta and Spark skip '_'-prefixed directories in a table).
+                # (world.delta_discovery: Delta and Spark skip '_'-prefixed directories in a table).
                 above = parent_of(parent)
                 out += [
                     u for u in self._by_dir.get((root, parent_of(above)), []) if self._tasks[u].path == above

@@ -1,6 +1,6 @@
 """An audit's Delta part: the summary's Delta counts, and the words the text, HTML and metrics
 outputs say of a checkpoint record's Delta tables (its ``delta``: the
-:class:`~checkpoint_doctor.diagnosis.delta_pairing.DeltaPairing` the audit made, kept whole on the
+:class:`~checkpoint_doctor.world.delta_pairing.DeltaPairing` the audit made, kept whole on the
 :class:`~checkpoint_doctor.fleet.records.CheckpointRecord`). Pure.
 
 Kept apart from the records' other parts so that the Delta additions live in one place.
@@ -10,14 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from checkpoint_doctor.diagnosis.delta_pairing import SOURCE
 from checkpoint_doctor.fleet.discovery import NOTE_DELTA
-
-if TYPE_CHECKING:
-    from checkpoint_doctor.fleet.records import AuditNote, CheckpointRecord, Record
-    from checkpoint_doctor.render.documents import JsonObject
+from checkpoint_doctor.fleet.records import AuditNote, CheckpointRecord, DeltaCounts, Record
+from checkpoint_doctor.world.delta_pairing import SOURCE
 
 #: The note of a Delta table the audit read for pairing.
 PAIRED_NOTE = (
@@ -31,31 +27,7 @@ def paired_table_note(note: AuditNote) -> bool:
     return note.kind == NOTE_DELTA and note.message == PAIRED_NOTE
 
 
-@dataclass(frozen=True)
-class DeltaCounts:
-    """The summary's Delta counts: tables found under the roots, paired as a source or a sink of an
-    audited checkpoint, Delta sources no table pairs with, and the files read from the tables' logs
-    to pair them (a source table's commits read for a checkpoint count in its record's reads)."""
-
-    tables: int = 0
-    paired_sources: int = 0
-    paired_sinks: int = 0
-    unpaired_sources: int = 0
-    reads: int = 0
-
-    def to_json(self) -> JsonObject:
-        return {
-            "tables": self.tables,
-            "paired_sources": self.paired_sources,
-            "paired_sinks": self.paired_sinks,
-            "unpaired_sources": self.unpaired_sources,
-            "reads": self.reads,
-        }
-
-
 def _delta(record: Record) -> CheckpointRecord | None:
-    from checkpoint_doctor.fleet.records import CheckpointRecord
-
     return record if isinstance(record, CheckpointRecord) and record.delta is not None else None
 
 

@@ -16,19 +16,27 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.changes.options import with_job
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions
 from checkpoint_doctor.errors import UsageError
 from checkpoint_doctor.fleet.discovery import matches
-from checkpoint_doctor.render.documents import JsonObject
+from checkpoint_doctor.fleet.records import AuditNote, JobPart, Record
 from checkpoint_doctor.render.hints import Hints
 
-if TYPE_CHECKING:
-    from checkpoint_doctor.fleet.records import AuditNote, Record
-    from checkpoint_doctor.fleet.run import AuditTask
+
+class AuditTarget(Protocol):
+    """What :func:`unmatched_notes` reads of an audit's task (:class:`~checkpoint_doctor.fleet.run.AuditTask`,
+    which the run builds from these jobs: named by its fields, not imported back)."""
+
+    @property
+    def kind(self) -> str: ...
+    @property
+    def url(self) -> str: ...
+    @property
+    def path(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -66,28 +74,6 @@ def parse_assignment(text: str) -> JobAssignment:
 def distinct_specs(assignments: Sequence[JobAssignment]) -> list[str]:
     """Return each job once, in the order given (each is analysed once, however many it judges)."""
     return list(dict.fromkeys(a.spec for a in assignments))
-
-
-@dataclass(frozen=True)
-class JobPart:
-    """What a checkpoint's record says of the job that judged it (its ``job`` key)."""
-
-    job: str
-    glob: str
-    spark_version: str
-    mode: str
-    elapsed_s: float
-    summary: str
-
-    def to_json(self) -> JsonObject:
-        return {
-            "job": self.job,
-            "glob": self.glob,
-            "spark_version": self.spark_version,
-            "mode": self.mode,
-            "elapsed_s": self.elapsed_s,
-            "summary": self.summary,
-        }
 
 
 @dataclass(frozen=True)
@@ -153,11 +139,9 @@ def record_hints(hints: Hints, record: Record) -> Hints:
     return hints if part is None else replace(hints, job=part.job)
 
 
-def unmatched_notes(tasks: Iterable[AuditTask], jobs: AuditJobs, roots: Sequence[str]) -> list[AuditNote]:
+def unmatched_notes(tasks: Iterable[AuditTarget], jobs: AuditJobs, roots: Sequence[str]) -> list[AuditNote]:
     """Return the audit's notes (``kind`` ``job``) of the ``--job`` values that judged no checkpoint
     (``tasks``: the plan's :class:`~checkpoint_doctor.fleet.run.AuditTask` values)."""
-    from checkpoint_doctor.fleet.records import AuditNote
-
     targets = [(t.path, t.url) for t in tasks if t.kind == "checkpoint"]
     root = roots[0] if roots else ""
     return [

@@ -1,7 +1,7 @@
 """An audit's Kafka sources: live positions from one broker connection, and the retention countdowns.
 
 :class:`AuditKafka` is the I/O edge an audit shares between its checkpoints: one
-:class:`~checkpoint_doctor.reading.kafka.KafkaReader` (one admin client, each topic described once,
+:class:`~checkpoint_doctor.world.kafka.KafkaReader` (one admin client, each topic described once,
 requests batched per checkpoint, every call bounded in time). A broker that fails makes the
 checkpoint asking unreadable, with the reason, and the audit goes on (the reader then fails the
 next ones at once instead of waiting for its timeout again).
@@ -38,7 +38,7 @@ class AuditKafka:
     """The broker connection of one audit (``--kafka-bootstrap-servers``)."""
 
     def __init__(self, bootstrap: str, options: Mapping[str, str] | None = None) -> None:
-        from checkpoint_doctor.reading.kafka import open_reader
+        from checkpoint_doctor.world.kafka import open_reader
 
         self.bootstrap = bootstrap
         self.reader = open_reader(bootstrap, options)

@@ -3,7 +3,7 @@
 A sink is a candidate for a checkpoint when its ``_spark_metadata`` batch ids meet the checkpoint's
 offsets/commit ids (its newest id within them, or one above); candidates are ordered by how near
 the two directories are (``job/checkpoint`` and ``job/sink`` are nearer than two jobs' directories).
-The proof comes later, from the files read (:func:`checkpoint_doctor.diagnosis.sinks.pairing.pairing_evidence`):
+The proof comes later, from the files read (:func:`checkpoint_doctor.world.sink_pairing.pairing_evidence`):
 this step only keeps the reads bounded (at most :data:`MAX_CANDIDATES` sinks per checkpoint).
 """
 

@@ -29,16 +29,14 @@ from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.exit_codes import ExitCode
-from checkpoint_doctor.fleet.delta_report import DeltaCounts
 from checkpoint_doctor.fleet.discovery import TargetKind
 from checkpoint_doctor.render.documents import JsonObject, iso_utc, schema_version
 
 if TYPE_CHECKING:
-    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import CellDiagnosis, MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.sources.kafka_retention import Countdown
-    from checkpoint_doctor.fleet.jobs import JobPart
+    from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 
 class Verdict(TextEnum):
@@ -96,7 +94,7 @@ class Stamp:
     @classmethod
     def at(cls, generated_at_ms: int) -> Stamp:
         """Return the stamp of this tool at a time (epoch millis)."""
-        from checkpoint_doctor import __version__
+        from checkpoint_doctor.version import __version__
 
         return cls(__version__, iso_utc(generated_at_ms))
 
@@ -312,6 +310,28 @@ class SinkLogPart:
 
 
 # ------------------------------------------------------------------------------- the records
+
+
+@dataclass(frozen=True)
+class JobPart:
+    """What a checkpoint's record says of the job that judged it (its ``job`` key)."""
+
+    job: str
+    glob: str
+    spark_version: str
+    mode: str
+    elapsed_s: float
+    summary: str
+
+    def to_json(self) -> JsonObject:
+        return {
+            "job": self.job,
+            "glob": self.glob,
+            "spark_version": self.spark_version,
+            "mode": self.mode,
+            "elapsed_s": self.elapsed_s,
+            "summary": self.summary,
+        }
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -538,6 +558,28 @@ class CodeCount:
             "severity": self.severity,
             "title": self.title,
             "count": self.count,
+        }
+
+
+@dataclass(frozen=True)
+class DeltaCounts:
+    """The summary's Delta counts: tables found under the roots, paired as a source or a sink of an
+    audited checkpoint, Delta sources no table pairs with, and the files read from the tables' logs
+    to pair them (a source table's commits read for a checkpoint count in its record's reads)."""
+
+    tables: int = 0
+    paired_sources: int = 0
+    paired_sinks: int = 0
+    unpaired_sources: int = 0
+    reads: int = 0
+
+    def to_json(self) -> JsonObject:
+        return {
+            "tables": self.tables,
+            "paired_sources": self.paired_sources,
+            "paired_sinks": self.paired_sinks,
+            "unpaired_sources": self.unpaired_sources,
+            "reads": self.reads,
         }
 
 

@@ -71,11 +71,11 @@ from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import key_values, layout, line_width, section, table
 
 if TYPE_CHECKING:
-    from checkpoint_doctor.diagnosis.delta_pairing import DeltaPairing
     from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis
     from checkpoint_doctor.diagnosis.model import Finding
     from checkpoint_doctor.diagnosis.timeline import SinkRow, TimelineRow
-    from checkpoint_doctor.fleet.jobs import JobPart
+    from checkpoint_doctor.fleet.records import JobPart
+    from checkpoint_doctor.world.delta_pairing import DeltaPairing
 
 __all__ = [
     "ERROR",

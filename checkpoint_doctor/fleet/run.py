@@ -20,9 +20,8 @@ from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_matrix
-from checkpoint_doctor.diagnosis.options import as_matrix_options
+from checkpoint_doctor.diagnosis.options import as_matrix_options, with_world
 from checkpoint_doctor.diagnosis.sinks.checks import check_sink_log
-from checkpoint_doctor.diagnosis.sinks.pairing import PairingEvidence, SinkChoice, choose_sink
 from checkpoint_doctor.diagnosis.timeline import TimelineRow, sink_timeline, timeline
 from checkpoint_doctor.errors import CheckpointDoctorError, StorageError
 from checkpoint_doctor.fleet.delta import DeltaIndex, TableTask, table_tasks
@@ -68,6 +67,8 @@ from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
 from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints, storage_pairs
+from checkpoint_doctor.world.model import World
+from checkpoint_doctor.world.sink_pairing import PairingEvidence, SinkChoice, choose_sink
 
 #: Default concurrency on object stores: their audits wait on requests (S3 GETs), not the CPU.
 DEFAULT_JOBS = 16
@@ -392,13 +393,11 @@ def _audit_checkpoint(
     snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
     # The broker's positions of this checkpoint's topics (a broker failure: this record unreadable)
     live = kafka.live_for(snapshot) if kafka is not None else None
-    if live is not None:
-        options = replace(options, base=replace(options.base, kafka=live))
     # The Delta tables under the roots that are its source and sink (fleet/delta.py)
     pairing, delta_reads = delta.pair(task.root, task.path, snapshot) if delta is not None else (None, 0)
-    if pairing is not None:
-        options = replace(options, base=replace(options.base, delta_pairing=pairing))
-    matrix = diagnose_matrix(snapshot, options)
+    # What the audit found around it, handed to the diagnosis as diagnose and plan hand theirs.
+    world = World(snapshot, None, frozenset(), pairing, kafka=live)
+    matrix = diagnose_matrix(snapshot, with_world(options, world))
     newest = snapshot.offsets.latest
     metadata = newest.record.metadata if newest is not None and newest.record is not None else None
     batch_time = metadata.batch_timestamp_ms if metadata is not None else None

@@ -90,7 +90,7 @@ def parse_sink_log(data: bytes, *, path: str) -> SinkLogBatch:
         if type(size) is not int or not _LONG_MIN <= size <= _LONG_MAX:
             size = json_long(obj, "size", path=path, line=i)
         # SinkFileStatus.modificationTime: when the task wrote the file (pairs a sink with the
-        # checkpoint whose batch planned it; see diagnosis/sinks/pairing.py).
+        # checkpoint whose batch planned it; see world/sink_pairing.py).
         written = obj.get("modificationTime", _ABSENT)
         if written is _ABSENT:
             written = None

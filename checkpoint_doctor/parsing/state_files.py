@@ -14,10 +14,14 @@ import zlib
 
 from checkpoint_doctor.errors import CheckpointParseError
 from checkpoint_doctor.model import (
+    ColumnFamilySchema,
     OperatorStateMetadata,
     RocksDBCheckpointMetadata,
     StateDataHeader,
     StateSchemaHeader,
+    StateSchemaV3,
+    StateVariable,
+    TransformWithStateProperties,
 )
 from checkpoint_doctor.parsing.text import (
     EMPTY,
@@ -69,6 +73,46 @@ def parse_operator_metadata(data: bytes, *, path: str) -> OperatorStateMetadata:
         operator_id=operator_id,
         operator_name=str(info.get("operatorName", "")),
         stores=tuple((str(name), int(n or 0)) for name, n in store_infos),
+        schema_file_paths=_schema_file_paths(stores) if version >= 2 else (),
+        properties=_tws_properties(obj.get("operatorPropertiesJson"), path=path) if version >= 2 else None,
+    )
+
+
+def _schema_file_paths(stores: list[object]) -> tuple[str, ...]:
+    """Every state schema file a v2 metadata names (``StateStoreMetadataV2.stateSchemaFilePaths``;
+    older writers kept one ``stateSchemaFilePath``), absolute as the writer put them."""
+    out: list[str] = []
+    for store in stores:
+        if not isinstance(store, dict):
+            continue
+        paths = store.get("stateSchemaFilePaths")
+        if isinstance(paths, list):
+            out.extend(str(p) for p in paths if isinstance(p, str))
+        elif isinstance(store.get("stateSchemaFilePath"), str):
+            out.append(str(store["stateSchemaFilePath"]))
+    return tuple(out)
+
+
+def _tws_properties(raw: object, *, path: str) -> TransformWithStateProperties | None:
+    """``operatorPropertiesJson`` (a JSON document in a string) of a transformWithState operator."""
+    if not isinstance(raw, str) or not raw.strip():
+        return None
+    props = parse_json_value(raw, path=path, line=2)
+    if not isinstance(props, dict) or "timeMode" not in props:
+        return None
+    variables = props.get("stateVariables")
+    return TransformWithStateProperties(
+        time_mode=str(props.get("timeMode", "")),
+        output_mode=str(props.get("outputMode", "")),
+        variables=tuple(
+            StateVariable(
+                name=str(v.get("stateName", "")),
+                kind=str(v.get("stateVariableType", "")),
+                ttl_enabled=v.get("ttlEnabled") is True,
+            )
+            for v in (variables if isinstance(variables, list) else [])
+            if isinstance(v, dict)
+        ),
     )
 
 
@@ -95,6 +139,21 @@ class _DataInput:
 
     def read_int(self) -> int:
         return int(struct.unpack(">i", self._take(4))[0])
+
+    def read_short(self) -> int:
+        return int(struct.unpack(">h", self._take(2))[0])
+
+    def read_chunked(self) -> str:
+        """A JSON document written by ``SchemaHelper.writeJsonSchema``: a chunk count, then chunks
+        of at most 65,535 bytes each written with ``writeUTF``."""
+        count = self.read_int()
+        if count < 0 or count > len(self.data):
+            raise CheckpointParseError(self.path, INVALID_CONTENT, f"schema chunk count {count}")
+        return "".join(self.read_utf() for _ in range(count))
+
+    @property
+    def at_end(self) -> bool:
+        return self.pos >= len(self.data)
 
     def read_utf(self) -> str:
         (length,) = struct.unpack(">H", self._take(2))
@@ -138,6 +197,52 @@ def parse_schema_header(data: bytes, *, path: str) -> StateSchemaHeader:
         key_schema=key,
         value_schema=value,
     )
+
+
+#: Column families in one schema file: a transformWithState operator has a few per state
+#: variable; the bound stops a corrupt count from driving the loop.
+MAX_COLUMN_FAMILIES = 65_536
+
+
+def parse_state_schema_v3(data: bytes, *, path: str) -> StateSchemaV3:
+    """Parse a state schema file v3 ``state/<op>/_stateSchema/<store>/<batch>_<uuid>``
+    (``SchemaHelper.SchemaV3Writer``: ``writeUTF("v3")``, the number of column families, then per
+    family its name, key schema id and JSON, value schema id and JSON, key encoder spec JSON and
+    user-key schema JSON, each JSON chunked).
+
+    Raises:
+        CheckpointParseError: on any malformed content.
+    """
+    if not data:
+        raise CheckpointParseError(path, EMPTY, "empty file")
+    stream = _DataInput(data, path)
+    version = parse_version_line(stream.read_utf(), max_version=SCHEMA_MAX_VERSION, path=path)
+    if version != 3:
+        raise CheckpointParseError(path, INVALID_CONTENT, f"schema file v{version} under _stateSchema")
+    count = stream.read_int()
+    if count < 0 or count > MAX_COLUMN_FAMILIES:
+        raise CheckpointParseError(path, INVALID_CONTENT, f"column family count {count}")
+    families = []
+    for _ in range(count):
+        name = stream.read_utf()
+        key_id = stream.read_short()
+        key = stream.read_chunked()
+        value_id = stream.read_short()
+        value = stream.read_chunked()
+        encoder = stream.read_chunked()
+        user_key = stream.read_chunked()
+        families.append(
+            ColumnFamilySchema(
+                name=name,
+                key_schema_id=key_id,
+                key_schema=key,
+                value_schema_id=value_id,
+                value_schema=value,
+                key_encoder=encoder,
+                user_key_schema=None if "".join(user_key.split()) in ("", "{}") else user_key,
+            )
+        )
+    return StateSchemaV3(version=version, column_families=tuple(families))
 
 
 #: The stream header of each codec ``spark.sql.streaming.stateStore.compression.codec`` can name

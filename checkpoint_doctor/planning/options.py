@@ -42,6 +42,10 @@ class Option:
     #: What the option relies on outside the checkpoint (a Kafka topic's positions), checked again
     #: at apply time beside the preconditions derived from the steps.
     holds: tuple[Precondition, ...] = ()
+    #: What the operator does instead, in this checkpoint's words, when no change the tool makes
+    #: repairs the finding (a restart with a Delta source option and a SQL conf): the plan's
+    #: "what you can do" for it, before the code's general text.
+    manual: str | None = None
 
     @property
     def executable(self) -> bool:

@@ -82,7 +82,10 @@ def _distinct(options: list[Option]) -> list[Option]:
         if o.unavailable is None:
             out.setdefault(o.key, o)
         elif o.strategy not in usable:
-            out.setdefault(("unavailable", o.strategy), o)
+            kept = out.setdefault(("unavailable", o.strategy), o)
+            # What the operator does may differ per cell (a Delta release's conf): each is kept.
+            if kept is not o and o.manual and kept.manual and o.manual not in kept.manual:
+                out[("unavailable", o.strategy)] = replace(kept, manual=f"{kept.manual}; {o.manual}")
     return list(out.values())
 
 
@@ -172,6 +175,10 @@ def _manual_for(code: str, proposals: list[tuple[Finding, list[Option]]]) -> str
         for o in options:
             if finding.code == code and o.unavailable is None and not o.executable and o.restart is not None:
                 return f"{o.steps[0].describe().removeprefix('run: ')} (option {o.strategy})"
+    for finding, options in proposals:
+        for o in options:
+            if finding.code == code and o.manual is not None:
+                return o.manual
     return MANUAL.get(code, CODES[code].action)
 
 

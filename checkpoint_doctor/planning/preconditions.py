@@ -12,7 +12,6 @@ from typing import Any, ClassVar
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES
-from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.model import FileStat, KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
@@ -27,6 +26,7 @@ from checkpoint_doctor.planning.steps import (
 )
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
+from checkpoint_doctor.world.sink_pairing import pairing_evidence
 
 #: Files checkpoint-doctor's own applies wrote: (path, ETag or mtime).
 Own = frozenset[tuple[str, int | str]]
@@ -325,7 +325,7 @@ class NoLiveWriterPre(Precondition):
 @dataclass(frozen=True)
 class SinkPairedPre(Precondition):
     """The file sink a plan changes is this query's: nothing in its log contradicts the checkpoint
-    (``diagnosis.sinks.pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
+    (``world.sink_pairing``), or the operator said so with ``plan --force-sink`` (``forced``)."""
 
     kind: ClassVar[str] = "sink_paired"
     forced: bool = False

@@ -26,6 +26,7 @@ from checkpoint_doctor.parsing.state_files import (
     parse_rocksdb_zip_metadata,
     parse_schema_header,
     parse_state_data_header,
+    parse_state_schema_v3,
 )
 from checkpoint_doctor.parsing.text import TOO_LARGE
 from checkpoint_doctor.reading.layout import (
@@ -202,6 +203,16 @@ def assemble_snapshot(
                 partition_dirs=tuple(sorted(op.partition_dirs)),
                 metadata=_record(parse_operator_metadata, op.metadata, contents),
                 metadata_v2_batches=tuple(sorted(op.metadata_v2)),
+                metadata_v2=_record(
+                    parse_operator_metadata,
+                    op.metadata_v2[max(op.metadata_v2)] if op.metadata_v2 else None,
+                    contents,
+                ),
+                schema_files=tuple(
+                    rec
+                    for f in sorted(op.state_schema_files, key=lambda f: f.path)
+                    if (rec := _record(parse_state_schema_v3, f, contents)) is not None
+                ),
                 file_count=op.file_count,
                 listed_bytes=op.listed_bytes,
             )

@@ -1,6 +1,6 @@
 """A process-wide budget of bytes read and not yet let go, shared by every thread.
 
-Each file is read with a bound of its own (a Delta commit 64 MiB, ``reading.delta.MAX_COMMIT_BYTES``),
+Each file is read with a bound of its own (a Delta commit 64 MiB, ``world.delta_log.MAX_COMMIT_BYTES``),
 but a bound per file does not bound a process that reads many at once: a Delta table of 40 sparse
 63 MB commits was read in one batch (2.67 GB resident, issue 31), and an audit's ``--jobs`` workers
 read several tables together. Readers of such files hold their bytes in this budget while they read

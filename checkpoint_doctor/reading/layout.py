@@ -201,6 +201,9 @@ class Layout:
     temps: list[tuple[FileStat, str]] = field(default_factory=list)
     unknown: list[FileStat] = field(default_factory=list)
     ignored: list[FileStat] = field(default_factory=list)
+    #: Delta's schema tracking log files (``<schemaTrackingLocation>/_schema_log_<table id>/...``): Delta
+    #: writes them under the checkpoint, so they are neither Spark's files nor debris.
+    delta_schema_logs: list[FileStat] = field(default_factory=list)
     #: paths of the files outside state store data directories (orphan .crc targets are looked up here)
     present: set[str] = field(default_factory=set)
     store_orphan_crcs: list[tuple[FileStat, str]] = field(default_factory=list)
@@ -661,6 +664,11 @@ def _index_file(layout: Layout, f: FileStat) -> None:
     elif top == "state":
         layout.state_exists = True
         _index_state_file(layout, f, path.split("/"))
+    elif "/_schema_log_" in f"/{path}":
+        # Delta's schema tracking log (DeltaSourceMetadataTrackingLog: <schemaTrackingLocation>/
+        # _schema_log_<table id>), which Delta requires under the checkpoint and the plan for a
+        # Delta schema change (CD240, CD241) puts there: a file Delta writes, not debris.
+        layout.delta_schema_logs.append(f)
     else:
         layout.unknown.append(f)
 

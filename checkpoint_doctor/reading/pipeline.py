@@ -31,6 +31,7 @@ from checkpoint_doctor.reading.layout import (
     listed_sizes,
 )
 from checkpoint_doctor.reading.reads import DATA_HEAD_BYTES, follow_up_reads, head_only, plan_reads
+from checkpoint_doctor.reading.schema_paths import look_up_outside
 from checkpoint_doctor.reading.snapshot import (
     DEFAULT_DEPTH,
     MAX_FILE_BYTES,
@@ -282,7 +283,8 @@ def snapshot_from_listing(
     if extra:
         contents = {**contents, **read_bounded(store, listing, extra)}
         snapshot = assemble_snapshot(store.url, layout, contents, depth=depth, sink=sink_arg)
-    return snapshot
+    outside = look_up_outside(snapshot)
+    return replace(snapshot, outside_files=outside) if outside else snapshot
 
 
 def _list_log(log_store: Storage) -> Listing:

@@ -133,6 +133,11 @@ def _state_reads(layout: Layout) -> list[str]:
     for op in layout.operators.values():
         if op.metadata is not None:
             paths.append(op.metadata.path)
+        if op.metadata_v2:
+            # transformWithState: the newest operator metadata v2 and the schema files (a few
+            # hundred bytes each) a restart reads through it (TransformWithStateExec).
+            paths.append(op.metadata_v2[max(op.metadata_v2)].path)
+            paths.extend(f.path for f in op.state_schema_files)
         for store in op.stores.values():
             if store.schema is not None:
                 paths.append(store.schema.path)

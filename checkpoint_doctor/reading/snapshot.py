@@ -34,6 +34,7 @@ from checkpoint_doctor.model import (
     SourceMetadataRecord,
     StateDataHeader,
     StateSchemaHeader,
+    StateSchemaV3,
 )
 from checkpoint_doctor.reading.layout import (
     SINK_LOG,
@@ -236,6 +237,10 @@ class StateOperator:
     partition_dirs: tuple[int, ...]
     metadata: FileRecord[OperatorStateMetadata] | None = None
     metadata_v2_batches: tuple[int, ...] = ()
+    #: The newest ``_metadata/v2/<batch>`` (what a restart's operator-metadata read finds).
+    metadata_v2: FileRecord[OperatorStateMetadata] | None = None
+    #: Every ``_stateSchema/<store>/<batch>_<uuid>`` file (schema v3), parsed.
+    schema_files: tuple[FileRecord[StateSchemaV3], ...] = ()
     file_count: int = 0
     #: The size of its files, summed when first asked for (see :attr:`total_bytes`).
     listed_bytes: ByteCount = field(default_factory=ByteCount)
@@ -395,6 +400,10 @@ class CheckpointSnapshot:
     hadoop_crcs: frozenset[str]
     sink: SinkLog | None = None
     read_count: int = 0
+    #: Files outside the checkpoint that a restart reads (a transformWithState operator's schema
+    #: files recorded by absolute path, diagnosis.state.tws), with whether each exists (None: not
+    #: looked up).
+    outside_files: tuple[tuple[str, bool | None], ...] = ()
     raw: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
     sink_raw: Mapping[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 

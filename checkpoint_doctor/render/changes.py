@@ -149,7 +149,7 @@ def render_history(data: JsonObject, hints: Hints | None = None) -> str:
 def render_unfinished(rows: Sequence[JsonObject], hints: Hints | None = None) -> str:
     """Return the warning of ``diagnose`` and ``plan`` about applies to the checkpoint that changed
     it and did not finish, each with the command that undoes it (issue 31: diagnose was silent);
-    empty when there are none. ``rows``: those of :func:`checkpoint_doctor.loading.tool_records_for`."""
+    empty when there are none. ``rows``: those of :func:`checkpoint_doctor.world.load.tool_records_for`."""
     lines = []
     for row in rows:
         steps = row.get("steps_done")

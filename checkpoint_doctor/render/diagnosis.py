@@ -7,7 +7,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.codes import ERROR, INFO, SILENT_LOSS, WARNING, Code
-from checkpoint_doctor.diagnosis.delta_pairing import FLAG, DeltaPairing
 from checkpoint_doctor.diagnosis.versions import at_root, qualify_root
 from checkpoint_doctor.render.hints import Hints, explain, plan_file
 from checkpoint_doctor.render.layout import (
@@ -21,6 +20,7 @@ from checkpoint_doctor.render.layout import (
     table,
     wrap,
 )
+from checkpoint_doctor.world.delta_pairing import FLAG, DeltaPairing
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import CellDiagnosis, MatrixDiagnosis

@@ -14,8 +14,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from checkpoint_doctor import __version__
 from checkpoint_doctor.model import JsonObject
+from checkpoint_doctor.version import __version__
 
 __all__ = ["JsonObject", "dumps", "envelope", "iso_utc", "schema_path", "schema_version"]
 

@@ -159,10 +159,44 @@ def _inspect_state(report: InspectReport) -> str | None:
         ]
         for op in state.operators
     ]
-    return section(
-        "State (state/)",
-        table(["op", "name", "provider", "partitions", "stores", "versions", "files", "bytes"], rows),
+    body = table(["op", "name", "provider", "partitions", "stores", "versions", "files", "bytes"], rows)
+    for op in state.operators:
+        tws = op.transform_with_state
+        if tws:
+            body += "\n\n" + _transform_with_state(op.operator_id, tws)
+    return section("State (state/)", body)
+
+
+def _transform_with_state(operator_id: int, tws: dict[str, Any]) -> str:
+    """A transformWithState operator: its modes, encoding, state variables and schema files."""
+    head = key_values(
+        [
+            (f"Operator {operator_id}", tws["operator"]),
+            ("Time mode", tws["time_mode"]),
+            ("Output mode", tws["output_mode"]),
+            ("Encoding", tws["encoding"] or "-"),
+            (
+                "Metadata",
+                f"_metadata/v2/{tws['metadata_batch']}" if tws["metadata_batch"] is not None else "-",
+            ),
+        ]
     )
+    rows = [
+        [
+            v["name"],
+            v["kind"],
+            "yes" if v["ttl"] else "no",
+            v["key"] or "-",
+            v["user_key"] or "-",
+            v["value"] or "-",
+            "-" if v["value_schema_id"] is None else f"{v['key_schema_id']}/{v['value_schema_id']}",
+        ]
+        for v in tws["variables"]
+    ]
+    variables = table(["variable", "kind", "ttl", "key", "map key", "value", "schema ids"], rows)
+    files = "\n".join(f"  {p}" for p in tws["schema_files"]) or "  -"
+    internal = ", ".join(tws["internal_column_families"]) or "-"
+    return f"{head}\n{variables}\nInternal column families: {internal}\nSchema files (as recorded):\n{files}"
 
 
 def _inspect_sink(report: InspectReport) -> str | None:

@@ -82,7 +82,7 @@ def _sink_text(plan: RepairPlan) -> str:
         return str(plan.sink)
     # A Delta sink is paired by its txn, not by --sink-path (issue 36: the header said "not checked"
     # above the Delta sink's own finding).
-    from checkpoint_doctor.diagnosis.delta_pairing import SINK_PAIRED
+    from checkpoint_doctor.world.delta_pairing import SINK_PAIRED
 
     paired = next((a for a in plan.assumptions if a.startswith(SINK_PAIRED)), None)
     if paired is not None:

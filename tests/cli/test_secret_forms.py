@@ -122,7 +122,7 @@ def test_a_kafka_option_read_from_a_file_or_the_environment_is_never_echoed(
     "servers", ["SASL_SSL://alice:{secret}@127.0.0.1:{port}", "alice:{secret}@127.0.0.1:{port}"]
 )
 def test_a_password_in_the_bootstrap_servers_is_masked_in_errors_and_json(servers, capsys, monkeypatch):
-    from checkpoint_doctor.reading.kafka import KafkaReader
+    from checkpoint_doctor.world.kafka import KafkaReader
 
     # The broker's answer is awaited 1 s, not 8 (a clock: what is awaited does not change).
     monkeypatch.setattr(KafkaReader.__init__, "__defaults__", (None, 1.0))
@@ -153,7 +153,7 @@ def test_a_storage_option_secret_quoted_by_a_backend_is_masked_in_the_error_and_
     def load(*_args, **_kwargs):  # where the checkpoint is opened, with the options parsed
         raise fault
 
-    monkeypatch.setattr("checkpoint_doctor.loading.load_for_verdict", load)
+    monkeypatch.setattr("checkpoint_doctor.world.load.load_for_verdict", load)
 
     code = main(
         [

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from checkpoint_doctor.world.sink_pairing import pairing_evidence
 from tests.scenarios import run_cli as run
 from tests.scenarios import scenario
 

@@ -4,7 +4,7 @@ and the live case (tests/delta/test_delta_plans_live.py).
 
 A case is a restart recorded in ``fixtures/delta/spark-<v>/<name>/scenario.json`` that Spark refused.
 Its checkpoint and tables are copied; the tables are read through the tool's own I/O edge
-(``checkpoint_doctor.reading.delta``) and named as ``--delta-table`` names them; the plan is made
+(``checkpoint_doctor.world.delta_log``) and named as ``--delta-table`` names them; the plan is made
 with consent only where it asks for it, applied to the copy (the tables read again, as ``apply``
 does), and a copy of the result restarted by real Spark with the scenario's query and source
 options; where the plan changes no byte and names a source option instead (CD210), the restart
@@ -34,8 +34,8 @@ from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.parsing.source_offsets import decode_offset
 from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
 from checkpoint_doctor.planning.strategies.delta_change_commits import OPTION
-from checkpoint_doctor.reading.delta import read_table
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from checkpoint_doctor.world.delta_log import read_table
 from tests.repair_proof import RECORDS, plan_key, tree_bytes
 
 REPO = Path(__file__).resolve().parents[2]

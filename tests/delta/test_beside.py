@@ -13,8 +13,8 @@ import pytest
 
 import checkpoint_doctor as cd
 from checkpoint_doctor.cli import main
-from checkpoint_doctor.reading import delta_discovery
-from checkpoint_doctor.reading.delta_discovery import SIBLINGS_LOOKED_AT, nearby_tables
+from checkpoint_doctor.world import delta_discovery
+from checkpoint_doctor.world.delta_discovery import SIBLINGS_LOOKED_AT, nearby_tables
 from tests.delta.test_recorded_restarts import DIAGNOSED, _id, _line, _load
 from tests.s3.conftest import S3
 
@@ -212,7 +212,7 @@ def test_the_api_pairs_named_tables_with_a_snapshot_and_looks_beside_a_url() -> 
 
 
 def test_at_most_tables_read_tables_are_read_beside_and_the_rest_is_said(tmp_path: Path) -> None:
-    from checkpoint_doctor.reading.delta_discovery import TABLES_READ
+    from checkpoint_doctor.world.delta_discovery import TABLES_READ
 
     parent = tmp_path / "job"
     (parent / "checkpoint").mkdir(parents=True)

@@ -22,9 +22,9 @@ from checkpoint_doctor.planning import PlanOptions, RepairPlan, plan_repair
 from checkpoint_doctor.planning.planner import CONSENT_MANUAL
 from checkpoint_doctor.planning.preconditions import DeltaTablePre
 from checkpoint_doctor.planning.strategies.delta_change_commits import MANUAL
-from checkpoint_doctor.reading.delta import read_table
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
+from checkpoint_doctor.world.delta_log import read_table
 from tests.delta.repair_proof import (
     DELTA_FIXTURES,
     LINES,

@@ -22,12 +22,12 @@ import pytest
 
 import checkpoint_doctor as cd
 from checkpoint_doctor.cli import main
-from checkpoint_doctor.diagnosis.delta_pairing import Candidate, pair_tables
 from checkpoint_doctor.ids import MAX_LISTED
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
 from checkpoint_doctor.planning.options import MAX_OPTION_STEPS
+from checkpoint_doctor.world.delta_pairing import Candidate, pair_tables
 from tests.cli.test_schemas import validate
 
 ROOT = Path(__file__).resolve().parents[2]

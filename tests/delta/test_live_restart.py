@@ -13,7 +13,7 @@ import pytest
 
 from checkpoint_doctor.diagnosis.sinks.delta import predict as predict_sink
 from checkpoint_doctor.diagnosis.sources.delta import predict as predict_source
-from checkpoint_doctor.reading.delta import read_table
+from checkpoint_doctor.world.delta_log import read_table
 from tests import sparkrun
 from tests.delta.test_recorded_restarts import last_offsets
 

@@ -1,11 +1,14 @@
-"""The pairing rule of diagnose, plan and audit (diagnosis/delta_pairing.py), on plain values, and the
+"""The pairing rule of diagnose, plan and audit (world/delta_pairing.py), on plain values, and the
 version checksum parser it relies on (reading/delta_checksum.py)."""
 
 from __future__ import annotations
 
 import json
 
-from checkpoint_doctor.diagnosis.delta_pairing import (
+from checkpoint_doctor.model import DeltaOffset
+from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.world.delta_checksum import parse_checksum
+from checkpoint_doctor.world.delta_pairing import (
     BY_FORMER_ID,
     BY_TABLE_ID,
     BY_TXN_APP_ID,
@@ -14,9 +17,6 @@ from checkpoint_doctor.diagnosis.delta_pairing import (
     Candidate,
     pair_tables,
 )
-from checkpoint_doctor.model import DeltaOffset
-from checkpoint_doctor.model_delta import DeltaTable
-from checkpoint_doctor.reading.delta_checksum import parse_checksum
 
 QUERY = "q-1"
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 import checkpoint_doctor as cd
-from checkpoint_doctor.reading import delta as reading_delta
 from checkpoint_doctor.reading.budget import ByteBudget
-from checkpoint_doctor.reading.delta import read_table
+from checkpoint_doctor.world import delta_log as reading_delta
+from checkpoint_doctor.world.delta_log import read_table
 
 LINE = Path(__file__).resolve().parents[2] / "fixtures" / "delta" / "spark-3.5.9"
 STATELESS = LINE / "delta-source-stateless"  # source table at version 4 with its checksums

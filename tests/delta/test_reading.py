@@ -1,4 +1,4 @@
-"""checkpoint_doctor.reading.delta: a Delta table's log read without a JVM, locally and on S3 (moto),
+"""checkpoint_doctor.world.delta_log: a Delta table's log read without a JVM, locally and on S3 (moto),
 from tables real Spark + delta-spark wrote (fixtures/delta/)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.errors import MissingDependencyError, UsageError
-from checkpoint_doctor.reading.delta import chain, parse_commit, read_table
+from checkpoint_doctor.world.delta_log import chain, parse_commit, read_table
 from tests.s3.conftest import S3
 
 LINE = Path(__file__).resolve().parents[2] / "fixtures" / "delta" / "spark-3.5.9"

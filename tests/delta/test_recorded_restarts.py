@@ -19,8 +19,8 @@ from checkpoint_doctor.diagnosis.sinks.delta import predict as predict_sink
 from checkpoint_doctor.diagnosis.sources.delta import predict as predict_source
 from checkpoint_doctor.model import DeltaOffset
 from checkpoint_doctor.parsing.source_offsets import decode_offset
-from checkpoint_doctor.reading.delta import read_table
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from checkpoint_doctor.world.delta_log import read_table
 
 DELTA_FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "delta"
 #: The lines whose Delta restarts are recorded. Delta exists for 3.5.9, 4.0.5, 4.1.4 and 4.2.1 (none for

@@ -10,8 +10,9 @@ import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import answers_alike, traced, untraced
+from checkpoint_doctor.diagnosis.line_rules import answers_alike
 from checkpoint_doctor.diagnosis.matrix import MatrixOptions, diagnose_cells, plan_cells
+from checkpoint_doctor.diagnosis.tracing import traced, untraced
 from checkpoint_doctor.diagnosis.versions import LINES, target
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from tests.scenarios import FIXTURES
@@ -71,7 +72,7 @@ def test_every_cell_of_every_fixture_equals_the_cell_diagnosed_alone(group):
 def test_with_its_delta_tables_paired_every_cell_equals_the_cell_alone(line):
     # The Delta checks speak each line's Delta release (3.3/4.0 vs 4.4 words): a cell may take over
     # another line's parts only where those answers are alike.
-    from checkpoint_doctor.loading import load_for_verdict
+    from checkpoint_doctor.world.load import load_for_verdict
 
     compared, paired = 0, 0
     for path in sorted((FIXTURES / "delta" / line).glob("*/checkpoint")):
@@ -301,7 +302,7 @@ class _NotesUnread:
 
 
 def _delta_bases(path: Path):
-    from checkpoint_doctor.loading import load_for_verdict
+    from checkpoint_doctor.world.load import load_for_verdict
 
     loaded = load_for_verdict(str(path), None, lambda: load_checkpoint(str(path)))
     return loaded.snapshot, [replace(QUIET, delta_pairing=loaded.delta, delta=loaded.delta_named)]

@@ -14,10 +14,10 @@ from checkpoint_doctor.diagnosis.matrix import (
     diagnose_matrix,
     writer_lines,
 )
-from checkpoint_doctor.diagnosis.sinks.pairing import pairing_evidence
 from checkpoint_doctor.diagnosis.state.statefulness import STATEFUL, STATELESS, UNKNOWN
 from checkpoint_doctor.diagnosis.versions import LINES, line_of
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from checkpoint_doctor.world.sink_pairing import pairing_evidence
 from tests.scenarios import all_scenarios, scenario
 
 QUIET = DiagnoseOptions(live_window_s=0)

@@ -87,7 +87,7 @@ def test_every_fixture_answers_as_the_full_prediction(taken: list[str]) -> None:
 def test_with_its_delta_tables_paired_as_the_full_prediction(line: str, taken: list[str]) -> None:
     # A paired Delta source makes 4.3 (no Delta release) another prediction than 3.5-4.2: each
     # line's cell must still tell its own hypothesis.
-    from checkpoint_doctor.loading import load_for_verdict
+    from checkpoint_doctor.world.load import load_for_verdict
 
     compared = 0
     for path in sorted((FIXTURES / "delta" / line).glob("*/checkpoint")):

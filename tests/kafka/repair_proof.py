@@ -4,7 +4,7 @@ and the live sample (tests/kafka/test_kafka_plans_live.py).
 
 A case is a restart recorded in ``fixtures/kafka/spark-<v>/<name>/scenario.json`` that Spark refused.
 Its world (the topic's history) is rebuilt on a broker, the topic's positions read from it through the
-tool's own I/O edge (``checkpoint_doctor.reading.kafka``), the plan made with consent only where it
+tool's own I/O edge (``checkpoint_doctor.world.kafka``), the plan made with consent only where it
 asks for it, applied to a copy, and the copy restarted by real Spark with the same options after the
 world is rebuilt again. Judged: Spark starts batch 2 from exactly the positions the plan wrote (no
 range skipped beyond the consented one), reads up to the topic's latest offsets (``numInputRows`` is

@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from checkpoint_doctor.errors import EndpointUnreachableError
 from checkpoint_doctor.model import KafkaOffset, legal_topic
-from checkpoint_doctor.reading.kafka import KafkaReader
+from checkpoint_doctor.world.kafka import KafkaReader
 from tests.cli.test_schemas import validate
 from tests.kafka.test_live_audit import build_topic_as_read, copy_checkpoint
 from tests.kafka.test_live_diagnose import cli

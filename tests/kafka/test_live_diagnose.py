@@ -168,7 +168,7 @@ def test_hints_carry_the_broker_and_never_a_literal_secret() -> None:
 def test_a_missing_client_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     from checkpoint_doctor.errors import MissingDependencyError
     from checkpoint_doctor.model import KafkaOffset
-    from checkpoint_doctor.reading.kafka import read_positions
+    from checkpoint_doctor.world.kafka import read_positions
 
     monkeypatch.setitem(sys.modules, "confluent_kafka", None)  # import fails as when not installed
     with pytest.raises(MissingDependencyError) as err:
@@ -180,7 +180,7 @@ def test_option_values_from_a_file_or_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from checkpoint_doctor.errors import UsageError
-    from checkpoint_doctor.reading.kafka import parse_options
+    from checkpoint_doctor.world.kafka import parse_options
 
     (tmp_path / "pw").write_text("s3cret\n", encoding="utf-8")
     monkeypatch.setenv("KUSER", "alice")

@@ -173,7 +173,9 @@ def test_plan_never_writes_a_file_apply_would_refuse(
 
     ckpt = wide_checkpoint(tmp_path / "ckpt", 200)
     live = KafkaLive("b:9092", (("wide", tuple((p, 5, 9) for p in range(200))),))
-    monkeypatch.setattr("checkpoint_doctor.cli.repair.kafka_positions_for", lambda snapshot, kw: live)
+    monkeypatch.setattr(
+        "checkpoint_doctor.world.load.kafka_positions", lambda snapshot, bootstrap, settings: live
+    )
     monkeypatch.setattr(documents, "MAX_DOCUMENT_BYTES", 2_000)
     out = tmp_path / "plan.json"
     args = ["plan", str(ckpt), "--spark", "4.3", "--live-window", "0"]

@@ -23,6 +23,7 @@ def listing(paths: list[str]) -> Listing:
 def placements(layout: Layout) -> int:
     """Count the files the index put somewhere (Spark checksums are only counted)."""
     n = len(layout.hadoop_crcs) + len(layout.temps) + len(layout.unknown) + len(layout.ignored)
+    n += len(layout.delta_schema_logs)
     n += len(layout.state_other) + (layout.metadata is not None)
     for log in (layout.offsets, layout.commits, *layout.sources.values()):
         n += len(log.batches) + len(log.compacts) + len(log.other)
@@ -145,3 +146,18 @@ def test_every_file_is_placed_once_whatever_the_order(paths: list[str], rnd: ran
     assert placements(ordered) == len(paths)
     assert summary(shuffled) == summary(ordered)
     assert ordered.present <= set(paths)  # files outside state store data directories
+
+
+def test_delta_schema_tracking_log_files_are_delta_s_not_debris() -> None:
+    """``schemaTrackingLocation`` must lie under the checkpoint (the plan for CD240/CD241 names
+    ``<checkpoint>/_delta_schema_tracking``): Delta's ``_schema_log_<table id>`` files there are known."""
+    paths = [
+        f"_delta_schema_tracking/_schema_log_{UUID}/0",
+        f"_delta_schema_tracking/_schema_log_{UUID}/.0.crc",
+        f"offsets/_schema_log_{UUID}/1",
+        "_delta_schema_tracking/notes.txt",
+    ]
+    layout = index_listing(listing(paths))
+    assert sorted(f.path for f in layout.delta_schema_logs) == sorted(paths[:2])
+    assert [f.path for f in layout.unknown] == ["_delta_schema_tracking/notes.txt"]
+    assert placements(layout) == len(paths)

@@ -4,7 +4,7 @@ and S3 alike, and the Python API pairs it as ``diagnose`` does."""
 from __future__ import annotations
 
 import checkpoint_doctor as cd
-from checkpoint_doctor.reading.sinks import nearby_sink_urls, nearby_sinks
+from checkpoint_doctor.world.sinks import nearby_sink_urls, nearby_sinks
 from tests.conftest import FIXTURES
 from tests.storage.conftest import Backend
 

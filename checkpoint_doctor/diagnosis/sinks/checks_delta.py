@@ -16,7 +16,7 @@ the table's txn version are skipped SILENTLY (CD407), but for a batch re-run wit
 after its commit was lost: the table holds that batch already, nothing is lost. A named table that no source pairs with and
 whose txns name only other queries is a sink this query id has never written: every batch it runs
 is written again (CD408). Which tables are judged is the pairing's
-(:attr:`~checkpoint_doctor.diagnosis.delta_pairing.DeltaPairing.sink_tables`): a table found, not
+(:attr:`~checkpoint_doctor.world.delta_pairing.DeltaPairing.sink_tables`): a table found, not
 named, that other queries wrote is only mentioned (it may be anyone's).
 """
 
@@ -26,12 +26,12 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.delta_pairing import is_query_id
 from checkpoint_doctor.diagnosis.model import Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sinks.delta import predict
 from checkpoint_doctor.diagnosis.sources.checks_delta import context_pairing
 from checkpoint_doctor.ids import id_range
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.world.delta_pairing import is_query_id
 
 
 def _ranges(ids: Sequence[int]) -> str:

@@ -1,9 +1,9 @@
 """The checkpoint's Delta sources against their tables' logs (CD208-CD210), and the tables that
 could not be judged: unreadable (CD215) or copies of one table none is guessed of (CD216). Pure.
 
-The tables come from the I/O edge (``checkpoint_doctor.reading.delta``), paired with the checkpoint
+The tables come from the I/O edge (``checkpoint_doctor.world.delta_log``), paired with the checkpoint
 there (found beside it, named with ``--delta-table``, or under an audit's roots:
-``DiagnoseOptions.delta_pairing``, see :mod:`checkpoint_doctor.diagnosis.delta_pairing`), or named
+``DiagnoseOptions.delta_pairing``, see :mod:`checkpoint_doctor.world.delta_pairing`), or named
 only (``DiagnoseOptions.delta``, paired here by the same rule); without any nothing is judged and the
 matrix says how to check. What a paired source's restart does is
 :func:`checkpoint_doctor.diagnosis.sources.delta.predict`, proven by the restarts real Spark recorded
@@ -16,13 +16,13 @@ from collections.abc import Iterator, Sequence
 
 from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
-from checkpoint_doctor.diagnosis.delta_pairing import Candidate, DeltaPairing, pair_tables
 from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 #: The flag that names a Delta table, quoted wherever tables were not checked.
 FLAG = "--delta-table PATH"
@@ -31,6 +31,8 @@ _CODES = {
     "table-replaced": Code.DELTA_SOURCE_TABLE_REPLACED,
     "versions-gone": Code.DELTA_SOURCE_VERSIONS_GONE,
     "data-changed": Code.DELTA_SOURCE_CHANGE_REFUSED,
+    "schema-changed": Code.DELTA_SOURCE_SCHEMA_CHANGED,
+    "type-widened": Code.DELTA_SOURCE_TYPE_WIDENED,
 }
 
 
@@ -46,13 +48,13 @@ def pairing_of(
     pairing: DeltaPairing | None = None,
 ) -> DeltaPairing | None:
     """Return the pairing made at the edge, else that of the tables named with ``--delta-table``
-    (:func:`~checkpoint_doctor.diagnosis.delta_pairing.pair_tables`), else None (nothing looked at)."""
+    (:func:`~checkpoint_doctor.world.delta_pairing.pair_tables`), else None (nothing looked at)."""
     if pairing is not None:
         return pairing
     if tables is None:
         return None
     # A table read with its commits shows the ids it had before (CREATE OR REPLACE keeps the log), as
-    # the edge's pairing sees them (loading_delta.pair_beside): so a replaced source pairs by its old
+    # the edge's pairing sees them (world.delta.pair_beside): so a replaced source pairs by its old
     # id here too, whatever else is named. Without it ``apply``, which re-plans from the tables the
     # plan holds only (its delta_table preconditions), paired a replaced table only when it was the
     # one Delta source ("only named"), and refused its own plan of two sources (issue 33 item 7).
@@ -107,7 +109,14 @@ def restarts(
     previous = dict(delta_sources(before))
     pairs = pair(delta_sources(current), pairing)
     return [
-        (n, off, t, predict_worded(off, t, lambda: target.delta_new_wording, None, previous.get(n)))
+        (
+            n,
+            off,
+            t,
+            predict_worded(
+                off, t, lambda: target.delta_new_wording, None, previous.get(n), lambda: target.delta_release
+            ),
+        )
         for n, off, t in pairs
         if t is not None
     ]
@@ -163,6 +172,8 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
     for n, off, table, restart in restarts(ctx, p.next_batch_id, p.rerun, p.start_offsets, p.end_offsets):
         if restart.error is None or restart.code is None:
             continue
+        # The versions not read yet start at the newest offsets' (batch N's start when it is re-run).
+        resume = restart.from_version if p.rerun or restart.from_version is None else off.reservoir_version
         if restart.code == "table-replaced":
             text = (
                 f"Delta source {n} read table {off.reservoir_id}, but {table.url} is table {table.table_id} "
@@ -180,6 +191,12 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 f"the restart fails with DELTA_MISSING_FILES_UNEXPECTED_VERSION; with failOnDataLoss=false it "
                 f"skips versions {unread}..{table.earliest_version - 1}, not read yet."
             )
+        elif restart.code in ("schema-changed", "type-widened") and restart.schema_change is not None:
+            text = (
+                f"Delta source {n} resumes reading {table.url} at version {restart.from_version} (the newest "
+                f"offsets are at {off.reservoir_version}), and since then {restart.schema_change.words()} (the table "
+                f"is at version {table.latest_version}): the restart fails with {restart.error.error_class}."
+            )
         else:
             text = f"Delta source {n}: {restart.error.summary} in {table.url}; the restart fails planning the first batch."
         yield Finding(
@@ -193,8 +210,25 @@ def check_delta_sources(ctx: Context, prediction: RestartPrediction) -> Iterator
                 ("table_id", table.table_id),
                 ("checkpoint_table_id", off.reservoir_id),
                 ("earliest_version", table.earliest_version),
+                *(
+                    (
+                        ("from_version", restart.from_version),
+                        ("resume_version", resume),
+                        ("latest_version", table.latest_version),
+                        ("change", restart.schema_change.words()),
+                        ("unread_rows", _rows(table, resume) if resume is not None else None),
+                    )
+                    if restart.schema_change is not None
+                    else ()
+                ),
             ),
         )
+
+
+def _rows(table: DeltaTable, version: int) -> int | None:
+    """The rows the data-change adds of ``table``'s commits from ``version`` on hold (None: not counted)."""
+    rows = [c.rows for c in table.commits if c.version >= version]
+    return None if None in rows else sum(r for r in rows if r is not None)
 
 
 def assumption(

@@ -1,7 +1,7 @@
 """What a Delta source does on restart, from the checkpoint's ``DeltaSourceOffset`` and the table's log.
 
 Pure: takes the offset (``reservoirId``, ``reservoirVersion``, ``index``), the table as
-``reading/delta.py`` read it (:class:`~checkpoint_doctor.model_delta.DeltaTable`) and the source's
+``world/delta_log.py`` read it (:class:`~checkpoint_doctor.model_delta.DeltaTable`) and the source's
 options, and returns the restart in the words of the Delta release the line runs (delta-spark
 ``sources/DeltaSource.scala``). The order is Delta's: the table id is checked when the offset is
 read back (``DeltaSourceOffset`` -> ``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``), then the
@@ -11,15 +11,19 @@ default), then each commit read is checked (``DeltaSource.validateCommitAndDecid
 without adds are deletes, ``DELTA_SOURCE_IGNORE_DELETE`` unless ``ignoreDeletes``; removes with adds
 are changes, ``DELTA_SOURCE_TABLE_IGNORE_CHANGES`` unless ``skipChangeCommits``). An added column is
 not refused: the restarted query reads with the table's newest schema, which only widened (recorded:
-``delta-source-stateless-schema-changed`` runs on every line); a narrowing change (a column dropped
-or renamed, which needs column mapping) is not modelled. Proven by the restarts recorded in
-``fixtures/delta/`` (tests/delta/test_recorded_restarts.py).
+``delta-source-stateless-schema-changed`` runs on every line); a column renamed or dropped under
+column mapping, or a type widened, between the version the restart lists from and the latest is
+refused per Delta release (:mod:`checkpoint_doctor.diagnosis.sources.delta_schema`, recorded in
+``fixtures/delta-schema/``), after the versions are found and before a commit is read.
+Proven by the restarts recorded in ``fixtures/delta/`` (tests/delta/test_recorded_restarts.py) and
+``fixtures/delta-schema/`` (tests/delta/test_schema_changes.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from checkpoint_doctor.diagnosis.sources.delta_schema import SchemaChange, compare, describe
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.ids import id_range
 from checkpoint_doctor.model import DeltaOffset
@@ -65,6 +69,9 @@ class DeltaSourceRestart:
     code: str | None = None
     #: The version the restart lists the table's commits from.
     from_version: int | None = None
+    #: The schema change refused (``code`` ``schema-changed`` or ``type-widened``), or one the
+    #: release reads on (a widened type on Delta 4.4).
+    schema_change: SchemaChange | None = None
 
 
 def different_table(offset: DeltaOffset, table: DeltaTable) -> SparkError:
@@ -114,6 +121,80 @@ def changed(version: int) -> SparkError:
     )
 
 
+#: What each Delta release does with a widened type on restart (DeltaSource.checkReadIncompatibleSchemaChanges):
+#: refuse it as a schema change (3.3: no type widening in the read check), ask for a schema tracking
+#: log (4.0: typeWidening.enableStreamingSchemaTracking true), or read it (4.4: that conf false).
+WIDENING_SCHEMA_CHANGED = "schema-changed"
+WIDENING_SCHEMA_LOG = "schema-log"
+WIDENING_READ = "read"
+
+
+def widening(release: str) -> str:
+    """Return what Delta ``release`` does with a type widened under a stream (see the constants)."""
+    major, minor = (int(p) for p in release.split(".")[:2])
+    if (major, minor) < (4, 0):
+        return WIDENING_SCHEMA_CHANGED
+    return WIDENING_SCHEMA_LOG if (major, minor) < (4, 4) else WIDENING_READ
+
+
+def _columns(schema: str | None) -> str:
+    """A schema as Spark prints it (its JSON), shortened to its columns: ``<schema: id long, note string>``."""
+    return f"<schema: {describe(schema)}>"
+
+
+def use_schema_log(old: str | None, new: str | None, change: SchemaChange) -> SparkError:
+    """``DeltaErrors.blockStreamingReadsWithIncompatible*SchemaChanges`` (schema tracking enabled)."""
+    cls = "DELTA_STREAMING_INCOMPATIBLE_SCHEMA_CHANGE_USE_SCHEMA_LOG"
+    text = (
+        f"[{cls}] Streaming read is not supported on tables with read-incompatible schema changes (e.g. rename "
+        "or drop or datatype changes).\nPlease provide a 'schemaTrackingLocation' to enable non-additive schema "
+        "evolution for Delta stream processing.\nSee <docLink> for more details.\n"
+        f"Read schema: {_columns(old)}. Incompatible data schema: {_columns(new)}."
+    )
+    search = "Please provide a 'schemaTrackingLocation' to enable non-additive schema evolution"
+    return SparkError(text, search, "batch", cls, headline=f"{cls}: {change.words()}")
+
+
+def schema_changed_with_version(
+    version: int, old: str | None, new: str | None, change: SchemaChange
+) -> SparkError:
+    """``DeltaErrors.schemaChangedException`` with the version (Delta 3.3 on a widened type)."""
+    cls = "DELTA_SCHEMA_CHANGED_WITH_VERSION"
+    text = (
+        f"[{cls}] Detected schema change in version {version}:\nstreaming source schema: {_columns(new)}\n\n"
+        f"data file schema: {_columns(old)}\n\nPlease try restarting the query. If this issue repeats across query "
+        "restarts without\nmaking progress, you have made an incompatible schema change and need to start "
+        "your\nquery from scratch using a new checkpoint directory.\n"
+    )
+    search = f"Detected schema change in version {version}"
+    return SparkError(text, search, "batch", cls, headline=f"{cls}: {change.words()}")
+
+
+def schema_restart(
+    table: DeltaTable, start: int, release: Callable[[], str] | None
+) -> tuple[SparkError | None, str | None, SchemaChange | None]:
+    """The stream-start schema check of a restart listing changes from ``start``: the table's schema
+    there against its latest (``checkReadIncompatibleSchemaChangeOnStreamStartOnce``). Returns (error,
+    code, change); no error when nothing non-additive changed or the release reads it (a widened type
+    is not judged without ``release``)."""
+    if start >= table.latest_version:
+        return None, None, None
+    old, new = table.schema_at(start), table.schema
+    change = compare(old, new)
+    if not change.any:
+        return None, None, None
+    if change.rename_or_drop:
+        return use_schema_log(old, new, change), "schema-changed", change
+    if release is None:
+        return None, None, change
+    what = widening(release())
+    if what == WIDENING_SCHEMA_CHANGED:
+        return schema_changed_with_version(start, old, new, change), "type-widened", change
+    if what == WIDENING_SCHEMA_LOG:
+        return use_schema_log(old, new, change), "type-widened", change
+    return None, None, change
+
+
 def _hygiene(commit: DeltaCommit, options: Mapping[str, str]) -> SparkError | None:
     """DeltaSource.validateCommitAndDecideSkipping for one commit the restart reads."""
     if commit.removes == 0 or _on(options, "skipChangeCommits"):
@@ -146,7 +227,7 @@ def predict(
     release = delta_release(line)
     if release is None:
         raise ValueError(f"no Delta Lake release for Spark {line}")
-    return predict_worded(offset, table, lambda: new_wording(release), options, previous)
+    return predict_worded(offset, table, lambda: new_wording(release), options, previous, lambda: release)
 
 
 def predict_worded(
@@ -155,10 +236,12 @@ def predict_worded(
     new_wording: Callable[[], bool],
     options: Mapping[str, str] | None = None,
     previous: DeltaOffset | None = None,
+    release: Callable[[], str] | None = None,
 ) -> DeltaSourceRestart:
     """:func:`predict` on a line that has a Delta release, its wording of the one error whose words
     differ between releases asked only when that error is said (``new_wording()``, the line's
-    ``SparkTarget.delta_new_wording``: a restart matrix's lines share everything else)."""
+    ``SparkTarget.delta_new_wording``: a restart matrix's lines share everything else), and its
+    release asked only when a type was widened (``release()``, ``SparkTarget.delta_release``)."""
     opts = dict(options or {})
     if table.table_id is not None and table.table_id != offset.reservoir_id:
         return DeltaSourceRestart(different_table(offset, table), code="table-replaced")
@@ -179,6 +262,11 @@ def predict_worded(
                 from_version=start,
             )
         skipped = id_range(start, table.earliest_version - 1)  # the lowest ones: a version is any long
+    # getBatch(previous, offset) checks the schema at stream start before it lists a commit
+    # (DeltaSource.validateAndInitMetadataLogForPlannedBatchesDuringStreamStart).
+    schema_error, schema_code, change = schema_restart(table, start, release)
+    if schema_error is not None:
+        return DeltaSourceRestart(schema_error, code=schema_code, from_version=start, schema_change=change)
     for commit in table.commits:
         if commit.version < first_change:
             continue
@@ -187,4 +275,6 @@ def predict_worded(
             return DeltaSourceRestart(error, code="data-changed")
         if commit.removes and _on(opts, "skipChangeCommits"):
             skipped += (commit.version,)
-    return DeltaSourceRestart(None, (max(start, table.earliest_version), table.latest_version), skipped)
+    return DeltaSourceRestart(
+        None, (max(start, table.earliest_version), table.latest_version), skipped, schema_change=change
+    )

@@ -1,6 +1,6 @@
 """The checkpoint's Kafka positions against the topics' live positions (CD207). Pure.
 
-The live positions come from the I/O edge (``checkpoint_doctor.reading.kafka``) through
+The live positions come from the I/O edge (``checkpoint_doctor.world.kafka``) through
 ``DiagnoseOptions.kafka``; without them nothing is judged and the matrix says how to check.
 What a restart does is :func:`checkpoint_doctor.diagnosis.sources.kafka_positions.predict`, proven by the
 restarts real Spark recorded in ``fixtures/kafka/``. It models the first batch *after* the

@@ -2,7 +2,7 @@
 
 Takes a Kafka source's next offsets, the topics' live positions and retention settings, the
 timestamp of the record at each position still held (all read at the I/O edge,
-``checkpoint_doctor.reading.kafka``) and the clock, and returns a :class:`Countdown`.
+``checkpoint_doctor.world.kafka``) and the clock, and returns a :class:`Countdown`.
 
 The broker's rule (``UnifiedLog.deleteRetentionMsBreachedSegments``, run every
 ``log.retention.check.interval.ms``): a closed segment goes when ``now - segment.largestTimestamp >

@@ -9,10 +9,11 @@ from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.detect import ASYNC, MICRO_BATCH
 from checkpoint_doctor.diagnosis.facts import SnapshotFacts
-from checkpoint_doctor.diagnosis.line_rules import CellMemo, Question, answers_alike, restamped, traced
+from checkpoint_doctor.diagnosis.line_rules import CellMemo, answers_alike, cell_memo, restamped
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.restart import predict_restart, state_step
 from checkpoint_doctor.diagnosis.state.statefulness import UNKNOWN, Statefulness
+from checkpoint_doctor.diagnosis.tracing import Question, traced
 from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
@@ -96,8 +97,6 @@ class _CellSteps:
             return None
         line = real.line
         if self.memo is None:
-            from checkpoint_doctor.diagnosis import cell_memo  # the package imports this module
-
             self.memo = cell_memo(self.facts, restamped(self.base, line, mode=None))
         index = self.memo.known_prediction(real)
         if index is None:

@@ -7,12 +7,16 @@ ones are the bare Java exceptions a task fails with. ``<cp>`` stands for the che
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 
 #: What a ZipInputStream meets in a RocksDB zip: a local file header first (b"PK\x03\x04") when the
 #: zip was cut short, anything else when the file is not a zip at all.
 ZIP_LOCAL_HEADER = b"PK\x03\x04"
 UNCATEGORIZED = "CANNOT_LOAD_STATE_STORE.UNCATEGORIZED"
+#: What a transformWithState operator's restart says when its operator metadata v2 cannot be read.
+TWS_METADATA_UNREADABLE = "STDS_FAILED_TO_READ_OPERATOR_METADATA"
 
 
 class StateTexts(SparkLine):
@@ -58,7 +62,13 @@ class StateTexts(SparkLine):
                 "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
             )
         if provider == "rocksdb":
-            return self.state_file_missing("state/0/<partition>/1.changelog")
+            # A transformWithState operator (RocksDB only) reads its operator metadata v2 while
+            # planning the batch, before any store loads: 4.0/4.1 fail there instead
+            # [exp: tws_*-state-deleted on 4.0.5, 4.1.4]. With state/ gone nothing says which.
+            missing = self.state_file_missing("state/0/<partition>/1.changelog")
+            if self.error_classes:
+                return replace(missing, alternatives=(*missing.alternatives, TWS_METADATA_UNREADABLE))
+            return missing
         return self.delta_missing("state/0/<partition>", 1, 0, 0)
 
     def delta_missing(self, store_path: str, version: int, operator_id: int, partition_id: int) -> SparkError:
@@ -146,3 +156,28 @@ class StateTexts(SparkLine):
             text = "java.nio.file.NoSuchFileException: <local working dir>/metadata"
             return SparkError(text + f" (<cp>/{rel_path} is not a zip)", "NoSuchFileException", "task")
         return SparkError(f"java.io.EOFException (reading <cp>/{rel_path})", "java.io.EOFException", "task")
+
+    def tws_schema_file_missing(self, recorded: str, rel: str | None) -> SparkError:
+        """A schema file the newest operator metadata v2 names is not where it is recorded
+        (``TransformWithStateExec`` reading ``stateSchemaFilePaths`` while planning the batch; Spark
+        quotes the recorded path: ``<cp>/...`` when it lies in this checkpoint) [exp: tws-*-moved,
+        tws-*-schema-deleted on 4.0.5 .. 4.3.0]."""
+        text = f"File {f'<cp>/{rel}' if rel is not None else recorded} does not exist"
+        name = recorded.rpartition("/")[2]
+        return SparkError(text, text, "batch", None, headline=f"File .../{name} does not exist")
+
+    def tws_metadata_missing(self, operator_id: int, batch_id: int) -> SparkError:
+        """No operator metadata v2 under ``state/<op>/_metadata/v2/`` (``OperatorStateMetadataV2Reader``
+        while planning batch ``batch_id``) [exp: tws-*-metadata-deleted on 4.0.5 .. 4.3.0]."""
+        text = (
+            "[STDS_FAILED_TO_READ_OPERATOR_METADATA] Failed to read the operator metadata for "
+            f"checkpointLocation=<cp>/state/{operator_id} and batchId={batch_id}. Either the file does not "
+            "exist, or the file is corrupted."
+        )
+        return SparkError(
+            text,
+            f"Failed to read the operator metadata for checkpointLocation=<cp>/state/{operator_id} and batchId={batch_id}",
+            "batch",
+            "STDS_FAILED_TO_READ_OPERATOR_METADATA",
+            headline="STDS_FAILED_TO_READ_OPERATOR_METADATA",
+        )

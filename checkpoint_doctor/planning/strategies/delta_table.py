@@ -20,7 +20,6 @@ replacement's rows, when it holds rows the query read from the old table. Both n
 from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import Code
-from checkpoint_doctor.diagnosis.delta_pairing import BY_TABLE_ID, ONLY_BESIDE, ONLY_NAMED, SOURCE
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.diagnosis.sources.checks_delta import pairing_of
 from checkpoint_doctor.diagnosis.sources.files import newest_sources
@@ -34,6 +33,7 @@ from checkpoint_doctor.planning.strategies.delta_offsets import (
     rewrite_steps,
     versions_text,
 )
+from checkpoint_doctor.world.delta_pairing import BY_TABLE_ID, ONLY_BESIDE, ONLY_NAMED, SOURCE
 
 NAME = "delta-table"
 
