@@ -14,7 +14,12 @@ whose per-line counts other tests pin). Scenarios:
 * ``delta-two-sources-replaced``: the same, then ``source2`` replaced in place with CREATE OR REPLACE
   TABLE ... AS SELECT (a new table id, the log kept): the restart is refused
   (``DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE``) and the plan re-points source 1 only
-  (issue 33 item 7: apply refused the tool's own plan of this checkpoint).
+  (issue 33 item 7: apply refused the tool's own plan of this checkpoint);
+* ``delta-two-sources-recreated``: the same, then ``source2``'s directory deleted and a new table
+  written at its path (new id, new log): refused alike, and ``source2`` pairs as the only table
+  beside that pairs with nothing else, which the plan holds with ``source`` (apply refused the plan,
+  "the plan has 6 steps, the planner makes 0": re-planned from ``source2`` alone, two sources were
+  left to pair).
 
 Each is restarted once (default options) in a copy; what Spark did is recorded under ``restarts``.
 """
@@ -24,9 +29,11 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import delta_fixture_kit as kit
 import delta_fixtures as df
 import generate_fixtures as gf
 import jars
@@ -53,6 +60,11 @@ DAMAGE = {
             }
         ],
     },
+    "recreated": {
+        "description": "source2 directory deleted and a new table written at the same path (new table id): "
+        "v0 create, v1 ids 100..102",
+        "steps": lambda s2: [{"remove": [s2]}, df._create(s2), df._insert(s2, 100, 103)],
+    },
 }
 
 
@@ -66,23 +78,6 @@ def _job(name: str, root: Path, op: str) -> dict[str, Any]:
     job = df._job(name, QUERY, root, op, {})
     job["describe_tables"] = [str(root / "source"), str(root / "source2")]
     return job
-
-
-def _install(src: Path, dest: Path) -> None:
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.mkdir(parents=True)
-    for sub in PARTS:
-        if (src / sub).exists():
-            shutil.copytree(src / sub, dest / sub)
-
-
-def _tables(result: dict[str, Any], root: Path) -> dict[str, Any]:
-    out = {}
-    for k, v in (result.get("tables") or {}).items():
-        name = Path(k.replace("<input>", str(root / "source"))).name
-        out[name] = v
-    return out
 
 
 def write_line(version: str) -> None:
@@ -119,138 +114,98 @@ def write_line(version: str) -> None:
         jobs.append(
             _world(f"union/{version}/{BASE}-{damage}", root, steps + spec["steps"](str(root / "source2")))
         )
-    results = gf.run_sparklab(version, jobs, "delta-union-world", env)
-    by_id = {r["id"]: r for r in results}
-    problems = [f"{r['id']}: {r['error']['message'].splitlines()[0]}" for r in results if r.get("error")]
-    release = jars.delta_release(version)
-    assert release is not None
-    run1 = by_id[f"union/{version}/run1"]
-    scenarios = [(BASE, "", base, by_id[f"union/{version}/world2"])] + [
-        (
-            f"{BASE}-{d}",
-            spec["description"],
-            work / "damaged" / f"{BASE}-{d}",
-            by_id[f"union/{version}/{BASE}-{d}"],
-        )
+    # One sparklab run a line: each scenario restarted on a copy made in the run, and every damage
+    # (all refused: DIFFERENT_DELTA_TABLE_READ_BY_STREAMING_SOURCE) repaired on another copy by the
+    # tool's plan, planned and applied by the CLI as sparklab's before_argv, then restarted.
+    same = tuple((sub, sub) for sub in PARTS)
+    scenarios = [(BASE, "", base, f"union/{version}/world2")] + [
+        (f"{BASE}-{d}", spec["description"], work / "damaged" / f"{BASE}-{d}", f"union/{version}/{BASE}-{d}")
         for d, spec in DAMAGE.items()
     ]
-    restart_jobs, files = [], []
-    for name, damage, root, world in scenarios:
+    for name, damage, root, _ in scenarios:
+        oracle = work / "oracle" / name
+        jobs.append(kit.copy_job(f"union/{version}/{name}/oracle-copy", root, oracle, same))
+        jobs.append(_job(f"delta-union/{version}/{name}#default", oracle, "restart"))
+        if damage:
+            repaired = work / "repaired" / name
+            jobs.append(kit.copy_job(f"union/{version}/{name}/repair-copy", root, repaired, same))
+            job = _job(f"delta-union/{version}/{name}#repaired", repaired, "restart")
+            job["before_argv"] = kit.plan_apply_argv(repaired / "checkpoint", work / "plans" / f"{name}.json")
+            jobs.append(job)
+    (work / "plans").mkdir()
+    results = gf.run_sparklab(version, jobs, "delta-union", env)
+    by_id = {r["id"]: r for r in results}
+    for result in results:
+        result["tables"] = kit.tables(result)
+    world = [r for r in results if not r["id"].startswith("delta-union/")]
+    for name, damage, root, world_id in scenarios:
         dest = UNION_FIXTURES / f"spark-{version}" / name
-        _install(root, dest)
-        fp = df.fingerprint(dest)
-        scenario = {
-            "schema_version": gf.SCHEMA_VERSION,
-            "name": name,
-            "spark_version": version,
-            "kind": "damaged" if damage else "base",
-            "base": BASE if damage else None,
-            "description": BASE_DESCRIPTION + (f" Damage: {damage}." if damage else ""),
-            "query": QUERY,
-            "written_with": {"trigger": "once", "delta_spark": f"io.delta:{release[0]}:{release[1]}"},
-            "query_id": run1.get("query_id"),
-            "tables": _tables(world, root),
-            "facts": gf.compute_facts(dest, QUERY),
-            "fingerprint": fp,
-            "restarts": [
-                {
-                    "spark": version,
-                    "mode": "micro-batch",
-                    "query": QUERY["name"],
-                    "source_options": {},
-                    "fingerprint": fp,
-                    "result": None,
-                }
-            ],
-        }
-        if problems:
-            scenario["generation_problems"] = problems
-        gf.write_json(dest / "scenario.json", scenario)
-        tmp = work / "oracle" / name
-        _install(dest, tmp)
-        restart_jobs.append(_job(f"delta-union/{version}/{name}#default", tmp, "restart"))
-        files.append((dest / "scenario.json", tmp))
-    for (sfile, tmp), result in zip(
-        files, gf.run_sparklab(version, restart_jobs, "delta-union-oracle", env), strict=True
-    ):
-        data = gf.load_json(sfile)
-        result["tables"] = _tables(result, tmp)
-        data["restarts"][0]["result"] = result
-        gf.write_json(sfile, data)
-        err = result.get("error")
-        gf.log(
-            f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
-            f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
+        kit.install(root, dest, PARTS)
+        data = kit.scenario(
+            version,
+            name,
+            dest,
+            QUERY,
+            base=BASE if damage else None,
+            description=BASE_DESCRIPTION + (f" Damage: {damage}." if damage else ""),
+            query_id=by_id[f"union/{version}/run1"].get("query_id"),
+            tables_now=by_id[world_id]["tables"],
+            generation_problems=kit.problems(world),
         )
-    _record_repair(version, work, env)
+        data["restarts"][0]["result"] = by_id[f"delta-union/{version}/{name}#default"]
+        kit.log_result(data["restarts"][0]["result"])
+        repaired = by_id.get(f"delta-union/{version}/{name}#repaired")
+        if repaired is not None:
+            plan = kit.applied_plan(work / "plans" / f"{name}.json", repaired)
+            data["repair"] = kit.repair_record(plan, repaired)
+            kit.log_result(repaired, rows=True)
+        gf.write_json(dest / "scenario.json", data)
     shutil.rmtree(work, ignore_errors=True)
 
 
-def _record_repair(version: str, work: Path, env: dict[str, str]) -> None:
+def _repairs(
+    version: str, work: Path, names: list[str]
+) -> tuple[list[dict[str, Any]], Callable[[list[dict[str, Any]]], None]]:
     """Plan (``--accept-data-loss``: the plan skips and re-reads rows) and apply the tool's repair of
-    each refused scenario on a copy, restart the copy with real Spark, record it under ``repair``:
-    the plan's strategy and consequences and what Spark did (tests/delta/test_union_repairs.py
-    replays it: batch and rows read per source as the plan says)."""
-    import subprocess
+    each named (refused) scenario on a copy; return the jobs that restart the copies with real Spark
+    and what records each result under the scenario's ``repair``: the plan's strategy and
+    consequences and what Spark did (tests/delta/test_union_repairs.py replays it: batch and rows
+    read per source as the plan says)."""
+    jobs, plans = [], []
+    for name in names:
+        tmp = work / "repaired" / name
+        kit.install(UNION_FIXTURES / f"spark-{version}" / name, tmp, PARTS)
+        plans.append(kit.plan_and_apply(tmp / "checkpoint", work / "repaired" / f"{name}.plan.json"))
+        jobs.append(_job(f"delta-union/{version}/{name}#repaired", tmp, "restart"))
 
-    for sfile in sorted((UNION_FIXTURES / f"spark-{version}").glob("*/scenario.json")):
-        data = gf.load_json(sfile)
-        if data["restarts"][0]["result"].get("error") is None:
-            continue
-        tmp = work / "repaired" / data["name"]
-        _install(sfile.parent, tmp)
-        plan_file = work / "repaired" / f"{data['name']}.plan.json"
-        py = [sys.executable, "-m", "checkpoint_doctor"]
-        run_env = {**os.environ, "PYTHONPATH": str(gf.REPO)}
-        for argv in (
-            [
-                *py,
-                "plan",
-                str(tmp / "checkpoint"),
-                "--live-window",
-                "0",
-                "--accept-data-loss",
-                "-o",
-                str(plan_file),
-            ],
-            [*py, "apply", str(plan_file), "--yes"],
-        ):
-            proc = subprocess.run(argv, capture_output=True, text=True, env=run_env, cwd=str(gf.REPO))
-            if proc.returncode != 0:
-                raise RuntimeError(
-                    f"{' '.join(argv)} exited {proc.returncode}: {proc.stdout[-2000:]}{proc.stderr[-2000:]}"
-                )
-        plan = gf.load_json(plan_file)
-        (result,) = gf.run_sparklab(
-            version,
-            [_job(f"delta-union/{version}/{data['name']}#repaired", tmp, "restart")],
-            "delta-union-repair",
-            env,
-        )
-        result["tables"] = _tables(result, tmp)
-        data["repair"] = {
-            "strategy": plan["strategy"],
-            "expected": plan["expected"],
-            "result": result,
-        }
-        gf.write_json(sfile, data)
-        err = result.get("error")
-        gf.log(
-            f"   {result['id']}: started={result['started']} batches={[b['batchId'] for b in result['batches']]}"
-            f" rows={[[s['numInputRows'] for s in b['sources']] for b in result['batches']]}"
-            f" error={(err['message'].splitlines() or [''])[0][:160] if err else None}"
-        )
+    def finish(results: list[dict[str, Any]]) -> None:
+        for name, plan, result in zip(names, plans, results, strict=True):
+            sfile = UNION_FIXTURES / f"spark-{version}" / name / "scenario.json"
+            data = gf.load_json(sfile)
+            result["tables"] = kit.tables(result)
+            data["repair"] = kit.repair_record(plan, result)
+            gf.write_json(sfile, data)
+            kit.log_result(result, rows=True)
+
+    return jobs, finish
+
+
+def repair_only(version: str) -> None:
+    """Record the repairs again on the fixtures as written (a tool change), in one sparklab run."""
+    work = gf.SCRATCH / "delta-union" / f"repair-{version}"
+    shutil.rmtree(work, ignore_errors=True)
+    names = [f"{BASE}-{d}" for d in DAMAGE if (UNION_FIXTURES / f"spark-{version}" / f"{BASE}-{d}").is_dir()]
+    jobs, finish = _repairs(version, work, names)
+    finish(gf.run_sparklab(version, jobs, "delta-union-repair", df._spark_env(version)))
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":  # pragma: no cover - a fixture script
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
     # ``--repair-only 4.2.1``: record the repairs of the fixtures already written (a tool change).
-    repair_only = "--repair-only" in sys.argv
+    only_repairs = "--repair-only" in sys.argv
     for v in [a for a in sys.argv[1:] if a != "--repair-only"] or list(df.gf.VERSIONS):
-        if not repair_only:
+        if not only_repairs:
             write_line(v)
         elif jars.delta_release(v) is not None:
-            scratch = gf.SCRATCH / "delta-union" / f"repair-{v}"
-            shutil.rmtree(scratch, ignore_errors=True)
-            _record_repair(v, scratch, df._spark_env(v))
-            shutil.rmtree(scratch, ignore_errors=True)
+            repair_only(v)

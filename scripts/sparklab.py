@@ -252,6 +252,33 @@ def q_rate_to_delta(spark, job):
     return df.writeStream.format("delta").option("path", job["sink"]).outputMode("append")
 
 
+#: The txnAppId of ``rate_to_delta_txn``'s writes: a fixed name, as Delta's documentation of
+#: idempotent foreachBatch writes shows it (not the query id: a new checkpoint keeps it).
+TXN_APP_ID = "checkpoint-doctor-foreach-batch"
+
+
+@query("rate_to_delta_txn")
+def q_rate_to_delta_txn(spark, job):
+    """rate-micro-batch -> foreachBatch appending batch b (values [5b, 5b+5)) to the Delta table at
+    ``sink`` with the writer options txnAppId = TXN_APP_ID (``query_args.txn_app_id``) and
+    txnVersion = b: delta-spark's idempotent writes (WriteIntoDelta -> DeltaCommand.hasBeenExecuted
+    skips a write whose version is at or below the table's txn version for the appId)."""
+    app_id = str(_args(job).get("txn_app_id") or TXN_APP_ID)
+    sink = job["sink"]
+    df = rate_micro_batch(spark, job).select(F.col("value"), (F.col("value") % 3).alias("key"))
+
+    def write(batch_df: DataFrame, batch_id: int) -> None:
+        (
+            batch_df.write.format("delta")
+            .option("txnAppId", app_id)
+            .option("txnVersion", str(batch_id))
+            .mode("append")
+            .save(sink)
+        )
+
+    return df.writeStream.foreachBatch(write)
+
+
 @query("stateless_two_sources")
 def q_stateless_two_sources(spark, job):
     a = rate_micro_batch(spark, job).select("value", "timestamp")

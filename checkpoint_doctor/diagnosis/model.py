@@ -256,7 +256,11 @@ class DiagnoseOptions:
     def delta_tables(self) -> tuple[DeltaTable, ...] | None:
         """Return every Delta table this verdict knows (paired, found beside or named), each once, or
         None when none was read: what the planner's Delta strategies and counts work from."""
-        paired = self.delta_pairing.tables if self.delta_pairing is not None else ()
+        # The tables beside it that other appIds wrote too: a foreachBatch's idempotent writes name
+        # their own appId (CD407 judges them, delta-sink-txn plans from them).
+        paired = (
+            (*self.delta_pairing.tables, *self.delta_pairing.others) if self.delta_pairing is not None else ()
+        )
         named = self.delta or ()
         if self.delta_pairing is None and self.delta is None:
             return None

@@ -34,6 +34,7 @@ checkpoint (:mod:`checkpoint_doctor.world.delta_discovery`) and read the tables 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +53,14 @@ SOURCE = "source"
 SINK = "sink"
 #: The flag that names a Delta table.
 FLAG = "--delta-table"
+#: A streaming query id (StreamMetadata's ``id``, ``UUID.randomUUID``): DeltaSink's txn appId is one.
+_QUERY_ID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+def is_query_id(app_id: str) -> bool:
+    """Whether a txn appId can be a streaming query id (DeltaSink's appId), not a job's own name (a
+    foreachBatch's txnAppId)."""
+    return _QUERY_ID.fullmatch(app_id) is not None
 
 
 @dataclass(frozen=True)
@@ -197,11 +206,21 @@ class DeltaPairing:
                 f"guessed; pass {FLAG} with the path of its sink to check the restart against it"
             )
         for table in self.others:
-            apps = ", ".join(f"{app} (batch {v})" for app, v in table.txns)
-            out.append(
-                f"Delta table {table.url} beside the checkpoint was written by other queries ({apps}), never by "
-                f"this query id: not paired; if it is this query's sink, pass {FLAG} {table.url}"
-            )
+            streams = [(app, v) for app, v in table.txns if is_query_id(app)]
+            if streams:
+                apps = ", ".join(f"{app} (batch {v})" for app, v in streams)
+                out.append(
+                    f"Delta table {table.url} beside the checkpoint was written by other queries ({apps}), never "
+                    f"by this query id: not paired; if it is this query's sink, pass {FLAG} {table.url}"
+                )
+            writes = [(app, v) for app, v in table.txns if not is_query_id(app)]
+            if writes:
+                apps = ", ".join(f"'{app}' (version {v})" for app, v in writes)
+                out.append(
+                    f"Delta table {table.url} beside the checkpoint holds idempotent writes' txns ({apps}): appIds "
+                    "that are no query id, as a foreachBatch's txnAppId; judged as this query's writes by that "
+                    "appId with the batch id as txnVersion"
+                )
         for url, why in self.unread:
             out.append(f"Delta table {url} not read: {why}")
         return out

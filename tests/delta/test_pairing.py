@@ -80,13 +80,25 @@ def test_a_table_this_query_writes_is_its_sink_not_a_spare_source() -> None:
     assert got.unpaired == ((0, "A"),)
 
 
+LOST_QUERY = "5c1f0e2a-93b1-4f55-9a57-0d3c1c6e2b7a"  # a query id: StreamMetadata's UUID
+
+
 def test_a_table_beside_written_by_others_only_is_named_not_judged() -> None:
-    other = Candidate(table("/job/old", "S", (("lost-query", 2),)), beside=True)
+    other = Candidate(table("/job/old", "S", ((LOST_QUERY, 2),)), beside=True)
     got = pair_tables([], QUERY, [other])
     assert got.pairs == () and got.sink_tables == ()
-    assert "written by other queries (lost-query (batch 2)), never by this query id" in got.text
+    assert f"written by other queries ({LOST_QUERY} (batch 2)), never by this query id" in got.text
     named = pair_tables([], QUERY, [Candidate(other.table, named=True)])
     assert named.sink_tables == (other.table,)  # named: judged as the sink (CD408)
+
+
+def test_a_table_beside_holding_an_idempotent_write_s_txn_says_how_it_is_judged() -> None:
+    """An appId that is no query id is no DeltaSink's: a foreachBatch's txnAppId (issue 33 item 6),
+    not "another query" to name with --delta-table."""
+    writes = Candidate(table("/job/out", "S", (("nightly-app", 7),)), beside=True)
+    got = pair_tables([], QUERY, [writes])
+    assert got.others == (writes.table,) and "written by other queries" not in got.text
+    assert "holds idempotent writes' txns ('nightly-app' (version 7))" in got.text
 
 
 def test_the_version_checksum_gives_the_state_or_nothing() -> None:

@@ -117,3 +117,45 @@ def test_the_repair_was_restarted_by_spark_and_read_what_the_plan_says(
     assert code == 0, capsys.readouterr().out
     plan = json.loads(out.read_text(encoding="utf-8"))
     assert _paths_out(plan["expected"], root) == _paths_out(repair["expected"])
+
+
+RECREATED = "delta-two-sources-recreated"
+RECREATED_LINES = sorted(
+    p.parent.parent.name.removeprefix("spark-") for p in UNION.glob(f"spark-*/{RECREATED}/scenario.json")
+)
+
+
+@pytest.mark.parametrize("line", RECREATED_LINES)
+def test_the_plan_for_one_recreated_source_of_two_is_applied_and_was_restarted_by_spark(
+    line: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """source2 deleted and written anew (a new id, a new log) pairs as the only table beside that
+    pairs with nothing else: apply re-plans from the tables the plan holds, so the plan holds source
+    too (source 0's table by id, what made source2 the only one left). Without it apply refused the
+    tool's own plan: "the plan has 6 steps, the planner makes 0" (issue 33 item 7)."""
+    recorded = _recorded(line, RECREATED)
+    assert recorded["error"] is not None and "DIFFERENT_DELTA_TABLE" in recorded["error"]["message"]
+    root = _copy(tmp_path, line, RECREATED)
+    ckpt = str(root / "checkpoint")
+    plans = []
+    for i in (1, 2):
+        out = tmp_path / f"plan{i}.json"
+        code = main(["plan", ckpt, "--live-window", "0", "--accept-data-loss", "-o", str(out)])
+        assert code == 0, capsys.readouterr().out
+        plans.append(json.loads(out.read_text(encoding="utf-8")))
+    assert plans[0] == plans[1] and plans[0]["strategy"] == "delta-table"
+    held = [p["url"] for p in plans[0]["preconditions"] if p["kind"] == "delta_table"]
+    assert held == [str(root / "source2"), str(root / "source")]
+    code = main(["apply", str(tmp_path / "plan1.json"), "--yes"])
+    assert code == 0, capsys.readouterr().out
+    after = cd.diagnose(ckpt, spark=[line], live_window_s=0)
+    assert after.primary.diagnosis.prediction.starts, after.primary.diagnosis.prediction.summary
+    # The recording applied the same plan to a copy; Spark ran batch 2: source 0 its unread version 4
+    # (5 rows), source 1 the new table as of its version 1 (ids 100..102).
+    repair = json.loads((UNION / f"spark-{line}" / RECREATED / "scenario.json").read_text())["repair"]
+    (batch,) = repair["result"]["batches"]
+    assert (
+        repair["strategy"] == "delta-table" and batch["batchId"] == repair["expected"]["next_batch_id"] == 2
+    )
+    assert [s["numInputRows"] for s in batch["sources"]] == [5, 3]
+    assert _paths_out(plans[0]["expected"], root) == _paths_out(repair["expected"])

@@ -75,13 +75,19 @@ CODES: tuple[CodeInfo, ...] = (
         "DeltaSink commits every batch with a txn action (appId = query id, version = batch id) and skips "
         "a batch whose id is at or below the table's txn version for the query, logging only 'Skipping "
         "already complete epoch'. A checkpoint rolled back below that version re-plans batches whose rows "
-        "are never written, whatever the source reads for them now.",
-        "The checkpoint was rolled back, restored from an older copy, or its newest batches were removed.",
+        "are never written, whatever the source reads for them now. A foreachBatch writing the table with "
+        "the options txnAppId and txnVersion (the batch id) is skipped alike by Delta's idempotent writes "
+        "(WriteIntoDelta: 'Already completed batch N in application A. This will be skipped.'), and its appId "
+        "is the job's own name: a new checkpoint's batch ids from 0 are skipped too. Trigger.Once plans one "
+        "batch a run: each restart skips the next id until the one above the txn version.",
+        "The checkpoint was rolled back, restored from an older copy, or its newest batches were removed; "
+        "for a foreachBatch's txnAppId, also a checkpoint deleted and started anew.",
         "Roll back no further than the table's txn version, or accept that the re-planned batches are not "
         "written (the finding names them), or plan with --accept-data-loss (the table paired beside the "
         "checkpoint, or named with --delta-table): delta-sink-txn records the batch ids the table holds as done, so "
         "none is skipped (their rows are written again).",
         "Skipping already complete epoch",
+        "This will be skipped",
     ),
     _c(
         Code.DELTA_SINK_WRITES_AGAIN,
@@ -89,8 +95,10 @@ CODES: tuple[CodeInfo, ...] = (
         WARNING,
         "A Delta table was written by another query id: this query writes every batch to it again",
         "DeltaSink deduplicates by the txn appId, which is the query id: a new checkpoint (new id) on a "
-        "table an old one wrote has no txn there, so batch 0 onwards are appended again.",
-        "The checkpoint was lost or replaced while the sink table kept its rows.",
+        "table an old one wrote has no txn there, so batch 0 onwards are appended again: named for a table "
+        "named with --delta-table, and for this query's sink table when another query id's txn there is at "
+        "or above the batch the restart runs.",
+        "The checkpoint was lost or replaced (or deleted and started anew) while the sink table kept its rows.",
         "Start the new query from where the old one stopped (startingVersion / startingOffsets), or remove "
         "the rows the old query wrote.",
     ),

@@ -9,6 +9,11 @@ and ``commits/K``, so a restart replays ``getBatch(offsets V-1, offsets V)`` ove
 plans batch V+1 from where batch K ended; the sink writes it (V+1 is above its txn version). Nothing
 is skipped; what batches K+1..V wrote is read and written again (counted from the table's commits
 carrying those txns). Stateless queries only: a stateful one would need state versions K+2..V+1.
+
+The same holds for a ``foreachBatch`` writing the table with ``txnAppId``/``txnVersion`` (WriteIntoDelta
+skips a version at or below the txn's, ``DeltaCommand.hasBeenExecuted``): its finding names the appId,
+and batch V+1's write carries txnVersion V+1, above it. Proven by the restarts recorded in
+``fixtures/delta-txn/`` (tests/delta/test_foreach_txn.py).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     """Record the batch ids the Delta sink holds as empty batches of this checkpoint."""
     details = dict(finding.details)
     table = next((t for t in ctx.options.diagnose.delta_tables or () if t.url == details.get("table")), None)
-    version, query_id = details.get("txn_version"), details.get("query_id")
+    # DeltaSink's appId is the query id; a foreachBatch's idempotent writes name their own.
+    version, query_id = details.get("txn_version"), details.get("app_id") or details.get("query_id")
     snapshot = ctx.snapshot
     newest, committed = snapshot.offsets.latest_id, snapshot.commits.latest_id
     if table is None or not isinstance(version, int) or not isinstance(query_id, str) or newest is None:
@@ -72,7 +78,7 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
     ids = range(newest + 1, version + 1)
     span = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else str(ids[0])
     written = [c for c in table.commits if any(app == query_id and v in ids for app, v in c.txns)]
-    again = counted(written) if len(written) == len(ids) else "not counted: their commits left the log"
+    again = counted(written) if len(written) == len(ids) else "not counted: their commits were not read"
     note = f"batch(es) {span} := copies of offsets/{newest} and commits/{newest}; the next batch is {version + 1}"
     loss = (
         f"{DUPLICATES}Delta sink ({table.url}): nothing is skipped, but batch {version + 1} reads from the end "

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
+from checkpoint_doctor.diagnosis.sources.checks_delta import pairing_of
+from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.strategies.delta_offsets import (
@@ -31,6 +33,7 @@ from checkpoint_doctor.planning.strategies.delta_offsets import (
     rewrite_steps,
     versions_text,
 )
+from checkpoint_doctor.world.delta_pairing import BY_TABLE_ID, ONLY_BESIDE, ONLY_NAMED, SOURCE
 
 NAME = "delta-table"
 
@@ -46,6 +49,30 @@ def replacement_start(table: DeltaTable) -> int | None:
         elif first is None:
             first = commit.version
     return first
+
+
+def relied_on(ctx: PlanContext, source: int) -> tuple[DeltaTable, ...]:
+    """Return the other Delta sources' tables that Delta source ``source``'s pairing relied on.
+
+    A table paired as the only one that pairs with nothing else (beside the checkpoint, or named) is
+    the source's only because every other Delta source paired with its own table by id. ``apply``
+    re-plans from the tables the plan holds alone (its delta_table preconditions): holding only the
+    re-pointed table, its re-plan had two sources and one table left, paired none, and refused the
+    tool's own plan of a recreated table ("the plan has 6 steps, the planner makes 0", issue 33
+    item 7). So such a plan holds those tables too: the pairing is made again from them, and a table
+    replaced since refuses the plan by its precondition."""
+    d = ctx.options.diagnose
+    pairing = pairing_of(newest_sources(ctx.snapshot), d.delta, ctx.snapshot.query_id, d.delta_pairing)
+    if pairing is None:
+        return ()
+    mine = next((p for p in pairing.pairs if p.role == SOURCE and p.source == source), None)
+    if mine is None or mine.how not in (ONLY_BESIDE, ONLY_NAMED):
+        return ()
+    others = sorted(
+        (p for p in pairing.pairs if p.role == SOURCE and p.source != source and p.how == BY_TABLE_ID),
+        key=lambda p: p.source or 0,
+    )
+    return tuple(p.table for p in others)
 
 
 def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
@@ -117,7 +144,8 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         f"{table.table_id} {at} in offsets/{where.newest - 1} and offsets/{where.newest}"
     )
     loss = f"Delta source {where.source} ({table.url}): {skipped}; {reads}"
-    return [Option(NAME, steps, (finding.code,), note=note, loss=loss, holds=(hold(table),))]
+    holds = (hold(table), *(hold(t) for t in relied_on(ctx, where.source)))
+    return [Option(NAME, steps, (finding.code,), note=note, loss=loss, holds=holds)]
 
 
 STRATEGY = Strategy(NAME, NAME, (Code.DELTA_SOURCE_TABLE_REPLACED,), propose)
