@@ -853,6 +853,8 @@ class OperatorStateMetadata:
     stores: tuple[tuple[str, int], ...]
     schema_file_paths: tuple[str, ...] = ()
     properties: TransformWithStateProperties | None = None
+    #: A 4.0.0 writer's ``stateSchemaFilePath`` (one per store): not read by a restart.
+    legacy_schema_file_paths: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-safe dict."""

@@ -258,12 +258,14 @@ def main(argv: list[str]) -> int:
         broker = start(*(argv[:1] or [jars.KAFKA_VERSION]))
     except _Terminated:
         return 143
-    print(
-        f"bootstrap={broker.bootstrap} kafka={broker.version} ready_in_s={broker.started_in_s} "
-        f"pid={broker.process.pid} dir={broker.workdir}",
-        flush=True,
-    )
     try:
+        # Inside the try: a SIGTERM sent as soon as this line is read (a test does) must stop the
+        # broker too, not escape between the print and the wait (exit 1, the JVM left behind).
+        print(
+            f"bootstrap={broker.bootstrap} kafka={broker.version} ready_in_s={broker.started_in_s} "
+            f"pid={broker.process.pid} dir={broker.workdir}",
+            flush=True,
+        )
         broker.process.wait()
     except (KeyboardInterrupt, _Terminated):
         pass

@@ -375,7 +375,7 @@ def transform_with_state(snapshot: CheckpointSnapshot, op: StateOperator) -> Jso
         "metadata_batch": op.metadata_v2_batches[-1] if op.metadata_v2_batches else None,
         "variables": variables,
         "internal_column_families": sorted(n for n in families if n not in names),
-        "schema_files": list(meta.schema_file_paths),
+        "schema_files": list(meta.schema_file_paths or meta.legacy_schema_file_paths),
     }
 
 

@@ -74,13 +74,17 @@ def parse_operator_metadata(data: bytes, *, path: str) -> OperatorStateMetadata:
         operator_name=str(info.get("operatorName", "")),
         stores=tuple((str(name), int(n or 0)) for name, n in store_infos),
         schema_file_paths=_schema_file_paths(stores) if version >= 2 else (),
+        legacy_schema_file_paths=_legacy_schema_file_path(stores) if version >= 2 else (),
         properties=_tws_properties(obj.get("operatorPropertiesJson"), path=path) if version >= 2 else None,
     )
 
 
 def _schema_file_paths(stores: list[object]) -> tuple[str, ...]:
-    """Every state schema file a v2 metadata names (``StateStoreMetadataV2.stateSchemaFilePaths``;
-    older writers kept one ``stateSchemaFilePath``), absolute as the writer put them."""
+    """Every state schema file a v2 metadata names in ``StateStoreMetadataV2.stateSchemaFilePaths``,
+    absolute as the writer put them. A 4.0.0 writer's single ``stateSchemaFilePath`` is not one a
+    restart reads: TransformWithStateSuite restarts such checkpoints (checkpoint-version-4.0.0-tws-*,
+    written under another machine's /Users/... path) from a copy, and they start; it is kept apart
+    (:func:`_legacy_schema_file_path`)."""
     out: list[str] = []
     for store in stores:
         if not isinstance(store, dict):
@@ -88,9 +92,16 @@ def _schema_file_paths(stores: list[object]) -> tuple[str, ...]:
         paths = store.get("stateSchemaFilePaths")
         if isinstance(paths, list):
             out.extend(str(p) for p in paths if isinstance(p, str))
-        elif isinstance(store.get("stateSchemaFilePath"), str):
-            out.append(str(store["stateSchemaFilePath"]))
     return tuple(out)
+
+
+def _legacy_schema_file_path(stores: list[object]) -> tuple[str, ...]:
+    """The 4.0.0 writers' single ``stateSchemaFilePath`` of each store (shown, not judged)."""
+    return tuple(
+        str(s["stateSchemaFilePath"])
+        for s in stores
+        if isinstance(s, dict) and isinstance(s.get("stateSchemaFilePath"), str)
+    )
 
 
 def _tws_properties(raw: object, *, path: str) -> TransformWithStateProperties | None:
