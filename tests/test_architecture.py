@@ -161,13 +161,8 @@ LEAVES = ("checkpoint_doctor.valueclasses",)
 #: belong below both (reading/), and move there once the branches that edit them are merged (issue
 #: 35). The tool's own writes are read through the journal's reader (execution/journal, history).
 TOLERATED: set[tuple[str, str]] = {
-    ("checkpoint_doctor.world.delta", "checkpoint_doctor.diagnosis.sources.checks_delta"),
-    ("checkpoint_doctor.world.delta", "checkpoint_doctor.diagnosis.sources.files"),
-    ("checkpoint_doctor.world.load", "checkpoint_doctor.diagnosis.sources.files"),
-    ("checkpoint_doctor.world.load", "checkpoint_doctor.diagnosis.sources.kafka"),
     ("checkpoint_doctor.world.load", "checkpoint_doctor.execution.history"),
     ("checkpoint_doctor.world.load", "checkpoint_doctor.execution.journal"),
-    ("checkpoint_doctor.world.sink_pairing", "checkpoint_doctor.diagnosis.detect"),
 }
 
 #: outside package -> the only modules (prefixes) allowed to import it

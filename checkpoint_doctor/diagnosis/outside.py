@@ -8,7 +8,7 @@ from checkpoint_doctor.diagnosis.model import DiagnoseOptions
 from checkpoint_doctor.diagnosis.sinks.checks import sink_not_checked
 from checkpoint_doctor.diagnosis.sources import checks_delta
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
+from checkpoint_doctor.reading.positions import newest_sources
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 

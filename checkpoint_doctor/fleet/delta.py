@@ -27,14 +27,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, cast
 
-from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.fleet.delta_report import PAIRED_NOTE
 from checkpoint_doctor.fleet.discovery import DELTA_LOG, NOTE_DELTA, join, parent_of
 from checkpoint_doctor.fleet.records import AuditNote
 from checkpoint_doctor.model import Listing
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.reading.positions import delta_sources, newest_sources
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage
 from checkpoint_doctor.world.delta import complete_sources, own_unread

@@ -15,17 +15,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from checkpoint_doctor.diagnosis.sources.kafka import (
-    FLAG,
-    kafka_sources,
-    newest_sources,
-    retention_countdown,
-    topics_of,
-    unread_offsets,
-)
+from checkpoint_doctor.diagnosis.sources.kafka import FLAG, retention_countdown, topics_of
 from checkpoint_doctor.diagnosis.sources.kafka_retention import ORDER, TIME, Countdown
 from checkpoint_doctor.fleet.records import CheckpointRecord, KafkaPart, PartitionWindow, Record
 from checkpoint_doctor.model import KafkaLive, KafkaOffset
+from checkpoint_doctor.reading.positions import kafka_sources, newest_sources, unread_offsets
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 NOT_CHECKED = (

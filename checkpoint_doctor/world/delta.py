@@ -11,10 +11,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from checkpoint_doctor.diagnosis.sources.checks_delta import delta_sources
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.errors import CheckpointDoctorError
 from checkpoint_doctor.model_delta import DeltaTable
+from checkpoint_doctor.reading.positions import delta_sources, newest_sources
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.world.delta_discovery import NearbyTables, first_table_id, read_on, source_versions
 from checkpoint_doctor.world.delta_log import read_table

@@ -205,8 +205,7 @@ def kafka_positions(
     """Return the live positions of the Kafka topics the checkpoint's newest offsets read (what a new
     batch starts from) and where its unread records start, asked of the broker at ``bootstrap``
     (None without a Kafka source): ``AdminClient`` through :mod:`checkpoint_doctor.world.kafka`."""
-    from checkpoint_doctor.diagnosis.sources.files import newest_sources
-    from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources, unread_offsets
+    from checkpoint_doctor.reading.positions import kafka_sources, newest_sources, unread_offsets
     from checkpoint_doctor.world.kafka import read_positions
 
     offsets = [off for _, off in [*kafka_sources(newest_sources(snapshot)), *unread_offsets(snapshot)]]

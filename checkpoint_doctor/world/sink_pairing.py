@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Generic, TypeVar
 
-from checkpoint_doctor.diagnosis.detect import ASYNC, CONTINUOUS, detect_mode
+from checkpoint_doctor.reading.mode import ASYNC, CONTINUOUS, detect_mode
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.valueclasses import frozen
 

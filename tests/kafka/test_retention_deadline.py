@@ -15,8 +15,8 @@ import kafka_world
 import pytest
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-from checkpoint_doctor.diagnosis.sources.kafka import unread_offsets
 from checkpoint_doctor.reading.pipeline import load_checkpoint
+from checkpoint_doctor.reading.positions import unread_offsets
 from checkpoint_doctor.world.kafka import KafkaReader
 from tests.cli.test_schemas import validate
 from tests.kafka.test_live_audit import CHECKPOINT, build_topic, build_topic_as_read, copy_checkpoint

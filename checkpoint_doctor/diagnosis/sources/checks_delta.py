@@ -18,10 +18,10 @@ from checkpoint_doctor.diagnosis.codes import WARNING, Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import NOT_JUDGED, TABLES_NOT_JUDGED, Finding, RestartPrediction
 from checkpoint_doctor.diagnosis.sources.delta import DeltaSourceRestart, predict_worded, turned_off
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.spark_line import SparkError
 from checkpoint_doctor.model import DeltaOffset, SourceOffset
 from checkpoint_doctor.model_delta import DeltaCommit, DeltaTable
+from checkpoint_doctor.reading.positions import delta_sources, newest_sources
 from checkpoint_doctor.world.delta_pairing import Candidate, DeltaPairing, pair_tables
 
 #: The flag that names a Delta table, quoted wherever tables were not checked.
@@ -53,11 +53,6 @@ def options_said(options: dict[str, str] | None) -> str:
     """The options that decide a Delta source's restart, as the job sets them (``k=v, ...``)."""
     decisive = ("readchangefeed", "ignoredeletes", "ignorechanges", "skipchangecommits", "failondataloss")
     return ", ".join(f"{k}={v}" for k, v in (options or {}).items() if k.lower() in decisive)
-
-
-def delta_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, DeltaOffset]]:
-    """Return ``(source index, offset)`` of each Delta source of an offsets line."""
-    return [(s.index, s.decoded) for s in sources or () if isinstance(s.decoded, DeltaOffset)]
 
 
 def pairing_of(

@@ -41,6 +41,7 @@ from checkpoint_doctor.model import (
 )
 from checkpoint_doctor.parsing.compactible import is_kafka_initial_offsets
 from checkpoint_doctor.parsing.text import iter_lines
+from checkpoint_doctor.reading.positions import newest_sources
 from checkpoint_doctor.reading.snapshot import BatchLog, CheckpointSnapshot, derive_compact_interval
 from checkpoint_doctor.valueclasses import frozen
 
@@ -73,18 +74,6 @@ def source_logs(snapshot: CheckpointSnapshot) -> dict[int, BatchLog[SourceMetada
     return out
 
 
-def newest_sources(snapshot: CheckpointSnapshot) -> tuple[SourceOffset, ...]:
-    """Return the sources of the newest readable (v1) offsets file."""
-    return _newest_sources(snapshot)
-
-
-def _newest_sources(snapshot: CheckpointSnapshot) -> tuple[SourceOffset, ...]:
-    for entry in reversed(snapshot.offsets.entries):
-        if entry.record is not None and entry.record.version == 1:
-            return entry.record.sources
-    return ()
-
-
 def _kind_of_log(log: BatchLog[SourceMetadataRecord], raw: Mapping[str, bytes]) -> str | None:
     for entry in log.entries:
         if isinstance(entry.record, FileSourceLogBatch):
@@ -112,7 +101,7 @@ def source_kinds(snapshot: CheckpointSnapshot) -> dict[int, str]:
 def _source_kinds(snapshot: CheckpointSnapshot) -> dict[int, str]:
     logs = source_logs(snapshot)
     kinds: dict[int, str] = {}
-    for src in _newest_sources(snapshot):
+    for src in newest_sources(snapshot):
         decoded = src.decoded
         if isinstance(decoded, FileSourceOffset):
             kinds[src.index] = FILE

@@ -18,7 +18,6 @@ from checkpoint_doctor.diagnosis.changes.facts import JobFacts
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.context import Context
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding, RestartPrediction
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.diagnosis.sources.kafka_positions import (
     SHAPES,
     KafkaRestart,
@@ -37,15 +36,11 @@ from checkpoint_doctor.diagnosis.sources.kafka_retention import (
 )
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, SourceOffset, legal_topic
+from checkpoint_doctor.reading.positions import kafka_sources, unread_offsets
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 
 #: The flag that gives a broker, named wherever positions were not checked.
 FLAG = "--kafka-bootstrap-servers HOST:PORT"
-
-
-def kafka_sources(sources: Sequence[SourceOffset] | None) -> list[tuple[int, KafkaOffset]]:
-    """Return ``(source index, next offsets)`` of each Kafka source of an offsets line."""
-    return [(s.index, s.decoded) for s in sources or () if isinstance(s.decoded, KafkaOffset)]
 
 
 def topics_of(sources: Sequence[SourceOffset] | None) -> list[str]:
@@ -683,17 +678,6 @@ def assumption(
         )
         return f"Kafka positions of {names} read from {live.bootstrap}; the job's Kafka sources: {shown}"
     return f"Kafka positions of {names} read from {live.bootstrap}; failOnDataLoss assumed true (Spark's default)"
-
-
-def unread_offsets(snapshot: CheckpointSnapshot) -> list[tuple[int, KafkaOffset]]:
-    """Return ``(source index, offsets)`` where each Kafka source's unread records start: the
-    newest committed batch's end offsets (an uncommitted newer batch is re-run from there,
-    ``MicroBatchExecution.populateStartOffsets``), else the newest offsets line."""
-    committed = snapshot.commits.latest_id
-    entry = snapshot.offsets.get(committed) if committed is not None else None
-    if entry is not None and entry.record is not None and entry.record.version == 1:
-        return kafka_sources(entry.record.sources)
-    return kafka_sources(newest_sources(snapshot))
 
 
 def retention_countdown(

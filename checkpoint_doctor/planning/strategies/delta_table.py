@@ -22,7 +22,6 @@ from __future__ import annotations
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.diagnosis.sources.checks_delta import pairing_of
-from checkpoint_doctor.diagnosis.sources.files import newest_sources
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.strategies.delta_offsets import (
@@ -33,6 +32,7 @@ from checkpoint_doctor.planning.strategies.delta_offsets import (
     rewrite_steps,
     versions_text,
 )
+from checkpoint_doctor.reading.positions import newest_sources
 from checkpoint_doctor.world.delta_pairing import BY_TABLE_ID, ONLY_BESIDE, ONLY_NAMED, SOURCE
 
 NAME = "delta-table"

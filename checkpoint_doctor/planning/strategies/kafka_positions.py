@@ -37,12 +37,13 @@ from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding
-from checkpoint_doctor.diagnosis.sources.kafka import job_subscription, kafka_sources
+from checkpoint_doctor.diagnosis.sources.kafka import job_subscription
 from checkpoint_doctor.diagnosis.sources.kafka_positions import ASSIGN, PATTERN, LivePositions, Subscription
 from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
 from checkpoint_doctor.planning.steps import Step, WriteStep
+from checkpoint_doctor.reading.positions import kafka_sources
 from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "kafka-positions"

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import Finding
-from checkpoint_doctor.diagnosis.sources.kafka import kafka_sources
 from checkpoint_doctor.model import KafkaLive, KafkaOffset, OffsetSeq
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
 from checkpoint_doctor.planning.preconditions import KafkaPositionsPre
@@ -38,6 +37,7 @@ from checkpoint_doctor.planning.strategies.kafka_positions import (
     _note,
     source_moves,
 )
+from checkpoint_doctor.reading.positions import kafka_sources
 from checkpoint_doctor.reading.snapshot import whole_content
 
 NAME = "kafka-rerun-range"
