@@ -275,4 +275,5 @@ def test_audit_on_spark_pairs_the_delta_tables_as_a_local_audit_does(tmp_path) -
     on_spark = {r["path"]: {k: r.get(k) for k in keys} for r in records}
     in_process = {r["path"]: {k: r.get(k) for k in keys} for r in json_records(local)}
     assert on_spark == in_process
-    assert sum(1 for r in records if (r.get("delta") or {}).get("pairs")) == 14
+    # 14 Delta scenarios, and the 9 of issue 33's change data feed and source options (delta-options)
+    assert sum(1 for r in records if (r.get("delta") or {}).get("pairs")) == 23
