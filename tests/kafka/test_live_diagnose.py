@@ -89,7 +89,10 @@ def test_live_verdict_equals_the_recorded_restart(kafka: Any, spark: str, name: 
     if lenient["error"] is None:
         # what failOnDataLoss=false skips is named: Spark then read the rest of each partition
         assert isinstance(finding["details"]["skipped_with_fail_on_data_loss_false"], int)
-        assert "with failOnDataLoss=false it starts" in finding["message"]
+        # one clause, or one per subscription shape where they differ (issue 32 item 1: an assign
+        # query ignores an added partition that subscribe and subscribePattern read)
+        lenient_words = finding["message"].split("with failOnDataLoss=false", 1)[1]
+        assert lenient_words.startswith(" it starts") or " query starts" in lenient_words, finding["message"]
     else:
         assert finding["details"]["skipped_with_fail_on_data_loss_false"] is None
 
