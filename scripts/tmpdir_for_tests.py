@@ -7,7 +7,7 @@ this 2-core VM, tests/execution took 239-273 s with its files on the disk and 78
 (system time 32-39 s against 10 s; the tests' own work, user time, 17-20 s either way). A tmpfs
 holds the same files with the same semantics (permissions, links, FIFOs, nanosecond times), in RAM.
 
-scripts/test.sh exports TMPDIR to what this prints: ``/dev/shm/checkpoint-doctor-tests`` when
+scripts/test.sh exports TMPDIR to what this prints: ``/dev/shm/cd-tests`` when
 ``/dev/shm`` is a directory with at least ``MIN_FREE`` bytes free (a container's default 64 MB
 ``/dev/shm`` is not), nothing when TMPDIR is already set or no tmpfs has room. pytest keeps only the
 failed tests' directories (``tmp_path_retention_policy = failed`` in setup.cfg), so a run holds a
@@ -22,7 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 MIN_FREE = 4 * 1024**3
 CANDIDATES = ("/dev/shm",)
-NAME = "checkpoint-doctor-tests"
+# Not "checkpoint-doctor...": tests tell the tool's own directory (<checkpoint>.checkpoint-doctor/) from
+# the checkpoint by that word in a path (tests/execution: FaultInjector recorders).
+NAME = "cd-tests"
 
 
 def free_bytes(path: str) -> int:
