@@ -117,3 +117,27 @@ def test_spark_written_metadata_and_schema_read(checkpoint: Path) -> None:
     assert json.loads(families["count"].value_schema)["fields"][0]["name"] == "n"
     assert families["last"].user_key_schema is not None and '"k"' in families["last"].user_key_schema
     assert families["count"].user_key_schema is None
+
+
+def test_an_unreadable_newest_metadata_v2_is_judged_as_spark_reads_it(tmp_path: Path) -> None:
+    """A corrupt newest ``_metadata/v2`` file: Spark's reader fails as for a missing one
+    (STDS_FAILED_TO_READ_OPERATOR_METADATA, "Either the file does not exist, or the file is corrupted")."""
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    cp = tmp_path / "checkpoint"
+    import shutil
+
+    shutil.copytree(TWS / "spark-4.3.0" / "tws_pandas-healthy" / "checkpoint", cp)
+    newest = cp / "state" / "0" / "_metadata" / "v2" / "2"
+    newest.write_text(
+        'v2\n{"operatorInfo":{"operatorId":0},"stateStoreInfo":[],"operatorPropertiesJson":"{bad"}\n'
+    )
+    (newest.parent / ".2.crc").unlink()
+    got = diagnose(load_checkpoint(str(cp)), DiagnoseOptions(spark="4.3", live_window_s=0))
+    assert not got.prediction.starts
+    assert (
+        got.prediction.error is not None
+        and "STDS_FAILED_TO_READ_OPERATOR_METADATA" in got.prediction.error.message
+    )
+    assert "CD322" in got.codes

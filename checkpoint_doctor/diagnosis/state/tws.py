@@ -70,7 +70,13 @@ def schema_refs(snapshot: CheckpointSnapshot) -> list[SchemaRef]:
 def missing_metadata(snapshot: CheckpointSnapshot) -> list[StateOperator]:
     """transformWithState operators whose ``_metadata/v2/`` holds no file (their schema files
     remain): the restart cannot read the operator's metadata."""
-    return [op for op in tws_operators(snapshot) if not op.metadata_v2_batches]
+    # The newest file unreadable too: Spark's reader says the same ("Either the file does not exist,
+    # or the file is corrupted", OperatorStateMetadataV2Reader).
+    return [
+        op
+        for op in tws_operators(snapshot)
+        if not op.metadata_v2_batches or (op.metadata_v2 is not None and op.metadata_v2.failure is not None)
+    ]
 
 
 def check_transform_with_state(ctx: Context, prediction: RestartPrediction) -> Iterator[Finding]:
@@ -81,7 +87,9 @@ def check_transform_with_state(ctx: Context, prediction: RestartPrediction) -> I
         yield Finding(
             Code.TWS_OPERATOR_METADATA_MISSING,
             f"state/{op.operator_id} is a transformWithState operator's (its schema files are in "
-            f"state/{op.operator_id}/_stateSchema) but state/{op.operator_id}/_metadata/v2/ holds no file.",
+            f"state/{op.operator_id}/_stateSchema) but state/{op.operator_id}/_metadata/v2/ holds no readable file"
+            + (f" ({op.metadata_v2.failure.reason})" if op.metadata_v2 and op.metadata_v2.failure else "")
+            + ".",
             paths=(f"state/{op.operator_id}/_metadata/v2",),
             details=(("operator", op.operator_id),),
         )
