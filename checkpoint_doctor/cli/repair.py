@@ -498,7 +498,7 @@ def _already_applied(
 ) -> RefusedError | None:
     """Return the refusal for a plan whose newest recorded apply is still in place: the checkpoint
     differs from the plan's because the plan changed it, not because something else did."""
-    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
 
     try:
@@ -587,7 +587,7 @@ def _newest_journal(named: str, options: Mapping[str, Any]) -> str:
     """Return the journal to undo: ``named`` when it is one (a journal.jsonl or its directory),
     else, ``named`` being a checkpoint, the journal of its newest apply that undo reverses
     (issue 36: ``undo CHECKPOINT``), said on stderr."""
-    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
 
     try:
@@ -615,7 +615,7 @@ def _newest_journal(named: str, options: Mapping[str, Any]) -> str:
 @storage_options
 def history_command(checkpoint: str, output_format: str, storage_option: Sequence[str]) -> None:
     """List the applies made to a checkpoint, newest last, with their state (applied, undone, ...)."""
-    from checkpoint_doctor.execution.history import apply_history
+    from checkpoint_doctor.reading.history import apply_history
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.changes import render_history
     from checkpoint_doctor.render.layout import json_document, layout

@@ -49,7 +49,6 @@ from checkpoint_doctor.errors import (
 )
 from checkpoint_doctor.execution.area_io import AreaIO
 from checkpoint_doctor.execution.backup import back_up
-from checkpoint_doctor.execution.history import own_writes
 from checkpoint_doctor.execution.journal import (
     DIRS_BEFORE,
     LISTING_AFTER,
@@ -70,6 +69,7 @@ from checkpoint_doctor.model import KafkaLive
 from checkpoint_doctor.model_delta import DeltaTable
 from checkpoint_doctor.planning import PlanOptions, RepairPlan
 from checkpoint_doctor.planning.steps import Area, Step
+from checkpoint_doctor.reading.history import own_writes
 from checkpoint_doctor.reading.pipeline import load_snapshot
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 from checkpoint_doctor.reading.storage import Storage

@@ -120,7 +120,7 @@ def render_undo(result: UndoOutcome) -> str:
 
 def render_history(data: JsonObject, hints: Hints | None = None) -> str:
     """Return the applies made to a checkpoint as a table, oldest first (``data``: the ``history``
-    document's result, the rows :func:`~checkpoint_doctor.execution.history.apply_history` reads
+    document's result, the rows :func:`~checkpoint_doctor.reading.history.apply_history` reads
     from the journals)."""
     rows = data["applies"]
     if not rows:

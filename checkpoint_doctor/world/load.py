@@ -38,8 +38,8 @@ def tool_records_for(
 ) -> tuple[OwnWrites, Unfinished]:
     """Return the files checkpoint-doctor's own applies (still in place) wrote into a checkpoint and
     the applies that changed it and did not finish, from its tool directory (nothing when there is
-    none, or it cannot be read: :func:`checkpoint_doctor.execution.history.tool_record`)."""
-    from checkpoint_doctor.execution.journal import APPLIES, tool_urls
+    none, or it cannot be read: :func:`checkpoint_doctor.reading.history.tool_record`)."""
+    from checkpoint_doctor.reading.journal import APPLIES, tool_urls
 
     try:
         out: OwnWrites = frozenset()
@@ -57,9 +57,9 @@ def tool_records_for(
                     continue
             elif not tool.exists(APPLIES):
                 continue
-            # Imported only when there is a history to read: it brings the planner's plan and steps,
-            # which a verdict on a never-repaired checkpoint does not need (start-up is most of it).
-            from checkpoint_doctor.execution.history import tool_record
+            # Imported only when there is a history to read (a verdict on a never-repaired
+            # checkpoint does not need it: start-up is most of such a verdict).
+            from checkpoint_doctor.reading.history import tool_record
 
             own, stopped = tool_record(tool)
             out |= own

@@ -19,9 +19,9 @@ from checkpoint_doctor.errors import (
     UndoRefusedError,
 )
 from checkpoint_doctor.execution.apply import apply_plan
-from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url, tool_urls
 from checkpoint_doctor.execution.undo import undo_journal
+from checkpoint_doctor.reading.history import apply_history
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
 from tests.faults import FailingStore, FaultInjector

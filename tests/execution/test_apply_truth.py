@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from checkpoint_doctor.errors import ApplyFailedError, StorageError, UndoRefusedError
-from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, Event, Journal, tool_url
+from checkpoint_doctor.reading.history import apply_history
 from checkpoint_doctor.reading.storage import Storage, open_storage
 from tests.execution.test_apply import _first_repairable, apply, failure_of, prepared, undo
 from tests.faults import FaultInjector

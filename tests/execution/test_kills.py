@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from checkpoint_doctor.errors import CheckpointDoctorError, UndoFailedError, UndoRefusedError
-from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url
 from checkpoint_doctor.execution.undo import undo_journal
+from checkpoint_doctor.reading.history import apply_history
 from checkpoint_doctor.reading.storage import open_storage
 from tests.execution.test_apply import _first_repairable, apply, failure_of, prepared, undo
 from tests.faults import FailingStore, FaultInjector

@@ -16,10 +16,10 @@ import pytest
 
 from checkpoint_doctor.cli import main
 from checkpoint_doctor.errors import UndoRefusedError
-from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url
 from checkpoint_doctor.planning.plan import RepairPlan
 from checkpoint_doctor.planning.steps import WriteStep
+from checkpoint_doctor.reading.history import apply_history
 from checkpoint_doctor.reading.storage import open_storage
 from tests.execution.test_apply import _first_repairable, apply, prepared, undo
 from tests.repair_proof import tree_bytes

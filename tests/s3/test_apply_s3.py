@@ -13,11 +13,11 @@ import pytest
 from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
 from checkpoint_doctor.errors import LockHeldError, PreconditionFailedError
 from checkpoint_doctor.execution.apply import apply_plan
-from checkpoint_doctor.execution.history import apply_history
 from checkpoint_doctor.execution.journal import JOURNAL, tool_url
 from checkpoint_doctor.execution.lock import CheckpointLock
 from checkpoint_doctor.execution.undo import undo_journal
 from checkpoint_doctor.planning import PlanOptions, plan_repair
+from checkpoint_doctor.reading.history import apply_history
 from checkpoint_doctor.reading.pipeline import load_checkpoint
 from checkpoint_doctor.reading.storage import open_storage
 from tests.execution.test_apply import failure_of

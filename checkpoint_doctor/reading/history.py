@@ -1,15 +1,24 @@
-"""The applies made to a checkpoint, with their state, from its tool directory (as Hudi's CLI lists
-its actions): ``applied``, ``undone``, ``failed`` (the apply stopped with an error after it began) or
-``interrupted`` (the process died mid-apply; undo it)."""
+"""The applies made to a checkpoint, with their state, read from its tool directory (as Hudi's CLI
+lists its actions): ``applied``, ``undone``, ``failed`` (the apply stopped with an error after it
+began) or ``interrupted`` (the process died mid-apply; undo it); and what a verdict needs of them
+(the files the applies still in place created, the applies that did not finish).
+
+Reads only what ``apply`` wrote (:mod:`checkpoint_doctor.reading.journal`): the world
+(:mod:`checkpoint_doctor.world.load`), ``history`` and ``apply`` itself read it from here, below
+the planner and the executor (issue 35: no step back up).
+"""
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable
 from typing import Any
 
-from checkpoint_doctor.errors import CheckpointDoctorError
-from checkpoint_doctor.execution.journal import (
+from checkpoint_doctor.digest import sha256_hex
+from checkpoint_doctor.errors import CheckpointDoctorError, JournalError
+from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
+from checkpoint_doctor.reading.journal import (
     APPLIED,
     FAILED,
     INTERRUPTED,
@@ -18,15 +27,21 @@ from checkpoint_doctor.execution.journal import (
     PARTLY_UNDONE,
     PLAN,
     Event,
-    Journal,
+    JournalRecord,
     list_applies,
     read_jsonl,
     tool_urls,
 )
-from checkpoint_doctor.parsing.documents import MAX_DOCUMENT_BYTES
-from checkpoint_doctor.planning.plan import RepairPlan
-from checkpoint_doctor.planning.steps import Area
+from checkpoint_doctor.reading.layout import Area
 from checkpoint_doctor.reading.storage import Storage
+
+#: The plan format this version reads back (``checkpoint_doctor.planning.plan.FORMAT_VERSION``;
+#: tests/execution/test_history_reader.py holds the two equal).
+PLAN_FORMAT_VERSION = 2
+
+#: The step kinds that create a file (``Step.creates`` of ``checkpoint_doctor.planning.steps``:
+#: ``copy`` and ``write``; tests/execution/test_history_reader.py holds the two equal).
+CREATING_KINDS = frozenset({"copy", "write"})
 
 
 def apply_history(checkpoint_url: str, open_storage: Callable[[str], Storage]) -> list[dict[str, Any]]:
@@ -42,7 +57,7 @@ def apply_history(checkpoint_url: str, open_storage: Callable[[str], Storage]) -
     for url, entry in sorted(entries.items(), key=lambda item: _when(item[1])):
         row = {"plan_id": entry.get("plan_id"), "journal": url, "at_ms": entry.get("at_ms")}
         try:
-            journal = Journal.load(open_storage(url[: -len(JOURNAL)].rstrip("/")))
+            journal = JournalRecord.load(open_storage(url[: -len(JOURNAL)].rstrip("/")))
         except CheckpointDoctorError as exc:
             rows.append({**row, "state": "unreadable", "steps_done": None, "note": str(exc)})
             continue
@@ -57,7 +72,7 @@ def apply_history(checkpoint_url: str, open_storage: Callable[[str], Storage]) -
     return rows
 
 
-def steps_done(journal: Journal) -> int | None:
+def steps_done(journal: JournalRecord) -> int | None:
     """Return how many steps the apply did, as its journal counts them: its end event's, else (a
     process killed mid-apply says nothing) the last progress it recorded, at least that many."""
     for kind in (Event.APPLIED, Event.FAILED, Event.INTERRUPTED, Event.PROGRESS):
@@ -69,7 +84,7 @@ def steps_done(journal: Journal) -> int | None:
     return 0 if journal.first(Event.BACKED_UP) is not None else None
 
 
-def unfinished_note(journal: Journal) -> str:
+def unfinished_note(journal: JournalRecord) -> str:
     """Say how an apply that did not finish stopped and what it changed (issue 31: history showed
     "interrupted -" of an apply that had moved all 1,600 files)."""
     done = steps_done(journal)
@@ -115,25 +130,52 @@ def tool_record(tool: Storage) -> tuple[frozenset[tuple[str, int | str]], tuple[
         if location is None:
             continue
         with contextlib.suppress(CheckpointDoctorError):
-            journal = Journal.load(location)
+            journal = JournalRecord.load(location)
             if journal.state != APPLIED:
                 row = _unfinished(journal, entry)
                 if row is not None:
                     unfinished.append(row)
                 continue
-            plan = RepairPlan.from_json(location.read(PLAN, max_bytes=MAX_DOCUMENT_BYTES).decode("utf-8"))
-            created = {
-                s.key[1]
-                for s in plan.executable_steps
-                if s.creates and s.key is not None and s.key[0] == Area.CHECKPOINT
-            }
+            created = created_paths(location.read(PLAN, max_bytes=MAX_DOCUMENT_BYTES))
             for row in read_jsonl(location, LISTING_AFTER):
                 if isinstance(row, list) and len(row) == 3 and row[0] in created and row[2] is not None:
                     out.add((str(row[0]), row[2]))
     return frozenset(out), tuple(unfinished)
 
 
-def _unfinished(journal: Journal, entry: dict[str, Any]) -> dict[str, Any] | None:
+def created_paths(data: bytes) -> frozenset[str]:
+    """Return the checkpoint paths the steps of an applied plan file create (``copy`` and
+    ``write`` steps on the checkpoint's area). Pure.
+
+    The plan is the one ``apply`` wrote beside its journal: of this version's format and with the
+    id its content hashes to (as :meth:`checkpoint_doctor.planning.plan.RepairPlan.from_dict`
+    checks: its body's canonical JSON, sorted keys, no spaces), else it says nothing.
+
+    Raises:
+        JournalError: not UTF-8 JSON, another format version, an id that does not match, or a
+            step that is not an object.
+    """
+    try:
+        plan = json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise JournalError(f"plan is not JSON: {exc}") from exc
+    if not isinstance(plan, dict) or plan.get("format_version") != PLAN_FORMAT_VERSION:
+        raise JournalError("not a plan of this version's format")
+    body = {k: v for k, v in plan.items() if k != "plan_id"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    if plan.get("plan_id") != sha256_hex(canonical.encode())[:16]:
+        raise JournalError("plan_id does not match the plan's content")
+    steps = plan.get("steps", ())
+    if not isinstance(steps, list) or not all(isinstance(s, dict) for s in steps):
+        raise JournalError("malformed plan: its steps are not objects")
+    return frozenset(
+        str(s.get("path"))
+        for s in steps
+        if s.get("kind") in CREATING_KINDS and s.get("area", Area.CHECKPOINT) == Area.CHECKPOINT
+    )
+
+
+def _unfinished(journal: JournalRecord, entry: dict[str, Any]) -> dict[str, Any] | None:
     """Return the row of an apply that changed the checkpoint and did not finish, or None."""
     state = journal.state
     if state == PARTLY_UNDONE:
@@ -159,3 +201,15 @@ def _default_location(tool: Storage, journal_url: str) -> Storage | None:
     if not journal_url.startswith(prefix) or not journal_url.endswith("/" + JOURNAL):
         return None
     return tool.child(journal_url[len(prefix) : -len(JOURNAL) - 1])
+
+
+__all__ = [
+    "CREATING_KINDS",
+    "PLAN_FORMAT_VERSION",
+    "apply_history",
+    "created_paths",
+    "own_writes",
+    "steps_done",
+    "tool_record",
+    "unfinished_note",
+]
