@@ -20,7 +20,12 @@ from checkpoint_doctor.reading.storage.clouds import azure_location
 from checkpoint_doctor.reading.storage.errors import missing_dependency, translate_error
 from tests.s3.conftest import Emulated
 from tests.s3.emulators import AZURITE_ACCOUNT, AZURITE_KEY
-from tests.s3.test_s3_errors import SilentServer, closed_port, silent_server  # noqa: F401 - fixtures
+from tests.s3.test_s3_errors import (  # noqa: F401 - fixtures
+    SilentServer,
+    closed_port,
+    short_default_timeouts,
+    silent_server,
+)
 from tests.storage.builders import checkpoint_files
 
 AZURE_URLS = {
@@ -186,10 +191,14 @@ def test_a_refused_endpoint_is_one_line(cloud: Emulated, closed_port: int) -> No
     assert f"127.0.0.1:{closed_port}" in message
 
 
-@pytest.mark.slow
-def test_default_options_answer_on_a_silent_endpoint(cloud: Emulated, silent_server: SilentServer) -> None:  # noqa: F811
-    """With no timeout option: two attempts of 10 s without a byte each per request (about 21 s a
-    request)."""
+def test_default_options_answer_on_a_silent_endpoint(
+    cloud: Emulated,
+    silent_server: SilentServer,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With no timeout option: two attempts per request, each waiting out the default read timeout
+    (10 s without a byte: about 21 s a request; here 1 s, ``short_default_timeouts``)."""
+    short_default_timeouts(monkeypatch)
     options = _silent(cloud, silent_server.port, 0)
     options.pop("read_timeout", None)
     options.pop("requests_timeout", None)
