@@ -39,3 +39,15 @@ def one_per(cases: Iterable[T], kind: Callable[[T], Hashable]) -> list[T]:
             seen.add(k)
             out.append(case)
     return out
+
+
+def one_line(versions: Iterable[str], sampled: str) -> list[object]:
+    """``versions`` as pytest parameters of which only ``sampled`` runs by default: the others are
+    marked ``live_all`` (deselected unless asked for, as above). A file whose every test restarts
+    real Spark on each line samples a different line per test, so that its default run still
+    starts every line once (tests/spark/test_catch_up.py; docs/test-suite.md lists them)."""
+    import pytest
+
+    versions = list(versions)
+    assert sampled in versions, (sampled, versions)
+    return [pytest.param(v, marks=() if v == sampled else pytest.mark.live_all) for v in versions]

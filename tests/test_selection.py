@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.live import ALL_LIVE_ENV, one_per
+from tests.live import ALL_LIVE_ENV, one_line, one_per
 from tests.repair_proof import load_records, refused
 from tests.spark.test_repairs_restart import REFUSED, sample
 from tests.sparkrun import SPARK_VERSIONS
@@ -53,6 +53,31 @@ def test_every_live_restart_is_opt_in() -> None:
     assert sum(every in t for t in _collected({ALL_LIVE_ENV: "1"}, path)) == len(SPARK_VERSIONS)
     marked = _collected({ALL_LIVE_ENV: ""}, path, "-m", "live_all")
     assert marked and all(every in t for t in marked)
+
+
+def test_one_line_runs_the_sampled_line_and_marks_the_others_live_all() -> None:
+    params = one_line(["3.5.9", "4.3.0"], "4.3.0")
+    assert [(p.values, [m.name for m in p.marks]) for p in params] == [
+        (("3.5.9",), ["live_all"]),
+        (("4.3.0",), []),
+    ]
+    with pytest.raises(AssertionError):
+        one_line(["3.5.9", "4.3.0"], "4.1.4")
+
+
+def test_the_catch_up_runs_start_each_line_and_the_rest_are_opt_in() -> None:
+    """Issue 35 item 4: each live catch-up test restarts one line by default (both lines are started
+    by the file), the other line with ``-m live_all`` or CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    path = "tests/spark/test_catch_up.py"
+    default = _collected({ALL_LIVE_ENV: ""}, path)
+    opt_in = _collected({ALL_LIVE_ENV: ""}, path, "-m", "live_all")
+    names = {t.split("[")[0] for t in default + opt_in}
+    assert len(default) == 8 and len(opt_in) == 4 and not set(default) & set(opt_in)
+    assert {t.split("[")[1] for t in default} == {f"{v}]" for v in SPARK_VERSIONS}
+    # every test runs every line, by default or on request
+    assert {(n, v) for n in names for v in SPARK_VERSIONS} == {
+        (t.split("[")[0], t.split("[")[1][:-1]) for t in default + opt_in
+    }
 
 
 def test_the_static_checks_run_once() -> None:
