@@ -250,6 +250,10 @@ def test_inspect_every_fixture_alike_on_local_memory_and_s3(
             }
             results = {}
             for where, base in bases.items():
+                if where == "files" and base == bases["full"]:
+                    # no empty directory to leave out: the same command on the same directory
+                    results["files"] = results["full"]
+                    continue
                 extra = ["--sink-path", f"{base}/sink"] if "sink" in parts else []
                 if where == "s3":
                     extra += endpoint
