@@ -16,7 +16,7 @@ summary counts them as deselected.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -51,3 +51,12 @@ def one_line(versions: Iterable[str], sampled: str) -> list[object]:
     versions = list(versions)
     assert sampled in versions, (sampled, versions)
     return [pytest.param(v, marks=() if v == sampled else pytest.mark.live_all) for v in versions]
+
+
+def shared_among(items: Sequence[T], line: str, lines: Sequence[str]) -> list[T]:
+    """The items a default run gives ``line`` when each item needs one of ``lines``, not all: every
+    ``len(lines)``-th item from the line's index on, so that every item and every line is
+    restarted each run (all the items with ``CHECKPOINT_DOCTOR_ALL_LIVE=1``)."""
+    if all_live():
+        return list(items)
+    return list(items[list(lines).index(line) :: len(lines)])

@@ -80,6 +80,34 @@ def test_the_catch_up_runs_start_each_line_and_the_rest_are_opt_in() -> None:
     }
 
 
+def test_the_recorded_restarts_sample_each_family_on_one_line_and_the_bases_on_both(monkeypatch) -> None:
+    from tests.spark.test_recorded_restarts import BASES, SAMPLE, families
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    lines = [families(v) for v in SPARK_VERSIONS]
+    assert set().union(*lines) == SAMPLE and set.intersection(*lines) == BASES
+    assert all(len(f - BASES) >= (len(SAMPLE) - len(BASES)) // len(SPARK_VERSIONS) for f in lines)
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert all(families(v) == SAMPLE for v in SPARK_VERSIONS)
+
+
+def test_the_job_facts_runner_asks_each_job_on_one_line(monkeypatch) -> None:
+    import json
+
+    from tests.live import shared_among
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    jobs = {
+        v: [e["job"] for e in json.loads((REPO / "fixtures" / "jobs" / f"facts-{v}.json").read_text())]
+        for v in SPARK_VERSIONS
+    }
+    asked = [shared_among(jobs[v], v, SPARK_VERSIONS) for v in SPARK_VERSIONS]
+    assert all(asked) and sum(map(len, asked)) == len(jobs["4.3.0"])
+    assert set().union(*asked) == set(jobs["4.3.0"]) == set(jobs["3.5.9"])
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert shared_among(jobs["3.5.9"], "3.5.9", SPARK_VERSIONS) == jobs["3.5.9"]
+
+
 def test_the_static_checks_run_once() -> None:
     """scripts/test.sh runs the style gate (ruff check, ruff format --check, mypy) before pytest and
     says so; pytest then leaves out tests/test_static.py, which runs the same three."""

@@ -11,6 +11,7 @@ import re
 import pytest
 
 from checkpoint_doctor.execution.job_facts import describe_jobs
+from tests.live import shared_among
 from tests.scenarios import FIXTURES, REPO, job_facts_for, run_cli
 from tests.sparkrun import SPARK_VERSIONS, spark_python
 
@@ -27,6 +28,19 @@ def _without_times(data: dict) -> dict:
 @pytest.mark.spark
 @pytest.mark.parametrize("version", SPARK_VERSIONS)
 def test_the_runner_describes_each_job_as_recorded(version, monkeypatch, tmp_path):
+    """The jobs alternate between the lines (tests/live.shared_among): every job and both lines are
+    asked each run; every job on both lines with CHECKPOINT_DOCTOR_ALL_LIVE=1 or -m live_all."""
+    describe_and_compare(version, monkeypatch, tmp_path, every=False)
+
+
+@pytest.mark.spark
+@pytest.mark.live_all
+@pytest.mark.parametrize("version", SPARK_VERSIONS)
+def test_the_runner_describes_every_job_as_recorded_on_both_lines(version, monkeypatch, tmp_path):
+    describe_and_compare(version, monkeypatch, tmp_path, every=True)
+
+
+def describe_and_compare(version, monkeypatch, tmp_path, *, every: bool) -> None:
     monkeypatch.chdir(REPO)
     # The file jobs read their paths from the environment; Spark's file source wants its directory.
     paths = {"input": str(tmp_path / "input"), "sink": str(tmp_path / "sink")}
@@ -41,6 +55,8 @@ def test_the_runner_describes_each_job_as_recorded(version, monkeypatch, tmp_pat
     monkeypatch.setenv("PYSPARK_SUBMIT_ARGS", f"--jars {jars} pyspark-shell")
     recorded = json.loads((FIXTURES / "jobs" / f"facts-{version}.json").read_text())
     specs = [e["job"] for e in recorded]
+    if not every:
+        specs = shared_among(specs, version, SPARK_VERSIONS)
     live = describe_jobs(specs, python=str(spark_python(version)))
     for spec, facts in zip(specs, live, strict=True):
         want = job_facts_for(spec, version, paths)
