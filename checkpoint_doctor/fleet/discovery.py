@@ -231,7 +231,7 @@ def _what(target: Target) -> str:
 
 def prune_rule(
     root_url: str = "", *, include: Sequence[str] = (), exclude: Sequence[str] = ()
-) -> Callable[[str, tuple[str, ...], list[str]], dict[str, str]]:
+) -> Callable[[str, tuple[str, ...], list[str]], tuple[dict[str, str], bool]]:
     """Return the rule of a local audit's first listing (``LocalStorage.list_pruned``): which
     subdirectories it need not list, because :func:`discover` finds nothing in them and the
     target owning them lists them again when it is audited. Those are only the directories a
@@ -242,15 +242,20 @@ def prune_rule(
 
     The rule is applied to a directory only when no target above it owns it (below an owned
     directory the walk lists whole), so a checkpoint candidate it meets is one :func:`discover`
-    accepts (candidates are taken shallow first; only an owner above can refuse one).
+    accepts (candidates are taken shallow first; only an owner above can refuse one). The rule
+    also says which directories are checkpoints or sink outputs: only targets are listed again.
     """
 
-    def ways(rel: str, files: tuple[str, ...], subdirs: list[str]) -> dict[str, str]:
+    def ways(rel: str, files: tuple[str, ...], subdirs: list[str]) -> tuple[dict[str, str], bool]:
         name = rel.rpartition("/")[2]
+        checkpoint = (
+            "offsets" in subdirs or "commits" in subdirs or ("metadata" in files and name != "_metadata")
+        )
+        target = checkpoint or SINK_LOG in subdirs
         if name.endswith(TOOL_DIR_SUFFIX) and len(name) > len(TOOL_DIR_SUFFIX):
-            return dict.fromkeys(subdirs, WHOLE)
+            return dict.fromkeys(subdirs, WHOLE), target
         out: dict[str, str] = {}
-        if "offsets" in subdirs or "commits" in subdirs or ("metadata" in files and name != "_metadata"):
+        if checkpoint:
             url = url_join(root_url, rel)
             audited = (
                 not (include and matches(include, rel, url) is None) and matches(exclude, rel, url) is None
@@ -261,7 +266,7 @@ def prune_rule(
         for log in (SINK_LOG, DELTA_LOG):
             if log in subdirs:
                 out[log] = WHOLE
-        return out
+        return out, target
 
     return ways
 

@@ -408,8 +408,9 @@ class _Walk:
 WALK, WHOLE, PRUNE = "walk", "whole", "prune"
 
 #: The rule of a pruned walk: given a directory's relative path, its files' names and its
-#: subdirectories' names, return what to do with each subdirectory (:data:`WALK` if not named).
-PruneRule = Callable[[str, tuple[str, ...], list[str]], Mapping[str, str]]
+#: subdirectories' names, return what to do with each subdirectory (:data:`WALK` if not named),
+#: and whether the directory may be listed again later (only those are remembered).
+PruneRule = Callable[[str, tuple[str, ...], list[str]], tuple[Mapping[str, str], bool]]
 
 
 class _PrunedWalk(_Walk):
@@ -419,7 +420,7 @@ class _PrunedWalk(_Walk):
     def __init__(self, aliases: dict[str, str], display_root: str, rule: PruneRule) -> None:
         super().__init__(aliases, display_root)
         self.rule = rule
-        #: Every directory listed under the rule, as the walk met it (to list its subtree again).
+        #: The directories listed under the rule that may be listed again, as the walk met them.
         self.nodes: dict[str, _Pending] = {}
         #: Directories listed whole: the rule is not applied below them.
         self.whole: set[str] = set()
@@ -448,11 +449,12 @@ class _PrunedWalk(_Walk):
                 raise
             self.unlisted.append((rel, exc.errno or errno.EIO))
             return
-        self.nodes[rel] = item
         if column is not None:
             self.columns.append(column)
         names = [sub[1].rpartition("/")[2] for sub in subdirs]
-        ways = self.rule(rel, column.names if column is not None else (), names) if subdirs else {}
+        ways, again = self.rule(rel, column.names if column is not None else (), names)
+        if again:
+            self.nodes[rel] = item
         for sub, name in zip(subdirs, names, strict=True):
             self.dirs.append(sub[1])
             way = ways.get(name, WALK)
