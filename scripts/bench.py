@@ -2037,10 +2037,11 @@ def memory_inputs(work: Path) -> list[tuple[str, list[str], int]]:
 # each file's head only) and valid files padded with NULs (Spark reads each whole; so does the tool,
 # one at a time in the byte budget, keeping 1025 NULs of the run). Main: NUL-filled 254 s and 3.3 GB
 # for diagnose, padded 1.6 GB (diagnose) and 3.9 GB (--deep). Then the audit of one fleet and of 4
-# and 16 hard-linked copies side by side, goal 1.3x the 1x peak (issue 40 item 4: flat). It is not
-# met: the audit lists the whole fleet once (about 128 bytes a listed file, 14 MiB for 115,000 files) and keeps every record
-# to sort them by URL before it prints, so its peak grows with the fleet's files and checkpoints
-# (29, 49, 127 MiB at 1x, 4x, 16x on this box); the bytes read in flight do not (the budget).
+# and 16 hard-linked copies side by side, goal 1.3x the 1x peak (issue 40 item 4: flat). Main listed
+# the whole fleet before auditing it and kept every record (27, 41, 93 MiB at 1x, 4x, 16x); a local
+# audit now lists each checkpoint's own directories when it audits it and --format jsonl keeps no
+# record (25, 27, 34 MiB: docs/speed2.md); what still grows is the first listing's file sink data.
+# The bytes read in flight do not grow (the budget).
 #: The sparse log files of the aggregate rows: 40 files of 63 MB, each under the 64 MiB read bound
 #: (issue 31: main read them all at once, 2.67 GB resident, and took minutes on their NULs).
 SPARSE_LOGS, SPARSE_LOG_BYTES = 40, 63 * 2**20
