@@ -47,6 +47,7 @@ from checkpoint_doctor.fleet.run import (
     audited_stores,
     delta_index,
     finish,
+    finish_tallied,
     plan_fleet,
 )
 from checkpoint_doctor.render.documents import dumps, iso_utc
@@ -333,7 +334,11 @@ class AuditRun:
         self.html = html
         self.metrics = metrics
         self.started = now_ms()
-        self.stream = RecordStream(hints, now_ms)
+        # --format jsonl writes each record as it finishes; nothing else asks for them afterwards
+        # unless a page, the metrics or a comparison with a baseline are made of them: then the
+        # records are not kept and the summary is counted as they go (memory flat in the fleet).
+        keep = output_format != "jsonl" or html is not None or metrics is not None or baseline is not None
+        self.stream = RecordStream(hints, now_ms, keep=keep)
         self.plan: FleetPlan | None = None
         self.interrupted = False
         self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
@@ -368,6 +373,9 @@ class AuditRun:
                 include=include,
                 exclude=exclude,
                 on_listing=self.progress.listing if self.progress else None,
+                # Shipped to Spark executors, a task carries its listing; here each checkpoint
+                # is listed when it is audited.
+                pruned=not distributed,
             )
             # Inside a checkpoint or sink found under the roots (the listing names them): refused
             # before a record is written.
@@ -433,7 +441,7 @@ class AuditRun:
     def _exit_code(self, result: AuditResult) -> int:
         if self.interrupted:
             return ExitCode.INTERRUPTED
-        if not result.records:
+        if not result.summary.total:
             return ExitCode.UNREADABLE
         return result.exit_code
 
@@ -493,9 +501,22 @@ class AuditRun:
     def finish(self) -> None:
         """Write the outputs, then the summary (or the document, or the table), then exit."""
         plan = self.plan if self.plan is not None else FleetPlan(roots=list(self.roots))
-        result = finish(
-            plan.roots, plan.notes, self.records, interrupted=self.interrupted, delta_reads=plan.delta_reads
-        )
+        if self.stream.keep:
+            result = finish(
+                plan.roots,
+                plan.notes,
+                self.records,
+                interrupted=self.interrupted,
+                delta_reads=plan.delta_reads,
+            )
+        else:
+            result = finish_tallied(
+                plan.roots,
+                plan.notes,
+                self.stream,
+                interrupted=self.interrupted,
+                delta_reads=plan.delta_reads,
+            )
         code = self._exit_code(result)
         if self.baseline is not None:
             from checkpoint_doctor.fleet.baseline import compare
@@ -535,7 +556,7 @@ class AuditRun:
             echo_err(f"checkpoint-doctor: error: {problem}")
         if self.interrupted:
             raise CommandFailed(code, "interrupted: the records written so far are kept")
-        if not result.records:
+        if not result.summary.total:
             raise CommandFailed(
                 code,
                 f"no checkpoint or file sink output found under {', '.join(result.roots)}; check the root or prefix",

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import bisect
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
 
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, Listing
 from checkpoint_doctor.reading.layout import SINK_LOG
+from checkpoint_doctor.reading.storage.local import PRUNE, WHOLE
 
 
 class TargetKind(TextEnum):
@@ -226,6 +227,48 @@ def left_out(rel: str, root_url: str, *, include: Sequence[str], exclude: Sequen
 
 def _what(target: Target) -> str:
     return "checkpoint" if target.kind == TargetKind.CHECKPOINT else "file sink output"
+
+
+def prune_rule(
+    root_url: str = "", *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> Callable[[str, tuple[str, ...], list[str]], tuple[dict[str, str], bool]]:
+    """Return the rule of a local audit's first listing (``LocalStorage.list_pruned``): which
+    subdirectories it need not list, because :func:`discover` finds nothing in them and the
+    target owning them lists them again when it is audited. Those are only the directories a
+    checkpoint owns (:data:`CHECKPOINT_OWNED`: most of a fleet's files) of a checkpoint that will be
+    audited (not left out by ``include``/``exclude``). Everything owned otherwise (a sink's log, a
+    Delta table's log, checkpoint-doctor's own directories, a left-out checkpoint's) is listed
+    whole, as before: the audit reads those logs for pairing, and notes what lies below them.
+
+    The rule is applied to a directory only when no target above it owns it (below an owned
+    directory the walk lists whole), so a checkpoint candidate it meets is one :func:`discover`
+    accepts (candidates are taken shallow first; only an owner above can refuse one). The rule
+    also says which directories are checkpoints or sink outputs: only targets are listed again.
+    """
+
+    def ways(rel: str, files: tuple[str, ...], subdirs: list[str]) -> tuple[dict[str, str], bool]:
+        name = rel.rpartition("/")[2]
+        checkpoint = (
+            "offsets" in subdirs or "commits" in subdirs or ("metadata" in files and name != "_metadata")
+        )
+        target = checkpoint or SINK_LOG in subdirs
+        if name.endswith(TOOL_DIR_SUFFIX) and len(name) > len(TOOL_DIR_SUFFIX):
+            return dict.fromkeys(subdirs, WHOLE), target
+        out: dict[str, str] = {}
+        if checkpoint:
+            url = url_join(root_url, rel)
+            audited = (
+                not (include and matches(include, rel, url) is None) and matches(exclude, rel, url) is None
+            )
+            for owned in CHECKPOINT_OWNED:
+                if owned in subdirs:
+                    out[owned] = PRUNE if audited else WHOLE
+        for log in (SINK_LOG, DELTA_LOG):
+            if log in subdirs:
+                out[log] = WHOLE
+        return out, target
+
+    return ways
 
 
 def _uncovered_notes(listing: Listing, covered: list[str]) -> list[Note]:

@@ -38,7 +38,7 @@ from checkpoint_doctor.diagnosis.codes import CODES, SEVERITY_ORDER, SILENT_LOSS
 from checkpoint_doctor.diagnosis.versions import qualify_root
 from checkpoint_doctor.exit_codes import ExitCode
 from checkpoint_doctor.fleet.delta_report import delta_headline, paired_table_note
-from checkpoint_doctor.fleet.discovery import TargetKind
+from checkpoint_doctor.fleet.discovery import NOTE_DELTA, TargetKind
 from checkpoint_doctor.fleet.records import (
     ERROR,
     OK,
@@ -52,6 +52,7 @@ from checkpoint_doctor.fleet.records import (
     AuditSummary,
     CheckpointRecord,
     CodeCount,
+    DeltaCounts,
     FileSink,
     KafkaPart,
     LatestBatches,
@@ -69,6 +70,7 @@ from checkpoint_doctor.ids import count_text
 from checkpoint_doctor.render.documents import dumps, schema_version
 from checkpoint_doctor.render.hints import Hints
 from checkpoint_doctor.render.layout import key_values, layout, line_width, section, table
+from checkpoint_doctor.world.delta_pairing import SOURCE
 
 if TYPE_CHECKING:
     from checkpoint_doctor.diagnosis.matrix import MatrixDiagnosis
@@ -327,6 +329,101 @@ def summarize(
         exit_code=combined_exit_code(records),
         interrupted=interrupted,
     )
+
+
+class SummaryTally:
+    """The summary of records counted as they finish, without keeping them (issue 40 item 4: an
+    ``audit --format jsonl`` writes each record at once, and its memory must not grow with the
+    fleet). :meth:`summary` equals :func:`summarize` of the same records followed by
+    :func:`~checkpoint_doctor.fleet.delta_report.delta_counts`; what it keeps per record is a few
+    counters, the sink-paired checkpoints' codes and the Delta tables' URLs."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._kinds: Counter[str] = Counter()
+        self._verdicts: Counter[Verdict] = Counter()
+        self._worst: dict[str, str] = {}
+        self._per_code: Counter[str] = Counter()
+        #: A sink's codes, kept until the end: those its checkpoint shows count on the checkpoint.
+        self._sink_codes: list[tuple[str, frozenset[str]]] = []
+        self._seen_by_checkpoint: dict[str, set[str]] = {}
+        self._counts = [0, 0, 0, 0]  # restart fails, if stateful, assumed stateless, some fails
+        self.exit_code = 0
+        self._delta_sources: set[str] = set()
+        self._delta_sinks: set[str] = set()
+        self._delta_unpaired = 0
+
+    def add(self, record: Record) -> None:
+        """Count a finished record."""
+        self.total += 1
+        self._kinds[str(record.kind)] += 1
+        self._verdicts[record.verdict] += 1
+        self.exit_code |= int(record.exit_code)
+        for f in record.findings:
+            code, severity = str(f.code), str(f.severity)
+            if SEVERITY_ORDER.get(severity, 9) < SEVERITY_ORDER.get(self._worst.get(code, ""), 9):
+                self._worst[code] = severity
+        if record.kind == TargetKind.SINK:
+            self._sink_codes.append((record.url, frozenset(record.codes)))
+        else:
+            self._per_code.update(set(record.codes))
+        if isinstance(record, CheckpointRecord):
+            if record.file_sink.url:
+                self._seen_by_checkpoint.setdefault(record.file_sink.url, set()).update(record.codes)
+            flags = (
+                record.restart.fails,
+                record.restart.fails_if_stateful,
+                record.assumed_stateless,
+                bool(record.failing_cells),
+            )
+            for i, flag in enumerate(flags):
+                self._counts[i] += 1 if flag else 0
+            if record.delta is not None:
+                for p in record.delta.pairs:
+                    (self._delta_sources if p.role == SOURCE else self._delta_sinks).add(p.table.url)
+                self._delta_unpaired += len(record.delta.unpaired)
+
+    def summary(
+        self, notes: Sequence[AuditNote] = (), *, interrupted: bool = False, delta_reads: int = 0
+    ) -> AuditSummary:
+        """Return the summary of the records added (as :func:`summarize` and ``delta_counts``)."""
+        per_code = Counter(self._per_code)
+        for url, found in self._sink_codes:
+            per_code.update(found - self._seen_by_checkpoint.get(url, set()))
+        codes = []
+        for code, count in per_code.items():
+            info = CODES.get(code)
+            codes.append(
+                CodeCount(
+                    code=code,
+                    slug=info.slug if info else None,
+                    severity=self._worst.get(code) or (str(info.severity) if info else None),
+                    title=info.title if info else None,
+                    count=count,
+                )
+            )
+        codes.sort(key=lambda c: (SEVERITY_ORDER.get(str(c.severity), 9), -c.count, c.code))
+        fails, if_stateful, assumed, some = self._counts
+        return AuditSummary(
+            total=self.total,
+            kinds={k: self._kinds.get(k, 0) for k in RECORD_KINDS},
+            verdicts={v.value: self._verdicts.get(v, 0) for v in VERDICTS},
+            restart_fails=fails,
+            restart_fails_if_stateful=if_stateful,
+            assumed_stateless=assumed,
+            some_restart_fails=some,
+            codes=tuple(codes),
+            note_count=len(notes),
+            exit_code=self.exit_code,
+            interrupted=interrupted,
+            delta=DeltaCounts(
+                tables=sum(1 for n in notes if n.kind == NOTE_DELTA),
+                paired_sources=len(self._delta_sources),
+                paired_sinks=len(self._delta_sinks),
+                unpaired_sources=self._delta_unpaired,
+                reads=delta_reads,
+            ),
+        )
 
 
 def _records_per_code(records: Sequence[Record]) -> Counter[str]:

@@ -9,10 +9,11 @@ on.
 
 from __future__ import annotations
 
+import bisect
 import os
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -35,6 +36,7 @@ from checkpoint_doctor.fleet.discovery import (
     TreeIndex,
     discover,
     left_out,
+    prune_rule,
     url_join,
 )
 from checkpoint_doctor.fleet.jobs import AuditJobs, record_hints, unmatched_notes
@@ -51,6 +53,7 @@ from checkpoint_doctor.fleet.records import (
     records_json,
 )
 from checkpoint_doctor.fleet.report import (
+    SummaryTally,
     checkpoint_record,
     link_sinks,
     linked,
@@ -66,6 +69,7 @@ from checkpoint_doctor.model import Listing
 from checkpoint_doctor.reading.pipeline import SinkArg, attach_sink, read_sink, snapshot_from_listing
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot, SinkLog
 from checkpoint_doctor.reading.storage import Storage, open_storage, translate_error
+from checkpoint_doctor.reading.storage.local import LocalStorage
 from checkpoint_doctor.render.documents import JsonObject
 from checkpoint_doctor.render.hints import Hints, storage_pairs
 from checkpoint_doctor.world.model import World
@@ -91,6 +95,14 @@ class AuditTask:
     path: str
     listing: Listing
     sinks: tuple[SinkCandidate, ...] = ()
+    #: The task with its listing, when ``listing`` is the root's first listing of it that left its
+    #: checkpoints' own directories out (a local audit: :func:`plan_tasks` with ``subtree``): the
+    #: target is listed again when audited, and only then (None: ``listing`` is whole).
+    resolve: Callable[[], AuditTask] | None = field(default=None, compare=False, repr=False)
+
+    def resolved(self) -> AuditTask:
+        """Return the task with its whole listing (listed now if it was left for later)."""
+        return self.resolve() if self.resolve is not None else self
 
 
 @dataclass
@@ -162,9 +174,20 @@ def _batch_times(snapshot: CheckpointSnapshot, rows: Sequence[TimelineRow]) -> t
 
 
 def plan_tasks(
-    root_url: str, listing: Listing, *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    root_url: str,
+    listing: Listing,
+    *,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    subtree: Callable[[str], Listing] | None = None,
+    pruned: Sequence[str] = (),
 ) -> tuple[list[AuditTask], list[AuditNote]]:
-    """Return the tasks and notes of one root's listing. Pure."""
+    """Return the tasks and notes of one root's listing. Pure but for ``subtree``.
+
+    ``pruned`` names the directories the listing left out (sorted: a local audit's first listing,
+    :func:`~checkpoint_doctor.fleet.discovery.prune_rule`): a target holding one is given a
+    ``resolve`` that lists it whole with ``subtree`` when it is audited, and its sink candidates
+    are found then (they need its offsets and commits)."""
     found = discover(listing, root_url=root_url, include=include, exclude=exclude)
     index = TreeIndex(listing)
     sinks = [
@@ -175,10 +198,38 @@ def plan_tasks(
     newest = [newest_sink_id(listing) for _, _, listing in sinks]  # once per sink, not per checkpoint
     tasks = []
     for t in found.targets:
+        url = url_join(root_url, t.path)
+        if subtree is not None and _holds_any(pruned, t.path):
+            later = partial(_listed_task, t.kind, url, root_url, t.path, subtree, sinks, newest)
+            tasks.append(AuditTask(t.kind, url, root_url, t.path, Listing(), resolve=later))
+            continue
         listing = index.slice(t.path)
         candidates = sink_candidates(t.path, listing, sinks, newest) if t.kind != TargetKind.SINK else ()
-        tasks.append(AuditTask(t.kind, url_join(root_url, t.path), root_url, t.path, listing, candidates))
+        tasks.append(AuditTask(t.kind, url, root_url, t.path, listing, candidates))
     return tasks, [audit_note(root_url, n) for n in found.notes]
+
+
+def _holds_any(paths: Sequence[str], directory: str) -> bool:
+    """Return whether a sorted sequence of relative paths holds the directory or one below it."""
+    if not directory:
+        return bool(paths)
+    i = bisect.bisect_left(paths, directory)
+    return i < len(paths) and (paths[i] == directory or paths[i].startswith(directory + "/"))
+
+
+def _listed_task(
+    kind: str,
+    url: str,
+    root_url: str,
+    path: str,
+    subtree: Callable[[str], Listing],
+    sinks: Sequence[tuple[str, str, Listing]],
+    newest: Sequence[int | None],
+) -> AuditTask:
+    """Return the task of a target listed whole now (see :func:`plan_tasks`)."""
+    listing = subtree(path)
+    candidates = sink_candidates(path, listing, sinks, newest) if kind != TargetKind.SINK else ()
+    return AuditTask(kind, url, root_url, path, listing, candidates)
 
 
 def plan_fleet(
@@ -188,9 +239,15 @@ def plan_fleet(
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     on_listing: Callable[[str, bool, int], None] | None = None,
+    pruned: bool = False,
 ) -> FleetPlan:
     """List every root once and discover its targets (``on_listing(root, done, entries)`` is told
     before and after each listing).
+
+    ``pruned``: a root on local disk is listed without the directories its checkpoints own, and
+    each checkpoint is listed whole when it is audited (:attr:`AuditTask.resolve`): the plan
+    never holds the whole fleet's listing (issue 40 item 4). Its tasks then run only in this
+    process (not shipped to Spark executors).
 
     A root that cannot be listed (missing, denied, unreachable) becomes an ``unreadable`` record of
     kind ``root``. A directory found under two roots is audited once.
@@ -207,8 +264,14 @@ def plan_fleet(
         plan.stores[store.url] = store
         if on_listing is not None:
             on_listing(store.url, False, 0)
+        subtree: Callable[[str], Listing] | None = None
+        left_out_dirs: tuple[str, ...] = ()
         try:
-            listing = store.list_tree()
+            if pruned and isinstance(store, LocalStorage):
+                rule = prune_rule(store.url, include=include, exclude=exclude)
+                listing, subtree, left_out_dirs = store.list_pruned(rule)
+            else:
+                listing = store.list_tree()
             if on_listing is not None:
                 on_listing(store.url, True, listing.file_count + len(listing.dirs))
         except StorageError as exc:
@@ -223,7 +286,9 @@ def plan_fleet(
                 )
             )
             continue
-        tasks, notes = plan_tasks(store.url, listing, include=include, exclude=exclude)
+        tasks, notes = plan_tasks(
+            store.url, listing, include=include, exclude=exclude, subtree=subtree, pruned=left_out_dirs
+        )
         for task in tasks:
             if (task.kind, task.url) not in seen:
                 seen.add((task.kind, task.url))
@@ -291,12 +356,22 @@ class SinkReads:
     Its files are counted once, in the ``reads`` of one record, so that the requests of an audit
     are the sum of its records' reads: the sink's own record when the sink is a target of this
     audit (``owned``), else the record of the checkpoint that read it first. Thread-safe: one lock
-    per sink."""
+    per sink.
 
-    def __init__(self, owned: Iterable[str] = ()) -> None:
+    ``keep``: at most that many sinks' reads are kept, the least recently asked for let go first
+    and read again if asked for again (counted once all the same). A local audit keeps a few
+    (:data:`SINKS_KEPT`: a read takes microseconds, and a fleet's sinks must not all stay in memory,
+    issue 40 item 4); None keeps every one (an object store's audit: each read is requests)."""
+
+    def __init__(self, owned: Iterable[str] = (), *, keep: int | None = None) -> None:
         self._lock = threading.Lock()
         self._owned = set(owned)
-        self._entries: dict[str, tuple[threading.Lock, list[SinkRead | CheckpointDoctorError]]] = {}
+        self._keep = keep
+        self._entries: OrderedDict[str, tuple[threading.Lock, list[SinkRead | CheckpointDoctorError]]] = (
+            OrderedDict()
+        )
+        #: The sinks not owned whose files a record has counted (once, whatever the reads).
+        self._counted: set[str] = set()
 
     def own(self, urls: Iterable[str]) -> None:
         """Count the reads of these sinks in their own records (they are targets of the audit)."""
@@ -314,20 +389,30 @@ class SinkReads:
         """
         with self._lock:
             lock, found = self._entries.setdefault(url, (threading.Lock(), []))
+            self._entries.move_to_end(url)
             owned = url in self._owned
+            while self._keep is not None and len(self._entries) > self._keep:
+                self._entries.popitem(last=False)  # a reader holding it keeps its own reference
         read_now = False
         with lock:
             if not found:
-                read_now = True
                 try:
                     found.append(read_sink(store(), log_listing))
                 except CheckpointDoctorError as exc:
                     found.append(exc)
+                with self._lock:
+                    read_now = url not in self._counted
+                    self._counted.add(url)
         result = found[0]
         if isinstance(result, CheckpointDoctorError):
             raise result
         sink, arg, count = result
         return sink, arg, count if owner or (read_now and not owned) else 0
+
+
+#: The sinks' reads a local audit keeps at once (:class:`SinkReads`): a checkpoint's candidates are
+#: the sinks nearest it, and the checkpoints are audited in path order.
+SINKS_KEPT = 16
 
 
 NO_SINK = "sink not checked: no file sink output under the audited roots has logs matching this checkpoint"
@@ -515,17 +600,21 @@ def run_tasks(
     ``progress(done, total, record)`` is called from the calling thread after each record;
     ``sink_reads`` shares the sink logs read with other calls of the same audit. ``release``: the
     tasks (a list) are taken out of it as they start, so that each task's slice of the listing is
-    freed once audited (most of a fleet audit's memory is its listing, bench: memory).
+    freed once audited (most of a fleet audit's memory is its listing, bench: memory), and the
+    records are only handed to ``progress``, not kept (the list returned is empty): the caller
+    keeps what it needs of them (issue 40 item 4: memory flat in the number of checkpoints).
     """
     shared = sink_reads if sink_reads is not None else SinkReads()
     shared.own(t.url for t in tasks if t.kind == TargetKind.SINK)
     total = len(tasks)
     records: list[Record] = []
-    queue: Iterator[AuditTask] = _taken(tasks) if release and isinstance(tasks, list) else iter(tasks)
+    finished = _Handover(total, None if release and progress is not None else records, progress)
+    queue = _queue(tasks, release)
 
     def one(task: AuditTask) -> Record:
         try:
             store = store_for(task)
+            task = task.resolved()
         except CheckpointDoctorError as exc:
             return _unreadable(task, exc)
 
@@ -538,10 +627,10 @@ def run_tasks(
 
     if jobs <= 1 or total <= 1:
         for task in queue:
-            records.append(one(task))
+            record = one(task)
             del task  # not held while the record is handled (release)
-            if progress is not None:
-                progress(len(records), total, records[-1])
+            finished(record)
+            del record
         return records
     with ThreadPoolExecutor(max_workers=min(jobs, total), thread_name_prefix="cd-audit") as pool:
         pending: set[Future[Record]] = set()
@@ -554,9 +643,7 @@ def run_tasks(
             while pending:
                 done, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for future in done:
-                    records.append(future.result())
-                    if progress is not None:
-                        progress(len(records), total, records[-1])
+                    finished(future.result())
                     nxt = next(queue, None)
                     if nxt is not None:
                         pending.add(pool.submit(one, nxt))
@@ -566,6 +653,25 @@ def run_tasks(
                 future.cancel()
             raise
     return records
+
+
+class _Handover:
+    """Hand each finished record to ``progress`` (and keep it in ``records``, unless None)."""
+
+    def __init__(self, total: int, records: list[Record] | None, progress: Progress | None) -> None:
+        self.total, self.records, self.progress, self.done = total, records, progress, 0
+
+    def __call__(self, record: Record) -> None:
+        self.done += 1
+        if self.records is not None:
+            self.records.append(record)
+        if self.progress is not None:
+            self.progress(self.done, self.total, record)
+
+
+def _queue(tasks: Sequence[AuditTask], release: bool) -> Iterator[AuditTask]:
+    """Return the tasks to run, taken out of their list as they are handed out (``release``)."""
+    return _taken(tasks) if release and isinstance(tasks, list) else iter(tasks)
 
 
 def _taken(tasks: list[AuditTask]) -> Iterator[AuditTask]:
@@ -634,10 +740,14 @@ class RecordStream:
     command (with the flags that shaped the audit) and the envelope's tool version and time, as
     ``audit-record.json`` requires. The CLI only writes what :meth:`add` returns."""
 
-    def __init__(self, hints: Hints, clock: Callable[[], int]) -> None:
+    def __init__(self, hints: Hints, clock: Callable[[], int], *, keep: bool = True) -> None:
         self.hints = hints
         self.clock = clock
+        #: The finished records, when kept (``keep``); an output written record by record (``audit
+        #: --format jsonl``) keeps none: the summary is counted as they finish (``tally``).
         self.records: list[Record] = []
+        self.keep = keep
+        self.tally = SummaryTally()
         #: ``paired_sinks(self.records)``, kept as records are added (not recounted per record).
         self._paired: dict[str, list[str]] = {}
 
@@ -650,7 +760,9 @@ class RecordStream:
         hints = replace(self.hints, delta_tables=(*self.hints.delta_tables, *far)) if far else self.hints
         # One copy of the record with its next step and its stamp, not one each.
         done = stamped(done, self.clock(), next_step=next_step(done, record_hints(hints, done)))
-        self.records.append(done)
+        self.tally.add(done)
+        if self.keep:
+            self.records.append(done)
         for url, checkpoints in paired_sinks((done,)).items():
             self._paired.setdefault(url, []).extend(checkpoints)
         return done
@@ -684,7 +796,10 @@ def audit_plan(
         add(record)
     store_for = local_store_for(plan)
     threads = jobs or default_jobs(plan)
-    sink_reads = SinkReads(t.url for t in plan.tasks if t.kind == TargetKind.SINK)
+    local = bool(plan.stores) and all(store.is_local for store in plan.stores.values())
+    sink_reads = SinkReads(
+        (t.url for t in plan.tasks if t.kind == TargetKind.SINK), keep=SINKS_KEPT if local else None
+    )
     delta = delta_index(plan, threads)
     groups = (
         [t for t in plan.tasks if t.kind != TargetKind.SINK],
@@ -748,6 +863,21 @@ def finish(
     return AuditResult(tuple(roots), tuple(ordered), tuple(by_url), summary)
 
 
+def finish_tallied(
+    roots: Sequence[str],
+    notes: Sequence[AuditNote],
+    stream: RecordStream,
+    *,
+    interrupted: bool = False,
+    delta_reads: int = 0,
+) -> AuditResult:
+    """Return the result of an audit whose records were written as they finished and not kept:
+    no records, the summary counted from them (:class:`SummaryTally`, equal to :func:`finish`'s)."""
+    by_url = sorted(notes, key=lambda n: (n.url, n.kind))
+    summary = stream.tally.summary(by_url, interrupted=interrupted, delta_reads=delta_reads)
+    return AuditResult(tuple(roots), (), tuple(by_url), summary)
+
+
 def audit(
     roots: Sequence[str],
     storage_options: Mapping[str, Any] | None = None,
@@ -773,7 +903,7 @@ def audit(
         UsageError: a root's protocol is unknown.
     """
     fleet_options = fleet_storage_options(roots, storage_options, jobs or DEFAULT_JOBS)
-    plan = plan_fleet(roots, fleet_options, include=include, exclude=exclude)
+    plan = plan_fleet(roots, fleet_options, include=include, exclude=exclude, pruned=True)
     matrix_options = as_matrix_options(options)
     stream = RecordStream(
         hints if hints is not None else audit_hints(matrix_options, storage_options),

@@ -17,7 +17,7 @@ import re
 import stat as stat_mod
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from operator import itemgetter
 
 from checkpoint_doctor.errors import FileTooLargeError, StorageError
@@ -403,6 +403,83 @@ class _Walk:
         return Listing(dirs=tuple(self.dirs), columns=tuple(self.columns), unlisted=tuple(self.unlisted))
 
 
+#: What :meth:`LocalStorage.list_pruned` does with a subdirectory: list it and apply the rule
+#: inside it (``WALK``), list all of it without the rule (``WHOLE``), or only name it (``PRUNE``).
+WALK, WHOLE, PRUNE = "walk", "whole", "prune"
+
+#: The rule of a pruned walk: given a directory's relative path, its files' names and its
+#: subdirectories' names, return what to do with each subdirectory (:data:`WALK` if not named),
+#: and whether the directory may be listed again later (only those are remembered).
+PruneRule = Callable[[str, tuple[str, ...], list[str]], tuple[Mapping[str, str], bool]]
+
+
+class _PrunedWalk(_Walk):
+    """A walk that lists some subdirectories by name only, as ``rule`` says, and remembers where
+    each directory it listed is (:meth:`LocalStorage.list_pruned`)."""
+
+    def __init__(self, aliases: dict[str, str], display_root: str, rule: PruneRule) -> None:
+        super().__init__(aliases, display_root)
+        self.rule = rule
+        #: The directories listed under the rule that may be listed again, as the walk met them.
+        self.nodes: dict[str, _Pending] = {}
+        #: Directories listed whole: the rule is not applied below them.
+        self.whole: set[str] = set()
+        #: Directories the rule pruned (named, not listed).
+        self.pruned: list[str] = []
+
+    def directory(self, item: _Pending, stack: list[_Pending]) -> None:
+        rel = item[1]
+        if rel in self.whole:
+            # Listed as the plain walk lists it; so is everything below it.
+            self.whole.discard(rel)
+            below: list[_Pending] = []
+            super().directory(item, below)
+            self.whole.update(sub[1] for sub in below)
+            stack.extend(below)
+            return
+        subdirs: list[_Pending] = []
+        try:
+            column = self._scan(item, subdirs)
+        except FileNotFoundError:
+            if not rel:
+                raise
+            return
+        except OSError as exc:
+            if not rel:
+                raise
+            self.unlisted.append((rel, exc.errno or errno.EIO))
+            return
+        if column is not None:
+            self.columns.append(column)
+        names = [sub[1].rpartition("/")[2] for sub in subdirs]
+        ways, again = self.rule(rel, column.names if column is not None else (), names)
+        if again:
+            self.nodes[rel] = item
+        for sub, name in zip(subdirs, names, strict=True):
+            self.dirs.append(sub[1])
+            way = ways.get(name, WALK)
+            if way == PRUNE:
+                self.pruned.append(sub[1])
+                continue
+            stack.append(sub)
+            if way == WHOLE:
+                self.whole.add(sub[1])
+
+
+def _rerooted(listing: Listing, rel: str) -> Listing:
+    """Return a listing of the tree below ``rel`` with paths relative to ``rel`` (what
+    ``TreeIndex.slice`` makes of a whole listing)."""
+    if not rel:
+        return listing
+    cut = len(rel) + 1
+    columns = tuple(c.rerooted(c.path[cut:] if c.path != rel else "") for c in listing.columns)
+    return Listing(
+        dirs=tuple(d[cut:] for d in listing.dirs if d != rel),
+        columns=columns,
+        unlisted=tuple((p[cut:] if p != rel else "", code) for p, code in listing.unlisted),
+    )
+
+
 def _read_fd(fd: int, limit: int | None, size_hint: int) -> bytes:
     """Read ``limit`` bytes of a regular file's descriptor, or to its end (``limit`` None), fewer at
     its end: what ``BufferedReader.read`` returns, without the file object."""
@@ -472,6 +549,55 @@ class LocalStorage(RootedPaths):
             while stack:
                 walk.directory(stack.pop(), stack)
             return walk.listing()
+
+    def list_pruned(self, rule: PruneRule) -> tuple[Listing, Callable[[str], Listing], tuple[str, ...]]:
+        """List the tree as :meth:`list_tree` does, except the subdirectories ``rule`` prunes
+        (named in ``dirs``, not listed); return that listing, the pruned directories (sorted),
+        and a function listing the subtree
+        of a directory listed under the rule, relative to it, exactly as the slice of
+        :meth:`list_tree`'s listing would be (the same walk, continued from where it met the
+        directory: links, loops and escaped names alike). An audit lists the tree without the
+        checkpoints' own directories, then each checkpoint when it audits it: it never holds the
+        listing of the whole fleet (issue 40 item 4). Last, the pruned directories (sorted).
+
+        Raises:
+            StorageError: as :meth:`list_tree`.
+        """
+        with translated(self.url, "list"):
+            root = self._walk_root()
+            walk = _PrunedWalk(self._aliases, self.root, rule)
+            stack = [root]
+            while stack:
+                walk.directory(stack.pop(), stack)
+            listing = walk.listing()
+        nodes = walk.nodes
+
+        def subtree(rel: str) -> Listing:
+            with translated(self.url_of(rel), "list"):
+                node = nodes[rel]
+                if not os.path.isdir(node[0]):
+                    # Gone since the first listing (a checkpoint deleted mid-audit): said as a
+                    # missing directory, where the whole listing's files would fail to be read.
+                    raise FileNotFoundError(node[0])
+                sub = _Walk(self._aliases, self.root)
+                stack = [node]
+                while stack:
+                    sub.directory(stack.pop(), stack)
+                return _rerooted(sub.listing(), rel)
+
+        return listing, subtree, tuple(sorted(walk.pruned))
+
+    def _walk_root(self) -> _Pending:
+        """Return the walk's first directory, the root (raising as :meth:`list_tree` says)."""
+        root = self.full_path("")
+        if not os.path.exists(root):
+            if os.path.islink(root):
+                os.stat(root)
+            raise FileNotFoundError(root)
+        if not os.path.isdir(root):
+            raise NotADirectoryError(root)
+        st = os.stat(root)
+        return (root, "", False, st.st_dev, frozenset({(st.st_dev, st.st_ino)}))
 
     # ----------------------------------------------------------------------------- reading
     def subdirs(self, rel: str = "") -> list[str]:
