@@ -24,6 +24,13 @@ CASES = [
     for line in LINES
     for record in json.loads((TWS / line / "jobs.json").read_text(encoding="utf-8"))
 ]
+#: The Avro bases (written with spark.sql.streaming.stateStore.encodingFormat=avro) and their changes.
+AVRO_LINES = sorted(p.parent.name for p in TWS.glob("spark-*/avro-jobs.json"))
+AVRO_CASES = [
+    (line, record)
+    for line in AVRO_LINES
+    for record in json.loads((TWS / line / "avro-jobs.json").read_text(encoding="utf-8"))
+]
 
 #: The codes each change gives, per line where lines differ (Spark's own outcome is the record's).
 EXPECTED = {
@@ -40,6 +47,11 @@ EXPECTED = {
     "variable-retyped": {"*": ["CD325"]},
     "api-swapped": {"*": ["CD313"]},
     "aggregation": {"*": ["CD313"]},
+    # With the Avro encoding: a field added evolves (a new schema file), long -> string cannot.
+    "avro-same": {"*": []},
+    "avro-field-added": {"*": ["CD328"]},
+    "avro-long-to-string": {"*": ["CD327"]},
+    "avro-key-changed": {"*": ["CD324"]},
 }
 
 
@@ -48,10 +60,16 @@ def _id(case: tuple[str, dict]) -> str:
     return f"{line}/{record['query']}-job-{record['change']}"
 
 
+def job_facts_entry(line: str, spec: str) -> dict:
+    """The probe's recorded entry of a job on a line."""
+    name = "avro-job-facts.json" if ":pandas_avro_" in spec or ":row_avro_" in spec else "job-facts.json"
+    entries = json.loads((TWS / line / name).read_text(encoding="utf-8"))
+    return next(e for e in entries if e["job"] == spec)
+
+
 def job_facts(line: str, spec: str) -> JobFacts:
     """What the line's Spark said the job runs (recorded by ``scripts/tws_fixtures.py``)."""
-    entries = json.loads((TWS / line / "job-facts.json").read_text(encoding="utf-8"))
-    entry = next(e for e in entries if e["job"] == spec)
+    entry = job_facts_entry(line, spec)
     return job_facts_from_dict(spec, entry["facts"], entry["facts"]["elapsed_s"])
 
 
@@ -78,10 +96,16 @@ def test_every_line_restarted_every_change() -> None:
     assert LINES, "no recorded tws job restarts"
     for line, changes in per_line.items():
         # 4.0 has no Row-based API to swap to.
-        assert changes == set(EXPECTED) - ({"api-swapped"} if line == "spark-4.0.5" else set()), line
+        plain = {c for c in EXPECTED if not c.startswith("avro-")}
+        assert changes == plain - ({"api-swapped"} if line == "spark-4.0.5" else set()), line
+    for line in AVRO_LINES:
+        changes = {r["change"] for at, r in AVRO_CASES if at == line}
+        assert changes == {c for c in EXPECTED if c.startswith("avro-")}, line
 
 
-@pytest.mark.parametrize("placed", CASES, ids=[_id(c) for c in CASES], indirect=True)
+@pytest.mark.parametrize(
+    "placed", CASES + AVRO_CASES, ids=[_id(c) for c in CASES + AVRO_CASES], indirect=True
+)
 def test_prediction_equals_the_recorded_restart(placed: tuple[str, dict, Path]) -> None:
     line, record, at = placed
     result = record["result"]
@@ -130,11 +154,9 @@ def test_the_probe_gives_the_processor_as_spark_declares_it() -> None:
 
 def _fake_python(tmp_path: Path, line: str, spec: str) -> str:
     """A 'python' that answers ``--job``'s runner with the line's recorded facts of ``spec``."""
-    entries = json.loads((TWS / line / "job-facts.json").read_text(encoding="utf-8"))
+    entries = [job_facts_entry(line, spec)]
     script = tmp_path / "python"
-    script.write_text(
-        "#!/bin/sh\ncat <<'EOF'\n" + json.dumps([e for e in entries if e["job"] == spec]) + "\nEOF\n"
-    )
+    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(entries) + "\nEOF\n")
     script.chmod(0o755)
     return str(script)
 
@@ -171,3 +193,48 @@ def test_the_cli_says_what_the_api_says_and_its_json_is_valid(
     assert "CD323 tws-config-changed" in text
     # Where a sentence wraps follows the path's length: compared unwrapped.
     assert "Cannot change timeMode from NoTime to ProcessingTime between restarts" in " ".join(text.split())
+
+
+def _s(**fields: str) -> dict:
+    return {
+        "type": "struct",
+        "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}} for n, t in fields.items()],
+    }
+
+
+def test_avro_evolution_is_what_avro_reads_the_old_values_with() -> None:
+    from checkpoint_doctor.diagnosis.state.tws_job import avro_evolves
+
+    old = _s(n="long")
+    assert avro_evolves(old, _s(n="long", m="long"))  # a nullable field added (default null)
+    assert avro_evolves(_s(n="long", m="long"), old)  # a field removed
+    assert avro_evolves(_s(n="integer"), old)  # int -> long, a promotion
+    assert not avro_evolves(old, _s(n="string"))  # long -> string [exp: avro-long-to-string]
+    assert not avro_evolves(old, _s(n="integer"))  # long -> int narrows
+    required = {
+        "type": "struct",
+        "fields": [{"name": "m", "type": "long", "nullable": False, "metadata": {}}],
+    }
+    assert not avro_evolves(old, required)  # a non-nullable field has no default
+
+
+def test_a_variable_column_family_is_spark_s() -> None:
+    """The key and value schemas Spark keeps per variable kind, as the fixtures' schema files hold them."""
+    from checkpoint_doctor.diagnosis.changes.facts import TwsVariable
+    from checkpoint_doctor.diagnosis.state.tws_job import column_family
+
+    key = json.dumps(_s(key="long"))
+    plain = TwsVariable("count", "ValueState", json.dumps(_s(n="long")))
+    assert [json.loads(s) for s in column_family(key, plain)] == [_s(key="long"), _s(n="long")]
+    ttl = TwsVariable("count", "ValueState", json.dumps(_s(n="long")), ttl=True)
+    value = json.loads(column_family(key, ttl)[1])
+    assert [(f["name"], f["type"]) for f in value["fields"]] == [
+        ("value", _s(n="long")),
+        ("ttlExpirationMs", "long"),
+    ]
+    mapped = TwsVariable("last", "MapState", json.dumps(_s(v="long")), json.dumps(_s(k="string")))
+    map_key = json.loads(column_family(key, mapped)[0])
+    assert [(f["name"], f["type"]) for f in map_key["fields"]] == [
+        ("key", _s(key="long")),
+        ("userKey", _s(k="string")),
+    ]
