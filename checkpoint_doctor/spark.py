@@ -509,6 +509,115 @@ def _aggregate_buffers(expression: Any, seen: dict[str, Any]) -> None:
         _aggregate_buffers(child, seen)
 
 
+#: The logical nodes of PySpark's transformWithState (``TransformWithStateInPandas`` 4.0,
+#: ``TransformWithStateInPySpark`` 4.1+, both APIs).
+_TWS_NODES = ("TransformWithStateInPandas", "TransformWithStateInPySpark")
+#: The PySpark methods that build one: ``GroupedData.transformWithStateInPandas`` (4.0+) and the
+#: Row-based ``transformWithState`` (4.1+), each the API its operator is named after.
+_TWS_METHODS = (("transformWithStateInPandas", "pandas"), ("transformWithState", "row"))
+
+
+@contextlib.contextmanager
+def recording_processors() -> Iterator[list[dict[str, Any]]]:
+    """While inside: each transformWithState the job builds is recorded (its API and its
+    ``StatefulProcessor``) in the yielded list, in call order, and built as usual."""
+    import importlib
+
+    grouped = importlib.import_module("pyspark.sql.group").GroupedData
+    calls: list[dict[str, Any]] = []
+    saved: list[tuple[str, Any]] = []
+    for method, api in _TWS_METHODS:
+        original = getattr(grouped, method, None)
+        if original is None:  # a line without this API (4.0 has no Row-based one)
+            continue
+
+        def recorded(self: Any, *args: Any, _original: Any = original, _api: str = api, **kwargs: Any) -> Any:
+            processor = kwargs.get("statefulProcessor", args[0] if args else None)
+            calls.append({"api": _api, "processor": processor})
+            return _original(self, *args, **kwargs)
+
+        saved.append((method, grouped.__dict__.get(method)))
+        setattr(grouped, method, recorded)
+    try:
+        yield calls
+    finally:
+        for method, original in saved:
+            if original is None:
+                delattr(grouped, method)
+            else:
+                setattr(grouped, method, original)
+
+
+class _Inert:
+    """What a recorded state variable or handle call returns: anything called on it does nothing."""
+
+    def __getattr__(self, _name: str) -> Any:
+        return lambda *_a, **_k: None
+
+
+class _RecordingHandle:
+    """A ``StatefulProcessorHandle`` for ``init``: it records each state variable as the driver's
+    pre-init run of the processor does (``TransformWithStateInPySparkPythonPreInitRunner``, the
+    handle in ``StatefulProcessorHandleState.PRE_INIT``), whose schemas become the column families
+    ``TransformWithStateExec.validateAndMaybeEvolveStateSchema`` compares with the schema files."""
+
+    def __init__(self, spark: Any) -> None:
+        self._spark = spark
+        self.variables: list[dict[str, Any]] = []
+
+    def _schema(self, schema: Any) -> dict[str, Any]:
+        if isinstance(schema, str):  # a DDL string, parsed as PySpark's handle has the JVM parse it
+            return json.loads(
+                str(self._spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(schema).json())
+            )
+        return json.loads(schema.json())
+
+    def _add(self, name: str, kind: str, value: Any, ttl: Any, user_key: Any = None) -> _Inert:
+        self.variables.append(
+            {
+                "name": str(name),
+                "kind": kind,
+                "value_schema": self._schema(value),
+                "user_key_schema": None if user_key is None else self._schema(user_key),
+                "ttl": ttl is not None,
+            }
+        )
+        return _Inert()
+
+    def getValueState(self, stateName: Any, schema: Any, ttlDurationMs: Any = None) -> _Inert:
+        return self._add(stateName, "ValueState", schema, ttlDurationMs)
+
+    def getListState(self, stateName: Any, schema: Any, ttlDurationMs: Any = None) -> _Inert:
+        return self._add(stateName, "ListState", schema, ttlDurationMs)
+
+    def getMapState(
+        self,
+        stateName: Any,
+        userKeySchema: Any,
+        valueSchema: Any,
+        ttlDurationMs: Any = None,
+    ) -> _Inert:
+        return self._add(stateName, "MapState", valueSchema, ttlDurationMs, userKeySchema)
+
+    def __getattr__(self, _name: str) -> Any:  # timers, query info: nothing to record in init
+        return lambda *_a, **_k: _Inert()
+
+
+def describe_processors(spark: Any, calls: list[dict[str, Any]], operators: list[dict[str, Any]]) -> None:
+    """Give each transformWithState operator of ``operators`` its API and the state variables its
+    processor's ``init`` declares (a processor whose ``init`` fails gets ``init_error``). The plan is
+    walked top down, so the operator built last comes first."""
+    tws = [o for o in operators if o["kind"] in _TWS_NODES]
+    for operator, call in zip(tws, reversed(calls), strict=False):
+        operator["api"] = call["api"]
+        handle = _RecordingHandle(spark)
+        try:
+            call["processor"].init(handle)
+        except Exception as exc:  # noqa: BLE001 - the operator's code: its failure is a fact
+            operator["init_error"] = f"{type(exc).__name__}: {exc}"
+        operator["state_variables"] = handle.variables
+
+
 def _walk_plan(spark: Any, plan: Any, sources: list[dict[str, Any]], operators: list[dict[str, Any]]) -> None:
     kind = str(plan.getClass().getSimpleName())
     children = _seq(plan.children())
@@ -534,6 +643,20 @@ def _walk_plan(spark: Any, plan: Any, sources: list[dict[str, Any]], operators: 
     elif kind in ("Deduplicate", "DeduplicateWithinWatermark") and streaming:
         dedup = "dedup" if kind == "Deduplicate" else "dedupWithinWatermark"
         operators.append({"kind": dedup, "key_schema": _struct(_seq(plan.keys())), "value_schema": None})
+    elif kind in _TWS_NODES and streaming:
+        # A Python transformWithState (4.0 TransformWithStateInPandas, 4.1+ TransformWithStateInPySpark):
+        # its state key is the grouping attributes, the first ``groupingAttributesLen`` of the child's
+        # output; the state variables are the processor's (:func:`describe_processors`).
+        grouping = _seq(plan.child().output())[: int(plan.groupingAttributesLen())]
+        operators.append(
+            {
+                "kind": kind,
+                "key_schema": _struct(grouping),
+                "value_schema": None,
+                "time_mode": str(plan.timeMode().toString()),
+                "output_mode": str(plan.outputMode().toString()),
+            }
+        )
     elif kind == "Join" and all(bool(c.isStreaming()) for c in children):
         operators.append({"kind": "join", "key_schema": None, "value_schema": None})
     elif streaming and kind in (

@@ -35,6 +35,7 @@ from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.state import checks as checks_state
 from checkpoint_doctor.diagnosis.state import checks_statefulness
 from checkpoint_doctor.diagnosis.state import tws as checks_tws
+from checkpoint_doctor.diagnosis.state import tws_job as checks_tws_job
 from checkpoint_doctor.diagnosis.tracing import Question, traced
 from checkpoint_doctor.diagnosis.versions import SparkTarget, target
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
@@ -70,6 +71,7 @@ ALL_CHECKS = (
     checks_state.check_restorable_batch,
     checks_statefulness.check_state_suspected,
     checks_job.check_job,
+    checks_tws_job.check_tws_job,
     checks_job.check_job_writer_and_sources,
     checks_sink.check_sink,
     checks_delta_sink.check_delta_sink,

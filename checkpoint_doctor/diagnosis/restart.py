@@ -23,6 +23,7 @@ from checkpoint_doctor.diagnosis.sources import checks_delta
 from checkpoint_doctor.diagnosis.sources import files as source_files
 from checkpoint_doctor.diagnosis.sources import kafka as checks_kafka
 from checkpoint_doctor.diagnosis.state import tws as checks_tws
+from checkpoint_doctor.diagnosis.state import tws_job as checks_tws_job
 from checkpoint_doctor.diagnosis.versions import SparkError
 from checkpoint_doctor.ids import missing_in
 from checkpoint_doctor.model import OffsetSeq, SourceOffset
@@ -159,6 +160,9 @@ def _tws_step(run: _Run) -> RestartPrediction | None:
     if not run.next_batch_id:
         return None
     error = checks_tws.restart_error(run.ctx, run.next_batch_id)
+    if error is None and run.ctx.options.job is not None:
+        # Then the changed processor against the schema files and the metadata (--job).
+        error = checks_tws_job.restart_error(run.ctx, run.ctx.options.job)
     return run.done(*error) if error is not None else None
 
 

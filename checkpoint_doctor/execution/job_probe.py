@@ -34,9 +34,11 @@ from checkpoint_doctor.spark import (
     SessionOptions,
     StartRefusedError,
     active_queries,
+    describe_processors,
     describe_writer,
     exception_text,
     nothing_starts,
+    recording_processors,
     require_pyspark,
     spark_session,
     stop_quietly,
@@ -76,7 +78,9 @@ def _one(spark: Any, spec: str, job: Callable[..., Any], load_s: float) -> dict[
     session = None
     try:
         session = spark.newSession()
-        writer = job(session)
+        # The transformWithState processors it builds: their init declares the state (below).
+        with recording_processors() as processors:
+            writer = job(session)
     except Exception as exc:  # noqa: BLE001 - every failure of the operator's job is a result
         return _error(spec, exc)
     finally:
@@ -96,6 +100,7 @@ def _one(spark: Any, spec: str, job: Callable[..., Any], load_s: float) -> dict[
     if kind != "DataStreamWriter":
         return {"job": spec, "error": f"job {spec} returned {kind}, not a DataStreamWriter"}
     facts = describe_writer(session, writer)
+    describe_processors(session, processors, facts["operators"])
     facts["elapsed_s"] = round(load_s + time.monotonic() - started, 2)
     return {"job": spec, "facts": facts}
 

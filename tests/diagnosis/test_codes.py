@@ -90,6 +90,12 @@ KNOWN_CODES = frozenset(
         "CD320",
         "CD321",
         "CD322",
+        "CD323",
+        "CD324",
+        "CD325",
+        "CD326",
+        "CD327",
+        "CD328",
         "CD401",
         "CD402",
         "CD403",
@@ -235,6 +241,15 @@ TRIGGERED_ELSEWHERE = {
     "CD320",
     "CD321",
     "CD322",
+    # a changed transformWithState processor (--job): the recorded restarts of fixtures/tws/spark-*/jobs.json
+    # with the line's job facts, tests/tws/test_job_changes.py
+    "CD323",
+    "CD324",
+    "CD325",
+    "CD326",
+    # ... and with the Avro state encoding: fixtures/tws/spark-*/avro-jobs.json
+    "CD327",
+    "CD328",
 }
 
 

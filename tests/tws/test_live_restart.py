@@ -51,3 +51,35 @@ def test_a_moved_checkpoint_fails_as_predicted_and_starts_once_repaired(tmp_path
     )
     assert not failed["started"] and predicted.error.matches(failed["error"]["message"]), failed["error"]
     assert started["error"] is None and [b["batchId"] for b in started["batches"]] == [3]
+
+
+@pytest.mark.spark
+def test_a_changed_processor_restarts_as_predicted(tmp_path: Path) -> None:
+    """Two changed processors restarted live on 4.3.0 against the healthy pandas checkpoint: a new
+    timeMode fails as the recorded job facts predict, a renamed state variable starts."""
+    from tests.tws.test_job_changes import job_facts
+
+    base = REPO / "fixtures" / "tws" / f"spark-{VERSION}" / "tws_pandas-healthy"
+    at = Path(json.loads((base / "scenario.json").read_text(encoding="utf-8"))["written_at"])
+    specs = [tws_fixtures.job_spec("tws_pandas", c) for c in ("time-mode", "variable-renamed")]
+    predicted = []
+    for spec in specs:
+        tws_fixtures.install(base, at)
+        job = job_facts(f"spark-{VERSION}", spec)
+        (cell,) = api.diagnose(str(at), spark=["4.3"], live_window_s=0, job=job).cells
+        predicted.append(cell.diagnosis.prediction)
+    jobs = []
+    for spec in specs:
+        job = tws_fixtures._job(spec, "job:" + spec, at, "restart")
+        job["before_argv"] = tws_fixtures._install_argv(base, at)
+        jobs.append(job)
+    try:
+        failed, started = sparkrun.run_jobs(
+            VERSION, jobs, tmp_path / "spark", env=tws_fixtures._python_env(VERSION)
+        )
+    finally:
+        shutil.rmtree(at.parent, ignore_errors=True)
+    assert not predicted[0].starts and predicted[0].error is not None
+    assert not failed["started"] and predicted[0].error.matches(failed["error"]["message"]), failed["error"]
+    assert predicted[1].starts
+    assert started["error"] is None and [b["batchId"] for b in started["batches"]] == [3]

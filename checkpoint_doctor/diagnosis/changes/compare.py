@@ -28,10 +28,11 @@ from checkpoint_doctor.diagnosis.versions import SparkError
 
 
 def operators_in_metadata(ctx: Context) -> tuple[tuple[int, str], ...]:
-    """Return (operator id, name) of every operator whose metadata file the checkpoint holds."""
+    """Return (operator id, name) of every operator whose metadata file the checkpoint holds (v1
+    ``_metadata/metadata``, or a transformWithState's newest ``_metadata/v2/<batch>``)."""
     out = []
     for op in ctx.snapshot.state.operators:
-        rec = op.metadata
+        rec = op.metadata if op.metadata is not None and op.metadata.record is not None else op.metadata_v2
         if rec is not None and rec.record is not None:
             out.append((op.operator_id, rec.record.operator_name))
     return tuple(sorted(out))

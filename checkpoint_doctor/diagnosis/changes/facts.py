@@ -31,19 +31,58 @@ _IDENTITY_OPTIONS = frozenset({"subscribe", "subscribepattern", "assign", "path"
 
 
 @frozen
+class TwsVariable:
+    """A state variable a transformWithState processor's ``init`` declares (the driver's pre-init
+    run of the processor): its name, kind (``ValueState``, ``ListState``, ``MapState``), value
+    schema, a MapState's user key schema (StructType JSON) and whether it has a TTL."""
+
+    name: str
+    kind: str
+    value_schema: str
+    user_key_schema: str | None = None
+    ttl: bool = False
+
+
+@frozen
+class TwsFacts:
+    """A Python transformWithState operator as the job builds it: its API (``pandas`` for
+    ``transformWithStateInPandas``, ``row`` for ``transformWithState``), ``timeMode`` and output mode
+    as the analysed plan holds them (``NoTime``, ``ProcessingTime``, ``EventTime``; ``Update``,
+    ``Append``), and its state variables; ``init_error`` when the processor's ``init`` failed."""
+
+    api: str
+    time_mode: str
+    output_mode: str
+    variables: tuple[TwsVariable, ...] = ()
+    init_error: str | None = None
+
+
+@frozen
 class JobOperator:
     """A stateful operator with the id ``IncrementalExecution`` gives it and the key and value
-    schemas (StructType JSON) its state store keeps; None where not derived."""
+    schemas (StructType JSON) its state store keeps; None where not derived. A transformWithState
+    operator's key schema is its grouping key, and ``tws`` holds the rest."""
 
     operator_id: int
     kind: str
     key_schema: str | None = None
     value_schema: str | None = None
+    tws: TwsFacts | None = None
 
     @property
     def name(self) -> str:
-        """Return the name Spark writes to the operator metadata (``StateStoreWriter.shortName``)."""
+        """Return the name Spark writes to the operator metadata (``StateStoreWriter.shortName``):
+        a Python transformWithState's depends on its API (``TransformWithStateInPySparkExec``:
+        ``transformWithStateInPandasExec`` for pandas, ``transformWithStateInPySparkExec`` for Row)."""
+        if self.tws is not None:
+            return _TWS_SHORT_NAMES.get(self.tws.api, self.kind)
         return _SHORT_NAMES.get(self.kind, self.kind)
+
+
+#: The operator metadata's name of a Python transformWithState per API (4.0's
+#: ``TransformWithStateInPandasExec`` and 4.1+'s ``TransformWithStateInPySparkExec`` alike)
+#: [exp: fixtures/tws/spark-*/tws_pandas-healthy, tws_row-healthy].
+_TWS_SHORT_NAMES = {"pandas": "transformWithStateInPandasExec", "row": "transformWithStateInPySparkExec"}
 
 
 #: ``StateStoreWriter.shortName`` of each operator kind the probe reports.
@@ -125,6 +164,7 @@ class JobFacts:
                     "kind": o.kind,
                     "key_schema": o.key_schema,
                     "value_schema": o.value_schema,
+                    **({"tws": _tws_dict(o.tws)} if o.tws is not None else {}),
                 }
                 for o in self.operators
             ],
@@ -178,6 +218,7 @@ def job_facts_from_dict(job: str, data: dict[str, Any], elapsed_s: float) -> Job
                 kind=str(o.get("kind", "")),
                 key_schema=_schema(o.get("key_schema")),
                 value_schema=_schema(o.get("value_schema")),
+                tws=_tws(o),
             )
             for i, o in enumerate(operators)
             if isinstance(o, dict)
@@ -190,6 +231,49 @@ def job_facts_from_dict(job: str, data: dict[str, Any], elapsed_s: float) -> Job
         elapsed_s=round(float(elapsed_s), 2),
         async_tracking=_async_tracking(sink.get("options")),
         unsupported=_first_line(data.get("unsupported")),
+    )
+
+
+def _tws_dict(tws: TwsFacts) -> dict[str, Any]:
+    return {
+        "api": tws.api,
+        "time_mode": tws.time_mode,
+        "output_mode": tws.output_mode,
+        "state_variables": [
+            {
+                "name": v.name,
+                "kind": v.kind,
+                "value_schema": v.value_schema,
+                "user_key_schema": v.user_key_schema,
+                "ttl": v.ttl,
+            }
+            for v in tws.variables
+        ],
+        "init_error": tws.init_error,
+    }
+
+
+def _tws(raw: dict[str, Any]) -> TwsFacts | None:
+    """The transformWithState part of a probed operator (``api`` set by the probe), or None."""
+    if not raw.get("api"):
+        return None
+    variables = tuple(
+        TwsVariable(
+            name=str(v.get("name", "")),
+            kind=str(v.get("kind", "")),
+            value_schema=_schema(v.get("value_schema")) or "",
+            user_key_schema=_schema(v.get("user_key_schema")),
+            ttl=bool(v.get("ttl")),
+        )
+        for v in raw.get("state_variables") or []
+        if isinstance(v, dict)
+    )
+    return TwsFacts(
+        api=str(raw["api"]),
+        time_mode=str(raw.get("time_mode", "")),
+        output_mode=str(raw.get("output_mode", "")),
+        variables=variables,
+        init_error=raw.get("init_error"),
     )
 
 

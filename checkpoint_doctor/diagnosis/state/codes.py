@@ -220,6 +220,88 @@ CODES: tuple[CodeInfo, ...] = (
         "STDS_FAILED_TO_READ_OPERATOR_METADATA",
     ),
     _c(
+        Code.TWS_CONFIG_CHANGED,
+        "tws-config-changed",
+        ERROR,
+        "The job's transformWithState timeMode or output mode is not the one the checkpoint records",
+        "The operator metadata v2 records the operator's timeMode (NoTime, ProcessingTime, EventTime) and "
+        "output mode. While planning the first batch of a restart, Spark 4.0 and newer compare them with "
+        "the new query's (TransformWithStateExec.validateNewMetadata) and fail with "
+        "STATE_STORE_INVALID_CONFIG_AFTER_RESTART when either changed.",
+        "The processor's timeMode or the query's output mode was changed in the code.",
+        "Keep the timeMode and output mode of the query that wrote the checkpoint, or run the changed "
+        "query on a new checkpoint.",
+        "STATE_STORE_INVALID_CONFIG_AFTER_RESTART",
+    ),
+    _c(
+        Code.TWS_STATE_SCHEMA_INCOMPATIBLE,
+        "tws-state-schema-incompatible",
+        ERROR,
+        "A transformWithState state variable's key or value schema is not the stored one",
+        "Each state variable is a column family of the operator's RocksDB store, with a key schema (the "
+        "grouping key; a MapState's is struct<key, userKey>) and a value schema (with a TTL: "
+        "struct<value, ttlExpirationMs>) recorded in the schema file v3. While planning the first batch, "
+        "Spark 4.0 and newer compare each variable the processor declares with the recorded one "
+        "(StateSchemaCompatibilityChecker: field count, order and types): a changed grouping key or map "
+        "key fails with STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE, a value field added, removed or retyped, "
+        "or a TTL added or removed, with STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE.",
+        "The grouping key, a state variable's schema or its TTL was changed in the processor.",
+        "Keep the variable's schema (give a new schema a new variable name: a new column family starts "
+        "empty), or run the changed query on a new checkpoint.",
+        "STATE_STORE_KEY_SCHEMA_NOT_COMPATIBLE",
+        "STATE_STORE_VALUE_SCHEMA_NOT_COMPATIBLE",
+    ),
+    _c(
+        Code.TWS_VARIABLE_KIND_CHANGED,
+        "tws-variable-kind-changed",
+        ERROR,
+        "A transformWithState state variable changed its kind",
+        "The operator metadata v2 records each state variable's kind (ValueState, ListState, MapState). "
+        "Spark 4.0 and newer compare it with the processor's on restart and fail with "
+        "STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE when a variable of the same name has another kind.",
+        "A state variable was redeclared as another kind (getValueState -> getListState) under its name.",
+        "Declare the new kind under a new name (it starts empty), or run the changed query on a new "
+        "checkpoint.",
+        "STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE",
+    ),
+    _c(
+        Code.TWS_VARIABLE_DROPPED,
+        "tws-variable-dropped",
+        WARNING,
+        "The checkpoint holds a transformWithState state variable the processor no longer declares",
+        "Spark 4.0 and newer start when a processor declares fewer state variables than the checkpoint "
+        "records: the column family of a removed variable is no longer read, and a renamed variable is a "
+        "new, empty one (its old state is not carried over).",
+        "A state variable was removed or renamed in the processor.",
+        "If the variable was renamed, rename it back (its state is still in the checkpoint); if it was "
+        "removed on purpose, nothing is needed.",
+    ),
+    _c(
+        Code.TWS_VALUE_SCHEMA_EVOLUTION_INVALID,
+        "tws-value-schema-evolution-invalid",
+        ERROR,
+        "With the Avro state encoding, a state variable's value schema changed in a way Avro cannot evolve",
+        "With spark.sql.streaming.stateStore.encodingFormat=avro (pinned in the offsets), Spark 4.x lets a "
+        "transformWithState value schema evolve when Avro can read the old values with the new schema "
+        "(a field added, a field removed, int -> long): it writes a new schema file. Any other change (long "
+        "-> string) fails planning the first batch with STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION.",
+        "A state variable's field was retyped to an incompatible type.",
+        "Keep the old type (or a promotion of it), or give the new schema a new variable name.",
+        "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION",
+    ),
+    _c(
+        Code.TWS_VALUE_SCHEMA_EVOLVES,
+        "tws-value-schema-evolves",
+        INFO,
+        "With the Avro state encoding, a state variable's value schema evolves on restart",
+        "With spark.sql.streaming.stateStore.encodingFormat=avro, a value schema change Avro can read the "
+        "old values with (a field added, removed, or promoted) is accepted: the restart writes a new "
+        "state schema file with the family's next value schema id, and reads the old values with the new "
+        "schema (new fields null).",
+        "A state variable's value schema was changed with the Avro encoding.",
+        "Nothing to do; a rollback to the older code reads the evolved state as Avro allows.",
+    ),
+    _c(
         Code.STATE_FILE_UNREADABLE,
         "state-file-unreadable",
         ERROR,

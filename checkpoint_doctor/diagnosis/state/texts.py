@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from checkpoint_doctor.diagnosis.changes.texts import struct_text
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 
 #: What a ZipInputStream meets in a RocksDB zip: a local file header first (b"PK\x03\x04") when the
@@ -181,3 +182,34 @@ class StateTexts(SparkLine):
             "STDS_FAILED_TO_READ_OPERATOR_METADATA",
             headline="STDS_FAILED_TO_READ_OPERATOR_METADATA",
         )
+
+    def tws_config_changed(self, name: str, stored: str, new: str) -> SparkError:
+        """``STATE_STORE_INVALID_CONFIG_AFTER_RESTART``: the processor's timeMode or the output mode is
+        not the one the operator metadata v2 records (``TransformWithStateExec.validateNewMetadata``)
+        [exp: tws_*-job-time-mode, tws_*-job-output-mode]."""
+        error_class = "STATE_STORE_INVALID_CONFIG_AFTER_RESTART"
+        text = (
+            f"[{error_class}] Cannot change {name} from {stored} to {new} between restarts. Please set "
+            f"{name} to {stored}, or restart with a new checkpoint directory."
+        )
+        return SparkError(text + self.sqlstate("42K06"), f"[{error_class}]", "batch", error_class)
+
+    def tws_variable_type_changed(self, name: str, stored: str, new: str) -> SparkError:
+        """``STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE``: a state variable redeclared as another kind
+        [exp: tws_*-job-variable-retyped]."""
+        error_class = "STATE_STORE_INVALID_VARIABLE_TYPE_CHANGE"
+        text = (
+            f"[{error_class}] Cannot change {name} to {new} between query restarts. Please set {name} to "
+            f"{stored}, or restart with a new checkpoint directory."
+        )
+        return SparkError(text + self.sqlstate("42K06"), f"[{error_class}]", "batch", error_class)
+
+    def tws_invalid_value_evolution(self, stored: str, new: str) -> SparkError:
+        """``STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION``: with the Avro encoding, a value schema Avro
+        cannot read the old values with [exp: tws_*-job-avro-long-to-string]."""
+        error_class = "STATE_STORE_INVALID_VALUE_SCHEMA_EVOLUTION"
+        text = (
+            f"[{error_class}] Schema evolution is not possible new value_schema={struct_text(new)} and "
+            f"old value_schema={struct_text(stored)}."
+        )
+        return SparkError(text + self.sqlstate("XXKST"), f"[{error_class}]", "batch", error_class)
