@@ -93,7 +93,7 @@ def diagnose_command(
     else:
         with layout(terminal_width()):
             if flow is not None:
-                emit(_flow_text(flow))
+                emit(flow_text(flow))
             if len(result.cells) == 1:
                 sink = (result.sink_assumption,) if result.sink_assumption else ()
                 emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing, sink))
@@ -111,15 +111,24 @@ def _pipeline_target(checkpoint: str, storage_option: Sequence[str], kw: dict[st
     """A Declarative Pipeline's storage root: ``(root, lines, options)``; a flow directory (no version):
     what it is and its live version; anything else: None (an ordinary checkpoint)."""
     from checkpoint_doctor.cli.options import parse_storage_options
-    from checkpoint_doctor.pipelines.layout import flow_dir_parts, live_of
     from checkpoint_doctor.pipelines.load import is_storage_root, pipeline_lines
-    from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.reading.storage.urls import normalize_url
 
     options = parse_storage_options(storage_option)
     url = normalize_url(checkpoint).rstrip("/")
     if is_storage_root(url, options):
         return url, pipeline_lines(kw.get("spark_version") or ()), options
+    return flow_target(url, options)
+
+
+def flow_target(checkpoint: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """A Declarative Pipeline's flow directory (``.../_checkpoints/<c>/<s>/<t>/<f>``, no version):
+    what it is and its live version (the largest number); anything else: None."""
+    from checkpoint_doctor.pipelines.layout import flow_dir_parts, live_of
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.reading.storage.urls import normalize_url
+
+    url = normalize_url(checkpoint).rstrip("/")
     parts = flow_dir_parts(url)
     if parts is None:
         return None
@@ -146,7 +155,7 @@ def _pipeline_target(checkpoint: str, storage_option: Sequence[str], kw: dict[st
     }
 
 
-def _flow_text(flow: dict[str, Any]) -> str:
+def flow_text(flow: dict[str, Any]) -> str:
     history = flow["history"]
     older = f"; {', '.join(history)} older, never read again" if history else ""
     return (
