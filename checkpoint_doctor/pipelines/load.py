@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkpoint_doctor.pipelines.layout import PipelineLayout, pipeline_layout
+from checkpoint_doctor.pipelines.spec import FlowCode
 from checkpoint_doctor.pipelines.verdict import FlowRestart, PipelineVerdict, pipeline_verdict
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.storage import open_storage
@@ -95,7 +96,46 @@ def find_warehouse(root: str, storage_options: Mapping[str, Any] | None = None) 
     return None
 
 
-def _restart(checkpoint: str, spark: str, storage_options: Mapping[str, Any] | None) -> FlowRestart:
+#: The most source files of a pipeline read for its flows' definitions.
+MAX_SOURCE_FILES = 500
+
+
+def read_flow_code(root: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, FlowCode]:
+    """The flows the pipeline's code defines, by flow name: from the ``spark-pipeline.yml`` beside
+    the storage root and the source files its ``libraries`` globs name (empty when there is none)."""
+    from checkpoint_doctor.pipelines.layout import SPEC_NAMES
+    from checkpoint_doctor.pipelines.spec import python_flows, spec_storage, sql_flows
+
+    parent_url = normalize_url(root).rstrip("/").rpartition("/")[0]
+    parent = open_storage(parent_url, storage_options)
+    spec_text = None
+    for name in SPEC_NAMES:
+        if parent.exists(name):
+            spec_text = parent.read(name, max_bytes=SOURCE_LOG_HEAD).decode("utf-8", errors="replace")
+            break
+    if spec_text is None:
+        return {}
+    storage = spec_storage(spec_text)
+    if storage is not None and storage.rstrip("/").rpartition("/")[2] != root.rstrip("/").rpartition("/")[2]:
+        return {}  # the spec names another storage root
+    tops = sorted(set(re.findall(r"include:\s*[\"']?([^/\s\"'*]+)", spec_text)))
+    flows: dict[str, FlowCode] = {}
+    read = 0
+    for top in tops:
+        for f in parent.child(top).list_tree(missing_ok=True).files:
+            if read >= MAX_SOURCE_FILES or not f.path.endswith((".py", ".sql")):
+                continue
+            read += 1
+            text = parent.read(f"{top}/{f.path}", max_bytes=SOURCE_LOG_HEAD).decode("utf-8", errors="replace")
+            parse = sql_flows if f.path.endswith(".sql") else python_flows
+            for code in parse(text, f"{top}/{f.path}"):
+                flows[code.flow] = code
+    return flows
+
+
+def _restart(
+    checkpoint: str, spark: str, storage_options: Mapping[str, Any] | None, stateful: bool | None = None
+) -> FlowRestart:
     """The ordinary prediction of a live version's restart on one line (micro-batch, as a pipeline
     runs its flows), read as ``diagnose --spark LINE --mode micro-batch --live-window 0`` reads it."""
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
@@ -104,7 +144,11 @@ def _restart(checkpoint: str, spark: str, storage_options: Mapping[str, Any] | N
 
     snapshot = require_checkpoint(load_checkpoint(checkpoint, storage_options=storage_options))
     options = matrix_options(
-        now_ms=int(time.time() * 1000), spark=[spark], modes=["micro-batch"], live_window_s=0
+        now_ms=int(time.time() * 1000),
+        spark=[spark],
+        modes=["micro-batch"],
+        stateful=stateful,
+        live_window_s=0,
     )
     result = diagnose_matrix(snapshot, options)
     prediction = result.primary.diagnosis.prediction
@@ -135,6 +179,8 @@ def judge_pipeline(
 
         raise NotACheckpointError(root, "no _checkpoints/<catalog>/<schema>/<table>/<flow>/ below it")
     storage = open_storage(root, storage_options)
+    # The pipeline's own code says which flows are stateful (a join's state/ deleted leaves no trace).
+    code = read_flow_code(root, storage_options)
     restarts: dict[str, FlowRestart] = {}
     reads: dict[str, tuple[str, ...]] = {}
     for f in layout.flows:
@@ -142,7 +188,8 @@ def judge_pipeline(
             continue
         reads[f.name] = _reads(storage, f.version_dir(f.live))
         if not f.live_is_empty:
-            restarts[f.name] = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options)
+            stateful = True if f.flow in code and code[f.flow].stateful else None
+            restarts[f.name] = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options, stateful)
         else:
             # The older version names what the flow read before; the empty one reads all again.
             older = [v for v in f.history if v not in f.empty]

@@ -52,6 +52,15 @@ class FlowVerdict:
     #: The flows whose failure keeps this one QUEUED.
     blocked_by: tuple[str, ...] = ()
 
+    @property
+    def short(self) -> str:
+        """The next run in a few words, for a grid: the state and why."""
+        if self.next_run == FAILED and self.restart is not None:
+            return f"FAILED: {self.restart.search or self.restart.summary}"
+        if self.next_run == QUEUED:
+            return f"QUEUED behind {', '.join(self.blocked_by)}"
+        return f"COMPLETED: {self.summary.removeprefix('STARTS ')}"
+
     def to_dict(self) -> dict[str, Any]:
         f = self.layout
         return {

@@ -34,7 +34,7 @@ def render_pipeline(reports: Sequence[PipelineReport]) -> str:
         cells = []
         for r in reports:
             v = r.verdict.flow(f.name)
-            cells.append(v.summary if v is not None else "-")
+            cells.append(v.short if v is not None else "-")
         version = f.live if f.live is not None else "-"
         older = f" (history {', '.join(f.history)})" if f.history else ""
         rows.append([f.name, f"{version}{older}", *cells])

@@ -77,3 +77,21 @@ def test_two_append_flows_into_one_file_table_share_its_sink_log():
     assert [str(f.code) for f in verdict.findings] == ["CD804"]
     # Without the table's sink log nothing is claimed (a Delta table has no shared log).
     assert pipeline_verdict(layout, {"merged/merged_a": ok, "merged/merged_b": ok}, {}, {}).findings == ()
+
+
+def test_the_pipeline_s_code_says_which_flows_are_stateful():
+    from checkpoint_doctor.pipelines.spec import python_flows, spec_storage, sql_flows
+
+    sql = (
+        "CREATE STREAMING TABLE joined AS\nSELECT a.value FROM STREAM(events) a JOIN STREAM(events) b "
+        "ON a.value = b.value;\nCREATE STREAMING TABLE plain AS SELECT * FROM STREAM(events);\n"
+        "CREATE MATERIALIZED VIEW mv AS SELECT count(*) FROM events GROUP BY value;"
+    )
+    assert [(f.flow, f.stateful) for f in sql_flows(sql, "t.sql")] == [("joined", True), ("plain", False)]
+    py = (
+        "@dp.table\ndef events():\n    return spark.readStream.format('rate').load()\n\n"
+        "@dp.append_flow(target='merged', name='merged_a')\ndef a():\n"
+        "    return spark.readStream.table('events').groupBy('value').count()\n"
+    )
+    assert [(f.flow, f.stateful) for f in python_flows(py, "f.py")] == [("events", False), ("merged_a", True)]
+    assert spec_storage("name: p\nstorage: file:///srv/p/storage\n") == "file:///srv/p/storage"
