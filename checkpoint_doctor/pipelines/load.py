@@ -172,7 +172,8 @@ def judge_pipeline(
     layout: PipelineLayout | None = None,
 ) -> PipelineReport:
     """Judge every flow of the pipeline whose storage root is ``root`` for one Spark line."""
-    root = normalize_url(root).rstrip("/")
+    # As the storage layer names it (a relative local path made absolute): its parent is looked at.
+    root = open_storage(normalize_url(root), storage_options).url.rstrip("/")
     layout = layout or read_layout(root, storage_options)
     if layout is None:
         from checkpoint_doctor.errors import NotACheckpointError
@@ -241,6 +242,7 @@ def judge_lines(
     storage_options: Mapping[str, Any] | None = None,
 ) -> tuple[PipelineReport, ...]:
     """Judge the pipeline on each line (one listing of the storage root)."""
+    root = open_storage(normalize_url(root), storage_options).url.rstrip("/")
     layout = read_layout(root, storage_options)
     return tuple(
         judge_pipeline(root, line, warehouse=warehouse, storage_options=storage_options, layout=layout)

@@ -171,7 +171,8 @@ def pipeline_verdict(
                 )
             )
         if f.name in failing and r is not None:
-            error = r.error or r.summary
+            error = (r.error or r.summary).rstrip()
+            error = error if error.endswith((".", "!", "?")) else f"{error}."
             findings.append(
                 Finding(
                     Code.PIPELINE_FLOW_FAILS,

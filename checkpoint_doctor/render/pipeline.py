@@ -56,4 +56,22 @@ def render_pipeline(reports: Sequence[PipelineReport]) -> str:
             out.append(hang(message, "           ", "           "))
     else:
         out += ["", "Findings: none"]
+    failing = {v.layout.name: v.layout for r in reports for v in r.verdict.flows if v.next_run == "FAILED"}
+    if failing:
+        # The flow directory: plan picks its live version, the one spark-pipelines reads.
+        spark = " ".join(
+            f"--spark {r.spark}" for r in reports if any(v.next_run == "FAILED" for v in r.verdict.flows)
+        )
+        out += ["", "Repair options (each flow's live version):"]
+        for flow in failing.values():
+            out.append(
+                f"  checkpoint-doctor plan {first.root}/{flow.dir} {spark} "
+                f"-o plan-{flow.table}-{flow.flow}.json"
+            )
+    if seen:
+        out += [
+            "",
+            "What to do: "
+            + "; ".join(f"checkpoint-doctor explain {c}" for c in sorted({c for c, _ in seen})),
+        ]
     return "\n".join(out)
