@@ -25,11 +25,14 @@ as ``generate_fixtures.run_sparklab`` does), so one JVM at a time runs on a shar
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,7 +248,7 @@ def run_pipeline(project: Path, version: str, args: list[str], label: str) -> di
         "spark.ui.enabled=false",
     ]
     lock = os.environ.get(gf.SPARK_LOCK_ENV)
-    if lock:
+    if lock and not _HELD:
         cmd = ["flock", lock, *cmd]
     env = {
         **os.environ,
@@ -271,6 +274,30 @@ def run_pipeline(project: Path, version: str, args: list[str], label: str) -> di
         "sink_batches_after": sink_batches(project),
         "flow_batches_after": flow_batches(project),
     }
+
+
+#: Set while this process holds the Spark lock for a whole line (``--hold-lock``): the runs then
+#: take no lock of their own (a second flock on the same file would wait for this one forever).
+_HELD: list[int] = []
+
+
+@contextlib.contextmanager
+def spark_lock(hold: bool) -> Iterator[None]:
+    """Hold the Spark lock (``CHECKPOINT_DOCTOR_SPARK_LOCK``) for a line's whole batch of runs: one
+    wait in a long queue instead of one per run, one JVM at a time all the same."""
+    lock = os.environ.get(gf.SPARK_LOCK_ENV)
+    if not hold or not lock:
+        yield
+        return
+    with open(lock, "a") as fh:
+        gf.log(f"== waiting for the Spark lock {lock} (held for the whole line)")
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        _HELD.append(1)
+        try:
+            yield
+        finally:
+            _HELD.clear()
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _restore(base: Path, project: Path) -> None:
@@ -415,13 +442,17 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
     parser.add_argument("--fresh", action="store_true", help="write the base project again")
     parser.add_argument("--repair-only", action="store_true", help="only the repairs of recorded scenarios")
+    parser.add_argument(
+        "--hold-lock", action="store_true", help="hold the Spark lock for each line's whole batch of runs"
+    )
     args = parser.parse_args(argv)
     for version in args.versions:
         if args.fresh and (SDP_SCRATCH / f"spark-{version}" / "base").exists():
             shutil.rmtree(SDP_SCRATCH / f"spark-{version}" / "base")
-        if not args.repair_only:
-            write_line(version, args.only)
-        repair_line(version, args.only)
+        with spark_lock(args.hold_lock):
+            if not args.repair_only:
+                write_line(version, args.only)
+            repair_line(version, args.only)
     return 0
 
 
