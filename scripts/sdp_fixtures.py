@@ -171,6 +171,10 @@ def write_project(project: Path) -> None:
 
 _EVENT = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d: (.*)$")
 _FLOW_STATE = re.compile(r"^Flow '?([\w.]+?)'? (?:is|has) ([A-Z]+)\.?$")
+#: The third failure (PipelinesErrors): "Flow 'x' has FAILED more than 2 times and will not be restarted."
+_FLOW_GAVE_UP = re.compile(r"^Flow '?([\w.]+?)'? has (FAILED) more than \d+ times")
+#: A flow downstream of a failed one (TriggeredGraphExecution): "Flow 'x' SKIPPED due to upstream failure(s)."
+_FLOW_SKIPPED = re.compile(r"^Flow '?([\w.]+?)'? (SKIPPED) due to upstream")
 _STREAM_FAILED = re.compile(r"^Error: \[STREAM_FAILED\] Query \[id = [^\]]*\] terminated with exception: ")
 
 
@@ -187,7 +191,7 @@ def parse_events(text: str, project: Path) -> dict[str, Any]:
         if message.startswith("Run is "):
             run_state = message[len("Run is ") :].rstrip(".")
             continue
-        fm = _FLOW_STATE.match(message)
+        fm = _FLOW_STATE.match(message) or _FLOW_GAVE_UP.match(message) or _FLOW_SKIPPED.match(message)
         if not fm:
             continue
         name, state = fm.group(1).split(".")[-1], fm.group(2)
@@ -436,17 +440,41 @@ def repair_line(version: str, only: list[str] | None = None) -> None:
         gf.log(f"   {scenario} repaired on {version}: {run['outcome']}")
 
 
+def reparse_line(version: str) -> None:
+    """Parse the kept logs of a line's recorded runs again (the flows' states, failures, errors)."""
+    line = SDP_SCRATCH / f"spark-{version}"
+    for dest in sorted((SDP_FIXTURES / f"spark-{version}").glob("*/run.json")):
+        rec = gf.load_json(dest)
+        for i, run in enumerate(rec["runs"]):
+            log_path = line / f"project-{rec['scenario']}-run{i}.log"
+            if log_path.exists():
+                run.update(
+                    parse_events(log_path.read_text(encoding="utf-8", errors="replace"), line / "project")
+                )
+        repair = rec.get("repair") or {}
+        log_path = line / f"project-{rec['scenario']}-repaired.log"
+        if repair.get("run") and log_path.exists():
+            repair["run"].update(
+                parse_events(log_path.read_text(encoding="utf-8", errors="replace"), line / "project")
+            )
+        gf.write_json(dest, rec)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("versions", nargs="+", choices=LINES)
     parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
     parser.add_argument("--fresh", action="store_true", help="write the base project again")
     parser.add_argument("--repair-only", action="store_true", help="only the repairs of recorded scenarios")
+    parser.add_argument("--reparse", action="store_true", help="parse the kept run logs again (no Spark)")
     parser.add_argument(
         "--hold-lock", action="store_true", help="hold the Spark lock for each line's whole batch of runs"
     )
     args = parser.parse_args(argv)
     for version in args.versions:
+        if args.reparse:
+            reparse_line(version)
+            continue
         if args.fresh and (SDP_SCRATCH / f"spark-{version}" / "base").exists():
             shutil.rmtree(SDP_SCRATCH / f"spark-{version}" / "base")
         with spark_lock(args.hold_lock):

@@ -132,7 +132,7 @@ class Code(TextEnum):
     JOB_MODE_CHANGED = "CD630"
     # A Spark Declarative Pipeline: each flow's live version (checkpoint_doctor/pipelines/).
     PIPELINE_FLOW_FAILS = "CD800"
-    PIPELINE_FLOW_QUEUED = "CD801"
+    PIPELINE_FLOW_SKIPPED = "CD801"
     PIPELINE_OLD_VERSIONS = "CD802"
     PIPELINE_EMPTY_LIVE_VERSION = "CD803"
     PIPELINE_SHARED_SINK_LOG = "CD804"

@@ -22,15 +22,15 @@ CODES: tuple[CodeInfo, ...] = (
         "has FAILED",
     ),
     _c(
-        Code.PIPELINE_FLOW_QUEUED,
-        "pipeline-flow-queued",
+        Code.PIPELINE_FLOW_SKIPPED,
+        "pipeline-flow-skipped",
         WARNING,
         "A flow downstream of a failing flow never runs",
-        "A flow whose input is a table written by a failing flow stays QUEUED for the whole run "
-        "(TriggeredGraphExecution starts a flow only after its upstream flows finish).",
+        "A flow whose input is a table written by a failing flow never starts: once the upstream flow "
+        "gave up, TriggeredGraphExecution logs 'Flow ... SKIPPED due to upstream failure(s)'.",
         "An upstream flow's live checkpoint fails.",
         "Repair the upstream flow; this flow needs nothing.",
-        "is QUEUED",
+        "SKIPPED due to upstream failure(s)",
     ),
     _c(
         Code.PIPELINE_OLD_VERSIONS,

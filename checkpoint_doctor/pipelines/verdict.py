@@ -3,8 +3,8 @@ version's predicted restart, returns the flows' verdicts and the pipeline's find
 
 A pipeline run (TriggeredGraphExecution, Spark 4.1+) starts each flow when the flows writing its
 input tables have finished; a flow whose query fails is tried again, and after the third failure
-("FAILED more than 2 times and will not be restarted") the run fails, while the flows reading its
-table (directly or further down) stay QUEUED and never start. Each flow's query is an ordinary
+("FAILED more than 2 times and will not be restarted") the run fails, and the flows reading its
+table (directly or further down) never start ("SKIPPED due to upstream failure(s)"). Each flow's query is an ordinary
 streaming query on the flow's live checkpoint version, so its restart is the ordinary prediction.
 """
 
@@ -18,7 +18,7 @@ from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.pipelines.layout import FlowLayout, PipelineLayout
 from checkpoint_doctor.valueclasses import frozen
 
-COMPLETED, FAILED, QUEUED = "COMPLETED", "FAILED", "QUEUED"
+COMPLETED, FAILED, SKIPPED = "COMPLETED", "FAILED", "SKIPPED"
 #: How often a pipeline run tries a failing flow (its retry budget: 2 restarts after the first).
 TRIES = 3
 
@@ -43,13 +43,13 @@ class FlowVerdict:
     """One flow of the pipeline: where its live checkpoint is and what the next run does with it."""
 
     layout: FlowLayout
-    #: COMPLETED, FAILED (after 3 tries) or QUEUED (an upstream flow failed).
+    #: COMPLETED, FAILED (after 3 tries) or SKIPPED (an upstream flow failed).
     next_run: str
     summary: str
     restart: FlowRestart | None
     #: The tables this flow reads (from its file sources' logs).
     reads: tuple[str, ...] = ()
-    #: The flows whose failure keeps this one QUEUED.
+    #: The flows whose failure keeps this one SKIPPED.
     blocked_by: tuple[str, ...] = ()
 
     @property
@@ -57,8 +57,8 @@ class FlowVerdict:
         """The next run in a few words, for a grid: the state and why."""
         if self.next_run == FAILED and self.restart is not None:
             return f"FAILED: {self.restart.search or self.restart.summary}"
-        if self.next_run == QUEUED:
-            return f"QUEUED behind {', '.join(self.blocked_by)}"
+        if self.next_run == SKIPPED:
+            return f"SKIPPED: upstream {', '.join(self.blocked_by)} failed"
         return f"COMPLETED: {self.summary.removeprefix('STARTS ')}"
 
     def to_dict(self) -> dict[str, Any]:
@@ -187,15 +187,17 @@ def pipeline_verdict(
             by = blocked[f.name]
             findings.append(
                 Finding(
-                    Code.PIPELINE_FLOW_QUEUED,
-                    f"{f.name} stays QUEUED and never runs: it reads what {', '.join(by)} "
+                    Code.PIPELINE_FLOW_SKIPPED,
+                    f"{f.name} never runs (SKIPPED due to upstream failure(s)): it reads what {', '.join(by)} "
                     f"{'write' if len(by) > 1 else 'writes'}, and "
                     f"{'they fail' if len(by) > 1 else 'that flow fails'}.",
                     paths=(live,),
                 )
             )
             verdicts.append(
-                FlowVerdict(f, QUEUED, f"QUEUED behind {', '.join(by)}", r, reads.get(f.name, ()), by)
+                FlowVerdict(
+                    f, SKIPPED, f"SKIPPED: upstream {', '.join(by)} failed", r, reads.get(f.name, ()), by
+                )
             )
             continue
         summary = r.summary if r is not None else "STARTS a new query at batch 0"

@@ -49,11 +49,11 @@ def test_a_failing_flow_fails_the_run_and_keeps_its_downstream_flows_queued():
         {},
     )
     got = {v.layout.name: v.next_run for v in verdict.flows}
-    # joined reads merged, which merged_a writes from events: QUEUED through two tables.
+    # joined reads merged, which merged_a writes from events: SKIPPED through two tables.
     assert got == {
         "events/events": "FAILED",
-        "merged/merged_a": "QUEUED",
-        "joined/joined": "QUEUED",
+        "merged/merged_a": "SKIPPED",
+        "joined/joined": "SKIPPED",
         "other/other": "COMPLETED",
     }
     assert verdict.run_outcome == "FAILED"
