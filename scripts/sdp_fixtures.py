@@ -195,8 +195,10 @@ def parse_events(text: str, project: Path) -> dict[str, Any]:
         if not fm:
             continue
         name, state = fm.group(1).split(".")[-1], fm.group(2)
-        flow = flows.setdefault(name, {"state": None, "failures": 0, "errors": []})
+        flow = flows.setdefault(name, {"state": None, "attempts": 0, "failures": 0, "errors": []})
         flow["state"] = state
+        if state == "STARTING":
+            flow["attempts"] += 1
         if state == "FAILED":
             flow["failures"] += 1
             for following in lines[i + 1 : i + 4]:

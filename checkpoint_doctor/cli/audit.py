@@ -434,6 +434,7 @@ class AuditRun:
         are history, noted and not judged; the flows' live versions are judged as checkpoints."""
         from checkpoint_doctor.fleet.records import AuditNote
         from checkpoint_doctor.pipelines.load import is_storage_root, read_layout
+        from checkpoint_doctor.reading.storage import open_storage
 
         assert self.plan is not None
         for root in self.roots:
@@ -444,9 +445,12 @@ class AuditRun:
                 continue
             self.pipeline_roots.append(root)
             history = {f.version_dir(v): (f, v) for f in layout.flows for v in f.history}
+            # The root as the storage layer names it (a relative local path made absolute), as tasks do.
+            url = open_storage(root, self.storage_options).url.rstrip("/")
             kept = []
             for task in self.plan.tasks:
-                found = history.get(task.path) if task.root.rstrip("/") == root.rstrip("/") else None
+                same = open_storage(task.root, self.storage_options).url.rstrip("/") == url
+                found = history.get(task.path) if same else None
                 if found is None:
                     kept.append(task)
                     continue
@@ -457,8 +461,8 @@ class AuditRun:
                         task.root,
                         task.path,
                         "pipeline-history",
-                        f"{flow.name} version {version}: history left by a full refresh, never read again "
-                        f"(version {flow.live} is live); not judged",
+                        f"{flow.name} version {version}: history, never read again (version {flow.live} "
+                        "is live: Spark reads only the largest number); not judged",
                     )
                 )
             self.plan.tasks[:] = kept

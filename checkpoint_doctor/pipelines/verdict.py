@@ -165,8 +165,8 @@ def pipeline_verdict(
                     Code.PIPELINE_OLD_VERSIONS,
                     f"{f.name}: version {f.live} is live; "
                     f"{'versions' if len(f.history) > 1 else 'version'} {', '.join(f.history)} "
-                    "left by a full refresh "
-                    f"{'are' if len(f.history) > 1 else 'is'} history, never read again.",
+                    f"{'are' if len(f.history) > 1 else 'is'} history (Spark reads only the largest "
+                    "number), never read again.",
                     paths=tuple(f.version_dir(v) for v in f.history),
                 )
             )
