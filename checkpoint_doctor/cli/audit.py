@@ -433,27 +433,36 @@ class AuditRun:
         full refreshes, never read again: SystemMetadata.getLatestCheckpointDir reads the largest)
         are history, noted and not judged; the flows' live versions are judged as checkpoints."""
         from checkpoint_doctor.fleet.records import AuditNote
-        from checkpoint_doctor.pipelines.load import is_storage_root, read_layout
+        from checkpoint_doctor.pipelines.layout import flow_dir_parts
+        from checkpoint_doctor.pipelines.load import read_layout
         from checkpoint_doctor.reading.storage import open_storage
 
         assert self.plan is not None
+        # Each root as the storage layer names it (a relative local path made absolute), once per name.
+        urls: dict[str, str] = {}
+
+        def url_of(name: str) -> str:
+            if name not in urls:
+                urls[name] = open_storage(name, self.storage_options).url.rstrip("/")
+            return urls[name]
+
         for root in self.roots:
-            if not is_storage_root(root, self.storage_options):
+            own = [t for t in self.plan.tasks if url_of(t.root) == url_of(root)]
+            # Told from the one listing already made (a flow's version below _checkpoints/): a root
+            # that is no pipeline costs no request more.
+            if not any(flow_dir_parts(t.path.rpartition("/")[0]) for t in own):
                 continue
             layout = read_layout(root, self.storage_options)
             if layout is None:
                 continue
             self.pipeline_roots.append(root)
             history = {f.version_dir(v): (f, v) for f in layout.flows for v in f.history}
-            # The root as the storage layer names it (a relative local path made absolute), as tasks do.
-            url = open_storage(root, self.storage_options).url.rstrip("/")
-            kept = []
-            for task in self.plan.tasks:
-                same = open_storage(task.root, self.storage_options).url.rstrip("/") == url
-                found = history.get(task.path) if same else None
+            dropped = []
+            for task in own:
+                found = history.get(task.path)
                 if found is None:
-                    kept.append(task)
                     continue
+                dropped.append(task)
                 flow, version = found
                 self.plan.notes.append(
                     AuditNote(
@@ -465,7 +474,7 @@ class AuditRun:
                         "is live: Spark reads only the largest number); not judged",
                     )
                 )
-            self.plan.tasks[:] = kept
+            self.plan.tasks[:] = [t for t in self.plan.tasks if not any(t is d for d in dropped)]
 
     def _pipelines(self) -> list[Any]:
         """Each pipeline storage root among the roots, judged on the Spark lines asked (4.1+)."""
