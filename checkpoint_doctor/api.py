@@ -32,6 +32,7 @@ from checkpoint_doctor.reading.storage import normalize_url
 
 if TYPE_CHECKING:
     from checkpoint_doctor.fleet.baseline import AuditChanges
+    from checkpoint_doctor.pipelines.load import PipelineReport
     from checkpoint_doctor.world.model import Unfinished
 
 #: The default of ``live_window_s``: a batch planned this recently means a query may be live.
@@ -238,6 +239,28 @@ def plan(
         matrix,
         PlanOptions(strategy=strategy, accept_data_loss=accept_data_loss, diagnose=options.base),
         storage_options=dict(storage_options or {}),
+    )
+
+
+def diagnose_pipeline(
+    storage_root: str,
+    *,
+    spark: Sequence[str] = (),
+    warehouse: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[PipelineReport, ...]:
+    """Judge a Spark Declarative Pipeline's storage root (``checkpoint-doctor diagnose <storage root>``):
+    one :class:`~checkpoint_doctor.pipelines.load.PipelineReport` per Spark line with pipelines
+    (``spark`` narrows them; default 4.1, 4.2 and 4.3): every flow's live version, what the next
+    ``spark-pipelines run`` does with it, and the pipeline's findings (CD8xx). ``warehouse``: where
+    the tables lie (default: ``spark-warehouse`` beside the storage root, if there)."""
+    from checkpoint_doctor.pipelines.load import judge_lines, pipeline_lines
+
+    return judge_lines(
+        normalize_url(storage_root).rstrip("/"),
+        pipeline_lines(spark),
+        warehouse=warehouse,
+        storage_options=storage_options,
     )
 
 

@@ -82,6 +82,37 @@ def worker_packages(version: str) -> tuple[str, ...]:
     return PYTHON_WORKER_PACKAGES if int(version.split(".")[0]) >= 4 else ()
 
 
+#: What ``spark-pipelines`` (Spark Declarative Pipelines, 4.1+) needs beside pyspark: the
+#: ``pyspark[pipelines]`` extra (its CLI talks Spark Connect to a local server and reads the YAML spec).
+PIPELINES_PACKAGES = ("grpcio", "grpcio-status", "googleapis-common-protos", "zstandard", "pyyaml")
+PIPELINES_MARKER = ".pipelines-installed"
+
+
+def pipelines_packages(version: str) -> tuple[str, ...]:
+    """The ``pyspark[pipelines]`` extra's packages for a line that has SDP (4.1+), else none."""
+    major, minor = (int(x) for x in version.split(".")[:2])
+    return PIPELINES_PACKAGES if (major, minor) >= (4, 1) else ()
+
+
+def ensure_pipelines(version: str) -> pathlib.Path:
+    """Return the ``spark-pipelines`` launcher of a line's venv, installing the pipelines extra once.
+
+    A marker of its own (not ``.installed``'s text), so a venv another checkout shares is not
+    rebuilt or re-pointed: only the extra's packages are added.
+    """
+    if not pipelines_packages(version):
+        raise RuntimeError(f"Spark {version} has no Declarative Pipelines (4.1+)")
+    python = ensure_spark_python(version)
+    venv = env_dir(version)
+    with open(venv.parent / f".{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        marker = venv / PIPELINES_MARKER
+        if not marker.is_file():
+            _run([str(python), "-m", "pip", "install", "--quiet", *pipelines_packages(version)])
+            marker.write_text(",".join(pipelines_packages(version)) + "\n", encoding="utf-8")
+    return venv / "bin" / "spark-pipelines"
+
+
 def _marker_text(version: str, editable: bool) -> str:
     extra = f"workers={','.join(worker_packages(version))}\n" if worker_packages(version) else ""
     return f"pyspark=={version}\neditable={'yes' + PACKAGE_EXTRAS if editable else 'no'}\n{extra}"

@@ -283,6 +283,8 @@ def audit_command(
         # Read before the audit starts: a wrong baseline is said now, not after an hour of auditing.
         baseline=_read_baseline(baseline_file) if baseline_file else None,
     )
+    run.storage_options = storage
+    run.spark_lines = spark_version
     distributed = on_spark or spark_master is not None
     if job_assignments and distributed:
         raise UsageError("--job is not supported with --on-spark", hint="audit with --job on this machine")
@@ -344,6 +346,11 @@ class AuditRun:
         self.progress = Progress(sys.stderr) if _isatty(sys.stderr) and not invocation().quiet else None
         self.kafka: AuditKafka | None = None
         self.job_facts: AuditJobs | None = None
+        #: Declarative Pipelines' storage roots among the roots, and their verdicts per line.
+        self.storage_options: dict[str, Any] = {}
+        self.spark_lines: tuple[str, ...] = ()
+        self.pipeline_roots: list[str] = []
+        self.pipeline_reports: list[Any] = []
 
     @property
     def records(self) -> list[Record]:
@@ -377,6 +384,7 @@ class AuditRun:
                 # is listed when it is audited.
                 pruned=not distributed,
             )
+            self._pipeline_history()
             # Inside a checkpoint or sink found under the roots (the listing names them): refused
             # before a record is written.
             audited = audited_stores(self.plan)
@@ -428,9 +436,86 @@ class AuditRun:
             if self.kafka is not None:
                 self.kafka.close()
 
+    def _pipeline_history(self) -> None:
+        """A Declarative Pipeline's storage root among the roots: each flow's older versions (left by
+        full refreshes, never read again: SystemMetadata.getLatestCheckpointDir reads the largest)
+        are history, noted and not judged; the flows' live versions are judged as checkpoints."""
+        from checkpoint_doctor.fleet.records import AuditNote
+        from checkpoint_doctor.pipelines.layout import flow_dir_parts
+        from checkpoint_doctor.pipelines.load import read_layout
+        from checkpoint_doctor.reading.storage import open_storage
+
+        assert self.plan is not None
+        # Each root as the storage layer names it (a relative local path made absolute), once per name.
+        urls: dict[str, str] = {}
+
+        def url_of(name: str) -> str:
+            if name not in urls:
+                urls[name] = open_storage(name, self.storage_options).url.rstrip("/")
+            return urls[name]
+
+        for root in self.roots:
+            own = [t for t in self.plan.tasks if url_of(t.root) == url_of(root)]
+            # Told from the one listing already made (a flow's version below _checkpoints/): a root
+            # that is no pipeline costs no request more.
+            if not any(flow_dir_parts(t.path.rpartition("/")[0]) for t in own):
+                continue
+            layout = read_layout(root, self.storage_options)
+            if layout is None:
+                continue
+            self.pipeline_roots.append(root)
+            history = {f.version_dir(v): (f, v) for f in layout.flows for v in f.history}
+            dropped = []
+            for task in own:
+                found = history.get(task.path)
+                if found is None:
+                    continue
+                dropped.append(task)
+                flow, version = found
+                self.plan.notes.append(
+                    AuditNote(
+                        task.url,
+                        task.root,
+                        task.path,
+                        "pipeline-history",
+                        f"{flow.name} version {version}: history, never read again (version {flow.live} "
+                        "is live: Spark reads only the largest number); not judged",
+                    )
+                )
+            self.plan.tasks[:] = [t for t in self.plan.tasks if not any(t is d for d in dropped)]
+
+    def _pipelines(self) -> list[Any]:
+        """Each pipeline storage root among the roots, judged on the Spark lines asked (4.1+)."""
+        from checkpoint_doctor.pipelines.load import judge_lines, pipeline_lines
+
+        lines = pipeline_lines(self.spark_lines)
+        return [
+            judge_lines(root, lines, storage_options=self.storage_options) for root in self.pipeline_roots
+        ]
+
+    def _with_pipelines(self, code: int) -> int:
+        """Judge the pipelines among the roots; OR their exit-code bits into ``code``."""
+        if self.pipeline_roots and not self.interrupted:
+            from checkpoint_doctor.cli.read import pipeline_exit_code
+
+            self.pipeline_reports = self._pipelines()
+            for reports in self.pipeline_reports:
+                code |= pipeline_exit_code(reports)
+        return code
+
+    def _emit_pipelines(self) -> None:
+        from checkpoint_doctor.render.pipeline import render_pipeline
+
+        for reports in self.pipeline_reports:
+            emit("\n" + render_pipeline(reports))
+
     def _extra_json(self) -> dict[str, Any]:
         """The optional keys of the JSON outputs: where settings came from, what changed."""
         extra: dict[str, Any] = {}
+        if self.pipeline_reports:
+            from checkpoint_doctor.cli.read import pipeline_json
+
+            extra["pipelines"] = [pipeline_json(r) for r in self.pipeline_reports]
         settings = invocation().settings
         if settings:
             extra["settings"] = {s.name: s.to_json() for s in settings}
@@ -517,7 +602,7 @@ class AuditRun:
                 interrupted=self.interrupted,
                 delta_reads=plan.delta_reads,
             )
-        code = self._exit_code(result)
+        code = self._with_pipelines(self._exit_code(result))
         if self.baseline is not None:
             from checkpoint_doctor.fleet.baseline import compare
 
@@ -541,6 +626,7 @@ class AuditRun:
                 kafka_text = _kafka_text(result.records)
                 if kafka_text:
                     emit(kafka_text)
+                self._emit_pipelines()
                 if self.job_facts is not None:
                     emit("\n" + jobs_text(self.job_facts, result.records))
                 if self.changes is not None:

@@ -66,6 +66,13 @@ def diagnose_command(
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.layout import json_document, layout
 
+    pipeline = _pipeline_target(checkpoint, storage_option, kw)
+    if isinstance(pipeline, tuple):
+        _diagnose_pipeline(*pipeline, output_format=output_format)
+        return
+    flow = pipeline
+    if flow is not None:
+        checkpoint = flow["live_checkpoint"]
     loaded = load_for_verdict(
         checkpoint,
         storage_option,
@@ -79,9 +86,14 @@ def diagnose_command(
     result = with_unfinished(diagnose_matrix(loaded.snapshot, options), loaded.unfinished)
     hints = Hints.from_options(kw, storage_option)
     if output_format == "json":
-        emit(json_document("diagnose", result.to_dict()))
+        doc = result.to_dict()
+        if flow is not None:
+            doc["pipeline_flow"] = flow
+        emit(json_document("diagnose", doc))
     else:
         with layout(terminal_width()):
+            if flow is not None:
+                emit(flow_text(flow))
             if len(result.cells) == 1:
                 sink = (result.sink_assumption,) if result.sink_assumption else ()
                 emit(render_diagnosis(result.cells[0].diagnosis, hints, result.delta_pairing, sink))
@@ -93,6 +105,103 @@ def diagnose_command(
                 emit(render_unfinished(result.unfinished_applies, hints))
     if result.exit_code:
         raise CommandFailed(result.exit_code)
+
+
+def _pipeline_target(checkpoint: str, storage_option: Sequence[str], kw: dict[str, Any]) -> Any:
+    """A Declarative Pipeline's storage root: ``(root, lines, options)``; a flow directory (no version):
+    what it is and its live version; anything else: None (an ordinary checkpoint)."""
+    from checkpoint_doctor.cli.options import parse_storage_options
+    from checkpoint_doctor.pipelines.load import is_storage_root, pipeline_lines
+    from checkpoint_doctor.reading.storage.urls import normalize_url
+
+    options = parse_storage_options(storage_option)
+    url = normalize_url(checkpoint).rstrip("/")
+    if is_storage_root(url, options):
+        return url, pipeline_lines(kw.get("spark_version") or ()), options
+    return flow_target(url, options)
+
+
+def flow_target(checkpoint: str, options: dict[str, Any]) -> dict[str, Any] | None:
+    """A Declarative Pipeline's flow directory (``.../_checkpoints/<c>/<s>/<t>/<f>``, no version):
+    what it is and its live version (the largest number); anything else: None."""
+    from checkpoint_doctor.pipelines.layout import flow_dir_parts, live_of
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.reading.storage.urls import normalize_url
+
+    url = normalize_url(checkpoint).rstrip("/")
+    parts = flow_dir_parts(url)
+    if parts is None:
+        return None
+    try:
+        names = open_storage(url, options).subdirs()
+    except Exception:  # noqa: BLE001 - unreadable: the ordinary read says why
+        return None
+    live = live_of(names)
+    if live is None:
+        return None
+    root, catalog, schema, table, flow = parts
+    versions = sorted((n for n in names if n.isdigit() and n.isascii()), key=int)
+    return {
+        "pipeline": root,
+        "catalog": catalog,
+        "schema": schema,
+        "table": table,
+        "flow": flow,
+        "pipeline_flow": f"{table}/{flow}",
+        "version": live,
+        "versions": versions,
+        "history": versions[:-1],
+        "live_checkpoint": f"{url}/{live}",
+    }
+
+
+def flow_text(flow: dict[str, Any]) -> str:
+    history = flow["history"]
+    older = f"; {', '.join(history)} older, never read again" if history else ""
+    return (
+        f"Pipeline flow {flow['pipeline_flow']}: version {flow['version']} is live (the largest number, "
+        f"the one spark-pipelines reads{older})\n"
+    )
+
+
+def _diagnose_pipeline(
+    root: str, lines: Sequence[str], options: dict[str, Any], *, output_format: str
+) -> None:
+    from checkpoint_doctor.api import diagnose_pipeline
+    from checkpoint_doctor.exit_codes import ExitCode
+    from checkpoint_doctor.render.layout import json_document, layout
+    from checkpoint_doctor.render.pipeline import render_pipeline
+
+    # The Python API's answer, printed: the CLI and the API judge a pipeline alike.
+    reports = diagnose_pipeline(root, spark=lines, storage_options=options)
+    code = pipeline_exit_code(reports)
+    if output_format == "json":
+        emit(json_document("diagnose", pipeline_json(reports)))
+    else:
+        with layout(terminal_width()):
+            emit(render_pipeline(reports))
+    if code:
+        raise CommandFailed(ExitCode(code))
+
+
+def pipeline_json(reports: Sequence[Any]) -> dict[str, Any]:
+    """The JSON of a pipeline judged on each line: the root, and per line the run and its flows."""
+    first = reports[0]
+    return {
+        "pipeline": first.root,
+        "warehouse": first.warehouse,
+        "lines": [
+            {k: v for k, v in r.to_dict().items() if k not in ("pipeline", "warehouse")} for r in reports
+        ],
+    }
+
+
+def pipeline_exit_code(reports: Sequence[Any]) -> int:
+    """4 when a flow fails on a line judged, 1 for a warning, else 0 (the exit-code bits)."""
+    from checkpoint_doctor.diagnosis.codes import ERROR, WARNING
+
+    severities = {f.severity for r in reports for f in r.verdict.findings}
+    return 4 if ERROR in severities else 1 if WARNING in severities else 0
 
 
 @click.command("explain")

@@ -168,6 +168,14 @@ def plan_command(
 
     delta_version = kw.pop("delta_version", None)
     options = parse_storage_options(storage_option)
+    from checkpoint_doctor.cli.read import flow_target, flow_text
+
+    # A Declarative Pipeline's flow directory: the plan repairs its live version (the one Spark reads).
+    flow = flow_target(checkpoint, options)
+    if flow is not None:
+        checkpoint = flow["live_checkpoint"]
+        if output_format != "json":
+            emit(flow_text(flow))
     # A plan names its Delta tables as its checkpoint, by their full location: apply reads them again
     # from wherever it runs (the printed commands carry them so too).
     kw["delta_table"] = tuple(open_storage(t, options).url for t in kw.get("delta_table") or ())

@@ -136,6 +136,12 @@ class Code(TextEnum):
     FILE_SINK_MOVED = "CD420"
     OUTPUT_MODE_UNSUPPORTED = "CD421"
     JOB_MODE_CHANGED = "CD630"
+    # A Spark Declarative Pipeline: each flow's live version (checkpoint_doctor/pipelines/).
+    PIPELINE_FLOW_FAILS = "CD800"
+    PIPELINE_FLOW_SKIPPED = "CD801"
+    PIPELINE_OLD_VERSIONS = "CD802"
+    PIPELINE_EMPTY_LIVE_VERSION = "CD803"
+    PIPELINE_SHARED_SINK_LOG = "CD804"
 
 
 @frozen

@@ -1,7 +1,8 @@
 """The finding code registry: stable codes, never reused or renumbered; severity belongs to the code.
 
 Ranges: CD0xx files and ``metadata``; CD1xx offsets <-> commits; CD2xx sources; CD3xx state;
-CD4xx file sink; CD5xx writers and debris; CD6xx Spark versions and modes; CD7xx continuous mode.
+CD4xx file sink; CD5xx writers and debris; CD6xx Spark versions and modes; CD7xx continuous mode;
+CD8xx a Declarative Pipeline's flows (``pipeline_codes.py``).
 A retired code stays with ``retired=True``. Each topic keeps its codes' texts beside its checks
 (``codes_logs.py``, ``sources/codes.py``, ``state/codes.py``, ``sinks/codes.py``,
 ``codes_writers.py``, ``changes/codes.py``; the names in :mod:`~checkpoint_doctor.diagnosis.code_info`);
@@ -11,7 +12,7 @@ breaks, what the operator can do, and which Spark texts to search for in a drive
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis import codes_logs, codes_writers
+from checkpoint_doctor.diagnosis import codes_logs, codes_writers, pipeline_codes
 from checkpoint_doctor.diagnosis.changes import codes as changes
 from checkpoint_doctor.diagnosis.code_info import (
     ERROR,
@@ -50,6 +51,7 @@ _ALL = (
     *codes_writers.CODES,
     *codes_logs.CONTINUOUS_CODES,
     *changes.CODES,
+    *pipeline_codes.CODES,
 )
 
 CODES: dict[str, CodeInfo] = {c.code: c for c in _ALL}

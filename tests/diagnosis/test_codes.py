@@ -128,6 +128,11 @@ KNOWN_CODES = frozenset(
         "CD290",
         "CD701",
         "CD702",
+        "CD800",
+        "CD801",
+        "CD802",
+        "CD803",
+        "CD804",
     ]
 )
 
@@ -250,6 +255,13 @@ TRIGGERED_ELSEWHERE = {
     # ... and with the Avro state encoding: fixtures/tws/spark-*/avro-jobs.json
     "CD327",
     "CD328",
+    # A Declarative Pipeline's flows: fixtures/sdp/ as spark-pipelines ran them, judged from the
+    # storage root and the tables' sink logs (tests/pipelines/test_recorded_runs.py)
+    "CD800",
+    "CD801",
+    "CD802",
+    "CD803",
+    "CD804",
 }
 
 
@@ -302,7 +314,7 @@ def test_every_code_written_in_the_package_is_registered_and_only_the_registry_s
 
 def test_each_topic_keeps_the_texts_of_its_codes_beside_its_checks() -> None:
     """Issue 35: a topic's codes, texts and checks together; the registry gathers them in one order."""
-    from checkpoint_doctor.diagnosis import codes_logs, codes_writers
+    from checkpoint_doctor.diagnosis import codes_logs, codes_writers, pipeline_codes
     from checkpoint_doctor.diagnosis.changes import codes as changes
     from checkpoint_doctor.diagnosis.sinks import codes as sinks
     from checkpoint_doctor.diagnosis.sources import codes as sources
@@ -319,6 +331,7 @@ def test_each_topic_keeps_the_texts_of_its_codes_beside_its_checks() -> None:
     assert all(c[2] == "3" for c in numbers(state.CODES))
     assert all(c[2] == "4" for c in numbers(sinks.CODES))
     assert all(c[2] in "56" or c == "CD290" for c in numbers(codes_writers.CODES))
+    assert all(c[2] == "8" for c in numbers(pipeline_codes.CODES))
     topics = (
         codes_logs.LOG_CODES,
         sources.CODES,
@@ -327,5 +340,6 @@ def test_each_topic_keeps_the_texts_of_its_codes_beside_its_checks() -> None:
         codes_writers.CODES,
         codes_logs.CONTINUOUS_CODES,
         changes.CODES,
+        pipeline_codes.CODES,
     )
     assert [i for t in topics for i in t] == list(CODES.values())

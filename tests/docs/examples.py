@@ -154,6 +154,13 @@ def _copy(src: Path, dest: Path) -> None:
             part, _, rest = d.partition("/")
             if part == src.name:
                 (dest / rest).mkdir(parents=True, exist_ok=True)
+    # A pipeline fixture (fixtures/sdp/) names its empty directories in run.json, relative to itself.
+    record = src / "run.json"
+    if record.is_file():
+        import json
+
+        for d in json.loads(record.read_text(encoding="utf-8")).get("empty_dirs", []):
+            (dest / d).mkdir(parents=True, exist_ok=True)
 
 
 def _delta_fleet(sandbox: Path, arg: str) -> None:

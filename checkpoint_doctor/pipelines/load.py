@@ -1,0 +1,250 @@
+"""Read a pipeline's storage root and judge each flow's live version (the I/O edge).
+
+One recursive listing of the storage root maps the flows (:mod:`.layout`); each flow's live
+version is diagnosed as the ordinary checkpoint it is, on the Spark lines asked; each flow's file
+sources' logs name the tables it reads; each table's file sink log (found in the warehouse beside
+the storage root, or named) says which batch ids a new query would have skipped.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from checkpoint_doctor.pipelines.layout import PipelineLayout, pipeline_layout
+from checkpoint_doctor.pipelines.spec import FlowCode
+from checkpoint_doctor.pipelines.verdict import FlowRestart, PipelineVerdict, pipeline_verdict
+from checkpoint_doctor.reading.layout import SINK_LOG
+from checkpoint_doctor.reading.storage import open_storage
+from checkpoint_doctor.reading.storage.urls import normalize_url
+from checkpoint_doctor.valueclasses import frozen
+
+#: Where a table's files lie relative to the storage root's parent (the project directory):
+#: ``spark-warehouse/`` is Spark's default ``spark.sql.warehouse.dir``.
+WAREHOUSE_NAMES = ("spark-warehouse", "warehouse")
+_PATH = re.compile(r'"path"\s*:\s*"([^"]+)"')
+#: Bytes read from a source log file to find the table it reads (the first entries are enough).
+SOURCE_LOG_HEAD = 64 * 1024
+
+
+@frozen
+class PipelineReport:
+    """A storage root judged for one Spark line: the layout, each flow's verdict, where tables lie."""
+
+    root: str
+    spark: str
+    layout: PipelineLayout
+    verdict: PipelineVerdict
+    warehouse: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "pipeline": self.root,
+            "spark": self.spark,
+            "warehouse": self.warehouse,
+            **self.verdict.to_dict(),
+        }
+
+
+def read_layout(root: str, storage_options: Mapping[str, Any] | None = None) -> PipelineLayout | None:
+    """The flows under a storage root, or None when it holds no ``_checkpoints/`` flow."""
+    storage = open_storage(normalize_url(root), storage_options)
+    listing = storage.child("_checkpoints").list_tree(missing_ok=True)
+    dirs = [f"_checkpoints/{d}" for d in listing.dirs]
+    files = [f"_checkpoints/{f.path}" for f in listing.files]
+    return pipeline_layout(dirs, files)
+
+
+def _reads(storage: Any, version_dir: str) -> tuple[str, ...]:
+    """The tables a flow reads: the parent directory names of the files its file sources' logs list."""
+    tables: list[str] = []
+    listing = storage.child(f"{version_dir}/sources").list_tree(missing_ok=True)
+    for f in listing.files:
+        name = f.path.rpartition("/")[2]
+        if name.startswith(".") or not name.split(".")[0].isdigit():
+            continue
+        head = storage.read(f"{version_dir}/sources/{f.path}", max_bytes=SOURCE_LOG_HEAD)
+        for m in _PATH.finditer(head.decode("utf-8", errors="replace")):
+            parent = m.group(1).rstrip("/").rsplit("/", 2)
+            if len(parent) == 3 and parent[1] not in tables:
+                tables.append(parent[1])
+    return tuple(tables)
+
+
+def sink_log_batches(warehouse_storage: Any, table: str) -> tuple[int, ...] | None:
+    """The batch ids of a table's file sink log, or None when the table has no log there."""
+    listing = warehouse_storage.child(f"{table}/{SINK_LOG}").list_tree(missing_ok=True)
+    if not listing.files and not listing.dirs:
+        return None
+    ids = set()
+    for f in listing.files:
+        stem = f.path.rpartition("/")[2].split(".")[0]
+        if "/" not in f.path and stem.isdigit() and not f.path.startswith("."):
+            ids.add(int(stem))
+    return tuple(sorted(ids))
+
+
+def find_warehouse(root: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The warehouse beside the storage root (``<root>/../spark-warehouse``), if one exists."""
+    parent = normalize_url(root).rstrip("/").rpartition("/")[0]
+    for name in WAREHOUSE_NAMES:
+        url = f"{parent}/{name}"
+        if open_storage(url, storage_options).subdirs():
+            return url
+    return None
+
+
+#: The most source files of a pipeline read for its flows' definitions.
+MAX_SOURCE_FILES = 500
+
+
+def read_flow_code(root: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, FlowCode]:
+    """The flows the pipeline's code defines, by flow name: from the ``spark-pipeline.yml`` beside
+    the storage root and the source files its ``libraries`` globs name (empty when there is none)."""
+    from checkpoint_doctor.pipelines.layout import SPEC_NAMES
+    from checkpoint_doctor.pipelines.spec import python_flows, spec_storage, sql_flows
+
+    parent_url = normalize_url(root).rstrip("/").rpartition("/")[0]
+    parent = open_storage(parent_url, storage_options)
+    spec_text = None
+    for name in SPEC_NAMES:
+        if parent.exists(name):
+            spec_text = parent.read(name, max_bytes=SOURCE_LOG_HEAD).decode("utf-8", errors="replace")
+            break
+    if spec_text is None:
+        return {}
+    storage = spec_storage(spec_text)
+    if storage is not None and storage.rstrip("/").rpartition("/")[2] != root.rstrip("/").rpartition("/")[2]:
+        return {}  # the spec names another storage root
+    tops = sorted(set(re.findall(r"include:\s*[\"']?([^/\s\"'*]+)", spec_text)))
+    flows: dict[str, FlowCode] = {}
+    read = 0
+    for top in tops:
+        for f in parent.child(top).list_tree(missing_ok=True).files:
+            if read >= MAX_SOURCE_FILES or not f.path.endswith((".py", ".sql")):
+                continue
+            read += 1
+            text = parent.read(f"{top}/{f.path}", max_bytes=SOURCE_LOG_HEAD).decode("utf-8", errors="replace")
+            parse = sql_flows if f.path.endswith(".sql") else python_flows
+            for code in parse(text, f"{top}/{f.path}"):
+                flows[code.flow] = code
+    return flows
+
+
+def _restart(
+    checkpoint: str, spark: str, storage_options: Mapping[str, Any] | None, stateful: bool | None = None
+) -> FlowRestart:
+    """The ordinary prediction of a live version's restart on one line (micro-batch, as a pipeline
+    runs its flows), read as ``diagnose --spark LINE --mode micro-batch --live-window 0`` reads it."""
+    from checkpoint_doctor.diagnosis.matrix import diagnose_matrix
+    from checkpoint_doctor.diagnosis.options import matrix_options
+    from checkpoint_doctor.reading.pipeline import load_checkpoint, require_checkpoint
+
+    snapshot = require_checkpoint(load_checkpoint(checkpoint, storage_options=storage_options))
+    options = matrix_options(
+        now_ms=int(time.time() * 1000),
+        spark=[spark],
+        modes=["micro-batch"],
+        stateful=stateful,
+        live_window_s=0,
+    )
+    result = diagnose_matrix(snapshot, options)
+    prediction = result.primary.diagnosis.prediction
+    error = prediction.error
+    return FlowRestart(
+        starts=prediction.starts,
+        summary=prediction.summary,
+        error=error.message if error is not None else None,
+        search=error.search if error is not None else None,
+        next_batch_id=prediction.next_batch_id if prediction.starts else None,
+        codes=tuple(str(f.code) for f in result.findings),
+    )
+
+
+def judge_pipeline(
+    root: str,
+    spark: str,
+    *,
+    warehouse: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+    layout: PipelineLayout | None = None,
+) -> PipelineReport:
+    """Judge every flow of the pipeline whose storage root is ``root`` for one Spark line."""
+    # As the storage layer names it (a relative local path made absolute): its parent is looked at.
+    root = open_storage(normalize_url(root), storage_options).url.rstrip("/")
+    layout = layout or read_layout(root, storage_options)
+    if layout is None:
+        from checkpoint_doctor.errors import NotACheckpointError
+
+        raise NotACheckpointError(root, "no _checkpoints/<catalog>/<schema>/<table>/<flow>/ below it")
+    storage = open_storage(root, storage_options)
+    # The pipeline's own code says which flows are stateful (a join's state/ deleted leaves no trace).
+    code = read_flow_code(root, storage_options)
+    restarts: dict[str, FlowRestart] = {}
+    reads: dict[str, tuple[str, ...]] = {}
+    for f in layout.flows:
+        if f.live is None:
+            continue
+        reads[f.name] = _reads(storage, f.version_dir(f.live))
+        if not f.live_is_empty:
+            stateful = True if f.flow in code and code[f.flow].stateful else None
+            restarts[f.name] = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options, stateful)
+        else:
+            # The older version names what the flow read before; the empty one reads all again.
+            older = [v for v in f.history if v not in f.empty]
+            if older:
+                reads[f.name] = _reads(storage, f.version_dir(older[-1]))
+    warehouse = normalize_url(warehouse) if warehouse else find_warehouse(root, storage_options)
+    sinks: dict[str, tuple[int, ...] | None] = {}
+    if warehouse is not None:
+        wh = open_storage(warehouse, storage_options)
+        for table in layout.tables():
+            sinks[table] = sink_log_batches(wh, table)
+    verdict = pipeline_verdict(layout, restarts, reads, sinks)
+    return PipelineReport(root, spark, layout, verdict, warehouse)
+
+
+def live_checkpoint(flow_dir: str, storage_options: Mapping[str, Any] | None = None) -> str | None:
+    """The live version of a flow directory (``.../_checkpoints/c/s/t/f``), or None if it has none."""
+    from checkpoint_doctor.pipelines.layout import live_of
+
+    url = normalize_url(flow_dir).rstrip("/")
+    live = live_of(open_storage(url, storage_options).subdirs())
+    return f"{url}/{live}" if live is not None else None
+
+
+#: The Spark lines with Declarative Pipelines (SPARK-51727: spark-pipelines since 4.1).
+SDP_LINES = ("4.1", "4.2", "4.3")
+
+
+def pipeline_lines(asked: Sequence[str]) -> tuple[str, ...]:
+    """The lines to judge: those asked that have pipelines (a version names its line), else all."""
+    lines = tuple(dict.fromkeys(".".join(a.split(".")[:2]) for a in asked))
+    chosen = tuple(line for line in lines if line in SDP_LINES)
+    return chosen or SDP_LINES
+
+
+def is_storage_root(url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
+    """Whether a directory is a pipeline's storage root (it holds ``_checkpoints/``)."""
+    try:
+        return "_checkpoints" in open_storage(normalize_url(url), storage_options).subdirs()
+    except Exception:  # noqa: BLE001 - not a directory, unreadable: not a storage root either
+        return False
+
+
+def judge_lines(
+    root: str,
+    lines: Sequence[str],
+    *,
+    warehouse: str | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> tuple[PipelineReport, ...]:
+    """Judge the pipeline on each line (one listing of the storage root)."""
+    root = open_storage(normalize_url(root), storage_options).url.rstrip("/")
+    layout = read_layout(root, storage_options)
+    return tuple(
+        judge_pipeline(root, line, warehouse=warehouse, storage_options=storage_options, layout=layout)
+        for line in lines
+    )

@@ -1,0 +1,79 @@
+"""The command line on a pipeline's storage root and on a flow directory: the live version picked and
+named, older versions noted as history and never judged, the JSON as its schema says (built from
+checkpoints real Spark 4.3.0 wrote, laid out as spark-pipelines lays its flows out)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from checkpoint_doctor.cli import main
+from tests.cli.test_schemas import validate
+from tests.conftest import FIXTURES
+
+FLOWS = "_checkpoints/spark_catalog/default"
+
+
+def _storage(tmp_path: Path) -> Path:
+    """events/events at versions 0 (damaged: metadata gone) and 1 (healthy, live); other/other at 0."""
+    storage = tmp_path / "storage"
+    shutil.copytree(
+        FIXTURES / "spark-4.3.0" / "metadata-missing" / "checkpoint", storage / FLOWS / "events/events/0"
+    )
+    shutil.copytree(
+        FIXTURES / "spark-4.3.0" / "stateless" / "checkpoint", storage / FLOWS / "events/events/1"
+    )
+    shutil.copytree(FIXTURES / "spark-4.3.0" / "stateless" / "checkpoint", storage / FLOWS / "other/other/0")
+    return storage
+
+
+def test_diagnose_on_a_flow_directory_judges_its_live_version_and_says_so(tmp_path, capsys):
+    storage = _storage(tmp_path)
+    flow = storage / FLOWS / "events/events"
+    code = main(["diagnose", str(flow), "--spark", "4.3", "--live-window", "0"])
+    out, _ = capsys.readouterr()
+    assert code == 0, out
+    assert "Pipeline flow events/events: version 1 is live" in out and "0 older, never read again" in out
+    main(["diagnose", str(flow), "--spark", "4.3", "--live-window", "0", "--format", "json"])
+    doc = json.loads(capsys.readouterr()[0])
+    validate("diagnose", doc)
+    assert doc["result"]["pipeline_flow"]["version"] == "1"
+    assert doc["result"]["checkpoint"].endswith("/events/events/1")
+
+
+def test_diagnose_on_the_storage_root_judges_every_live_version_only(tmp_path, capsys):
+    storage = _storage(tmp_path)
+    code = main(["diagnose", str(storage), "--spark", "4.3", "--format", "json"])
+    doc = json.loads(capsys.readouterr()[0])
+    validate("diagnose", doc)
+    (line,) = doc["result"]["lines"]
+    assert line["run"] == "COMPLETED"
+    assert {f["pipeline_flow"]: f["next_run"] for f in line["flows"]} == {
+        "events/events": "COMPLETED",
+        "other/other": "COMPLETED",
+    }
+    # Version 0's missing metadata is history: an info finding, never the error Spark would print.
+    assert [f["code"] for f in line["findings"]] == ["CD802"]
+    assert code == 0
+
+
+@pytest.mark.parametrize("output_format", ["table", "json"])
+def test_audit_notes_older_versions_as_history_and_adds_the_pipeline(tmp_path, capsys, output_format):
+    storage = _storage(tmp_path)
+    code = main(["audit", str(storage), "--spark", "4.3", "--live-window", "0", "--format", output_format])
+    out, _ = capsys.readouterr()
+    if output_format == "json":
+        doc = json.loads(out)
+        validate("audit", doc)
+        paths = [r["path"] for r in doc["result"]["records"]]
+        assert f"{FLOWS}/events/events/0" not in paths and f"{FLOWS}/events/events/1" in paths
+        notes = [n for n in doc["result"]["notes"] if n["kind"] == "pipeline-history"]
+        assert [n["path"] for n in notes] == [f"{FLOWS}/events/events/0"]
+        assert doc["result"]["pipelines"][0]["lines"][0]["run"] == "COMPLETED"
+    else:
+        assert "Next spark-pipelines run" in out and "events/events" in out
+    # Without the pipeline, version 0 (no metadata: Spark 4.3 refuses it) would be an error (4).
+    assert code == 0, out
