@@ -65,7 +65,7 @@ def _live(scen: dict[str, Any]) -> KafkaLive:
 
 
 #: The lines fixtures/kafka-loss/ was written on (scripts/kafka_fixtures.py --loss VERSION).
-WRITTEN = ["3.5.9", "4.3.0"]
+WRITTEN = ["3.5.9", "4.0.5", "4.3.0"]
 
 
 def test_the_loss_fixtures_were_written_and_restarted_on_every_line() -> None:
@@ -165,6 +165,14 @@ def test_each_refused_restart_was_brought_back_by_its_plan_and_spark(case: Any, 
     assert record["fingerprint"] == case.data["fingerprint"], rerecord
     plan, consent = plan_case(case, snapshot_of(case, tmp_path), recorded_live(case))
     assert plan_key(plan) == record["plan_key"], rerecord
+    if case.data["name"].endswith("-uncommitted"):
+        # every record of the range held: only 4.1 refuses it, in KafkaMicroBatchStream.metrics after
+        # the batch ran (SPARK-55271, CD290, failOnDataLoss true and false alike). No change of the
+        # checkpoint is planned: its remedy is another line, real-time mode or a fixed connector
+        assert version.startswith("4.1.") and record["outcome"] == "no-plan" and not plan.executable_steps
+        assert [u["code"] for u in plan.unresolved] == ["CD290"]
+        assert record["unresolved"] == [f"CD290: {plan.unresolved[0]['manual']}"]
+        return
     assert consent and consent == record["consent"] and written_positions(plan) == record["positions"]
     assert record["outcome"] == "started", record["error"]
     assert record["problems"] == [] and record["undo_restored"] is True
