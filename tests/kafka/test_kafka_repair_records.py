@@ -26,7 +26,7 @@ VERSIONS = recorded_versions()
 #: partition of a recreated topic reconsidered): their records name the old plan until re-recorded
 #: (scripts/record_kafka_repairs.py --spark V --scenario kafka-stateless-partitions-lost --scenario
 #: kafka-stateful-partitions-lost); this set only shrinks.
-ITEM5_PENDING: frozenset[str] = frozenset({"4.1.4", "4.2.1"})
+ITEM5_PENDING: frozenset[str] = frozenset({"4.2.1"})
 
 
 def test_every_line_has_its_kafka_repairs_recorded() -> None:
