@@ -22,11 +22,6 @@ from tests.kafka.repair_proof import (
 from tests.repair_proof import plan_key
 
 VERSIONS = recorded_versions()
-#: Lines whose partitions-lost repairs were recorded with the plan before issue 32 item 5 (every
-#: partition of a recreated topic reconsidered): their records name the old plan until re-recorded
-#: (scripts/record_kafka_repairs.py --spark V --scenario kafka-stateless-partitions-lost --scenario
-#: kafka-stateful-partitions-lost); this set only shrinks.
-ITEM5_PENDING: frozenset[str] = frozenset({"4.2.1"})
 
 
 def test_every_line_has_its_kafka_repairs_recorded() -> None:
@@ -41,8 +36,6 @@ def test_recorded_kafka_repairs_still_hold(version: str, tmp_path: Path) -> None
     rerecord = f"re-record: flock /tmp/cd-spark.lock python scripts/record_kafka_repairs.py --spark {version}"
     assert sorted(c.key for c in cases) == sorted(records), rerecord
     for n, case in enumerate(cases):
-        if version in ITEM5_PENDING and case.data["name"].endswith("partitions-lost"):
-            continue
         record = records[case.key]
         assert record["fingerprint"] == case.data["fingerprint"], f"the fixture changed; {rerecord}"
         plan, consent = plan_case(case, snapshot_of(case, tmp_path / str(n)), recorded_live(case))
