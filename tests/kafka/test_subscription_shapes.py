@@ -248,12 +248,6 @@ def _plan_now(scen: dict[str, Any], checkpoint: Path, fol: str, live: KafkaLive)
     return plan_repair(snapshot, diagnose(snapshot, plain.diagnose), replace(plain, accept_data_loss=True))
 
 
-#: Lines whose topic-recreated-smaller repairs were recorded with the plan before issue 32 item 5
-#: (events-0 and events-1 kept at 15 inside the new topic): re-record with
-#: scripts/record_kafka_shapes_repairs.py V; this set only shrinks.
-ITEM5_PENDING: frozenset[str] = frozenset({"4.2.1"})
-
-
 @pytest.mark.parametrize("path", REPAIRS, ids=lambda p: p.stem)
 def test_every_refused_shape_was_brought_back_on_real_spark(path: Path) -> None:
     """scripts/record_kafka_shapes_repairs.py: every refused restart of the line, planned with the
@@ -301,18 +295,15 @@ def test_every_refused_shape_was_brought_back_on_real_spark(path: Path) -> None:
             assert source["numInputRows"] == 2 * (12 - 8)
         elif scen["name"].endswith("topic-recreated-smaller"):
             assert "events-2: partition gone" in loss and "2" not in start["events"], loss
-            if line not in ITEM5_PENDING:
-                # issue 32 item 5: events-2 gone proves the topic recreated, so events-0 and -1 read
-                # the new topic from 0 (2 x 25 records, and 2 x 4 of events-audit), each named
-                assert start["events"] == {"0": 0, "1": 0}, start
-                assert all(f"events-{p}: 0 records of the new topic skipped" in loss for p in (0, 1)), loss
-                assert source["numInputRows"] == 2 * 25 + 2 * (12 - 8)
+            # issue 32 item 5: events-2 gone proves the topic recreated, so events-0 and -1 read
+            # the new topic from 0 (2 x 25 records, and 2 x 4 of events-audit), each named
+            assert start["events"] == {"0": 0, "1": 0}, start
+            assert all(f"events-{p}: 0 records of the new topic skipped" in loss for p in (0, 1)), loss
+            assert source["numInputRows"] == 2 * 25 + 2 * (12 - 8)
         else:  # added partitions trimmed to start at 1: added at 1, the record below counted
             assert scen["name"].endswith("partitions-added-trimmed") and scen["shape"] != "assign"
             assert start["events"]["3"] == 1 and start["events"]["4"] == 1
             assert "events-3: 1 records skipped" in loss and "events-4: 1 records skipped" in loss, loss
-        if line in ITEM5_PENDING and scen["name"].endswith("topic-recreated-smaller"):
-            continue
         plan = _plan_now(scen, scen_path.parent / "checkpoint", rec["failOnDataLoss"], recorded_live(scen))
         assert plan_key(plan) == rec["plan_key"]
 
