@@ -295,6 +295,11 @@ def test_every_refused_shape_was_brought_back_on_real_spark(path: Path) -> None:
             assert source["numInputRows"] == 2 * (12 - 8)
         elif scen["name"].endswith("topic-recreated-smaller"):
             assert "events-2: partition gone" in loss and "2" not in start["events"], loss
+            # issue 32 item 5: events-2 gone proves the topic recreated, so events-0 and -1 read
+            # the new topic from 0 (2 x 25 records, and 2 x 4 of events-audit), each named
+            assert start["events"] == {"0": 0, "1": 0}, start
+            assert all(f"events-{p}: 0 records of the new topic skipped" in loss for p in (0, 1)), loss
+            assert source["numInputRows"] == 2 * 25 + 2 * (12 - 8)
         else:  # added partitions trimmed to start at 1: added at 1, the record below counted
             assert scen["name"].endswith("partitions-added-trimmed") and scen["shape"] != "assign"
             assert start["events"]["3"] == 1 and start["events"]["4"] == 1

@@ -20,6 +20,14 @@ watermark only), so no batch is re-run and no state changes. Per partition:
 - a partition added since that does not start at offset 0 (``Added partition ... starts from N
   instead of 0``): added to the line at its earliest offset; records 0..N-1 are skipped, counted.
 
+- once a partition is gone or above the latest offset, the topic is proven deleted and recreated
+  (Kafka never removes a partition; a log truncated below a position the broker acknowledged is a
+  new log), so every other partition of it is reconsidered too (issue 32 item 5: two repairs kept
+  positions inside the new topic and skipped 30 records they did not name): a position inside the new
+  topic is moved to its earliest offset, so the new topic's records below it are read, not skipped,
+  unless the record just below it was written no later than the batch that planned the position
+  (``KafkaLive.below``, CD214's evidence): that partition still holds what the checkpoint read.
+
 A topic that is gone altogether has no position to move to: the topic must be recreated first,
 unless the job (``--job``) subscribes by pattern: ``SubscribePatternStrategy`` no longer lists a
 deleted topic, so its partitions are dropped from the line, named as data loss (issue 32 item 1).
@@ -37,7 +45,7 @@ from dataclasses import dataclass
 
 from checkpoint_doctor.diagnosis.codes import Code
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions, Finding
-from checkpoint_doctor.diagnosis.sources.kafka import job_subscription
+from checkpoint_doctor.diagnosis.sources.kafka import CLOCK_SLACK_MS, job_subscription
 from checkpoint_doctor.diagnosis.sources.kafka_positions import ASSIGN, PATTERN, LivePositions, Subscription
 from checkpoint_doctor.model import KafkaLive, KafkaOffset
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, quarantine, unavailable
@@ -55,6 +63,7 @@ ABOVE = "above-latest"
 GONE = "partition-gone"
 TOPIC_GONE = "topic-gone"
 ADDED = "added-not-at-0"
+RECREATED = "recreated"
 NEGATIVE = "negative"
 
 
@@ -87,8 +96,29 @@ class SourceMove:
     positions: tuple[tuple[str, int, int, int | None], ...]
 
 
+def _recreated(
+    off: KafkaOffset, live: LivePositions, moves: list[Move], kept_log: frozenset[tuple[str, int]]
+) -> list[Move]:
+    """The other partitions of a topic ``moves`` prove recreated (a partition gone or above its
+    latest): a position inside the new topic moves to its earliest offset (issue 32 item 5)."""
+    recreated = {m.topic for m in moves if m.why in (ABOVE, GONE)}
+    out = []
+    for topic, part, offset in off.partitions:
+        parts = live.get(topic) or {}
+        if topic not in recreated or part not in parts or (topic, part) in kept_log:
+            continue
+        earliest, latest = parts[part]
+        if earliest < offset <= latest:
+            # the new topic's records earliest..offset-1: read, where keeping the position skipped them
+            out.append(Move(topic, part, offset, earliest, RECREATED, 0))
+    return out
+
+
 def moves_of(
-    off: KafkaOffset, live: LivePositions, sub: Subscription | None = None
+    off: KafkaOffset,
+    live: LivePositions,
+    sub: Subscription | None = None,
+    kept_log: frozenset[tuple[str, int]] = frozenset(),
 ) -> tuple[Move, ...] | str:
     """Return the moves that bring ``off`` inside the topics' live positions, or why none can.
 
@@ -97,6 +127,9 @@ def moves_of(
     lists them (``SubscribePatternStrategy``; ``subscribe`` and ``assign`` describe the topic by name
     and fail on it whatever the offsets hold), and an ``assign`` query never reads an added partition
     (``AssignStrategy`` filters to its partitions), so none is added to its line.
+
+    ``kept_log``: partitions whose record just below the position was written no later than the
+    batch that planned it (the log the checkpoint read): never reconsidered as recreated.
     """
     out: list[Move] = []
     pattern = sub is not None and sub.shape == PATTERN
@@ -130,6 +163,7 @@ def moves_of(
             out.append(Move(topic, part, offset, earliest, ABOVE, None))
         elif offset < earliest:
             out.append(Move(topic, part, offset, earliest, BELOW, earliest - offset))
+    out += _recreated(off, live, out, kept_log)
     known = off.topic_partitions()
     if sub is not None and sub.shape == ASSIGN:
         return tuple(out)
@@ -137,7 +171,8 @@ def moves_of(
         for part, (earliest, _) in sorted((live.get(topic) or {}).items()):
             if (topic, part) not in known and earliest != 0:
                 out.append(Move(topic, part, None, earliest, ADDED, earliest))
-    return tuple(out)
+    order = {(t, p): i for i, (t, p, _) in enumerate(off.partitions)}
+    return tuple(sorted(out, key=lambda m: (m.old is None, order.get((m.topic, m.partition), 0))))
 
 
 def _new_json(raw: str, moves: tuple[Move, ...]) -> str:
@@ -173,14 +208,32 @@ def _positions(
     return tuple(out)
 
 
+def kept_logs(off: KafkaOffset, live: KafkaLive, planned_ms: int | None) -> frozenset[tuple[str, int]]:
+    """Return the partitions whose record just below the position was written no later than the batch
+    that planned it (``planned_ms`` plus the clock slack CD214 allows): the log the checkpoint read."""
+    if planned_ms is None or planned_ms <= 0:
+        return frozenset()
+    below = {(t, p, o): ts for t, p, o, ts in live.below}
+    return frozenset(
+        (t, p)
+        for t, p, o in off.partitions
+        if (ts := below.get((t, p, o - 1))) is not None and 0 <= ts <= planned_ms + CLOCK_SLACK_MS
+    )
+
+
 def source_moves(
-    sources: Mapping[int, tuple[str, KafkaOffset]], live: KafkaLive, opts: DiagnoseOptions | None = None
+    sources: Mapping[int, tuple[str, KafkaOffset]],
+    live: KafkaLive,
+    opts: DiagnoseOptions | None = None,
+    planned_ms: int | None = None,
 ) -> list[SourceMove] | str:
-    """Return the moves of each Kafka source (``{index: (raw JSON, offsets)}``) that needs one."""
+    """Return the moves of each Kafka source (``{index: (raw JSON, offsets)}``) that needs one
+    (``planned_ms``: the batchTimestampMs of the offsets file they come from)."""
     positions = live.live
     out = []
     for n, (raw, off) in sorted(sources.items()):
-        moves = moves_of(off, positions, job_subscription(opts, n) if opts is not None else None)
+        sub = job_subscription(opts, n) if opts is not None else None
+        moves = moves_of(off, positions, sub, kept_logs(off, live, planned_ms))
         if isinstance(moves, str):
             return moves
         if moves:
@@ -260,6 +313,13 @@ def _loss(sm: SourceMove) -> str:
                 f"{name}: offset {m.old} is not a position (CD211): read from the earliest {m.new}; "
                 "what the query had not read is unknown, not counted"
             )
+        elif m.why == RECREATED:
+            parts.append(
+                f"{name}: 0 records of the new topic skipped{each} (the topic was recreated: a partition "
+                f"of it gone or below its position; read from its earliest {m.new}, so its records "
+                f"{m.new}..{m.old - 1} are read, which the position {m.old} kept would skip); what the "  # type: ignore[operator]
+                f"old topic held after {m.old} is gone, not counted"
+            )
         elif m.why == ABOVE:
             parts.append(
                 f"{name}: position {m.old} is above the topic's latest offset (deleted and recreated?): read "
@@ -302,7 +362,9 @@ def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
         return []
     record = entry.record
     sources = {n: (record.sources[n].raw or "", off) for n, off in kafka_sources(record.sources)}
-    moved = source_moves(sources, live, ctx.options.diagnose)
+    meta = record.metadata
+    planned = meta.batch_timestamp_ms if meta is not None else None
+    moved = source_moves(sources, live, ctx.options.diagnose, planned)
     if isinstance(moved, str):
         return [unavailable(FAMILY, finding.code, moved)]
     if not moved:
