@@ -8,13 +8,14 @@ the storage root, or named) says which batch ids a new query would have skipped.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from checkpoint_doctor.pipelines.layout import PipelineLayout, pipeline_layout
-from checkpoint_doctor.pipelines.spec import FlowCode
+from checkpoint_doctor.pipelines.spec import FlowCode, plan_flags
 from checkpoint_doctor.pipelines.verdict import FlowRestart, PipelineVerdict, pipeline_verdict
 from checkpoint_doctor.reading.layout import SINK_LOG
 from checkpoint_doctor.reading.storage import open_storage
@@ -190,7 +191,8 @@ def judge_pipeline(
         reads[f.name] = _reads(storage, f.version_dir(f.live))
         if not f.live_is_empty:
             stateful = True if f.flow in code and code[f.flow].stateful else None
-            restarts[f.name] = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options, stateful)
+            restart = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options, stateful)
+            restarts[f.name] = dataclasses.replace(restart, plan_flags=plan_flags(code.get(f.flow)))
         else:
             # The older version names what the flow read before; the empty one reads all again.
             older = [v for v in f.history if v not in f.empty]

@@ -18,6 +18,7 @@ _SQL_FLOW = re.compile(
     re.IGNORECASE,
 )
 _SQL_STATEFUL = re.compile(r"\bJOIN\b|\bGROUP\s+BY\b|\bDISTINCT\b|\bWINDOW\s*\(", re.IGNORECASE)
+_SQL_JOIN = re.compile(r"\bJOIN\b", re.IGNORECASE)
 _PY_DECORATOR = re.compile(
     r"@(?:dp|dlt|pipelines)\.(table|append_flow|materialized_view)\s*(\((?P<args>[^)]*)\))?\s*\n"
     r"\s*def\s+(?P<func>\w+)",
@@ -36,6 +37,24 @@ class FlowCode:
     flow: str
     file: str
     stateful: bool
+    #: A stream-stream join: its state is four stores per partition, none named ``default``
+    #: (SymmetricHashJoinStateManager: left/right keyToNumValues and keyWithIndexToValue).
+    joins: bool = False
+
+
+#: The stores of a stream-stream join's operator 0, as ``plan --state-store`` takes them.
+JOIN_STORES = tuple(
+    f"0:{side}-{kind}" for side in ("left", "right") for kind in ("keyToNumValues", "keyWithIndexToValue")
+)
+
+
+def plan_flags(code: FlowCode | None) -> tuple[str, ...]:
+    """What ``plan`` must be told of a flow that its checkpoint may no longer say (state/ gone): that
+    it is stateful, and a join's four stores (``reset-state`` recreates ``0:default`` otherwise, and
+    the join then fails with CANNOT_READ_DELTA_FILE_NOT_EXISTS on ``left-keyToNumValues``)."""
+    if code is None or not code.stateful:
+        return ()
+    return ("--stateful", *(f"--state-store={s}" for s in JOIN_STORES if code.joins))
 
 
 def sql_flows(text: str, file: str) -> list[FlowCode]:
@@ -46,7 +65,8 @@ def sql_flows(text: str, file: str) -> list[FlowCode]:
         if m is None or "STREAM" not in statement.upper():
             continue
         name = m.group(1).strip("`").rsplit(".", 1)[-1]
-        out.append(FlowCode(name, file, bool(_SQL_STATEFUL.search(statement[m.end() :]))))
+        body = statement[m.end() :]
+        out.append(FlowCode(name, file, bool(_SQL_STATEFUL.search(body)), bool(_SQL_JOIN.search(body))))
     return out
 
 
@@ -58,7 +78,7 @@ def python_flows(text: str, file: str) -> list[FlowCode]:
         body = text[m.end() : matches[i + 1].start() if i + 1 < len(matches) else len(text)]
         named = _PY_NAME.search(m.group("args") or "")
         name = named.group(1) if named else m.group("func")
-        out.append(FlowCode(name, file, bool(_PY_STATEFUL.search(body))))
+        out.append(FlowCode(name, file, bool(_PY_STATEFUL.search(body)), ".join(" in body))
     return out
 
 

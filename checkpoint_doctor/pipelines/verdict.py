@@ -36,6 +36,8 @@ class FlowRestart:
     next_batch_id: int | None = None
     #: The codes of the ordinary diagnosis' findings on the live version.
     codes: tuple[str, ...] = ()
+    #: What ``plan`` on the flow must be told that the pipeline's code says (spec.plan_flags).
+    plan_flags: tuple[str, ...] = ()
 
 
 @frozen

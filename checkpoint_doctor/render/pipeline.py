@@ -56,16 +56,19 @@ def render_pipeline(reports: Sequence[PipelineReport]) -> str:
             out.append(hang(message, "           ", "           "))
     else:
         out += ["", "Findings: none"]
-    failing = {v.layout.name: v.layout for r in reports for v in r.verdict.flows if v.next_run == "FAILED"}
+    failing = {v.layout.name: v for r in reports for v in r.verdict.flows if v.next_run == "FAILED"}
     if failing:
         # The flow directory: plan picks its live version, the one spark-pipelines reads.
         spark = " ".join(
             f"--spark {r.spark}" for r in reports if any(v.next_run == "FAILED" for v in r.verdict.flows)
         )
         out += ["", "Repair options (each flow's live version):"]
-        for flow in failing.values():
+        for verdict in failing.values():
+            flow = verdict.layout
+            # What the checkpoint no longer says and the pipeline's code does (a join's stores).
+            told = "".join(f" {f}" for f in (verdict.restart.plan_flags if verdict.restart else ()))
             out.append(
-                f"  checkpoint-doctor plan {first.root}/{flow.dir} {spark} "
+                f"  checkpoint-doctor plan {first.root}/{flow.dir} {spark}{told} "
                 f"-o plan-{flow.table}-{flow.flow}.json"
             )
     if seen:

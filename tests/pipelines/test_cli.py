@@ -5,6 +5,7 @@ checkpoints real Spark 4.3.0 wrote, laid out as spark-pipelines lays its flows o
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -77,3 +78,28 @@ def test_audit_notes_older_versions_as_history_and_adds_the_pipeline(tmp_path, c
         assert "Next spark-pipelines run" in out and "events/events" in out
     # Without the pipeline, version 0 (no metadata: Spark 4.3 refuses it) would be an error (4).
     assert code == 0, out
+
+
+def test_a_join_flow_whose_state_is_gone_gets_a_printed_plan_that_resets_its_four_stores(tmp_path, capsys):
+    """The pipeline's code says joined/joined is a stream-stream join: the printed plan command tells
+    ``plan`` so (its checkpoint, state/ gone, no longer does), and the plan it makes resets the join's
+    four stores on both partitions, not the ``default`` store Spark would never read (sdp_fixtures.py's
+    state-deleted repair: with ``0:default`` only, spark-pipelines failed on left-keyToNumValues)."""
+    shutil.copytree(FIXTURES / "sdp" / "spark-4.3.0" / "state-deleted", tmp_path / "p")
+    storage = tmp_path / "p" / "storage"
+    main(["diagnose", str(storage), "--spark", "4.3"])
+    out = capsys.readouterr()[0]
+    line = next(x for x in out.splitlines() if x.strip().startswith("checkpoint-doctor plan "))
+    argv = shlex.split(line.strip())[1:]
+    assert "--stateful" in argv and "--state-store=0:right-keyWithIndexToValue" in argv, line
+    plan_file = tmp_path / "plan.json"
+    code = main([*argv[: argv.index("-o")], "--accept-data-loss", "-o", str(plan_file)])
+    out = capsys.readouterr()[0]
+    assert code == 0, out
+    written = {s["path"] for s in json.loads(plan_file.read_text())["steps"]}
+    assert {p.removeprefix("state/").rsplit("/", 1)[0] for p in written} == {
+        f"0/{part}/{side}-{kind}"
+        for part in (0, 1)
+        for side in ("left", "right")
+        for kind in ("keyToNumValues", "keyWithIndexToValue")
+    }, written
