@@ -379,7 +379,18 @@ def write_line(version: str, only: list[str] | None = None) -> None:
 #: plan flags). A deleted offsets/0 below offsets/1 has no plan (nothing to bridge from).
 REPAIRS: dict[str, tuple[str, str, list[str]]] = {
     "metadata-deleted": ("merged", "merged_a", []),
-    "state-deleted": ("joined", "joined", ["--stateful", "--accept-data-loss"]),
+    # A stream-stream join keeps four stores per partition (SymmetricHashJoinStateManager: left and
+    # right keyToNumValues and keyWithIndexToValue), none of them 'default': with state/ gone the plan
+    # is told them, as docs/sdp.md tells an operator.
+    "state-deleted": (
+        "joined",
+        "joined",
+        [
+            "--stateful",
+            "--accept-data-loss",
+            *(f"--state-store=0:{side}-{kind}" for side in ("left", "right") for kind in ("keyToNumValues", "keyWithIndexToValue")),
+        ],
+    ),
     "offsets-sparse": ("events", "events", []),
 }
 

@@ -145,7 +145,5 @@ def test_each_repair_of_a_flow_s_live_version_was_followed_by_a_real_run() -> No
             assert all(f["state"] == "COMPLETED" for f in run["flows"].values()), run["flows"]
     assert repaired.get("spark-4.3.0/metadata-deleted") == "recreate-metadata COMPLETED"
     assert repaired.get("spark-4.3.0/offsets-sparse") == "no plan"
-    # Known gap (docs/sdp.md): a stream-stream join whose state/ is gone gets reset-state's empty
-    # default store only; the join's four stores per partition (left/right keyToNumValues,
-    # keyWithIndexToValue) are not there, and Spark fails with CANNOT_READ_DELTA_FILE_NOT_EXISTS.
-    assert repaired.get("spark-4.3.0/state-deleted") == "reset-state FAILED"
+    # The join's four stores per partition, told by the pipeline's code (docs/sdp.md): the run completes.
+    assert repaired.get("spark-4.3.0/state-deleted") == "reset-state COMPLETED"
