@@ -388,7 +388,11 @@ REPAIRS: dict[str, tuple[str, str, list[str]]] = {
         [
             "--stateful",
             "--accept-data-loss",
-            *(f"--state-store=0:{side}-{kind}" for side in ("left", "right") for kind in ("keyToNumValues", "keyWithIndexToValue")),
+            *(
+                f"--state-store=0:{side}-{kind}"
+                for side in ("left", "right")
+                for kind in ("keyToNumValues", "keyWithIndexToValue")
+            ),
         ],
     ),
     "offsets-sparse": ("events", "events", []),
