@@ -65,7 +65,7 @@ def _live(scen: dict[str, Any]) -> KafkaLive:
 
 
 #: The lines fixtures/kafka-loss/ was written on (scripts/kafka_fixtures.py --loss VERSION).
-WRITTEN = ["3.5.9", "4.0.5", "4.1.4", "4.3.0"]
+WRITTEN = ["3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0"]
 
 
 def test_the_loss_fixtures_were_written_and_restarted_on_every_line() -> None:
