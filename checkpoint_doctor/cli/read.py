@@ -66,21 +66,30 @@ def diagnose_command(
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.layout import json_document, layout
 
-    pipeline = _pipeline_target(checkpoint, storage_option, kw)
-    if isinstance(pipeline, tuple):
-        _diagnose_pipeline(*pipeline, output_format=output_format)
-        return
-    flow = pipeline
+    from checkpoint_doctor.cli.options import parse_storage_options
+    from checkpoint_doctor.errors import NotACheckpointError
+
+    # A flow directory is told by its path's shape (a request only for that shape); a pipeline's
+    # storage root only once the ordinary read found no checkpoint there: a checkpoint's diagnose
+    # waits for no listing more (tests/s3/test_request_counts.py).
+    flow = flow_target(checkpoint, parse_storage_options(storage_option))
     if flow is not None:
         checkpoint = flow["live_checkpoint"]
-    loaded = load_for_verdict(
-        checkpoint,
-        storage_option,
-        deep=deep,
-        sink_path=kw["sink_path"],
-        delta_tables=kw["delta_table"] or (),
-        kw=kw,
-    )
+    try:
+        loaded = load_for_verdict(
+            checkpoint,
+            storage_option,
+            deep=deep,
+            sink_path=kw["sink_path"],
+            delta_tables=kw["delta_table"] or (),
+            kw=kw,
+        )
+    except NotACheckpointError:
+        pipeline = None if flow is not None else _pipeline_root(checkpoint, storage_option, kw)
+        if pipeline is None:
+            raise
+        _diagnose_pipeline(*pipeline, output_format=output_format)
+        return
     loaded = with_kafka_from(loaded, kw)
     options = matrix_options_from(kw, loaded)
     result = with_unfinished(diagnose_matrix(loaded.snapshot, options), loaded.unfinished)
@@ -107,9 +116,11 @@ def diagnose_command(
         raise CommandFailed(result.exit_code)
 
 
-def _pipeline_target(checkpoint: str, storage_option: Sequence[str], kw: dict[str, Any]) -> Any:
-    """A Declarative Pipeline's storage root: ``(root, lines, options)``; a flow directory (no version):
-    what it is and its live version; anything else: None (an ordinary checkpoint)."""
+def _pipeline_root(
+    checkpoint: str, storage_option: Sequence[str], kw: dict[str, Any]
+) -> tuple[str, Sequence[str], dict[str, Any]] | None:
+    """A Declarative Pipeline's storage root (it holds ``_checkpoints/``): ``(root, lines, options)``;
+    anything else: None."""
     from checkpoint_doctor.cli.options import parse_storage_options
     from checkpoint_doctor.pipelines.load import is_storage_root, pipeline_lines
     from checkpoint_doctor.reading.storage.urls import normalize_url
@@ -118,7 +129,7 @@ def _pipeline_target(checkpoint: str, storage_option: Sequence[str], kw: dict[st
     url = normalize_url(checkpoint).rstrip("/")
     if is_storage_root(url, options):
         return url, pipeline_lines(kw.get("spark_version") or ()), options
-    return flow_target(url, options)
+    return None
 
 
 def flow_target(checkpoint: str, options: dict[str, Any]) -> dict[str, Any] | None:
