@@ -61,13 +61,12 @@ def diagnose_command(
 ) -> None:
     """Predict what Spark does on restart, for every Spark line and plausible restart mode (the
     restart matrix; --spark and --mode narrow it), and list findings with stable codes."""
+    from checkpoint_doctor.cli.options import parse_storage_options
     from checkpoint_doctor.diagnosis.matrix import diagnose_matrix, with_unfinished
+    from checkpoint_doctor.errors import NotACheckpointError
     from checkpoint_doctor.render.diagnosis import render_diagnosis, render_matrix
     from checkpoint_doctor.render.hints import Hints
     from checkpoint_doctor.render.layout import json_document, layout
-
-    from checkpoint_doctor.cli.options import parse_storage_options
-    from checkpoint_doctor.errors import NotACheckpointError
 
     # A flow directory is told by its path's shape (a request only for that shape); a pipeline's
     # storage root only once the ordinary read found no checkpoint there: a checkpoint's diagnose
