@@ -26,7 +26,6 @@ Stages:
    false on its line; written to ``fixtures/kafka/spark-<v>/``. On 4.1+ it also writes checkpoints in
    real-time mode (``scripts/kafka_realtime_fixtures.py``, ``fixtures/kafka-realtime/spark-<v>/``;
    ``--scenario kafka-realtime`` for those alone), restarted in every mode on every newer line.
-   false on its line; written to ``fixtures/kafka/spark-<v>/``.
 5. ``delta``: Delta-source and Delta-sink bases written by real Spark + delta-spark, the damage done
    to the tables or the checkpoint (``scripts/delta_fixtures.py``), each restarted on its line;
    written to ``fixtures/delta/spark-<v>/``. Lines without a Delta release (4.3.0) are skipped.
@@ -37,6 +36,10 @@ Stages:
    ``fixtures/kafka-sources/spark-<v>/``); ``kafka-shapes``: one world read by ``subscribe``,
    ``subscribePattern`` and ``assign`` queries (``scripts/kafka_shapes_fixtures.py``,
    ``fixtures/kafka-shapes/spark-<v>/``).
+
+Every directory under ``fixtures/`` and the script that writes it with real Spark (and damages it,
+in the world for Kafka and Delta) is listed in ``FIXTURE_WRITERS`` below; ``tests/test_fixture_writers.py``
+holds each directory to a writer that exists. No file under ``fixtures/`` is edited by hand.
 
 Paths. Spark writes absolute paths into some logs (file source: input file paths; file sink:
 output file paths), so every Spark run happens under one fixed scratch root,
@@ -81,6 +84,26 @@ VERSIONS = ("3.5.9", "4.0.5", "4.1.4", "4.2.1", "4.3.0")
 #: Older releases that only write bases (CROSS_BASES), restarted on every line of VERSIONS: what a
 #: team upgrading from them meets. Their restart model is not supported (no restarts on them).
 WRITERS = ("3.3.4", "3.4.4")
+#: Each directory under fixtures/ -> the script that writes it (real Spark, a real broker or real
+#: Delta tables; damage done by the same script). Scripts other than this one reuse its helpers.
+FIXTURE_WRITERS = {
+    "spark-*": "generate_fixtures.py",
+    "jobs": "generate_fixtures.py",
+    "kafka": "kafka_fixtures.py",
+    "kafka-loss": "kafka_fixtures.py",
+    "kafka-realtime": "kafka_realtime_fixtures.py",
+    "kafka-jobs": "kafka_job_fixtures.py",
+    "kafka-sources": "kafka_sources_fixtures.py",
+    "kafka-shapes": "kafka_shapes_fixtures.py",
+    "delta": "delta_fixtures.py",
+    "delta-schema": "delta_schema_fixtures.py",
+    "delta-txn": "delta_txn_fixtures.py",
+    "delta-union": "delta_union_fixtures.py",
+    "tws": "tws_fixtures.py",
+    "sdp": "sdp_fixtures.py",
+    # The plan/apply/restart record of each refused restart: record_*_repairs.py, one per family.
+    "repairs": "record_repairs.py",
+}
 ALL_VERSIONS = WRITERS + VERSIONS
 #: The two lines whose restarts tests re-run live; damaged scenarios written by one of them are
 #: also restarted on the other (recorded in the two-line era, kept: they cost nothing to replay).
