@@ -134,7 +134,7 @@ def _pipeline_root(
 def flow_target(checkpoint: str, options: dict[str, Any]) -> dict[str, Any] | None:
     """A Declarative Pipeline's flow directory (``.../_checkpoints/<c>/<s>/<t>/<f>``, no version):
     what it is and its live version (the largest number); anything else: None."""
-    from checkpoint_doctor.pipelines.layout import flow_dir_parts, live_of
+    from checkpoint_doctor.pipelines.layout import flow_dir_parts, is_version, live_of
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.reading.storage.urls import normalize_url
 
@@ -150,7 +150,7 @@ def flow_target(checkpoint: str, options: dict[str, Any]) -> dict[str, Any] | No
     if live is None:
         return None
     root, catalog, schema, table, flow = parts
-    versions = sorted((n for n in names if n.isdigit() and n.isascii()), key=int)
+    versions = sorted((n for n in names if is_version(n)), key=int)
     return {
         "pipeline": root,
         "catalog": catalog,

@@ -77,8 +77,18 @@ class PipelineLayout:
         return next((f for f in self.flows if f.name == name or f.flow == name), None)
 
 
+#: SystemMetadata.getLatestCheckpointDir keeps the names for which ``Try(name.toInt)`` succeeds: a
+#: number past a Java int is no version at all, however large (javap of spark-pipelines 4.3.0).
+_JAVA_INT_MAX = 2**31 - 1
+
+
 def _numeric(name: str) -> bool:
-    return name.isdigit() and name.isascii()
+    return name.isdigit() and name.isascii() and int(name) <= _JAVA_INT_MAX
+
+
+def is_version(name: str) -> bool:
+    """Whether a flow directory's entry is a version Spark counts (a Java int, in decimal digits)."""
+    return _numeric(name)
 
 
 def pipeline_layout(dirs: Iterable[str], files: Iterable[str]) -> PipelineLayout | None:

@@ -95,3 +95,12 @@ def test_the_pipeline_s_code_says_which_flows_are_stateful():
     )
     assert [(f.flow, f.stateful) for f in python_flows(py, "f.py")] == [("events", False), ("merged_a", True)]
     assert spec_storage("name: p\nstorage: file:///srv/p/storage\n") == "file:///srv/p/storage"
+
+
+def test_a_version_name_past_a_java_int_is_no_version_as_spark_counts_them():
+    # SystemMetadata.getLatestCheckpointDir keeps only names with Try(name.toInt).isSuccess.
+    from checkpoint_doctor.pipelines.layout import live_of
+
+    assert live_of(["0", "7", "99999999999999999999999", str(2**31)]) == "7"
+    assert live_of(["0", str(2**31 - 1)]) == str(2**31 - 1)
+    assert live_of([str(2**31)]) is None
