@@ -34,7 +34,7 @@ from itertools import accumulate, pairwise
 from checkpoint_doctor.enums import TextEnum
 from checkpoint_doctor.model import DirEntries, Listing
 from checkpoint_doctor.reading.layout import SINK_LOG
-from checkpoint_doctor.reading.storage.local import PRUNE, WHOLE
+from checkpoint_doctor.reading.storage.local import COUNT, PRUNE, WHOLE
 
 
 class TargetKind(TextEnum):
@@ -244,6 +244,11 @@ def prune_rule(
     directory the walk lists whole), so a checkpoint candidate it meets is one :func:`discover`
     accepts (candidates are taken shallow first; only an owner above can refuse one). The rule
     also says which directories are checkpoints or sink outputs: only targets are listed again.
+
+    A sink's other subdirectories (its data) are listed under ``COUNT``: a directory below them
+    holding no target keeps only its number of files (issue 40 item 4: a fleet's sink data files
+    were most of what its first listing still held). A sink's record counts them; a checkpoint
+    holding such a directory is listed whole when it is audited.
     """
 
     def ways(rel: str, files: tuple[str, ...], subdirs: list[str]) -> tuple[dict[str, str], bool]:
@@ -266,6 +271,12 @@ def prune_rule(
         for log in (SINK_LOG, DELTA_LOG):
             if log in subdirs:
                 out[log] = WHOLE
+        if SINK_LOG in subdirs:
+            # A file sink's data (its partitions, thousands of part files): listed for the targets
+            # that may lie below it, but of a directory where none does only its number of files
+            # is kept (the sink's record counts them; nothing else reads their names).
+            for sub in subdirs:
+                out.setdefault(sub, COUNT)
         return out, target
 
     return ways

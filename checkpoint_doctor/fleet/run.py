@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from functools import partial
+from itertools import accumulate
 from typing import Any
 
 from checkpoint_doctor.diagnosis import DiagnoseOptions
@@ -95,6 +96,9 @@ class AuditTask:
     path: str
     listing: Listing
     sinks: tuple[SinkCandidate, ...] = ()
+    #: The number of files of the target when ``listing`` leaves some out (a sink's data
+    #: directories whose files a local audit's first listing counted, see ``prune_rule``).
+    files: int | None = None
     #: The task with its listing, when ``listing`` is the root's first listing of it that left its
     #: checkpoints' own directories out (a local audit: :func:`plan_tasks` with ``subtree``): the
     #: target is listed again when audited, and only then (None: ``listing`` is whole).
@@ -103,6 +107,11 @@ class AuditTask:
     def resolved(self) -> AuditTask:
         """Return the task with its whole listing (listed now if it was left for later)."""
         return self.resolve() if self.resolve is not None else self
+
+    @property
+    def file_count(self) -> int:
+        """Return the number of files of the target (its record's ``files``)."""
+        return self.files if self.files is not None else self.listing.file_count
 
 
 @dataclass
@@ -181,32 +190,64 @@ def plan_tasks(
     exclude: Sequence[str] = (),
     subtree: Callable[[str], Listing] | None = None,
     pruned: Sequence[str] = (),
+    counted: Sequence[tuple[str, int]] = (),
 ) -> tuple[list[AuditTask], list[AuditNote]]:
     """Return the tasks and notes of one root's listing. Pure but for ``subtree``.
 
     ``pruned`` names the directories the listing left out (sorted: a local audit's first listing,
     :func:`~checkpoint_doctor.fleet.discovery.prune_rule`): a target holding one is given a
     ``resolve`` that lists it whole with ``subtree`` when it is audited, and its sink candidates
-    are found then (they need its offsets and commits)."""
+    are found then (they need its offsets and commits). ``counted`` names the directories whose
+    files the listing only counted (sorted, with their number of files: a sink's data): a sink
+    holding them is given their count (its record's files), a checkpoint holding one is listed
+    whole when audited, as for ``pruned``."""
     found = discover(listing, root_url=root_url, include=include, exclude=exclude)
     index = TreeIndex(listing)
+    # The pairing reads only a sink's _spark_metadata/: its candidates hold that part of its slice.
     sinks = [
-        (url_join(root_url, t.path), t.path, index.slice(t.path))
+        (url_join(root_url, t.path), t.path, _sink_log_part(index, t.path))
         for t in found.targets
         if t.kind == TargetKind.SINK
     ]
     newest = [newest_sink_id(listing) for _, _, listing in sinks]  # once per sink, not per checkpoint
+    counted_dirs = [path for path, _ in counted]
+    before = list(accumulate((n for _, n in counted), initial=0))
     tasks = []
     for t in found.targets:
         url = url_join(root_url, t.path)
-        if subtree is not None and _holds_any(pruned, t.path):
+        if subtree is not None and (
+            _holds_any(pruned, t.path) or (t.kind != TargetKind.SINK and _holds_any(counted_dirs, t.path))
+        ):
             later = partial(_listed_task, t.kind, url, root_url, t.path, subtree, sinks, newest)
             tasks.append(AuditTask(t.kind, url, root_url, t.path, Listing(), resolve=later))
             continue
         listing = index.slice(t.path)
-        candidates = sink_candidates(t.path, listing, sinks, newest) if t.kind != TargetKind.SINK else ()
+        if t.kind == TargetKind.SINK:
+            lo, hi = _span_of(counted_dirs, t.path)
+            files = listing.file_count + before[hi] - before[lo] if hi > lo else None
+            tasks.append(AuditTask(t.kind, url, root_url, t.path, listing, files=files))
+            continue
+        candidates = sink_candidates(t.path, listing, sinks, newest)
         tasks.append(AuditTask(t.kind, url, root_url, t.path, listing, candidates))
     return tasks, [audit_note(root_url, n) for n in found.notes]
+
+
+def _sink_log_part(index: TreeIndex, path: str) -> Listing:
+    """Return a sink's ``_spark_metadata/`` as a listing relative to the sink (what the pairing
+    reads of a sink: its data files' names are not held for every checkpoint's candidates)."""
+    log = index.slice(url_join(path, SINK_LOG))
+    return Listing(
+        dirs=(SINK_LOG, *(f"{SINK_LOG}/{d}" for d in log.dirs)),
+        columns=tuple(c.rerooted(url_join(SINK_LOG, c.path)) for c in log.columns),
+        unlisted=tuple((url_join(SINK_LOG, p), code) for p, code in log.unlisted),
+    )
+
+
+def _span_of(paths: Sequence[str], directory: str) -> tuple[int, int]:
+    """Return the run of a sorted sequence of relative paths that lie below the directory."""
+    if not directory:
+        return 0, len(paths)
+    return bisect.bisect_left(paths, directory + "/"), bisect.bisect_left(paths, directory + "0")
 
 
 def _holds_any(paths: Sequence[str], directory: str) -> bool:
@@ -266,10 +307,11 @@ def plan_fleet(
             on_listing(store.url, False, 0)
         subtree: Callable[[str], Listing] | None = None
         left_out_dirs: tuple[str, ...] = ()
+        counted: tuple[tuple[str, int], ...] = ()
         try:
             if pruned and isinstance(store, LocalStorage):
                 rule = prune_rule(store.url, include=include, exclude=exclude)
-                listing, subtree, left_out_dirs = store.list_pruned(rule)
+                listing, subtree, left_out_dirs, counted = store.list_pruned(rule)
             else:
                 listing = store.list_tree()
             if on_listing is not None:
@@ -287,7 +329,13 @@ def plan_fleet(
             )
             continue
         tasks, notes = plan_tasks(
-            store.url, listing, include=include, exclude=exclude, subtree=subtree, pruned=left_out_dirs
+            store.url,
+            listing,
+            include=include,
+            exclude=exclude,
+            subtree=subtree,
+            pruned=left_out_dirs,
+            counted=counted,
         )
         for task in tasks:
             if (task.kind, task.url) not in seen:
@@ -532,7 +580,7 @@ def _audit_sink(store: Storage, task: AuditTask, sink_reads: SinkReads) -> Recor
         findings=findings,
         log=log,
         timeline=sink_timeline(ids, sink.compact_ids, missing),
-        files=task.listing.file_count,
+        files=task.file_count,
         reads=reads,
     )
 

@@ -48,3 +48,25 @@ def test_the_process_exits_as_usual_when_the_teardown_has_work(tmp_path):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and "CD101" in done.stdout
     assert marker.exists()
+
+
+def test_the_console_script_freezes_its_modules_for_the_collector_and_main_does_not():
+    # Run as the console script (argv None), the command's modules, loaded once, are moved out of
+    # the collector's generations (gc.freeze): its full collections during an audit walked them
+    # again and again. Called in-process, main freezes nothing (the caller's garbage would stay).
+    root = str(FIXTURES / "spark-4.3.0" / "window_agg")
+    code = (
+        "import gc, sys\n"
+        "from checkpoint_doctor.cli import main\n"
+        f"main(['audit', {root!r}, '--format', 'jsonl'])\n"
+        "print('in-process', gc.get_freeze_count(), file=sys.stderr)\n"
+        f"sys.argv = ['checkpoint-doctor', 'audit', {root!r}, '--format', 'jsonl', '--live-window', '0']\n"
+        "main()\n"
+        "print('process', gc.get_freeze_count(), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    counts = dict(
+        line.split() for line in done.stderr.splitlines() if line.split()[0] in ("in-process", "process")
+    )
+    assert counts["in-process"] == "0", done.stderr
+    assert int(counts["process"]) > 10_000, done.stderr

@@ -7,6 +7,7 @@ time."""
 from __future__ import annotations
 
 import gc
+import shutil
 import weakref
 from collections.abc import Callable
 from pathlib import Path
@@ -76,7 +77,7 @@ def test_the_pruned_listing_follows_what_discovery_owns(tmp_path: Path) -> None:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("x")
     store = open_storage(str(tmp_path))
-    listing, subtree, pruned = store.list_pruned(prune_rule(store.url, exclude=["skip"]))  # type: ignore[attr-defined]
+    listing, subtree, pruned, _ = store.list_pruned(prune_rule(store.url, exclude=["skip"]))  # type: ignore[attr-defined]
 
     assert pruned == ("a/checkpoint/offsets", "a/checkpoint/state", "a/out/_checkpoint/commits")
     listed = {f.path for f in listing.files}
@@ -179,3 +180,49 @@ def test_a_local_audit_keeps_a_few_sink_logs_and_counts_each_once() -> None:
     assert calls == ["s1", "s2", "s3", "s1"]
     assert counts[0] == counts[1] == counts[2] > 0 and counts[3:] == [0, 0]
     assert len(reads._entries) == 2
+
+
+def _whole_audit(root: str) -> list[Record]:
+    """The records of an audit from the whole listing (``pruned=False``: every file listed)."""
+    stream = RecordStream(audit_hints(OPTIONS, None), lambda: 0)
+    audit_plan(plan_fleet([root]), OPTIONS, stream, jobs=1)
+    return sorted(stream.records, key=lambda r: (r.url, r.kind))
+
+
+def test_a_local_audit_counts_a_sinks_data_files_without_holding_their_names(tmp_path: Path) -> None:
+    # A job of Spark 4.3.0 writing a file sink, the sink grown with date partitions of part files
+    # (copies of the ones it wrote), one of them holding a checkpoint (``metadata`` only: its task
+    # is its slice of the first listing, unless something below it was left out).
+    job = tmp_path / "job"
+    shutil.copytree(FIXTURES / "spark-4.3.0" / "file_to_file", job)
+    parts = sorted((job / "sink").glob("part-*"))
+    for day in range(10):
+        partition = job / "sink" / f"date=2024-01-{day + 1:02d}"
+        partition.mkdir()
+        for i in range(30):
+            shutil.copyfile(parts[i % len(parts)], partition / f"part-{i:05d}-{day}.c000.json")
+    nested = job / "sink" / "date=2024-01-01" / "_checkpoint"
+    nested.mkdir()
+    shutil.copyfile(job / "checkpoint" / "metadata", nested / "metadata")
+    (nested / "extra").mkdir()
+    (nested / "extra" / "x").write_text("x")
+    root = str(tmp_path)
+
+    store = open_storage(root)
+    listing, _subtree, _pruned, counted = store.list_pruned(prune_rule(store.url))  # type: ignore[attr-defined]
+    # The data files are counted per directory, not listed: their names are not held.
+    assert not any("date=" in f.path and "_checkpoint" not in f.path for f in listing.files)
+    assert sum(n for _, n in counted) == 300 + 1  # and the nested checkpoint's extra/x
+    assert [p for p, _ in counted if "_checkpoint" in p] == ["job/sink/date=2024-01-01/_checkpoint/extra"]
+
+    # The audit says what the audit of the whole listing says: the sink's files counted, the
+    # nested checkpoint listed whole when audited.
+    pruned_plan = plan_fleet([root], pruned=True)
+    sink_task = next(t for t in pruned_plan.tasks if t.kind == "sink")
+    assert sink_task.listing.file_count < 100 and sink_task.file_count > 300
+    stream = RecordStream(audit_hints(OPTIONS, None), lambda: 0)
+    audit_plan(pruned_plan, OPTIONS, stream, jobs=1)
+    records = sorted(stream.records, key=lambda r: (r.url, r.kind))
+    whole = _whole_audit(root)
+    assert [r.to_json() for r in records] == [r.to_json() for r in whole]
+    assert {r.path: r.files for r in records}["job/sink"] == sink_task.file_count

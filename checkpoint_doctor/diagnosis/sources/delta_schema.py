@@ -24,6 +24,7 @@ as ``DeltaColumnMapping.getPhysicalNameFieldMap`` does; without column mapping b
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from checkpoint_doctor.valueclasses import frozen
@@ -126,6 +127,13 @@ def column_mapping(schema: str | None) -> bool:
     )
 
 
+#: Schema pairs compared and kept: the cells of a restart matrix, and the checkpoints of a fleet
+#: reading one table or copies of one job, compare the same two schemas again and again (each
+#: comparison parses both; bench: delta). A few, since a schema may be large.
+_COMPARED = 16
+
+
+@lru_cache(maxsize=_COMPARED)
 def compare(old: str | None, new: str | None) -> SchemaChange:
     """Return the non-additive changes from schema ``old`` to schema ``new`` (empty when either is
     unknown or unreadable). Renames and drops count only when ``new`` has column mapping (Delta's

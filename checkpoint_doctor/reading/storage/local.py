@@ -404,8 +404,10 @@ class _Walk:
 
 
 #: What :meth:`LocalStorage.list_pruned` does with a subdirectory: list it and apply the rule
-#: inside it (``WALK``), list all of it without the rule (``WHOLE``), or only name it (``PRUNE``).
-WALK, WHOLE, PRUNE = "walk", "whole", "prune"
+#: inside it (``WALK``), list all of it without the rule (``WHOLE``), only name it (``PRUNE``), or
+#: list it under the rule keeping only the number of files of each directory below it in which
+#: the rule finds nothing (``COUNT``: a file sink's data, whose names the audit never reads).
+WALK, WHOLE, PRUNE, COUNT = "walk", "whole", "prune", "count"
 
 #: The rule of a pruned walk: given a directory's relative path, its files' names and its
 #: subdirectories' names, return what to do with each subdirectory (:data:`WALK` if not named),
@@ -426,6 +428,10 @@ class _PrunedWalk(_Walk):
         self.whole: set[str] = set()
         #: Directories the rule pruned (named, not listed).
         self.pruned: list[str] = []
+        #: Directories listed under ``COUNT``: only their subdirectories' names are kept, and, for
+        #: each in which the rule finds nothing, its number of files (``counted``).
+        self.counting: set[str] = set()
+        self.counted: list[tuple[str, int]] = []
 
     def directory(self, item: _Pending, stack: list[_Pending]) -> None:
         rel = item[1]
@@ -449,10 +455,17 @@ class _PrunedWalk(_Walk):
                 raise
             self.unlisted.append((rel, exc.errno or errno.EIO))
             return
-        if column is not None:
-            self.columns.append(column)
+        counting = rel in self.counting
+        if counting:
+            self.counting.discard(rel)
         names = [sub[1].rpartition("/")[2] for sub in subdirs]
         ways, again = self.rule(rel, column.names if column is not None else (), names)
+        if column is not None:
+            if counting and not again and not any(w in (PRUNE, WHOLE) for w in ways.values()):
+                # Nothing here for discovery: the number of files is all that is kept.
+                self.counted.append((rel, len(column.names)))
+            else:
+                self.columns.append(column)
         if again:
             self.nodes[rel] = item
         for sub, name in zip(subdirs, names, strict=True):
@@ -464,6 +477,8 @@ class _PrunedWalk(_Walk):
             stack.append(sub)
             if way == WHOLE:
                 self.whole.add(sub[1])
+            elif way == COUNT or (counting and way == WALK):
+                self.counting.add(sub[1])
 
 
 def _rerooted(listing: Listing, rel: str) -> Listing:
@@ -550,7 +565,9 @@ class LocalStorage(RootedPaths):
                 walk.directory(stack.pop(), stack)
             return walk.listing()
 
-    def list_pruned(self, rule: PruneRule) -> tuple[Listing, Callable[[str], Listing], tuple[str, ...]]:
+    def list_pruned(
+        self, rule: PruneRule
+    ) -> tuple[Listing, Callable[[str], Listing], tuple[str, ...], tuple[tuple[str, int], ...]]:
         """List the tree as :meth:`list_tree` does, except the subdirectories ``rule`` prunes
         (named in ``dirs``, not listed); return that listing, the pruned directories (sorted),
         and a function listing the subtree
@@ -558,7 +575,9 @@ class LocalStorage(RootedPaths):
         :meth:`list_tree`'s listing would be (the same walk, continued from where it met the
         directory: links, loops and escaped names alike). An audit lists the tree without the
         checkpoints' own directories, then each checkpoint when it audits it: it never holds the
-        listing of the whole fleet (issue 40 item 4). Last, the pruned directories (sorted).
+        listing of the whole fleet (issue 40 item 4). Then the pruned directories (sorted), and
+        last the directories listed under ``COUNT`` whose files are left out of the listing, each
+        with its number of files (sorted by path).
 
         Raises:
             StorageError: as :meth:`list_tree`.
@@ -585,7 +604,7 @@ class LocalStorage(RootedPaths):
                     sub.directory(stack.pop(), stack)
                 return _rerooted(sub.listing(), rel)
 
-        return listing, subtree, tuple(sorted(walk.pruned))
+        return listing, subtree, tuple(sorted(walk.pruned)), tuple(sorted(walk.counted))
 
     def _walk_root(self) -> _Pending:
         """Return the walk's first directory, the root (raising as :meth:`list_tree` says)."""
