@@ -250,3 +250,69 @@ def judge_lines(
         judge_pipeline(root, line, warehouse=warehouse, storage_options=storage_options, layout=layout)
         for line in lines
     )
+
+
+def reset_facts(
+    flow_dir: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    code: FlowCode | None = None,
+    stores: Sequence[tuple[int, str]] = (),
+) -> Any:
+    """What ``plan <flow dir> --reset-flow`` copies and writes (pipelines.reset.ResetFlow), read from
+    the flow's versions: the newest version that committed a batch, its last committed batch ``N``,
+    the sha256 of each file copied, and the stateful stores (from the version's ``state/``, else the
+    pipeline's code, else ``stores``).
+
+    Raises:
+        RefusedError: no version of the flow committed a batch (a reset would be a start from
+            nothing: ``--full-refresh`` is that).
+    """
+    from checkpoint_doctor.digest import sha256_hex
+    from checkpoint_doctor.errors import RefusedError
+    from checkpoint_doctor.pipelines.layout import is_version
+    from checkpoint_doctor.pipelines.reset import ResetFlow, copied_paths
+    from checkpoint_doctor.pipelines.spec import JOIN_STORES
+    from checkpoint_doctor.planning.state_files import all_stores
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    url = normalize_url(flow_dir).rstrip("/")
+    flow = open_storage(url, storage_options)
+    versions = sorted((n for n in flow.subdirs() if is_version(n)), key=int)
+    for v in reversed(versions):
+        snap = load_checkpoint(f"{url}/{v}", storage_options=storage_options)
+        committed = [b for b in snap.commits.ids if snap.offsets.get(b) is not None]
+        if committed:
+            break
+    else:
+        raise RefusedError(
+            f"no version of {url} committed a batch: a reset would start the flow from nothing",
+            hint="spark-pipelines run --full-refresh <table> starts a flow from nothing (it truncates the table)",
+        )
+    batch = max(committed)
+    paths = copied_paths([f.path for f in snap.files], batch)
+    copies = tuple((p, src, sha256_hex(flow.read(f"{v}/{src}"))) for p, src in paths)
+    pairs = sorted({(s.operator_id, s.store_name) for s in all_stores(snap)})
+    if not pairs and stores:
+        pairs = sorted(set(stores))
+    if not pairs and code is not None and code.stateful:
+        pairs = (
+            [(int(s.split(":")[0]), s.split(":")[1]) for s in JOIN_STORES] if code.joins else [(0, "default")]
+        )
+    entry = snap.offsets.get(batch)
+    meta = entry.record.metadata if entry is not None and entry.record is not None else None
+    shuffle = meta.conf_value("spark.sql.shuffle.partitions") if meta is not None else None
+    partitions = int(shuffle) if shuffle and shuffle.isdigit() else 0
+    if pairs and not partitions:
+        dirs = [p for op in snap.state.operators for p in op.partition_dirs]
+        partitions = max(dirs) + 1 if dirs else 1
+    provider_conf = (meta.conf_value("spark.sql.streaming.stateStore.providerClass") if meta else None) or ""
+    return ResetFlow(
+        source=v,
+        batch=batch,
+        version=str(int(versions[-1]) + 1),
+        copies=copies,
+        stores=tuple(pairs),
+        partitions=partitions if pairs else 0,
+        provider="rocksdb" if "RocksDB" in provider_conf else "hdfs",
+    )
