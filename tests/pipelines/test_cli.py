@@ -103,3 +103,19 @@ def test_a_join_flow_whose_state_is_gone_gets_a_printed_plan_that_resets_its_fou
         for side in ("left", "right")
         for kind in ("keyToNumValues", "keyWithIndexToValue")
     }, written
+
+
+def test_audit_judges_a_pipeline_flow_as_its_code_says_not_assumed_stateless(tmp_path, capsys):
+    """joined/joined's state/ deleted (recorded: the next spark-pipelines run FAILED it): the
+    pipeline's SQL says it joins two streams, so audit's own record of its live version fails too,
+    and no flow of the pipeline is "assumed stateless"."""
+    from tests.pipelines.test_recorded_runs import SDP, install
+
+    storage = install(SDP / "spark-4.3.0" / "state-deleted", tmp_path / "project")
+    code = main(["audit", str(storage), "--spark", "4.3", "--live-window", "0"])
+    out = capsys.readouterr().out
+    assert code == 4, out
+    head = out.split("By verdict")[0]
+    assert "assumed stateless" not in head
+    assert "_checkpoints/spark_catalog/default/joined/joined/0" in head
+    assert "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY" in head
