@@ -248,12 +248,15 @@ def diagnose_pipeline(
     spark: Sequence[str] = (),
     warehouse: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    job: str | None = None,
 ) -> tuple[PipelineReport, ...]:
     """Judge a Spark Declarative Pipeline's storage root (``checkpoint-doctor diagnose <storage root>``):
     one :class:`~checkpoint_doctor.pipelines.load.PipelineReport` per Spark line with pipelines
     (``spark`` narrows them; default 4.1, 4.2 and 4.3): every flow's live version, what the next
     ``spark-pipelines run`` does with it, and the pipeline's findings (CD8xx). ``warehouse``: where
-    the tables lie (default: ``spark-warehouse`` beside the storage root, if there)."""
+    the tables lie (default: ``spark-warehouse`` beside the storage root, if there). ``job``: the
+    pipeline code the next run runs (``--job``: a ``spark-pipeline.yml`` or its project directory;
+    default: the spec beside the storage root)."""
     from checkpoint_doctor.pipelines.load import judge_lines, pipeline_lines
 
     return judge_lines(
@@ -261,6 +264,7 @@ def diagnose_pipeline(
         pipeline_lines(spark),
         warehouse=warehouse,
         storage_options=storage_options,
+        code_spec=job,
     )
 
 

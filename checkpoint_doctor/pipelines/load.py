@@ -101,23 +101,50 @@ def find_warehouse(root: str, storage_options: Mapping[str, Any] | None = None) 
 MAX_SOURCE_FILES = 500
 
 
-def read_flow_code(root: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, FlowCode]:
+def read_flow_code(
+    root: str, storage_options: Mapping[str, Any] | None = None, *, spec: str | None = None
+) -> dict[str, FlowCode]:
     """The flows the pipeline's code defines, by flow name: from the ``spark-pipeline.yml`` beside
-    the storage root and the source files its ``libraries`` globs name (empty when there is none)."""
+    the storage root and the source files its ``libraries`` globs name (empty when there is none).
+    ``spec``: the pipeline's code elsewhere (``--job``: a ``spark-pipeline.yml`` or the project
+    directory holding one), the code the next run will run.
+
+    Raises:
+        UsageError: ``spec`` names no pipeline spec file."""
     from checkpoint_doctor.pipelines.layout import SPEC_NAMES
     from checkpoint_doctor.pipelines.spec import python_flows, spec_storage, sql_flows
 
-    parent_url = normalize_url(root).rstrip("/").rpartition("/")[0]
+    names: tuple[str, ...] = SPEC_NAMES
+    if spec is not None:
+        url = normalize_url(spec).rstrip("/")
+        if url.endswith((".yml", ".yaml")):
+            parent_url, _, name = url.rpartition("/")
+            names = (name,)
+        else:
+            parent_url = url
+    else:
+        parent_url = normalize_url(root).rstrip("/").rpartition("/")[0]
     parent = open_storage(parent_url, storage_options)
     spec_text = None
-    for name in SPEC_NAMES:
+    for name in names:
         if parent.exists(name):
             spec_text = parent.read(name, max_bytes=SOURCE_LOG_HEAD).decode("utf-8", errors="replace")
             break
     if spec_text is None:
+        if spec is not None:
+            from checkpoint_doctor.errors import UsageError
+
+            raise UsageError(
+                f"--job {spec} names no pipeline spec ({' or '.join(SPEC_NAMES[:2])})",
+                hint="for a pipeline's storage root, --job takes its spark-pipeline.yml or the project directory",
+            )
         return {}
     storage = spec_storage(spec_text)
-    if storage is not None and storage.rstrip("/").rpartition("/")[2] != root.rstrip("/").rpartition("/")[2]:
+    if (
+        spec is None
+        and storage is not None
+        and storage.rstrip("/").rpartition("/")[2] != root.rstrip("/").rpartition("/")[2]
+    ):
         return {}  # the spec names another storage root
     tops = sorted(set(re.findall(r"include:\s*[\"']?([^/\s\"'*]+)", spec_text)))
     flows: dict[str, FlowCode] = {}
@@ -161,6 +188,8 @@ def _restart(
         search=error.search if error is not None else None,
         next_batch_id=prediction.next_batch_id if prediction.starts else None,
         codes=tuple(str(f.code) for f in result.findings),
+        committed=bool(snapshot.commits.ids),
+        has_state=any(f.path.startswith("state/") for f in snapshot.files),
     )
 
 
@@ -171,6 +200,7 @@ def judge_pipeline(
     warehouse: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     layout: PipelineLayout | None = None,
+    code_spec: str | None = None,
 ) -> PipelineReport:
     """Judge every flow of the pipeline whose storage root is ``root`` for one Spark line."""
     # As the storage layer names it (a relative local path made absolute): its parent is looked at.
@@ -182,7 +212,7 @@ def judge_pipeline(
         raise NotACheckpointError(root, "no _checkpoints/<catalog>/<schema>/<table>/<flow>/ below it")
     storage = open_storage(root, storage_options)
     # The pipeline's own code says which flows are stateful (a join's state/ deleted leaves no trace).
-    code = read_flow_code(root, storage_options)
+    code = read_flow_code(root, storage_options, spec=code_spec)
     restarts: dict[str, FlowRestart] = {}
     reads: dict[str, tuple[str, ...]] = {}
     for f in layout.flows:
@@ -192,7 +222,15 @@ def judge_pipeline(
         if not f.live_is_empty:
             stateful = True if f.flow in code and code[f.flow].stateful else None
             restart = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options, stateful)
-            restarts[f.name] = dataclasses.replace(restart, plan_flags=plan_flags(code.get(f.flow)))
+            found = code.get(f.flow)
+            says = None
+            if found is not None and found.stateful:
+                says = (
+                    "joins two streams"
+                    if found.joins
+                    else "makes it stateful (a join, aggregation or deduplication)"
+                )
+            restarts[f.name] = dataclasses.replace(restart, plan_flags=plan_flags(found), code_stateful=says)
         else:
             # The older version names what the flow read before; the empty one reads all again.
             older = [v for v in f.history if v not in f.empty]
@@ -242,12 +280,21 @@ def judge_lines(
     *,
     warehouse: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    code_spec: str | None = None,
 ) -> tuple[PipelineReport, ...]:
-    """Judge the pipeline on each line (one listing of the storage root)."""
+    """Judge the pipeline on each line (one listing of the storage root). ``code_spec``: the
+    pipeline's code to judge with (a ``spark-pipeline.yml`` or its directory; default: beside the root)."""
     root = open_storage(normalize_url(root), storage_options).url.rstrip("/")
     layout = read_layout(root, storage_options)
     return tuple(
-        judge_pipeline(root, line, warehouse=warehouse, storage_options=storage_options, layout=layout)
+        judge_pipeline(
+            root,
+            line,
+            warehouse=warehouse,
+            storage_options=storage_options,
+            layout=layout,
+            code_spec=code_spec,
+        )
         for line in lines
     )
 

@@ -119,3 +119,54 @@ def test_audit_judges_a_pipeline_flow_as_its_code_says_not_assumed_stateless(tmp
     assert "assumed stateless" not in head
     assert "_checkpoints/spark_catalog/default/joined/joined/0" in head
     assert "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY" in head
+
+
+def _changed_project(fixture: Path, at: Path) -> Path:
+    """The fixture's pipeline code, with merged_b's flow gaining a dropDuplicates (a new stateful
+    operator): the code the next run would run."""
+    shutil.copytree(fixture / "transformations", at / "transformations")
+    shutil.copy2(fixture / "spark-pipeline.yml", at / "spark-pipeline.yml")
+    flows = at / "transformations" / "flows.py"
+    text = flows.read_text()
+    changed = text.replace('.where("value % 2 = 1")', '.where("value % 2 = 1").dropDuplicates(["value"])')
+    assert changed != text
+    flows.write_text(changed)
+    return at / "spark-pipeline.yml"
+
+
+def test_job_names_the_pipeline_code_the_next_run_runs(tmp_path, capsys):
+    """diagnose <storage root> --job <spark-pipeline.yml>: merged_b's code gained a stateful operator
+    its live checkpoint never ran: the flow is judged stateful (CD805), and fails."""
+    from tests.pipelines.test_recorded_runs import SDP, install
+
+    fixture = SDP / "spark-4.3.0" / "healthy"
+    storage = install(fixture, tmp_path / "project")
+    spec = _changed_project(fixture, tmp_path / "changed")
+    assert main(["diagnose", str(storage), "--spark", "4.3", "--format", "json"]) == 1  # CD804 only
+    (line,) = json.loads(capsys.readouterr().out)["result"]["lines"]
+    assert {f["pipeline_flow"]: f["next_run"] for f in line["flows"]}["merged/merged_b"] == "COMPLETED"
+    code = main(["diagnose", str(storage), "--spark", "4.3", "--job", str(spec), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)
+    validate("diagnose", doc)
+    (line,) = doc["result"]["lines"]
+    flows = {f["pipeline_flow"]: f for f in line["flows"]}
+    assert code == 4 and flows["merged/merged_b"]["next_run"] == "FAILED"
+    assert "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY" in flows["merged/merged_b"]["error"]
+    assert [f["code"] for f in line["findings"] if f["code"] == "CD805"] == ["CD805"]
+    # The project directory names the same code; a directory without a spec is refused.
+    assert main(["diagnose", str(storage), "--spark", "4.3", "--job", str(spec.parent)]) == 4
+    capsys.readouterr()
+    assert main(["diagnose", str(storage), "--spark", "4.3", "--job", str(tmp_path)]) != 0
+    assert "names no pipeline spec" in capsys.readouterr().err
+
+
+def test_a_join_whose_state_was_deleted_is_told_by_its_code(tmp_path, capsys):
+    from tests.pipelines.test_recorded_runs import SDP, install
+
+    storage = install(SDP / "spark-4.3.0" / "state-deleted", tmp_path / "project")
+    main(["diagnose", str(storage), "--spark", "4.3"])
+    out = capsys.readouterr().out
+    assert (
+        "CD805 pipeline-code-stateful-no-state" in out
+        and "joined/joined: the pipeline's code joins two streams" in out
+    )
