@@ -71,6 +71,15 @@ def render_pipeline(reports: Sequence[PipelineReport]) -> str:
                 f"  checkpoint-doctor plan {first.root}/{flow.dir} {spark}{told} "
                 f"-o plan-{flow.table}-{flow.flow}.json"
             )
+        # Where no repair of the live version exists: a new version past its last committed batch
+        # that keeps the table's data (pipelines.reset); a stateful flow's asks for consent itself.
+        out += ["", "Or reset a flow into a new live version that keeps its table's data:"]
+        for verdict in failing.values():
+            flow = verdict.layout
+            out.append(
+                f"  checkpoint-doctor plan {first.root}/{flow.dir} --reset-flow {spark} "
+                f"-o reset-{flow.table}-{flow.flow}.json"
+            )
     if seen:
         out += [
             "",

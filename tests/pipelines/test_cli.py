@@ -93,7 +93,7 @@ def test_a_join_flow_whose_state_is_gone_gets_a_printed_plan_that_resets_its_fou
     argv = shlex.split(line.strip())[1:]
     assert "--stateful" in argv and "--state-store=0:right-keyWithIndexToValue" in argv, line
     plan_file = tmp_path / "plan.json"
-    code = main([*argv[: argv.index("-o")], "--accept-data-loss", "-o", str(plan_file)])
+    code = main([*argv[: argv.index("-o")], "--live-window", "0", "--accept-data-loss", "-o", str(plan_file)])
     out = capsys.readouterr()[0]
     assert code == 0, out
     written = {s["path"] for s in json.loads(plan_file.read_text())["steps"]}
