@@ -268,6 +268,40 @@ def diagnose_pipeline(
     )
 
 
+def plan_reset_flow(
+    flow_dir: str,
+    *,
+    accept_data_loss: bool = False,
+    spark: str | None = None,
+    live_window_s: float = LIVE_WINDOW_S,
+    storage_options: Mapping[str, Any] | None = None,
+) -> RepairPlan:
+    """``checkpoint-doctor plan <flow dir> --reset-flow``: a Declarative Pipeline flow's new live version
+    n+1 past its last committed batch, keeping the table's data (pipelines.reset); apply it with
+    :func:`apply_plan` as any plan. The flow directory is ``<storage>/_checkpoints/<c>/<s>/<t>/<f>``.
+
+    Raises:
+        UsageError: not a flow directory. RefusedError: nothing committed yet; a stateful flow's
+            reset without ``accept_data_loss`` (its state starts empty)."""
+    from checkpoint_doctor.errors import UsageError
+    from checkpoint_doctor.pipelines.layout import flow_dir_parts
+    from checkpoint_doctor.pipelines.load import plan_reset
+
+    url = normalize_url(flow_dir).rstrip("/")
+    parts = flow_dir_parts(url)
+    if parts is None:
+        raise UsageError(f"{flow_dir} is not a pipeline flow directory (.../_checkpoints/<c>/<s>/<t>/<f>)")
+    plan, _ = plan_reset(
+        url,
+        storage_options,
+        pipeline=parts[0],
+        accept_data_loss=accept_data_loss,
+        spark=spark,
+        live_window_s=live_window_s,
+    )
+    return plan
+
+
 def audit(
     roots: str | Sequence[str],
     *,

@@ -289,12 +289,8 @@ def _plan_reset_flow(
 ) -> None:
     """``plan <flow dir> --reset-flow``: a pipeline flow's new live version (pipelines.reset), planned
     with the flow directory as the plan's root."""
-    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
-    from checkpoint_doctor.pipelines.load import read_flow_code, reset_facts
+    from checkpoint_doctor.pipelines.load import plan_reset
     from checkpoint_doctor.pipelines.reset import reset_words
-    from checkpoint_doctor.planning import PlanOptions
-    from checkpoint_doctor.planning.planner import plan_repair
-    from checkpoint_doctor.reading.pipeline import load_checkpoint
     from checkpoint_doctor.reading.storage import open_storage
     from checkpoint_doctor.render.layout import json_document, layout
     from checkpoint_doctor.render.plan import render_plan
@@ -306,19 +302,21 @@ def _plan_reset_flow(
             hint="name the flow directory, without its version",
         )
     url = flow["live_checkpoint"].rpartition("/")[0]
-    code = read_flow_code(flow["pipeline"], options).get(flow["flow"])
-    facts = reset_facts(url, options, code=code, stores=_state_stores(state_store))
     dest = None
     if output:
         reading = [open_storage(url, options)]
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
-    snapshot = load_checkpoint(url, storage_options=options)
     spark = kw.get("spark_version") or ()
-    dopts = DiagnoseOptions(
-        spark=spark[0] if spark else None, mode="micro-batch", live_window_s=float(kw.get("live_window") or 0)
+    # The Python API's answer (api.plan_reset_flow), printed.
+    plan, facts = plan_reset(
+        url,
+        options,
+        pipeline=flow["pipeline"],
+        accept_data_loss=accept_data_loss,
+        spark=spark[0] if spark else None,
+        live_window_s=float(kw.get("live_window") or 0),
+        stores=_state_stores(state_store),
     )
-    request = PlanOptions(accept_data_loss=accept_data_loss, reset_flow=facts, diagnose=dopts)
-    plan = plan_repair(snapshot, diagnose(snapshot, dopts), request, storage_options=options)
     if dest is not None:
         write_destination(dest, _bounded_plan(plan.to_json(), output or ""))
     starts, loss = reset_words(facts, flow["pipeline_flow"])

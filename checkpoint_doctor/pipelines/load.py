@@ -363,3 +363,36 @@ def reset_facts(
         partitions=partitions if pairs else 0,
         provider="rocksdb" if "RocksDB" in provider_conf else "hdfs",
     )
+
+
+def plan_reset(
+    flow_dir: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    pipeline: str | None = None,
+    accept_data_loss: bool = False,
+    spark: str | None = None,
+    live_window_s: float = 0.0,
+    stores: Sequence[tuple[int, str]] = (),
+) -> tuple[Any, Any]:
+    """``plan <flow dir> --reset-flow``: the plan (the flow directory its root) and what it copies and
+    writes (pipelines.reset.ResetFlow). ``pipeline``: the storage root (its code says what is stateful).
+
+    Raises:
+        RefusedError: nothing committed yet, a stateful flow without ``accept_data_loss``."""
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.planning import PlanOptions
+    from checkpoint_doctor.planning.planner import plan_repair
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    url = normalize_url(flow_dir).rstrip("/")
+    flow = url.rpartition("/")[2]
+    code = read_flow_code(pipeline, storage_options).get(flow) if pipeline else None
+    facts = reset_facts(url, storage_options, code=code, stores=stores)
+    snapshot = load_checkpoint(url, storage_options=storage_options)
+    dopts = DiagnoseOptions(spark=spark, mode="micro-batch", live_window_s=live_window_s)
+    request = PlanOptions(accept_data_loss=accept_data_loss, reset_flow=facts, diagnose=dopts)
+    plan = plan_repair(
+        snapshot, diagnose(snapshot, dopts), request, storage_options=dict(storage_options or {})
+    )
+    return plan, facts

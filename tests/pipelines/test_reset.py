@@ -155,3 +155,16 @@ def test_a_malformed_reset_request_is_refused(bad) -> None:
 
     with pytest.raises(PlanFormatError):
         ResetFlow.from_dict(bad)
+
+
+def test_the_python_api_plans_the_reset_the_cli_plans(tmp_path, capsys):
+    from checkpoint_doctor.api import plan_reset_flow
+
+    storage = _project(tmp_path, "offsets-sparse")
+    flow = storage / FLOWS / "events/events"
+    plan = plan_reset_flow(str(flow), spark="4.3", live_window_s=0)
+    code, path = _reset(tmp_path, flow)
+    assert code == 0
+    written = json.loads(path.read_text())
+    assert [s.to_dict() for s in plan.steps] == written["steps"]
+    assert plan.request["reset_flow"] == written["request"]["reset_flow"]
