@@ -197,7 +197,7 @@ def _diagnose_pipeline(
         emit(json_document("diagnose", pipeline_json(reports)))
     else:
         with layout(terminal_width()):
-            emit(render_pipeline(reports))
+            emit(render_pipeline(reports, job))
     if code:
         raise CommandFailed(ExitCode(code))
 

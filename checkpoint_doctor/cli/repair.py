@@ -316,6 +316,7 @@ def _plan_reset_flow(
         spark=spark[0] if spark else None,
         live_window_s=float(kw.get("live_window") or 0),
         stores=_state_stores(state_store),
+        code_spec=kw.get("job"),
     )
     if dest is not None:
         write_destination(dest, _bounded_plan(plan.to_json(), output or ""))

@@ -374,9 +374,11 @@ def plan_reset(
     spark: str | None = None,
     live_window_s: float = 0.0,
     stores: Sequence[tuple[int, str]] = (),
+    code_spec: str | None = None,
 ) -> tuple[Any, Any]:
     """``plan <flow dir> --reset-flow``: the plan (the flow directory its root) and what it copies and
-    writes (pipelines.reset.ResetFlow). ``pipeline``: the storage root (its code says what is stateful).
+    writes (pipelines.reset.ResetFlow). ``pipeline``: the storage root (its code says what is stateful;
+    ``code_spec``: the code the next run runs, ``--job``).
 
     Raises:
         RefusedError: nothing committed yet, a stateful flow without ``accept_data_loss``."""
@@ -387,7 +389,7 @@ def plan_reset(
 
     url = normalize_url(flow_dir).rstrip("/")
     flow = url.rpartition("/")[2]
-    code = read_flow_code(pipeline, storage_options).get(flow) if pipeline else None
+    code = read_flow_code(pipeline, storage_options, spec=code_spec).get(flow) if pipeline else None
     facts = reset_facts(url, storage_options, code=code, stores=stores)
     snapshot = load_checkpoint(url, storage_options=storage_options)
     dopts = DiagnoseOptions(spark=spark, mode="micro-batch", live_window_s=live_window_s)

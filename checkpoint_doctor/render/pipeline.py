@@ -3,6 +3,8 @@ per Spark line, then the pipeline's findings. Pure."""
 
 from __future__ import annotations
 
+import shlex
+
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -12,8 +14,9 @@ if TYPE_CHECKING:
     from checkpoint_doctor.pipelines.load import PipelineReport
 
 
-def render_pipeline(reports: Sequence[PipelineReport]) -> str:
-    """Return the pipeline block: one column per Spark line judged."""
+def render_pipeline(reports: Sequence[PipelineReport], job: str | None = None) -> str:
+    """Return the pipeline block: one column per Spark line judged. ``job``: the pipeline code the
+    flows were judged with (``--job``), which a printed reset command reads too."""
     first = reports[0]
     layout = first.layout
     tables = layout.tables()
@@ -76,8 +79,9 @@ def render_pipeline(reports: Sequence[PipelineReport]) -> str:
         out += ["", "Or reset a flow into a new live version that keeps its table's data:"]
         for verdict in failing.values():
             flow = verdict.layout
+            code = f" --job {shlex.quote(job)}" if job else ""
             out.append(
-                f"  checkpoint-doctor plan {first.root}/{flow.dir} --reset-flow {spark} "
+                f"  checkpoint-doctor plan {first.root}/{flow.dir} --reset-flow {spark}{code} "
                 f"-o reset-{flow.table}-{flow.flow}.json"
             )
     if seen:

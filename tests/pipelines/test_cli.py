@@ -170,3 +170,22 @@ def test_a_join_whose_state_was_deleted_is_told_by_its_code(tmp_path, capsys):
         "CD805 pipeline-code-stateful-no-state" in out
         and "joined/joined: the pipeline's code joins two streams" in out
     )
+
+
+def test_a_reset_reads_the_code_job_names(tmp_path, capsys):
+    """The reset printed beside a flow judged with --job carries it: the new version's dedup store
+    (operator 0, 'default', both partitions) starts empty, as the code that will run needs."""
+    from tests.pipelines.test_recorded_runs import SDP, install
+
+    fixture = SDP / "spark-4.3.0" / "healthy"
+    storage = install(fixture, tmp_path / "project")
+    spec = _changed_project(fixture, tmp_path / "changed")
+    main(["diagnose", str(storage), "--spark", "4.3", "--job", str(spec)])
+    line = next(x for x in capsys.readouterr().out.splitlines() if "--reset-flow" in x)
+    argv = shlex.split(line.strip())[1:]
+    assert argv[argv.index("--job") + 1] == str(spec)
+    plan = tmp_path / "reset.json"
+    code = main([*argv[: argv.index("-o")], "--live-window", "0", "--accept-data-loss", "-o", str(plan)])
+    assert code == 0, capsys.readouterr()
+    steps = [s["path"] for s in json.loads(plan.read_text())["steps"]]
+    assert [p for p in steps if "/state/" in p] == ["1/state/0/0/2.snapshot", "1/state/0/1/2.snapshot"]
