@@ -440,10 +440,10 @@ class AuditRun:
         """A Declarative Pipeline's storage root among the roots: each flow's older versions (left by
         full refreshes, never read again: SystemMetadata.getLatestCheckpointDir reads the largest)
         are history, noted and not judged; the flows' live versions are judged as checkpoints."""
-        from checkpoint_doctor.fleet.records import AuditNote
-        from checkpoint_doctor.pipelines.layout import flow_dir_parts
         from dataclasses import replace
 
+        from checkpoint_doctor.fleet.records import AuditNote
+        from checkpoint_doctor.pipelines.layout import flow_dir_parts
         from checkpoint_doctor.pipelines.load import read_flow_code, read_layout
         from checkpoint_doctor.reading.storage import open_storage
 

@@ -4,7 +4,6 @@ per Spark line, then the pipeline's findings. Pure."""
 from __future__ import annotations
 
 import shlex
-
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
