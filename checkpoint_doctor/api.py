@@ -248,12 +248,15 @@ def diagnose_pipeline(
     spark: Sequence[str] = (),
     warehouse: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    job: str | None = None,
 ) -> tuple[PipelineReport, ...]:
     """Judge a Spark Declarative Pipeline's storage root (``checkpoint-doctor diagnose <storage root>``):
     one :class:`~checkpoint_doctor.pipelines.load.PipelineReport` per Spark line with pipelines
     (``spark`` narrows them; default 4.1, 4.2 and 4.3): every flow's live version, what the next
     ``spark-pipelines run`` does with it, and the pipeline's findings (CD8xx). ``warehouse``: where
-    the tables lie (default: ``spark-warehouse`` beside the storage root, if there)."""
+    the tables lie (default: ``spark-warehouse`` beside the storage root, if there). ``job``: the
+    pipeline code the next run runs (``--job``: a ``spark-pipeline.yml`` or its project directory;
+    default: the spec beside the storage root)."""
     from checkpoint_doctor.pipelines.load import judge_lines, pipeline_lines
 
     return judge_lines(
@@ -261,7 +264,42 @@ def diagnose_pipeline(
         pipeline_lines(spark),
         warehouse=warehouse,
         storage_options=storage_options,
+        code_spec=job,
     )
+
+
+def plan_reset_flow(
+    flow_dir: str,
+    *,
+    accept_data_loss: bool = False,
+    spark: str | None = None,
+    live_window_s: float = LIVE_WINDOW_S,
+    storage_options: Mapping[str, Any] | None = None,
+) -> RepairPlan:
+    """``checkpoint-doctor plan <flow dir> --reset-flow``: a Declarative Pipeline flow's new live version
+    n+1 past its last committed batch, keeping the table's data (pipelines.reset); apply it with
+    :func:`apply_plan` as any plan. The flow directory is ``<storage>/_checkpoints/<c>/<s>/<t>/<f>``.
+
+    Raises:
+        UsageError: not a flow directory. RefusedError: nothing committed yet; a stateful flow's
+            reset without ``accept_data_loss`` (its state starts empty)."""
+    from checkpoint_doctor.errors import UsageError
+    from checkpoint_doctor.pipelines.layout import flow_dir_parts
+    from checkpoint_doctor.pipelines.load import plan_reset
+
+    url = normalize_url(flow_dir).rstrip("/")
+    parts = flow_dir_parts(url)
+    if parts is None:
+        raise UsageError(f"{flow_dir} is not a pipeline flow directory (.../_checkpoints/<c>/<s>/<t>/<f>)")
+    plan, _ = plan_reset(
+        url,
+        storage_options,
+        pipeline=parts[0],
+        accept_data_loss=accept_data_loss,
+        spark=spark,
+        live_window_s=live_window_s,
+    )
+    return plan
 
 
 def audit(

@@ -56,14 +56,22 @@ libraries:
       include: transformations/**
 """
 
-FLOWS_PY = """from pyspark import pipelines as dp
+FLOWS_PY = """from pathlib import Path
+
+from pyspark import pipelines as dp
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+
+# 4.1 gives a pipeline's Python files no `spark` global (4.2+ do): the active session works on every line.
+spark = SparkSession.active()
+#: The JSON files scripts/sdp_fixtures.py writes before each run (the project's input/ directory).
+INPUT = str(Path(__file__).resolve().parent.parent / "input")
 
 
 @dp.table
 def events():
     return (
-        spark.readStream.format("rate-micro-batch")  # noqa: F821
+        spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", 10)
         .option("numPartitions", 1)
         .load()
@@ -75,12 +83,17 @@ dp.create_streaming_table("merged")
 
 @dp.append_flow(target="merged", name="merged_a")
 def merged_a():
-    return spark.readStream.table("events").where("value % 2 = 0").select("value", F.lit("a").alias("src"))  # noqa: F821
+    return spark.readStream.table("events").where("value % 2 = 0").select("value", F.lit("a").alias("src"))
 
 
 @dp.append_flow(target="merged", name="merged_b")
 def merged_b():
-    return spark.readStream.table("events").where("value % 2 = 1").select("value", F.lit("b").alias("src"))  # noqa: F821
+    return spark.readStream.table("events").where("value % 2 = 1").select("value", F.lit("b").alias("src"))
+
+
+@dp.table
+def uploads():
+    return spark.readStream.format("json").schema("id LONG, name STRING").load(INPUT)
 """
 
 JOINED_SQL = """CREATE STREAMING TABLE joined AS
@@ -89,7 +102,12 @@ FROM STREAM(events) a JOIN STREAM(events) b ON a.value = b.value;
 """
 
 #: table -> its flows (the flow named like its table is the table's own query).
-FLOWS = {"events": ("events",), "merged": ("merged_a", "merged_b"), "joined": ("joined",)}
+FLOWS = {
+    "events": ("events",),
+    "merged": ("merged_a", "merged_b"),
+    "joined": ("joined",),
+    "uploads": ("uploads",),
+}
 
 #: scenario -> (description, [spark-pipelines run arguments, one list per recorded run]).
 SCENARIOS: dict[str, tuple[str, list[list[str]]]] = {
@@ -104,6 +122,14 @@ SCENARIOS: dict[str, tuple[str, list[list[str]]]] = {
     "metadata-deleted": ("merged/merged_a's live metadata file deleted", [[]]),
     "full-refresh": (
         "`--full-refresh joined` ran (joined/joined/1 made, 0 left behind); then a plain run",
+        [[]],
+    ),
+    "file-source-log-deleted": (
+        "uploads/uploads's live sources/0/1 deleted (the file source's log of batch 1's files)",
+        [[]],
+    ),
+    "code-new-stateful": (
+        "the pipeline's code changed: merged_b's flow gained .dropDuplicates(['value']) (a new stateful operator)",
         [[]],
     ),
 }
@@ -139,12 +165,24 @@ def damage(project: Path, scenario: str, version: str) -> list[str]:
         changed = [live_version(storage, "events", "events") / "offsets" / "0"]
     elif scenario == "metadata-deleted":
         changed = [live_version(storage, "merged", "merged_a") / "metadata"]
+    elif scenario == "file-source-log-deleted":
+        changed = [live_version(storage, "uploads", "uploads") / "sources" / "0" / "1"]
     for path in changed:
         _delete(path)
     if scenario == "empty-version":
         newer = flow_dir(storage, "merged", "merged_a") / "1"
         newer.mkdir()
         changed = [newer]
+    if scenario == "code-new-stateful":
+        code = project / "transformations" / "flows.py"
+        text = code.read_text(encoding="utf-8")
+        changed_text = text.replace(
+            '.where("value % 2 = 1")', '.where("value % 2 = 1").dropDuplicates(["value"])'
+        )
+        if changed_text == text:
+            raise RuntimeError("merged_b's definition not found in flows.py")
+        code.write_text(changed_text, encoding="utf-8")
+        return ["../transformations/flows.py"]
     if scenario == "full-refresh":
         # The damage is Spark's own: a full refresh of one table (State.reset makes version n+1).
         run = run_pipeline(project, version, ["--full-refresh", "joined"], "full-refresh-before")
@@ -160,6 +198,16 @@ def empty_dirs(dest: Path) -> list[str]:
     return [
         p.relative_to(dest).as_posix() for p in sorted(root.rglob("*")) if p.is_dir() and not any(p.iterdir())
     ]
+
+
+def write_input(project: Path, n: int) -> str:
+    """The file source's next input file ``input/part-<n>.json``: 5 rows, ids 5n..5n+4."""
+    (project / "input").mkdir(exist_ok=True)
+    path = project / "input" / f"part-{n}.json"
+    path.write_text(
+        "".join(f'{{"id": {i}, "name": "u{i}"}}\n' for i in range(5 * n, 5 * n + 5)), encoding="utf-8"
+    )
+    return path.name
 
 
 def write_project(project: Path) -> None:
@@ -327,6 +375,8 @@ def _copy_fixture(project: Path, dest: Path) -> None:
         encoding="utf-8",
     )
     shutil.copytree(project / "transformations", dest / "transformations")
+    if (project / "input").is_dir():
+        shutil.copytree(project / "input", dest / "input")
 
 
 def write_line(version: str, only: list[str] | None = None) -> None:
@@ -337,6 +387,7 @@ def write_line(version: str, only: list[str] | None = None) -> None:
             shutil.rmtree(project)
         write_project(project)
         for i in range(2):
+            write_input(project, i)
             run = run_pipeline(project, version, [], f"base-run{i}")
             if run["outcome"] != "COMPLETED":
                 raise RuntimeError(f"base run {i} failed on {version}: {run}")
@@ -348,6 +399,7 @@ def write_line(version: str, only: list[str] | None = None) -> None:
             continue
         _restore(base, project)
         changed = damage(project, scenario, version)
+        write_input(project, 2)  # new input for the file source, as rate-micro-batch has new rows
         dest = SDP_FIXTURES / f"spark-{version}" / scenario
         staged = line / f"{scenario}-as-damaged"
         if staged.exists():
@@ -414,6 +466,7 @@ def repair_line(version: str, only: list[str] | None = None) -> None:
             continue
         _restore(base, project)
         damage(project, scenario, version)
+        write_input(project, 2)
         target = flow_dir(project / "storage", table, flow)
         plan_path = line / f"{scenario}-plan.json"
         planned = subprocess.run(
@@ -457,6 +510,119 @@ def repair_line(version: str, only: list[str] | None = None) -> None:
         gf.log(f"   {scenario} repaired on {version}: {run['outcome']}")
 
 
+#: The selective resets (``plan <flow dir> --reset-flow``, pipelines.reset) recorded: scenario ->
+#: (table, flow, plan flags). Each makes version n+1 past the last committed batch and keeps the data.
+RESETS: dict[str, tuple[str, str, list[str]]] = {
+    # offsets/0 gone below offsets/1: no ordinary plan (nothing to bridge from); the reset starts
+    # version 1 past batch 1 (offsets/1 copied, and as the offsets/0 populateStartOffsets reads).
+    "offsets-sparse": ("events", "events", []),
+    # The join's state gone: the new version's four stores start empty (consent: buffered rows lost).
+    "state-deleted": ("joined", "joined", ["--accept-data-loss"]),
+    # An empty newer version 1 (a silent loss, CD803): the reset copies from 0 into 2.
+    "empty-version": ("merged", "merged_a", []),
+    # merged_b's code gained a dropDuplicates: its new version's dedup store starts empty (consent).
+    "code-new-stateful": ("merged", "merged_b", ["--accept-data-loss"]),
+}
+
+
+_ROWS_PY = """
+import json, sys
+import pyarrow.parquet as pq
+out = {}
+for path in sys.argv[1:]:
+    out[path] = pq.read_metadata(path).num_rows
+print(json.dumps(out))
+"""
+
+
+def sink_rows(project: Path, version: str) -> dict[str, dict[str, int]]:
+    """Each table's rows per sink log batch id (the Parquet footers of the files each entry adds),
+    read by the line's own Python (the Spark environment has pyarrow; the tool's need not)."""
+    import json
+
+    adds: dict[str, dict[str, list[str]]] = {}
+    for table in FLOWS:
+        log_dir = project / "spark-warehouse" / table / "_spark_metadata"
+        entries = adds.setdefault(table, {})
+        for entry in sorted(log_dir.glob("[0-9]*"), key=lambda p: int(p.name.split(".")[0])):
+            if not entry.name.isdigit():
+                continue
+            entries[entry.name] = [
+                f["path"].removeprefix("file://")
+                for f in map(json.loads, entry.read_text(encoding="utf-8").splitlines()[1:])
+                if f.get("action") == "add"
+            ]
+    files = [f for entries in adds.values() for paths in entries.values() for f in paths]
+    python = gf.spark_envs.ensure_pipelines(version).parent / "python"
+    rows = json.loads(
+        subprocess.run(
+            [str(python), "-c", _ROWS_PY, *files], check=True, capture_output=True, text=True
+        ).stdout
+    )
+    return {
+        t: {b: sum(rows[f] for f in paths) for b, paths in entries.items()} for t, entries in adds.items()
+    }
+
+
+def reset_line(version: str, only: list[str] | None = None) -> None:
+    """Each reset scenario again from the base: the damage, ``plan <flow dir> --reset-flow``, ``apply``,
+    then a real ``spark-pipelines run``, recorded in ``run.json`` under ``reset`` with each table's rows
+    per sink log batch id after the run."""
+    line = SDP_SCRATCH / f"spark-{version}"
+    project, base = line / "project", line / "base"
+    cli = [str(gf.REPO / ".venv" / "bin" / "python"), "-m", "checkpoint_doctor"]
+    cli_env = {**os.environ, "PYTHONPATH": str(gf.REPO)}
+    spark = ["--spark", ".".join(version.split(".")[:2]), "--live-window", "0"]
+    for scenario, (table, flow, flags) in RESETS.items():
+        dest = SDP_FIXTURES / f"spark-{version}" / scenario / "run.json"
+        if (only and scenario not in only) or not dest.exists():
+            continue
+        _restore(base, project)
+        damage(project, scenario, version)
+        write_input(project, 2)
+        target = flow_dir(project / "storage", table, flow)
+        plan_path = line / f"{scenario}-reset-plan.json"
+        if plan_path.exists():
+            plan_path.unlink()
+        planned = subprocess.run(
+            [*cli, "plan", str(target), "--reset-flow", *spark, *flags, "-o", str(plan_path), "--force"],
+            capture_output=True,
+            text=True,
+            cwd=str(gf.REPO),
+            env=cli_env,
+        )
+        applied = subprocess.run(
+            [*cli, "apply", str(plan_path), "--yes"],
+            capture_output=True,
+            text=True,
+            cwd=str(gf.REPO),
+            env=cli_env,
+        )
+        gf.log(f"   {scenario} reset: plan exited {planned.returncode}, apply exited {applied.returncode}")
+        rec = gf.load_json(dest)
+        plan = gf.load_json(plan_path) if plan_path.exists() else {}
+        facts = (plan.get("request") or {}).get("reset_flow") or {}
+        entry: dict[str, Any] = {
+            "flow": f"{table}/{flow}",
+            "flags": flags,
+            "plan_exit": planned.returncode,
+            "apply_exit": applied.returncode,
+            "from_version": facts.get("source"),
+            "version": facts.get("version"),
+            "batch": facts.get("batch"),
+            "plan_steps": [st.get("kind") for st in plan.get("steps", [])],
+            "run": None,
+        }
+        if plan and applied.returncode == 0:
+            entry["run"] = run_pipeline(project, version, [], f"{scenario}-reset")
+            entry["sink_rows_after"] = sink_rows(project, version)
+            gf.log(f"   {scenario} reset on {version}: {entry['run']['outcome']}")
+        else:
+            entry["stderr"] = (planned.stderr + applied.stderr)[-600:]
+        rec["reset"] = entry
+        gf.write_json(dest, rec)
+
+
 def reparse_line(version: str) -> None:
     """Parse the kept logs of a line's recorded runs again (the flows' states, failures, errors)."""
     line = SDP_SCRATCH / f"spark-{version}"
@@ -483,6 +649,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", nargs="*", choices=sorted(SCENARIOS))
     parser.add_argument("--fresh", action="store_true", help="write the base project again")
     parser.add_argument("--repair-only", action="store_true", help="only the repairs of recorded scenarios")
+    parser.add_argument("--reset-only", action="store_true", help="only the resets of recorded scenarios")
     parser.add_argument("--reparse", action="store_true", help="parse the kept run logs again (no Spark)")
     parser.add_argument(
         "--hold-lock", action="store_true", help="hold the Spark lock for each line's whole batch of runs"
@@ -495,9 +662,11 @@ def main(argv: list[str]) -> int:
         if args.fresh and (SDP_SCRATCH / f"spark-{version}" / "base").exists():
             shutil.rmtree(SDP_SCRATCH / f"spark-{version}" / "base")
         with spark_lock(args.hold_lock):
-            if not args.repair_only:
+            if not args.repair_only and not args.reset_only:
                 write_line(version, args.only)
-            repair_line(version, args.only)
+            if not args.reset_only:
+                repair_line(version, args.only)
+            reset_line(version, args.only)
     return 0
 
 

@@ -440,9 +440,11 @@ class AuditRun:
         """A Declarative Pipeline's storage root among the roots: each flow's older versions (left by
         full refreshes, never read again: SystemMetadata.getLatestCheckpointDir reads the largest)
         are history, noted and not judged; the flows' live versions are judged as checkpoints."""
+        from dataclasses import replace
+
         from checkpoint_doctor.fleet.records import AuditNote
         from checkpoint_doctor.pipelines.layout import flow_dir_parts
-        from checkpoint_doctor.pipelines.load import read_layout
+        from checkpoint_doctor.pipelines.load import read_flow_code, read_layout
         from checkpoint_doctor.reading.storage import open_storage
 
         assert self.plan is not None
@@ -465,7 +467,19 @@ class AuditRun:
                 continue
             self.pipeline_roots.append(root)
             history = {f.version_dir(v): (f, v) for f in layout.flows for v in f.history}
+            # The pipeline's own code says which flows are stateful and which are not
+            # (read_flow_code): their live versions are judged so, not "assumed stateless".
+            code = read_flow_code(root, self.storage_options)
+            live = {
+                f.version_dir(f.live): code[f.flow].stateful
+                for f in layout.flows
+                if f.live is not None and f.flow in code
+            }
             dropped = []
+            for i, task in enumerate(self.plan.tasks):
+                if task.path in live and url_of(task.root) == url_of(root):
+                    self.plan.tasks[i] = replace(task, stateful=live[task.path])
+            own = [t for t in self.plan.tasks if url_of(t.root) == url_of(root)]
             for task in own:
                 found = history.get(task.path)
                 if found is None:

@@ -74,6 +74,14 @@ def diagnose_command(
     flow = flow_target(checkpoint, parse_storage_options(storage_option))
     if flow is not None:
         checkpoint = flow["live_checkpoint"]
+    job = kw.get("job")
+    if flow is None and job and (":" not in job.rpartition("/")[2] or job.endswith((".yml", ".yaml"))):
+        # --job naming a pipeline's spec (or its project directory), not MODULE:FUNCTION: the
+        # storage root is judged with that code (the code the next spark-pipelines run runs).
+        pipeline = _pipeline_root(checkpoint, storage_option, kw)
+        if pipeline is not None:
+            _diagnose_pipeline(*pipeline, output_format=output_format, job=job)
+            return
     try:
         loaded = load_for_verdict(
             checkpoint,
@@ -175,7 +183,7 @@ def flow_text(flow: dict[str, Any]) -> str:
 
 
 def _diagnose_pipeline(
-    root: str, lines: Sequence[str], options: dict[str, Any], *, output_format: str
+    root: str, lines: Sequence[str], options: dict[str, Any], *, output_format: str, job: str | None = None
 ) -> None:
     from checkpoint_doctor.api import diagnose_pipeline
     from checkpoint_doctor.exit_codes import ExitCode
@@ -183,13 +191,13 @@ def _diagnose_pipeline(
     from checkpoint_doctor.render.pipeline import render_pipeline
 
     # The Python API's answer, printed: the CLI and the API judge a pipeline alike.
-    reports = diagnose_pipeline(root, spark=lines, storage_options=options)
+    reports = diagnose_pipeline(root, spark=lines, storage_options=options, job=job)
     code = pipeline_exit_code(reports)
     if output_format == "json":
         emit(json_document("diagnose", pipeline_json(reports)))
     else:
         with layout(terminal_width()):
-            emit(render_pipeline(reports))
+            emit(render_pipeline(reports, job))
     if code:
         raise CommandFailed(ExitCode(code))
 

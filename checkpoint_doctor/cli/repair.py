@@ -136,6 +136,13 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="For a Delta source whose table was replaced (CD208, strategy delta-table): read the new table's "
     "changes from version N on (startingVersion) instead of the table as of its first version.",
 )
+@click.option(
+    "--reset-flow",
+    "reset_flow",
+    is_flag=True,
+    help="On a pipeline flow directory: a new live version n+1 that starts past the last committed batch "
+    "and keeps the table's data (the open-source counterpart of a selective checkpoint reset).",
+)
 @diagnosis_options
 @format_option
 @storage_options
@@ -167,11 +174,17 @@ def plan_command(
     from checkpoint_doctor.render.plan import PlanFollowUp, render_plan
 
     delta_version = kw.pop("delta_version", None)
+    reset_flow = kw.pop("reset_flow", False)
     options = parse_storage_options(storage_option)
     from checkpoint_doctor.cli.read import flow_target, flow_text
 
     # A Declarative Pipeline's flow directory: the plan repairs its live version (the one Spark reads).
     flow = flow_target(checkpoint, options)
+    if reset_flow:
+        _plan_reset_flow(
+            checkpoint, flow, options, output, force, accept_data_loss, state_store, output_format, kw
+        )
+        return
     if flow is not None:
         checkpoint = flow["live_checkpoint"]
         if output_format != "json":
@@ -261,6 +274,65 @@ def plan_command(
         raise CommandFailed(plan_exit_code(plan, matrix))
     if matrix.state_may_be_gone is not None:
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
+
+
+def _plan_reset_flow(
+    checkpoint: str,
+    flow: dict[str, Any] | None,
+    options: dict[str, Any],
+    output: str | None,
+    force: bool,
+    accept_data_loss: bool,
+    state_store: Sequence[str],
+    output_format: str,
+    kw: dict[str, Any],
+) -> None:
+    """``plan <flow dir> --reset-flow``: a pipeline flow's new live version (pipelines.reset), planned
+    with the flow directory as the plan's root."""
+    from checkpoint_doctor.pipelines.load import plan_reset
+    from checkpoint_doctor.pipelines.reset import reset_words
+    from checkpoint_doctor.reading.storage import open_storage
+    from checkpoint_doctor.render.layout import json_document, layout
+    from checkpoint_doctor.render.plan import render_plan
+
+    if flow is None:
+        raise UsageError(
+            f"--reset-flow takes a pipeline flow directory (.../_checkpoints/<catalog>/<schema>/<table>/<flow>), "
+            f"not {checkpoint}",
+            hint="name the flow directory, without its version",
+        )
+    url = flow["live_checkpoint"].rpartition("/")[0]
+    dest = None
+    if output:
+        reading = [open_storage(url, options)]
+        dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
+    spark = kw.get("spark_version") or ()
+    # The Python API's answer (api.plan_reset_flow), printed.
+    plan, facts = plan_reset(
+        url,
+        options,
+        pipeline=flow["pipeline"],
+        accept_data_loss=accept_data_loss,
+        spark=spark[0] if spark else None,
+        live_window_s=float(kw.get("live_window") or 0),
+        stores=_state_stores(state_store),
+        code_spec=kw.get("job"),
+    )
+    if dest is not None:
+        write_destination(dest, _bounded_plan(plan.to_json(), output or ""))
+    starts, loss = reset_words(facts, flow["pipeline_flow"])
+    if output_format == "json":
+        doc = plan.to_dict()
+        doc["pipeline_flow"] = {**flow, "reset": {**facts.to_dict(), "starts": starts, "loss": loss}}
+        emit(json_document("plan", doc))
+        return
+    hints = Hints.from_options(kw, ())
+    with layout(terminal_width()):
+        emit(
+            f"Pipeline flow {flow['pipeline_flow']}: reset into a new version {facts.version} "
+            f"(version {flow['version']} is live; every version stays as history)\n"
+        )
+        emit(render_plan(plan, output, hints))
 
 
 def _bounded_plan(text: str, output: str) -> str:

@@ -72,4 +72,20 @@ CODES: tuple[CodeInfo, ...] = (
         "another writer already committed this batch",
         "Skipping already committed batch",
     ),
+    _c(
+        Code.PIPELINE_CODE_STATEFUL_NO_STATE,
+        "pipeline-code-stateful-no-state",
+        WARNING,
+        "The pipeline's code makes a flow stateful, but its live checkpoint ran batches without state",
+        "The flow's definition joins, groups or deduplicates streams (the pipeline's code, or the one "
+        "--job names), while its live checkpoint version committed batches and holds no state: the "
+        "code gained a stateful operator the query never ran, or the flow's state/ was deleted. A "
+        "stateful query that restarts on committed batches loads its state, so the flow fails (the "
+        "error is the line's: STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY on 4.2+).",
+        "A join, aggregation or dropDuplicates added to a flow's code; state/ deleted.",
+        "Revert the code change, or reset the flow into a new version whose state starts empty "
+        "(checkpoint-doctor plan <flow dir> --reset-flow --accept-data-loss); a full refresh of the "
+        "table also works, but truncates it.",
+        "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
+    ),
 )

@@ -397,7 +397,11 @@ def apply_plan(
                 work.drop_kept()
             raise
     # The restart the plan was made for (its recorded confs, sources, format version), not a bare one.
-    asked = PlanOptions.from_request(plan.request).diagnose
+    request = PlanOptions.from_request(plan.request)
+    asked = request.diagnose
+    if request.reset_flow is not None:
+        # A pipeline flow's reset: the plan's root is the flow directory; Spark reads the new version.
+        after_snapshot = load_snapshot(checkpoint.child(request.reset_flow.version), depth=depth)
     opts = diagnose_options or replace(
         asked, spark=plan.spark, mode=plan.mode, now_ms=None, live_window_s=0, kafka=kafka, delta=delta
     )

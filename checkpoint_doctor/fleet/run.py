@@ -103,10 +103,16 @@ class AuditTask:
     #: checkpoints' own directories out (a local audit: :func:`plan_tasks` with ``subtree``): the
     #: target is listed again when audited, and only then (None: ``listing`` is whole).
     resolve: Callable[[], AuditTask] | None = field(default=None, compare=False, repr=False)
+    #: What the code that runs the checkpoint says of its statefulness (a Declarative Pipeline's
+    #: flow definitions, pipelines.spec), when nothing told the audit (None: not said).
+    stateful: bool | None = None
 
     def resolved(self) -> AuditTask:
         """Return the task with its whole listing (listed now if it was left for later)."""
-        return self.resolve() if self.resolve is not None else self
+        if self.resolve is None:
+            return self
+        task = self.resolve()
+        return task if self.stateful is None else replace(task, stateful=self.stateful)
 
     @property
     def file_count(self) -> int:
@@ -523,6 +529,9 @@ def _audit_checkpoint(
     if jobs is not None:
         # The checkpoint's own query (audit --job), judged as diagnose --job judges it.
         options = jobs.options_for(options, task.path, task.url)
+    if task.stateful is not None and options.base.stateful is None:
+        # A pipeline flow's code says it is stateful (a join whose state/ is gone leaves no trace).
+        options = replace(options, base=replace(options.base, stateful=task.stateful))
     own = snapshot_from_listing(store, task.listing)
     snapshot, sink, sink_reads_owned = _pair_sink(task, own, sink_store_for, sink_reads)
     # The broker's positions of this checkpoint's topics (a broker failure: this record unreadable)

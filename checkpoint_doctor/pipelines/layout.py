@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from checkpoint_doctor.valueclasses import frozen
 
 CHECKPOINTS = "_checkpoints"
+#: The tool directory beside a plan's root (execution.journal.tool_url): ``<flow>.checkpoint-doctor``.
+TOOL_SUFFIX = ".checkpoint-doctor"
 SPEC_NAMES = ("spark-pipeline.yml", "spark-pipeline.yaml", "pipeline.yml", "pipeline.yaml")
 
 
@@ -97,6 +99,8 @@ def pipeline_layout(dirs: Iterable[str], files: Iterable[str]) -> PipelineLayout
     versions: dict[tuple[str, str, str, str], set[str]] = {}
     for d in dirs:
         parts = d.strip("/").split("/")
+        if len(parts) >= 5 and parts[4].endswith(TOOL_SUFFIX):
+            continue  # a flow directory's own plans and backups (plan <flow dir> --reset-flow), no flow
         if len(parts) >= 6 and parts[0] == CHECKPOINTS:
             key = (parts[1], parts[2], parts[3], parts[4])
             versions.setdefault(key, set()).add(parts[5])

@@ -101,23 +101,50 @@ def find_warehouse(root: str, storage_options: Mapping[str, Any] | None = None) 
 MAX_SOURCE_FILES = 500
 
 
-def read_flow_code(root: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, FlowCode]:
+def read_flow_code(
+    root: str, storage_options: Mapping[str, Any] | None = None, *, spec: str | None = None
+) -> dict[str, FlowCode]:
     """The flows the pipeline's code defines, by flow name: from the ``spark-pipeline.yml`` beside
-    the storage root and the source files its ``libraries`` globs name (empty when there is none)."""
+    the storage root and the source files its ``libraries`` globs name (empty when there is none).
+    ``spec``: the pipeline's code elsewhere (``--job``: a ``spark-pipeline.yml`` or the project
+    directory holding one), the code the next run will run.
+
+    Raises:
+        UsageError: ``spec`` names no pipeline spec file."""
     from checkpoint_doctor.pipelines.layout import SPEC_NAMES
     from checkpoint_doctor.pipelines.spec import python_flows, spec_storage, sql_flows
 
-    parent_url = normalize_url(root).rstrip("/").rpartition("/")[0]
+    names: tuple[str, ...] = SPEC_NAMES
+    if spec is not None:
+        url = normalize_url(spec).rstrip("/")
+        if url.endswith((".yml", ".yaml")):
+            parent_url, _, name = url.rpartition("/")
+            names = (name,)
+        else:
+            parent_url = url
+    else:
+        parent_url = normalize_url(root).rstrip("/").rpartition("/")[0]
     parent = open_storage(parent_url, storage_options)
     spec_text = None
-    for name in SPEC_NAMES:
+    for name in names:
         if parent.exists(name):
             spec_text = parent.read(name, max_bytes=SOURCE_LOG_HEAD).decode("utf-8", errors="replace")
             break
     if spec_text is None:
+        if spec is not None:
+            from checkpoint_doctor.errors import UsageError
+
+            raise UsageError(
+                f"--job {spec} names no pipeline spec ({' or '.join(SPEC_NAMES[:2])})",
+                hint="for a pipeline's storage root, --job takes its spark-pipeline.yml or the project directory",
+            )
         return {}
     storage = spec_storage(spec_text)
-    if storage is not None and storage.rstrip("/").rpartition("/")[2] != root.rstrip("/").rpartition("/")[2]:
+    if (
+        spec is None
+        and storage is not None
+        and storage.rstrip("/").rpartition("/")[2] != root.rstrip("/").rpartition("/")[2]
+    ):
         return {}  # the spec names another storage root
     tops = sorted(set(re.findall(r"include:\s*[\"']?([^/\s\"'*]+)", spec_text)))
     flows: dict[str, FlowCode] = {}
@@ -161,6 +188,8 @@ def _restart(
         search=error.search if error is not None else None,
         next_batch_id=prediction.next_batch_id if prediction.starts else None,
         codes=tuple(str(f.code) for f in result.findings),
+        committed=bool(snapshot.commits.ids),
+        has_state=any(f.path.startswith("state/") for f in snapshot.files),
     )
 
 
@@ -171,6 +200,7 @@ def judge_pipeline(
     warehouse: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
     layout: PipelineLayout | None = None,
+    code_spec: str | None = None,
 ) -> PipelineReport:
     """Judge every flow of the pipeline whose storage root is ``root`` for one Spark line."""
     # As the storage layer names it (a relative local path made absolute): its parent is looked at.
@@ -182,7 +212,7 @@ def judge_pipeline(
         raise NotACheckpointError(root, "no _checkpoints/<catalog>/<schema>/<table>/<flow>/ below it")
     storage = open_storage(root, storage_options)
     # The pipeline's own code says which flows are stateful (a join's state/ deleted leaves no trace).
-    code = read_flow_code(root, storage_options)
+    code = read_flow_code(root, storage_options, spec=code_spec)
     restarts: dict[str, FlowRestart] = {}
     reads: dict[str, tuple[str, ...]] = {}
     for f in layout.flows:
@@ -192,7 +222,15 @@ def judge_pipeline(
         if not f.live_is_empty:
             stateful = True if f.flow in code and code[f.flow].stateful else None
             restart = _restart(f"{root}/{f.version_dir(f.live)}", spark, storage_options, stateful)
-            restarts[f.name] = dataclasses.replace(restart, plan_flags=plan_flags(code.get(f.flow)))
+            found = code.get(f.flow)
+            says = None
+            if found is not None and found.stateful:
+                says = (
+                    "joins two streams"
+                    if found.joins
+                    else "makes it stateful (a join, aggregation or deduplication)"
+                )
+            restarts[f.name] = dataclasses.replace(restart, plan_flags=plan_flags(found), code_stateful=says)
         else:
             # The older version names what the flow read before; the empty one reads all again.
             older = [v for v in f.history if v not in f.empty]
@@ -242,11 +280,121 @@ def judge_lines(
     *,
     warehouse: str | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    code_spec: str | None = None,
 ) -> tuple[PipelineReport, ...]:
-    """Judge the pipeline on each line (one listing of the storage root)."""
+    """Judge the pipeline on each line (one listing of the storage root). ``code_spec``: the
+    pipeline's code to judge with (a ``spark-pipeline.yml`` or its directory; default: beside the root)."""
     root = open_storage(normalize_url(root), storage_options).url.rstrip("/")
     layout = read_layout(root, storage_options)
     return tuple(
-        judge_pipeline(root, line, warehouse=warehouse, storage_options=storage_options, layout=layout)
+        judge_pipeline(
+            root,
+            line,
+            warehouse=warehouse,
+            storage_options=storage_options,
+            layout=layout,
+            code_spec=code_spec,
+        )
         for line in lines
     )
+
+
+def reset_facts(
+    flow_dir: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    code: FlowCode | None = None,
+    stores: Sequence[tuple[int, str]] = (),
+) -> Any:
+    """What ``plan <flow dir> --reset-flow`` copies and writes (pipelines.reset.ResetFlow), read from
+    the flow's versions: the newest version that committed a batch, its last committed batch ``N``,
+    the sha256 of each file copied, and the stateful stores (from the version's ``state/``, else the
+    pipeline's code, else ``stores``).
+
+    Raises:
+        RefusedError: no version of the flow committed a batch (a reset would be a start from
+            nothing: ``--full-refresh`` is that).
+    """
+    from checkpoint_doctor.digest import sha256_hex
+    from checkpoint_doctor.errors import RefusedError
+    from checkpoint_doctor.pipelines.layout import is_version
+    from checkpoint_doctor.pipelines.reset import ResetFlow, copied_paths
+    from checkpoint_doctor.pipelines.spec import JOIN_STORES
+    from checkpoint_doctor.planning.state_files import all_stores
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    url = normalize_url(flow_dir).rstrip("/")
+    flow = open_storage(url, storage_options)
+    versions = sorted((n for n in flow.subdirs() if is_version(n)), key=int)
+    for v in reversed(versions):
+        snap = load_checkpoint(f"{url}/{v}", storage_options=storage_options)
+        committed = [b for b in snap.commits.ids if snap.offsets.get(b) is not None]
+        if committed:
+            break
+    else:
+        raise RefusedError(
+            f"no version of {url} committed a batch: a reset would start the flow from nothing",
+            hint="spark-pipelines run --full-refresh <table> starts a flow from nothing (it truncates the table)",
+        )
+    batch = max(committed)
+    paths = copied_paths([f.path for f in snap.files], batch)
+    copies = tuple((p, src, sha256_hex(flow.read(f"{v}/{src}"))) for p, src in paths)
+    pairs = sorted({(s.operator_id, s.store_name) for s in all_stores(snap)})
+    if not pairs and stores:
+        pairs = sorted(set(stores))
+    if not pairs and code is not None and code.stateful:
+        pairs = (
+            [(int(s.split(":")[0]), s.split(":")[1]) for s in JOIN_STORES] if code.joins else [(0, "default")]
+        )
+    entry = snap.offsets.get(batch)
+    meta = entry.record.metadata if entry is not None and entry.record is not None else None
+    shuffle = meta.conf_value("spark.sql.shuffle.partitions") if meta is not None else None
+    partitions = int(shuffle) if shuffle and shuffle.isdigit() else 0
+    if pairs and not partitions:
+        dirs = [p for op in snap.state.operators for p in op.partition_dirs]
+        partitions = max(dirs) + 1 if dirs else 1
+    provider_conf = (meta.conf_value("spark.sql.streaming.stateStore.providerClass") if meta else None) or ""
+    return ResetFlow(
+        source=v,
+        batch=batch,
+        version=str(int(versions[-1]) + 1),
+        copies=copies,
+        stores=tuple(pairs),
+        partitions=partitions if pairs else 0,
+        provider="rocksdb" if "RocksDB" in provider_conf else "hdfs",
+    )
+
+
+def plan_reset(
+    flow_dir: str,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    pipeline: str | None = None,
+    accept_data_loss: bool = False,
+    spark: str | None = None,
+    live_window_s: float = 0.0,
+    stores: Sequence[tuple[int, str]] = (),
+    code_spec: str | None = None,
+) -> tuple[Any, Any]:
+    """``plan <flow dir> --reset-flow``: the plan (the flow directory its root) and what it copies and
+    writes (pipelines.reset.ResetFlow). ``pipeline``: the storage root (its code says what is stateful;
+    ``code_spec``: the code the next run runs, ``--job``).
+
+    Raises:
+        RefusedError: nothing committed yet, a stateful flow without ``accept_data_loss``."""
+    from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
+    from checkpoint_doctor.planning import PlanOptions
+    from checkpoint_doctor.planning.planner import plan_repair
+    from checkpoint_doctor.reading.pipeline import load_checkpoint
+
+    url = normalize_url(flow_dir).rstrip("/")
+    flow = url.rpartition("/")[2]
+    code = read_flow_code(pipeline, storage_options, spec=code_spec).get(flow) if pipeline else None
+    facts = reset_facts(url, storage_options, code=code, stores=stores)
+    snapshot = load_checkpoint(url, storage_options=storage_options)
+    dopts = DiagnoseOptions(spark=spark, mode="micro-batch", live_window_s=live_window_s)
+    request = PlanOptions(accept_data_loss=accept_data_loss, reset_flow=facts, diagnose=dopts)
+    plan = plan_repair(
+        snapshot, diagnose(snapshot, dopts), request, storage_options=dict(storage_options or {})
+    )
+    return plan, facts

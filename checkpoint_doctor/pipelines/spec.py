@@ -25,7 +25,7 @@ _PY_DECORATOR = re.compile(
 )
 _PY_NAME = re.compile(r"""\bname\s*=\s*["']([^"']+)["']""")
 _PY_STATEFUL = re.compile(
-    r"\.join\(|\.groupBy\(|\.groupby\(|\.agg\(|dropDuplicates|transformWithState|"
+    r"\.join\(|\.groupBy\(|\.groupby\(|\.agg\(|\.distinct\(|dropDuplicates|transformWithState|"
     r"applyInPandasWithState|\.count\(\)"
 )
 

@@ -38,6 +38,11 @@ class FlowRestart:
     codes: tuple[str, ...] = ()
     #: What ``plan`` on the flow must be told that the pipeline's code says (spec.plan_flags).
     plan_flags: tuple[str, ...] = ()
+    #: Whether the live version committed a batch, and holds any state file.
+    committed: bool = False
+    has_state: bool = False
+    #: What the pipeline's code does that makes the flow stateful (None: the code says nothing).
+    code_stateful: str | None = None
 
 
 @frozen
@@ -170,6 +175,16 @@ def pipeline_verdict(
                     f"{'are' if len(f.history) > 1 else 'is'} history (Spark reads only the largest "
                     "number), never read again.",
                     paths=tuple(f.version_dir(v) for v in f.history),
+                )
+            )
+        if r is not None and r.code_stateful and r.committed and not r.has_state:
+            findings.append(
+                Finding(
+                    Code.PIPELINE_CODE_STATEFUL_NO_STATE,
+                    f"{f.name}: the pipeline's code {r.code_stateful}, but its live version {f.live} "
+                    "committed batches without any state: the code gained a stateful operator the "
+                    "query never ran, or state/ was deleted; the flow restarts as a stateful query.",
+                    paths=(live,),
                 )
             )
         if f.name in failing and r is not None:

@@ -354,6 +354,8 @@ def plan_repair(
     opts = options or PlanOptions()
     cells = _cells(diagnosis, opts)
     frame = _Frame(snapshot, diagnosis, opts, cells, storage_options or {})
+    if opts.reset_flow is not None:
+        return _reset_flow_plan(frame)
     if any(f.code in LIVE_WRITER_CODES for f in diagnosis.findings):
         return frame.live_plan()
     dopts: DiagnoseOptions = replace(opts.diagnose, spark=diagnosis.spark, mode=diagnosis.mode)
@@ -387,4 +389,58 @@ def plan_repair(
             "consequences": chosen.consequences if chosen is not None else None,
         },
         warnings=tuple(dict.fromkeys(warnings)),
+    )
+
+
+def _reset_flow_plan(frame: _Frame) -> RepairPlan:
+    """A pipeline flow's selective reset (pipelines.reset): the plan's root is the flow directory,
+    its steps write version n+1 past the last committed batch of the version it copies."""
+    from checkpoint_doctor.pipelines.reset import new_query_id, reset_steps, reset_words
+
+    rf = frame.opts.reset_flow
+    assert rf is not None
+    snapshot = frame.snapshot
+    if rf.version in snapshot.dirs or any(f.path.startswith(f"{rf.version}/") for f in snapshot.files):
+        raise RefusedError(
+            f"version {rf.version} already exists in {snapshot.root}; nothing was planned",
+            hint="plan the reset again: it takes the number past the largest one",
+        )
+    missing = [src for _, src, _ in rf.copies if snapshot.file(f"{rf.source}/{src}") is None]
+    if missing:
+        raise RefusedError(
+            f"version {rf.source} no longer holds {', '.join(missing[:3])}; nothing was planned",
+            hint="plan the reset again",
+        )
+    flow = "/".join(snapshot.root.rstrip("/").split("/")[-2:])
+    starts, loss = reset_words(rf, flow)
+    if loss is not None and not frame.opts.accept_data_loss:
+        raise RefusedError(
+            f"resetting {flow} loses data ({loss}); nothing was planned",
+            hint="pass --accept-data-loss to reset it anyway",
+        )
+    steps = reset_steps(rf, new_query_id(snapshot.fingerprint(), snapshot.root))
+    consequences = {
+        "data_loss": loss is not None,
+        "loss": [loss] if loss else [],
+        "summary": starts,
+    }
+    return frame.artifact(
+        steps=steps,
+        addresses=(),
+        strategy="reset-flow",
+        options=(),
+        unresolved=(),
+        expected={
+            "restart": f"STARTS at batch {rf.batch + 1} in version {rf.version}",
+            "starts": True,
+            "next_batch_id": rf.batch + 1,
+            "codes": [],
+            "cells": [],
+            "after": starts,
+            "consequences": consequences,
+        },
+        warnings=(
+            f"version {rf.version} gets a NEW query id: sinks and listeners keyed on the query id will see a new query",
+            f"version {rf.source} and older stay as history (spark-pipelines reads only the largest number)",
+        ),
     )

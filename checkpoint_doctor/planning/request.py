@@ -4,7 +4,7 @@ from the live checkpoint and compare (a plan is verified, never trusted). Pure."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from checkpoint_doctor.diagnosis.matrix import Cell
 from checkpoint_doctor.diagnosis.model import DiagnoseOptions
@@ -12,6 +12,9 @@ from checkpoint_doctor.diagnosis.sources.kafka import known_subscriptions
 from checkpoint_doctor.diagnosis.sources.kafka_positions import SHAPES
 from checkpoint_doctor.errors import PlanFormatError
 from checkpoint_doctor.parsing.java_uuid import java_uuid_error
+
+if TYPE_CHECKING:
+    from checkpoint_doctor.pipelines.reset import ResetFlow
 
 #: Sinks that skip a batch id they already committed (a re-planned committed batch is lost there).
 #: ``foreachBatch`` is among them: its documentation asks for writes made idempotent by batch id.
@@ -74,12 +77,16 @@ class PlanOptions:
     #: ``plan --delta-version N``: where a Delta source re-pointed to a replacing table starts (its
     #: changes from version N on) instead of the table as of its first version (strategy delta-table).
     delta_version: int | None = None
+    #: ``plan <flow dir> --reset-flow``: a pipeline flow's new live version (pipelines.reset).
+    reset_flow: ResetFlow | None = None
 
     def to_request(self) -> dict[str, Any]:
         """Return the JSON form a plan records (no clock: ``now_ms`` is not part of a plan)."""
         d = self.diagnose
         # Only when asked: every other plan keeps its id.
         extra: dict[str, Any] = {} if self.delta_version is None else {"delta_version": self.delta_version}
+        if self.reset_flow is not None:
+            extra["reset_flow"] = self.reset_flow.to_dict()
         kafka = known_subscriptions(d)
         if kafka:
             # how the job's Kafka sources subscribe: apply plans again without the job (issue 32 item 1)
@@ -137,6 +144,7 @@ class PlanOptions:
                 depth=str(data.get("depth") or "default"),
                 force_sink=bool(data.get("force_sink", False)),
                 delta_version=_version(data.get("delta_version")),
+                reset_flow=_reset_flow(data.get("reset_flow")),
                 diagnose=DiagnoseOptions(
                     spark=d.get("spark"),
                     mode=d.get("mode"),
@@ -161,6 +169,14 @@ def _kafka_subscriptions(rows: Any) -> tuple[tuple[int, str, str, bool], ...]:
             raise PlanFormatError(f"malformed plan request: Kafka subscription {row!r}")
         out.append((int(row["source"]), str(shape), value, bool(row["fail_on_data_loss"])))
     return tuple(out)
+
+
+def _reset_flow(value: Any) -> ResetFlow | None:
+    if value is None:
+        return None
+    from checkpoint_doctor.pipelines.reset import ResetFlow
+
+    return ResetFlow.from_dict(value)
 
 
 def _version(value: Any) -> int | None:

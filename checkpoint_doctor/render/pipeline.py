@@ -3,6 +3,7 @@ per Spark line, then the pipeline's findings. Pure."""
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -12,8 +13,9 @@ if TYPE_CHECKING:
     from checkpoint_doctor.pipelines.load import PipelineReport
 
 
-def render_pipeline(reports: Sequence[PipelineReport]) -> str:
-    """Return the pipeline block: one column per Spark line judged."""
+def render_pipeline(reports: Sequence[PipelineReport], job: str | None = None) -> str:
+    """Return the pipeline block: one column per Spark line judged. ``job``: the pipeline code the
+    flows were judged with (``--job``), which a printed reset command reads too."""
     first = reports[0]
     layout = first.layout
     tables = layout.tables()
@@ -70,6 +72,16 @@ def render_pipeline(reports: Sequence[PipelineReport]) -> str:
             out.append(
                 f"  checkpoint-doctor plan {first.root}/{flow.dir} {spark}{told} "
                 f"-o plan-{flow.table}-{flow.flow}.json"
+            )
+        # Where no repair of the live version exists: a new version past its last committed batch
+        # that keeps the table's data (pipelines.reset); a stateful flow's asks for consent itself.
+        out += ["", "Or reset a flow into a new live version that keeps its table's data:"]
+        for verdict in failing.values():
+            flow = verdict.layout
+            code = f" --job {shlex.quote(job)}" if job else ""
+            out.append(
+                f"  checkpoint-doctor plan {first.root}/{flow.dir} --reset-flow {spark}{code} "
+                f"-o reset-{flow.table}-{flow.flow}.json"
             )
     if seen:
         out += [

@@ -133,6 +133,7 @@ KNOWN_CODES = frozenset(
         "CD802",
         "CD803",
         "CD804",
+        "CD805",
     ]
 )
 
@@ -262,6 +263,8 @@ TRIGGERED_ELSEWHERE = {
     "CD802",
     "CD803",
     "CD804",
+    # ... and with the pipeline's code (the spec beside the root, or --job): tests/pipelines/test_cli.py
+    "CD805",
 }
 
 

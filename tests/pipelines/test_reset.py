@@ -1,0 +1,170 @@
+"""``plan <flow dir> --reset-flow``: a pipeline flow's new live version n+1 that starts past the last
+committed batch and keeps the table's data (pipelines.reset), with apply and undo as usual. Built on
+the storage roots real ``spark-pipelines run`` (4.3.0) left (fixtures/sdp/); test_recorded_runs.py
+replays the real runs after each recorded reset."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from checkpoint_doctor.api import diagnose_pipeline
+from checkpoint_doctor.cli import main
+from checkpoint_doctor.pipelines.layout import pipeline_layout
+from checkpoint_doctor.pipelines.reset import ResetFlow, copied_paths
+from tests.cli.test_schemas import validate
+from tests.pipelines.test_recorded_runs import SDP, install
+
+FLOWS = "_checkpoints/spark_catalog/default"
+
+
+def _project(tmp_path: Path, scenario: str) -> Path:
+    return install(SDP / "spark-4.3.0" / scenario, tmp_path / "project")
+
+
+def _verdict(storage: Path, flow: str) -> tuple[str, str, str | None]:
+    (report,) = diagnose_pipeline(str(storage), spark=["4.3"])
+    v = report.verdict.flow(flow)
+    assert v is not None
+    return v.next_run, v.summary, v.layout.live
+
+
+def _reset(tmp_path: Path, flow_dir: Path, *flags: str) -> tuple[int, Path]:
+    plan = tmp_path / "reset.json"
+    code = main(
+        [
+            "plan",
+            str(flow_dir),
+            "--reset-flow",
+            "--spark",
+            "4.3",
+            "--live-window",
+            "0",
+            *flags,
+            "-o",
+            str(plan),
+        ]
+    )
+    return code, plan
+
+
+def test_a_reset_starts_a_flow_whose_offsets_0_is_gone_past_its_last_committed_batch(tmp_path, capsys):
+    storage = _project(tmp_path, "offsets-sparse")
+    flow = storage / FLOWS / "events/events"
+    assert _verdict(storage, "events/events")[0] == "FAILED"  # batch 0 doesn't exist: no ordinary plan
+    code, plan = _reset(tmp_path, flow)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "copy 0/offsets/1 -> 1/offsets/0" in out and "copy 0/commits/1 -> 1/commits/1" in out
+    assert "nothing is read again, nothing is skipped" in out
+    assert main(["apply", str(plan), "--yes"]) == 0
+    assert "STARTS new batch 2" in capsys.readouterr().out
+    assert _verdict(storage, "events/events") == ("COMPLETED", "STARTS new batch 2", "1")
+    # Version 0 is untouched history; undo removes version 1 whole (no empty version left behind,
+    # which would be the CD803 silent loss).
+    journal = next((flow.parent / "events.checkpoint-doctor").glob("*/journal.jsonl"))
+    assert main(["undo", str(journal), "--yes"]) == 0
+    assert sorted(p.name for p in flow.iterdir()) == ["0"]
+    assert _verdict(storage, "events/events")[0] == "FAILED"
+
+
+def test_a_stateful_flow_s_reset_needs_consent_and_writes_each_join_store_empty(tmp_path, capsys):
+    storage = _project(tmp_path, "state-deleted")
+    flow = storage / FLOWS / "joined/joined"
+    code, plan = _reset(tmp_path, flow)
+    err = capsys.readouterr().err
+    assert code != 0 and not plan.exists() and "--accept-data-loss" in err
+    assert "stream-stream joins lose the rows they buffered" in err
+    code, plan = _reset(tmp_path, flow, "--accept-data-loss")
+    assert code == 0
+    steps = json.loads(plan.read_text())["steps"]
+    snapshots = sorted(s["path"] for s in steps if s["path"].endswith("/2.snapshot"))
+    # The pipeline's SQL says it is a join: four stores per partition, two partitions.
+    assert len(snapshots) == 8 and "1/state/0/1/right-keyWithIndexToValue/2.snapshot" in snapshots
+    assert main(["apply", str(plan), "--yes"]) == 0
+    assert _verdict(storage, "joined/joined") == ("COMPLETED", "STARTS new batch 2", "1")
+
+
+def test_a_reset_past_an_empty_newer_version_copies_the_last_version_that_committed(tmp_path, capsys):
+    storage = _project(tmp_path, "empty-version")
+    flow = storage / FLOWS / "merged/merged_a"
+    (report,) = diagnose_pipeline(str(storage), spark=["4.3"])
+    assert "CD803" in {str(f.code) for f in report.verdict.findings}
+    code, plan = _reset(tmp_path, flow, "--format", "json")
+    doc = json.loads(capsys.readouterr().out)
+    validate("plan", doc)
+    assert code == 0 and doc["result"]["pipeline_flow"]["reset"]["source"] == "0"
+    assert doc["result"]["pipeline_flow"]["reset"]["version"] == "2"
+    assert main(["apply", str(plan), "--yes"]) == 0
+    (report,) = diagnose_pipeline(str(storage), spark=["4.3"])
+    assert "CD803" not in {str(f.code) for f in report.verdict.findings}
+    assert _verdict(storage, "merged/merged_a") == ("COMPLETED", "STARTS new batch 2", "2")
+
+
+def test_apply_refuses_a_reset_once_the_flow_changed(tmp_path, capsys):
+    storage = _project(tmp_path, "offsets-sparse")
+    flow = storage / FLOWS / "events/events"
+    code, plan = _reset(tmp_path, flow)
+    assert code == 0
+    (flow / "1").mkdir()  # spark-pipelines (or a full refresh) made version 1 meanwhile
+    (flow / "1" / "metadata").write_text('{"id":"4b0c1b0e-3c2a-4b6e-9a47-5f6a2d7c9e01"}')
+    assert main(["apply", str(plan), "--yes"]) != 0
+    assert sorted(p.name for p in (flow / "1").iterdir()) == ["metadata"]
+
+
+def test_reset_flow_takes_a_flow_directory_only(tmp_path, capsys):
+    storage = _project(tmp_path, "offsets-sparse")
+    code = main(["plan", str(storage / FLOWS / "events/events/0"), "--reset-flow"])
+    assert code != 0 and "--reset-flow takes a pipeline flow directory" in capsys.readouterr().err
+
+
+def test_the_tool_directory_beside_a_flow_is_no_flow() -> None:
+    layout = pipeline_layout(
+        [f"{FLOWS}/t/f/0", f"{FLOWS}/t/f.checkpoint-doctor/abc"], [f"{FLOWS}/t/f/0/metadata"]
+    )
+    assert layout is not None and [f.name for f in layout.flows] == ["t/f"]
+
+
+def test_copied_paths_stand_offsets_n_in_for_a_lost_n_minus_1() -> None:
+    files = ["offsets/1", "commits/0", "commits/1", "sources/0/0", "sources/0/.0.crc", "sources/0/1"]
+    assert copied_paths(files, 1) == [
+        ("offsets/0", "offsets/1"),
+        ("offsets/1", "offsets/1"),
+        ("commits/1", "commits/1"),
+        ("sources/0/0", "sources/0/0"),
+        ("sources/0/1", "sources/0/1"),
+    ]
+    assert copied_paths(["offsets/0", "commits/0"], 0) == [
+        ("offsets/0", "offsets/0"),
+        ("commits/0", "commits/0"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"source": "1", "batch": 1, "version": "1", "copies": []},
+        {"source": "0", "batch": 1, "version": "1", "copies": [["../x", "offsets/1", "s"]]},
+        {"source": "0", "batch": 1, "version": "1", "copies": [], "start": "latest"},
+    ],
+)
+def test_a_malformed_reset_request_is_refused(bad) -> None:
+    from checkpoint_doctor.errors import PlanFormatError
+
+    with pytest.raises(PlanFormatError):
+        ResetFlow.from_dict(bad)
+
+
+def test_the_python_api_plans_the_reset_the_cli_plans(tmp_path, capsys):
+    from checkpoint_doctor.api import plan_reset_flow
+
+    storage = _project(tmp_path, "offsets-sparse")
+    flow = storage / FLOWS / "events/events"
+    plan = plan_reset_flow(str(flow), spark="4.3", live_window_s=0)
+    code, path = _reset(tmp_path, flow)
+    assert code == 0
+    written = json.loads(path.read_text())
+    assert [s.to_dict() for s in plan.steps] == written["steps"]
+    assert plan.request["reset_flow"] == written["request"]["reset_flow"]
