@@ -143,3 +143,62 @@ def test_the_tests_temporary_files_go_to_a_tmpfs_with_room(tmp_path: Path) -> No
     assert script.index("scripts/tmpdir_for_tests.py") < script.index("exec .venv/bin/python -m pytest")
     # on a tmpfs (RAM) a run keeps only the failed tests' directories
     assert "tmp_path_retention_policy = failed" in (REPO / "setup.cfg").read_text(encoding="utf-8")
+
+
+def test_each_rotation_group_names_live_tests_that_exist_and_restart_spark() -> None:
+    """Issue 35 item 4: the grouped live tests (tests/live.py ROTATIONS) are real test functions that
+    start Spark, each in one group only, and no surface's live tests are all grouped (Kafka's and
+    Delta's test_live_restart.py restart every run)."""
+    import importlib
+
+    from tests.live import ROTATIONS
+
+    grouped = [t for members in ROTATIONS.values() for t in members]
+    assert len(grouped) == len(set(grouped)) and all(len(m) >= 2 for m in ROTATIONS.values())
+    for test in grouped:
+        path, name = test.split("::")
+        func = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
+        assert any(m.name == "spark" for m in getattr(func, "pytestmark", [])), test
+    for always in ("tests/delta/test_live_restart.py", "tests/kafka/test_live_restart.py"):
+        assert not any(t.startswith(always) for t in grouped)
+
+
+def test_a_rotation_restarts_one_test_of_each_group_and_every_test_in_turn(monkeypatch) -> None:
+    from tests.live import ROTATION_ENV, ROTATIONS, rotated, rotated_out, rotation
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    for members in ROTATIONS.values():
+        turns = [rotated(members, turn) for turn in range(7, 7 + len(members))]
+        assert sorted(turns) == sorted(members)  # len(members) consecutive runs restart each once
+        assert rotated(list(reversed(members)), 7) == turns[0]  # the names decide, not their order
+    for turn in (0, 1, 5):
+        out = rotated_out(turn)
+        assert len(out) == sum(len(m) - 1 for m in ROTATIONS.values())
+        assert all(rotated(m, turn) not in out for m in ROTATIONS.values())
+    monkeypatch.setenv(ROTATION_ENV, "12")
+    assert rotation(REPO) == (12, f"{ROTATION_ENV}=12")
+    monkeypatch.delenv(ROTATION_ENV)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    assert rotation(REPO)[0] == int(head[:8], 16)  # the commit decides: the same on every machine
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert rotated_out(0) == {}
+
+
+def test_a_default_run_deselects_the_grouped_live_tests_out_of_turn() -> None:
+    """The same three Delta files collected with rotations 0 and 1: each run keeps one grouped test
+    and the ungrouped live restart, the others deselected (``live_all``), none lost."""
+    from tests.live import ROTATION_ENV, ROTATIONS, rotated
+
+    files = sorted({t.split("::")[0] for t in ROTATIONS["delta"]})
+    args = (*files, "tests/delta/test_live_restart.py", "-m", "spark")
+    for turn in ("0", "1"):
+        default = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: turn}, *args)
+        opt_in = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: turn}, *args[:-2], "-m", "live_all")
+        assert sorted(default) == sorted([rotated(ROTATIONS["delta"], int(turn)), *_always()]), default
+        assert sorted(default + opt_in) == sorted([*ROTATIONS["delta"], *_always()])
+    every = _collected({ALL_LIVE_ENV: "1", ROTATION_ENV: "0"}, *args)
+    assert sorted(every) == sorted([*ROTATIONS["delta"], *_always()])
+
+
+def _always() -> list[str]:
+    return ["tests/delta/test_live_restart.py::test_live_restarts_do_what_was_recorded"]
