@@ -57,6 +57,14 @@ ROTATIONS: dict[str, tuple[str, ...]] = {
         # tests/kafka/test_subscription_shapes.py (fixtures/kafka-shapes)
         "tests/kafka/test_subscription_shapes_live.py::test_a_pattern_query_planned_past_its_deleted_topic_restarts_on_spark",
     ),
+    "catch-up": (
+        # tests/catch_up/ (its decisions and refusals with Spark's texts as recorded from 3.5.9 and
+        # 4.3.0, the stop rule, the job, the CLI) and the two no-JVM tests of test_catch_up.py
+        "tests/spark/test_catch_up.py::test_catch_up_makes_a_synchronous_restart_start_without_skipping_data",
+        "tests/spark/test_catch_up.py::test_no_new_data_within_the_timeout_stops_and_says_what_is_left",
+        "tests/spark/test_catch_up.py::test_refusals_from_the_job_and_from_spark",
+        "tests/spark/test_catch_up.py::test_sync_mode_reruns_the_uncommitted_batch_through_the_job",
+    ),
     "tws": (
         # tests/tws/test_recorded_restarts.py, test_job_changes.py (fixtures/tws, every line)
         "tests/tws/test_live_restart.py::test_a_changed_processor_restarts_as_predicted",

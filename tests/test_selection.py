@@ -66,14 +66,19 @@ def test_one_line_runs_the_sampled_line_and_marks_the_others_live_all() -> None:
 
 
 def test_the_catch_up_runs_start_each_line_and_the_rest_are_opt_in() -> None:
-    """Issue 35 item 4: each live catch-up test restarts one line by default (both lines are started
-    by the file), the other line with ``-m live_all`` or CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    """Issue 35 item 4: each live catch-up test restarts one line by default, the other line with
+    ``-m live_all`` or CHECKPOINT_DOCTOR_ALL_LIVE=1; of the four, a default run restarts one in turn
+    (tests/live.ROTATIONS["catch-up"]); the two tests decided without a JVM run on both lines."""
+    from tests.live import ROTATION_ENV, ROTATIONS, rotated
+
     path = "tests/spark/test_catch_up.py"
-    default = _collected({ALL_LIVE_ENV: ""}, path)
-    opt_in = _collected({ALL_LIVE_ENV: ""}, path, "-m", "live_all")
+    default = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: "2"}, path)
+    opt_in = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: "2"}, path, "-m", "live_all")
     names = {t.split("[")[0] for t in default + opt_in}
-    assert len(default) == 8 and len(opt_in) == 4 and not set(default) & set(opt_in)
+    assert len(default) == 5 and len(opt_in) == 7 and not set(default) & set(opt_in)
     assert {t.split("[")[1] for t in default} == {f"{v}]" for v in SPARK_VERSIONS}
+    live = {t.split("[")[0] for t in default} & set(ROTATIONS["catch-up"])
+    assert live == {rotated(ROTATIONS["catch-up"], 2)}
     # every test runs every line, by default or on request
     assert {(n, v) for n in names for v in SPARK_VERSIONS} == {
         (t.split("[")[0], t.split("[")[1][:-1]) for t in default + opt_in
@@ -157,8 +162,10 @@ def test_each_rotation_group_names_live_tests_that_exist_and_restart_spark() -> 
     assert len(grouped) == len(set(grouped)) and all(len(m) >= 2 for m in ROTATIONS.values())
     for test in grouped:
         path, name = test.split("::")
-        func = getattr(importlib.import_module(path.removesuffix(".py").replace("/", ".")), name)
-        assert any(m.name == "spark" for m in getattr(func, "pytestmark", [])), test
+        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        found = [getattr(getattr(module, name), "pytestmark", []), getattr(module, "pytestmark", [])]
+        names = {m.name for ms in found for m in (ms if isinstance(ms, list) else [ms])}
+        assert "spark" in names, test
     for always in ("tests/delta/test_live_restart.py", "tests/kafka/test_live_restart.py"):
         assert not any(t.startswith(always) for t in grouped)
 
