@@ -209,3 +209,18 @@ def test_a_default_run_deselects_the_grouped_live_tests_out_of_turn() -> None:
 
 def _always() -> list[str]:
     return ["tests/delta/test_live_restart.py::test_live_restarts_do_what_was_recorded"]
+
+
+def test_the_kafka_live_restarts_give_each_case_one_line_and_start_both(monkeypatch) -> None:
+    """tests/kafka/test_live_restart.py: each sampled case on one line by default, both lines
+    started; every case on both with CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    from tests.kafka.test_live_restart import SAMPLE
+    from tests.live import shared_among
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    asked = [shared_among(SAMPLE, v, SPARK_VERSIONS) for v in SPARK_VERSIONS]
+    assert all(asked) and sorted(sum(asked, [])) == sorted(SAMPLE)
+    source = (REPO / "tests" / "kafka" / "test_live_restart.py").read_text(encoding="utf-8")
+    assert "for name in shared_among(SAMPLE, version, sparkrun.SPARK_VERSIONS):" in source
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert all(shared_among(SAMPLE, v, SPARK_VERSIONS) == list(SAMPLE) for v in SPARK_VERSIONS)
