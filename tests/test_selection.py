@@ -219,7 +219,7 @@ def test_the_kafka_live_restarts_give_each_case_one_line_and_start_both(monkeypa
 
     monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
     asked = [shared_among(SAMPLE, v, SPARK_VERSIONS) for v in SPARK_VERSIONS]
-    assert all(asked) and sorted(sum(asked, [])) == sorted(SAMPLE)
+    assert all(asked) and sorted(n for names in asked for n in names) == sorted(SAMPLE)
     source = (REPO / "tests" / "kafka" / "test_live_restart.py").read_text(encoding="utf-8")
     assert "for name in shared_among(SAMPLE, version, sparkrun.SPARK_VERSIONS):" in source
     monkeypatch.setenv(ALL_LIVE_ENV, "1")
