@@ -224,3 +224,18 @@ def test_the_kafka_live_restarts_give_each_case_one_line_and_start_both(monkeypa
     assert "for name in shared_among(SAMPLE, version, sparkrun.SPARK_VERSIONS):" in source
     monkeypatch.setenv(ALL_LIVE_ENV, "1")
     assert all(shared_among(SAMPLE, v, SPARK_VERSIONS) == list(SAMPLE) for v in SPARK_VERSIONS)
+
+
+def test_the_changed_job_restarts_give_each_case_one_line_and_start_both(monkeypatch) -> None:
+    """tests/spark/test_job_restarts_live.py: each sampled changed query restarted on one line by
+    default, both lines started; every case on both with CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    from tests.live import shared_among
+    from tests.spark.test_job_restarts_live import SAMPLE
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    asked = [shared_among(sorted(SAMPLE), v, SPARK_VERSIONS) for v in SPARK_VERSIONS]
+    assert all(asked) and sorted(n for names in asked for n in names) == sorted(SAMPLE)
+    source = (REPO / "tests" / "spark" / "test_job_restarts_live.py").read_text(encoding="utf-8")
+    assert "asked = shared_among(sorted(SAMPLE), version, SPARK_VERSIONS)" in source
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert all(shared_among(sorted(SAMPLE), v, SPARK_VERSIONS) == sorted(SAMPLE) for v in SPARK_VERSIONS)
