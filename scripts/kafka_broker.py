@@ -120,15 +120,21 @@ class Broker:
         except OSError:
             return ""
 
-    def stop(self) -> None:
-        """Stop the JVM (SIGTERM, then SIGKILL after 15 s) and remove the log dir."""
+    def stop(self, grace_s: float = 15) -> None:
+        """Stop the JVM (SIGTERM, then SIGKILL after ``grace_s``; SIGKILL at once when 0) and remove
+        the log dir. A broker whose logs are thrown away needs no controlled shutdown: the tests'
+        session broker, after a run that made a topic of 10,000 partitions, took the whole 15 s."""
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
+            if grace_s <= 0:
                 self.process.kill()
                 self.process.wait()
+            else:
+                self.process.send_signal(signal.SIGTERM)
+                try:
+                    self.process.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    self.process.kill()
+                    self.process.wait()
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

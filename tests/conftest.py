@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.live import all_live
+from tests.live import ALL_LIVE_ENV, ROTATION_ENV, ROTATIONS, all_live, rotated, rotated_out, rotation
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -38,6 +38,20 @@ def _isolate_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Non
 S3_FIXTURES = frozenset({"moto_server", "s3", "s3_observer"})
 
 
+#: This run's rotation of the grouped live tests (tests/live.py), decided once per session.
+_ROTATION = rotation(REPO)
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """Name the live tests this run's rotation restarts, so that a run can be repeated as it was."""
+    turn, source = _ROTATION
+    if all_live():
+        return [f"live rotation: every grouped live test ({ALL_LIVE_ENV}=1)"]
+    # the test functions' names: a "::" would read as a collected test to whoever parses the listing
+    chosen = "; ".join(f"{g}: {rotated(m, turn).rsplit('::', 1)[1]}" for g, m in ROTATIONS.items())
+    return [f"live rotation {turn} ({source}; {ROTATION_ENV}=<n> picks another): {chosen}"]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Keep the markers true, so ``-m "not spark"`` and ``-m "not s3"`` select what they say, and leave
     the opt-in ``live_all`` tests out of a run that did not ask for them (tests/live.py).
@@ -47,7 +61,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a deliberate choice, and collection stops naming the test that forgot it.
     """
     unmarked = []
+    turn, _ = _ROTATION
+    out = rotated_out(turn)
     for item in items:
+        if item.nodeid.split("[", 1)[0] in out:
+            item.add_marker(pytest.mark.live_all)
         names = set(getattr(item, "fixturenames", ()))
         params = getattr(getattr(item, "callspec", None), "params", {})
         if names & S3_FIXTURES or "s3" in params.values():

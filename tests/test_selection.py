@@ -66,14 +66,19 @@ def test_one_line_runs_the_sampled_line_and_marks_the_others_live_all() -> None:
 
 
 def test_the_catch_up_runs_start_each_line_and_the_rest_are_opt_in() -> None:
-    """Issue 35 item 4: each live catch-up test restarts one line by default (both lines are started
-    by the file), the other line with ``-m live_all`` or CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    """Issue 35 item 4: each live catch-up test restarts one line by default, the other line with
+    ``-m live_all`` or CHECKPOINT_DOCTOR_ALL_LIVE=1; of the four, a default run restarts one in turn
+    (tests/live.ROTATIONS["catch-up"]); the two tests decided without a JVM run on both lines."""
+    from tests.live import ROTATION_ENV, ROTATIONS, rotated
+
     path = "tests/spark/test_catch_up.py"
-    default = _collected({ALL_LIVE_ENV: ""}, path)
-    opt_in = _collected({ALL_LIVE_ENV: ""}, path, "-m", "live_all")
+    default = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: "2"}, path)
+    opt_in = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: "2"}, path, "-m", "live_all")
     names = {t.split("[")[0] for t in default + opt_in}
-    assert len(default) == 8 and len(opt_in) == 4 and not set(default) & set(opt_in)
+    assert len(default) == 5 and len(opt_in) == 7 and not set(default) & set(opt_in)
     assert {t.split("[")[1] for t in default} == {f"{v}]" for v in SPARK_VERSIONS}
+    live = {t.split("[")[0] for t in default} & set(ROTATIONS["catch-up"])
+    assert live == {rotated(ROTATIONS["catch-up"], 2)}
     # every test runs every line, by default or on request
     assert {(n, v) for n in names for v in SPARK_VERSIONS} == {
         (t.split("[")[0], t.split("[")[1][:-1]) for t in default + opt_in
@@ -143,3 +148,94 @@ def test_the_tests_temporary_files_go_to_a_tmpfs_with_room(tmp_path: Path) -> No
     assert script.index("scripts/tmpdir_for_tests.py") < script.index("exec .venv/bin/python -m pytest")
     # on a tmpfs (RAM) a run keeps only the failed tests' directories
     assert "tmp_path_retention_policy = failed" in (REPO / "setup.cfg").read_text(encoding="utf-8")
+
+
+def test_each_rotation_group_names_live_tests_that_exist_and_restart_spark() -> None:
+    """Issue 35 item 4: the grouped live tests (tests/live.py ROTATIONS) are real test functions that
+    start Spark, each in one group only, and no surface's live tests are all grouped (Kafka's and
+    Delta's test_live_restart.py restart every run)."""
+    import importlib
+
+    from tests.live import ROTATIONS
+
+    grouped = [t for members in ROTATIONS.values() for t in members]
+    assert len(grouped) == len(set(grouped)) and all(len(m) >= 2 for m in ROTATIONS.values())
+    for test in grouped:
+        path, name = test.split("::")
+        module = importlib.import_module(path.removesuffix(".py").replace("/", "."))
+        found = [getattr(getattr(module, name), "pytestmark", []), getattr(module, "pytestmark", [])]
+        names = {m.name for ms in found for m in (ms if isinstance(ms, list) else [ms])}
+        assert "spark" in names, test
+    for always in ("tests/delta/test_live_restart.py", "tests/kafka/test_live_restart.py"):
+        assert not any(t.startswith(always) for t in grouped)
+
+
+def test_a_rotation_restarts_one_test_of_each_group_and_every_test_in_turn(monkeypatch) -> None:
+    from tests.live import ROTATION_ENV, ROTATIONS, rotated, rotated_out, rotation
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    for members in ROTATIONS.values():
+        turns = [rotated(members, turn) for turn in range(7, 7 + len(members))]
+        assert sorted(turns) == sorted(members)  # len(members) consecutive runs restart each once
+        assert rotated(list(reversed(members)), 7) == turns[0]  # the names decide, not their order
+    for turn in (0, 1, 5):
+        out = rotated_out(turn)
+        assert len(out) == sum(len(m) - 1 for m in ROTATIONS.values())
+        assert all(rotated(m, turn) not in out for m in ROTATIONS.values())
+    monkeypatch.setenv(ROTATION_ENV, "12")
+    assert rotation(REPO) == (12, f"{ROTATION_ENV}=12")
+    monkeypatch.delenv(ROTATION_ENV)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
+    assert rotation(REPO)[0] == int(head[:8], 16)  # the commit decides: the same on every machine
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert rotated_out(0) == {}
+
+
+def test_a_default_run_deselects_the_grouped_live_tests_out_of_turn() -> None:
+    """The same three Delta files collected with rotations 0 and 1: each run keeps one grouped test
+    and the ungrouped live restart, the others deselected (``live_all``), none lost."""
+    from tests.live import ROTATION_ENV, ROTATIONS, rotated
+
+    files = sorted({t.split("::")[0] for t in ROTATIONS["delta"]})
+    args = (*files, "tests/delta/test_live_restart.py", "-m", "spark")
+    for turn in ("0", "1"):
+        default = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: turn}, *args)
+        opt_in = _collected({ALL_LIVE_ENV: "", ROTATION_ENV: turn}, *args[:-2], "-m", "live_all")
+        assert sorted(default) == sorted([rotated(ROTATIONS["delta"], int(turn)), *_always()]), default
+        assert sorted(default + opt_in) == sorted([*ROTATIONS["delta"], *_always()])
+    every = _collected({ALL_LIVE_ENV: "1", ROTATION_ENV: "0"}, *args)
+    assert sorted(every) == sorted([*ROTATIONS["delta"], *_always()])
+
+
+def _always() -> list[str]:
+    return ["tests/delta/test_live_restart.py::test_live_restarts_do_what_was_recorded"]
+
+
+def test_the_kafka_live_restarts_give_each_case_one_line_and_start_both(monkeypatch) -> None:
+    """tests/kafka/test_live_restart.py: each sampled case on one line by default, both lines
+    started; every case on both with CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    from tests.kafka.test_live_restart import SAMPLE
+    from tests.live import shared_among
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    asked = [shared_among(SAMPLE, v, SPARK_VERSIONS) for v in SPARK_VERSIONS]
+    assert all(asked) and sorted(n for names in asked for n in names) == sorted(SAMPLE)
+    source = (REPO / "tests" / "kafka" / "test_live_restart.py").read_text(encoding="utf-8")
+    assert "for name in shared_among(SAMPLE, version, sparkrun.SPARK_VERSIONS):" in source
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert all(shared_among(SAMPLE, v, SPARK_VERSIONS) == list(SAMPLE) for v in SPARK_VERSIONS)
+
+
+def test_the_changed_job_restarts_give_each_case_one_line_and_start_both(monkeypatch) -> None:
+    """tests/spark/test_job_restarts_live.py: each sampled changed query restarted on one line by
+    default, both lines started; every case on both with CHECKPOINT_DOCTOR_ALL_LIVE=1."""
+    from tests.live import shared_among
+    from tests.spark.test_job_restarts_live import SAMPLE
+
+    monkeypatch.delenv(ALL_LIVE_ENV, raising=False)
+    asked = [shared_among(sorted(SAMPLE), v, SPARK_VERSIONS) for v in SPARK_VERSIONS]
+    assert all(asked) and sorted(n for names in asked for n in names) == sorted(SAMPLE)
+    source = (REPO / "tests" / "spark" / "test_job_restarts_live.py").read_text(encoding="utf-8")
+    assert "asked = shared_among(sorted(SAMPLE), version, SPARK_VERSIONS)" in source
+    monkeypatch.setenv(ALL_LIVE_ENV, "1")
+    assert all(shared_among(sorted(SAMPLE), v, SPARK_VERSIONS) == sorted(SAMPLE) for v in SPARK_VERSIONS)

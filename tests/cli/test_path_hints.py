@@ -58,10 +58,15 @@ def test_one_checkpoint_is_counted_in_the_singular(tmp_path, capsys):
 
 def test_a_missing_storage_package_is_unreadable_and_names_the_install(capsys, monkeypatch):
     # The test extra installs gcsfs (tests/s3/ runs it against fake-gcs-server): an operator without
-    # it is one whose import fails (None in sys.modules makes ``import`` raise).
+    # it is one whose import fails (None in sys.modules makes ``import`` raise). Every gcsfs module,
+    # not only the package: once a test before this one imported ``gcsfs.core``, ``from gcsfs.core
+    # import`` finds it in sys.modules without importing ``gcsfs`` again (importlib's _find_and_load).
     import sys
 
-    monkeypatch.setitem(sys.modules, "gcsfs", None)
+    import gcsfs.core  # noqa: F401  the state a tests/s3/ run leaves: the check must not depend on order
+
+    for name in {"gcsfs", "gcsfs.core", "gcsfs.retry", *(n for n in sys.modules if n.startswith("gcsfs."))}:
+        monkeypatch.setitem(sys.modules, name, None)
     for args in (["diagnose", "gs://bucket/ckpt"], ["audit", "gs://bucket/fleet"]):
         code, out, err = run(capsys, *args)
         assert code == ExitCode.UNREADABLE and out == "" and err.count("\n") == 1, (args, err)

@@ -121,3 +121,40 @@ def test_sigterm_to_the_broker_script_stops_its_jvm_and_removes_its_directory() 
         if script.poll() is None:
             script.kill()
             script.wait()
+
+
+def test_the_session_broker_is_killed_at_once_its_logs_thrown_away(tmp_path: Path) -> None:
+    """The tests' broker ends with SIGKILL, no 15 s of controlled shutdown (20.9 s of the last
+    test's teardown after the 10,000-partition topic); a broker started for recording still gets
+    SIGTERM and its grace."""
+    import inspect
+
+    import kafka_broker
+
+    from tests.kafka import conftest
+
+    class Process:
+        def __init__(self) -> None:
+            self.calls: list[object] = []
+
+        def poll(self) -> None:
+            return None
+
+        def kill(self) -> None:
+            self.calls.append("kill")
+
+        def send_signal(self, sig: int) -> None:
+            self.calls.append(sig)
+
+        def wait(self, timeout: float | None = None) -> int:
+            self.calls.append(("wait", timeout))
+            return 0
+
+    for grace, expected in ((0, ["kill", ("wait", None)]), (15, [signal.SIGTERM, ("wait", 15)])):
+        workdir = tmp_path / f"broker-{grace}"
+        workdir.mkdir()
+        process = Process()
+        broker = kafka_broker.Broker("127.0.0.1:1", workdir, process, "4.0.0", 0.0)  # type: ignore[arg-type]
+        broker.stop(grace_s=grace)
+        assert process.calls == expected and not workdir.exists()
+    assert "broker.stop(grace_s=0)" in inspect.getsource(conftest.kafka)

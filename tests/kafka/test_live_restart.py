@@ -14,6 +14,7 @@ from checkpoint_doctor.diagnosis.sources.kafka_positions import predict
 from checkpoint_doctor.diagnosis.spark_line import SparkError, SparkLine
 from tests import sparkrun
 from tests.kafka.test_positions_replay import next_offsets
+from tests.live import shared_among
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
@@ -22,7 +23,9 @@ if str(SCRIPTS) not in sys.path:
 
 import kafka_fixtures  # noqa: E402
 
-#: A refusal in the tasks, one while planning, and a silent loss (the restart runs).
+#: A refusal in the tasks, one while planning, and a silent loss (the restart runs). A default run
+#: restarts each on one line, every line started (tests/live.shared_among); all on every line with
+#: CHECKPOINT_DOCTOR_ALL_LIVE=1. Every case on every line is replayed in test_recorded_restarts.py.
 SAMPLE = (
     "kafka-stateless-records-deleted",
     "kafka-stateful-partitions-lost",
@@ -43,7 +46,7 @@ def test_live_restarts_do_what_was_recorded(kafka, version: str, tmp_path: Path)
     root = REPO / "fixtures" / "kafka" / f"spark-{version}"
     jobs, recorded = [], []
     predicted: dict[str, SparkError | None] = {}
-    for name in SAMPLE:
+    for name in shared_among(SAMPLE, version, sparkrun.SPARK_VERSIONS):
         scen = json.loads((root / name / "scenario.json").read_text(encoding="utf-8"))
         world = tmp_path / f"{name}.world.json"
         world.write_text(json.dumps(scen["world"]), encoding="utf-8")
