@@ -88,4 +88,20 @@ CODES: tuple[CodeInfo, ...] = (
         "table also works, but truncates it.",
         "STREAMING_STATEFUL_OPERATOR_MISSING_STATE_DIRECTORY",
     ),
+    _c(
+        Code.PIPELINE_FLOW_UNORDERED,
+        "pipeline-flow-unordered",
+        WARNING,
+        "On Spark 4.1 and 4.2 a Python flow that deduplicates starts before the flows it reads",
+        "Spark Connect analyses a Deduplicate's input on its own (SparkConnectPlanner."
+        "transformDeduplicate), outside the pipeline's flow analysis, so the tables the flow reads are "
+        "not its inputs: DataflowGraph.upstreamFlows gives it none, and TriggeredGraphExecution starts "
+        "it at once, beside the flows writing those tables. Its Trigger.AvailableNow query reads only "
+        "what they held before the run: no new data, no batch, COMPLETED; a stateful failure waits "
+        "for a run that finds data. 4.3 starts it after its upstream flows (recorded).",
+        "A @dp.table or @dp.append_flow whose DataFrame calls dropDuplicates on a pipeline table.",
+        "Expect each run to read what the previous run wrote; run once more (or run on 4.3) for the "
+        "rows of this run, and check the flow's state before a run that finds data.",
+        "is STARTING",
+    ),
 )

@@ -23,6 +23,7 @@ _PY_DECORATOR = re.compile(
     r"@(?:dp|dlt|pipelines)\.(table|append_flow|materialized_view)\s*(\((?P<args>[^)]*)\))?\s*\n"
     r"\s*def\s+(?P<func>\w+)",
 )
+_PY_DEDUP = re.compile(r"\.dropDuplicates\(|\.drop_duplicates\(|\.dropDuplicatesWithinWatermark\(")
 _PY_NAME = re.compile(r"""\bname\s*=\s*["']([^"']+)["']""")
 _PY_STATEFUL = re.compile(
     r"\.join\(|\.groupBy\(|\.groupby\(|\.agg\(|\.distinct\(|dropDuplicates|transformWithState|"
@@ -40,6 +41,12 @@ class FlowCode:
     #: A stream-stream join: its state is four stores per partition, none named ``default``
     #: (SymmetricHashJoinStateManager: left/right keyToNumValues and keyWithIndexToValue).
     joins: bool = False
+    #: A Python flow that deduplicates: Spark Connect analyses a Deduplicate's input on its own
+    #: (SparkConnectPlanner.transformDeduplicate: ``new QueryExecution(session, input).analyzed``),
+    #: outside the pipeline's flow analysis, so on 4.1 and 4.2 the tables it reads are not the
+    #: flow's inputs: the graph gives it no upstream flow (DataflowGraph.upstreamFlows) and
+    #: TriggeredGraphExecution starts it at once, beside the flows that write what it reads.
+    eager_input: bool = False
 
 
 #: The stores of a stream-stream join's operator 0, as ``plan --state-store`` takes them.
@@ -78,7 +85,11 @@ def python_flows(text: str, file: str) -> list[FlowCode]:
         body = text[m.end() : matches[i + 1].start() if i + 1 < len(matches) else len(text)]
         named = _PY_NAME.search(m.group("args") or "")
         name = named.group(1) if named else m.group("func")
-        out.append(FlowCode(name, file, bool(_PY_STATEFUL.search(body)), ".join(" in body))
+        out.append(
+            FlowCode(
+                name, file, bool(_PY_STATEFUL.search(body)), ".join(" in body, bool(_PY_DEDUP.search(body))
+            )
+        )
     return out
 
 

@@ -68,13 +68,13 @@ def test_the_recorded_lines_and_scenarios() -> None:
         assert per_line.get(line) == SCENARIOS, line
 
 
-#: Where the recorded run and the prediction differ, and why (each asserted as recorded, never skipped).
-#: On 4.1.4 and 4.2.1, spark-pipelines started merged_b (its code now ending in dropDuplicates) before
-#: events, the table it reads, had finished: it found no new data, ran no batch, so never loaded the
-#: state it lacks, and COMPLETED. The prediction (FAILED, as 4.3.0 did) holds once it runs a batch.
-DIVERGES = {
-    ("spark-4.1.4", "code-new-stateful"): ("merged_b", "FAILED", "COMPLETED"),
-    ("spark-4.2.1", "code-new-stateful"): ("merged_b", "FAILED", "COMPLETED"),
+#: Where 4.1 and 4.2 start a flow with no upstream flow: merged_b's code gained a dropDuplicates,
+#: Spark Connect analyses a Deduplicate's input on its own (SparkConnectPlanner.transformDeduplicate),
+#: so the graph loses events as merged_b's input and TriggeredGraphExecution starts it beside events;
+#: its AvailableNow query finds no new data and runs no batch (CD806). 4.3 orders it after events.
+UNORDERED = {
+    ("spark-4.1.4", "code-new-stateful"): "merged_b",
+    ("spark-4.2.1", "code-new-stateful"): "merged_b",
 }
 
 
@@ -82,14 +82,15 @@ DIVERGES = {
 def test_each_flow_s_next_run_is_what_spark_pipelines_did(path: Path, tmp_path: Path) -> None:
     rec, report = judged(path, tmp_path)
     run = rec["runs"][0]
-    diverges = DIVERGES.get((path.parent.parent.name, path.parent.name))
-    if diverges is not None:
-        flow, predicted, seen = diverges
-        verdict = report.verdict.flow(flow)
-        assert verdict is not None and verdict.next_run == predicted and run["flows"][flow]["state"] == seen
-        # Started before its upstream finished: no new batch at all (its commits stayed at 1).
-        assert run["flow_batches_after"][flow]["commits"] == [0, 1], run["flow_batches_after"][flow]
-        return
+    unordered = UNORDERED.get((path.parent.parent.name, path.parent.name))
+    cd806 = [f for f in report.verdict.findings if str(f.code) == "CD806"]
+    if unordered is not None:
+        # Started before its upstream wrote: no new batch at all (its offsets and commits stayed at 1).
+        assert run["flow_batches_after"][unordered]["offsets"] == [0, 1], run["flow_batches_after"]
+        assert run["flow_batches_after"][unordered]["commits"] == [0, 1], run["flow_batches_after"]
+        assert [f.message.split(" ")[0] for f in cd806] == [f"merged/{unordered}"]
+    else:
+        assert cd806 == []
     assert report.verdict.run_outcome == run["outcome"], report.to_dict()
     for flow, seen in run["flows"].items():
         verdict = report.verdict.flow(flow)
@@ -204,8 +205,8 @@ def test_each_selective_reset_was_followed_by_a_completed_run_that_skipped_no_ba
     n = reset["batch"]
     after = run["flow_batches_after"][flow]
     # The new version is live and ran batch N+1: it started past N, not at batch 0. Where the line
-    # started the flow before its upstream finished (DIVERGES), it ran no batch at all this run.
-    ran = [n] if (path.parent.parent.name, rec["scenario"]) in DIVERGES else [n, n + 1]
+    # starts the flow before its upstream writes (UNORDERED), it ran no batch at all this run.
+    ran = [n] if (path.parent.parent.name, rec["scenario"]) in UNORDERED else [n, n + 1]
     assert after["version"] == [int(reset["version"])] and after["commits"] == ran, after
     before_ids, after_ids = run["sink_batches_before"][table], run["sink_batches_after"][table]
     assert after_ids == list(range(len(after_ids))) and set(before_ids) < set(after_ids), (
@@ -227,3 +228,25 @@ def test_the_resets_recorded_per_line() -> None:
             done.setdefault(path.parent.parent.name, set()).add(rec["scenario"])
     for line in ("spark-4.1.4", "spark-4.2.1", "spark-4.3.0"):
         assert done.get(line) == set(RESETS), line
+
+
+def test_a_flow_started_before_its_upstream_runs_a_batch_once_its_input_holds_unread_files(
+    tmp_path: Path,
+) -> None:
+    """On 4.1 merged_b (its code now deduplicating) starts beside events: with every file of events'
+    sink log read it runs no batch (recorded). Once that log lists a file merged_b never read (what
+    the recorded run wrote as events' batch 2), the early start still finds data, runs a batch and
+    meets the missing state: the ordinary prediction, FAILED."""
+    path = SDP / "spark-4.1.4" / "code-new-stateful" / "run.json"
+    _, report = judged(path, tmp_path / "as-recorded")
+    verdict = report.verdict.flow("merged_b")
+    assert verdict is not None and verdict.next_run == "COMPLETED", verdict
+    assert verdict.summary == "STARTS before events is written: no new data, no batch"
+    storage = install(path.parent, tmp_path / "next-run")
+    log = storage.parent / "warehouse" / "events" / "_spark_metadata"
+    entry = (log / "1").read_text(encoding="utf-8").replace("part-00000-", "part-00002-")
+    (log / "2").write_text(entry, encoding="utf-8")
+    (report,) = diagnose_pipeline(str(storage), spark=["4.1"])
+    verdict = report.verdict.flow("merged_b")
+    assert verdict is not None and verdict.next_run == "FAILED", verdict
+    assert "CD806" not in {str(f.code) for f in report.verdict.findings}
