@@ -275,6 +275,8 @@ def plan_reset_flow(
     spark: str | None = None,
     live_window_s: float = LIVE_WINDOW_S,
     storage_options: Mapping[str, Any] | None = None,
+    start: str = "committed",
+    accept_duplicates: bool = False,
 ) -> RepairPlan:
     """``checkpoint-doctor plan <flow dir> --reset-flow``: a Declarative Pipeline flow's new live version
     n+1 past its last committed batch, keeping the table's data (pipelines.reset); apply it with
@@ -282,7 +284,9 @@ def plan_reset_flow(
 
     Raises:
         UsageError: not a flow directory. RefusedError: nothing committed yet; a stateful flow's
-            reset without ``accept_data_loss`` (its state starts empty)."""
+            reset without ``accept_data_loss`` (its state starts empty); ``start`` ``"earliest"`` (each
+            file source from its table's start, ``--reset-start earliest``) without
+            ``accept_duplicates``, or on a flow without a file source."""
     from checkpoint_doctor.errors import UsageError
     from checkpoint_doctor.pipelines.layout import flow_dir_parts
     from checkpoint_doctor.pipelines.load import plan_reset
@@ -298,6 +302,8 @@ def plan_reset_flow(
         accept_data_loss=accept_data_loss,
         spark=spark,
         live_window_s=live_window_s,
+        start=start,
+        accept_duplicates=accept_duplicates,
     )
     return plan
 

@@ -379,7 +379,8 @@ def _copy_fixture(project: Path, dest: Path) -> None:
         shutil.copytree(project / "input", dest / "input")
 
 
-def write_line(version: str, only: list[str] | None = None) -> None:
+def write_base(version: str) -> None:
+    """The base project (two plain runs, every flow at batch 1), unless the line's scratch holds it."""
     line = SDP_SCRATCH / f"spark-{version}"
     project, base = line / "project", line / "base"
     if not base.exists():
@@ -394,6 +395,12 @@ def write_line(version: str, only: list[str] | None = None) -> None:
         if base.exists():
             shutil.rmtree(base)
         shutil.copytree(project, base, symlinks=True)
+
+
+def write_line(version: str, only: list[str] | None = None) -> None:
+    line = SDP_SCRATCH / f"spark-{version}"
+    project, base = line / "project", line / "base"
+    write_base(version)
     for scenario, (description, runs) in SCENARIOS.items():
         if only and scenario not in only:
             continue
@@ -564,16 +571,38 @@ def sink_rows(project: Path, version: str) -> dict[str, dict[str, int]]:
     }
 
 
-def reset_line(version: str, only: list[str] | None = None) -> None:
+#: The resets from another start than the last committed offsets (``--reset-start``), each recorded in
+#: ``run.json`` under its key: merged_a's file source back at the start of events (its table shared
+#: with merged_b, CD804), and joined's two (its table its own; its join state starts empty).
+RESET_STARTS: dict[str, dict[str, tuple[str, str, list[str]]]] = {
+    "reset_earliest": {
+        "healthy": ("merged", "merged_a", ["--reset-start", "earliest", "--accept-duplicates"]),
+    },
+    "reset_earliest_joined": {
+        "healthy": (
+            "joined",
+            "joined",
+            ["--reset-start", "earliest", "--accept-duplicates", "--accept-data-loss"],
+        ),
+    },
+}
+
+
+def reset_line(
+    version: str,
+    only: list[str] | None = None,
+    resets: dict[str, tuple[str, str, list[str]]] | None = None,
+    key: str = "reset",
+) -> None:
     """Each reset scenario again from the base: the damage, ``plan <flow dir> --reset-flow``, ``apply``,
-    then a real ``spark-pipelines run``, recorded in ``run.json`` under ``reset`` with each table's rows
-    per sink log batch id after the run."""
+    then a real ``spark-pipelines run``, recorded in ``run.json`` under ``key`` with each table's rows
+    per sink log batch id after the run (``resets``: RESETS, or RESET_STARTS under ``reset_earliest``)."""
     line = SDP_SCRATCH / f"spark-{version}"
     project, base = line / "project", line / "base"
     cli = [str(gf.REPO / ".venv" / "bin" / "python"), "-m", "checkpoint_doctor"]
     cli_env = {**os.environ, "PYTHONPATH": str(gf.REPO)}
     spark = ["--spark", ".".join(version.split(".")[:2]), "--live-window", "0"]
-    for scenario, (table, flow, flags) in RESETS.items():
+    for scenario, (table, flow, flags) in (RESETS if resets is None else resets).items():
         dest = SDP_FIXTURES / f"spark-{version}" / scenario / "run.json"
         if (only and scenario not in only) or not dest.exists():
             continue
@@ -581,7 +610,7 @@ def reset_line(version: str, only: list[str] | None = None) -> None:
         damage(project, scenario, version)
         write_input(project, 2)
         target = flow_dir(project / "storage", table, flow)
-        plan_path = line / f"{scenario}-reset-plan.json"
+        plan_path = line / f"{scenario}-{key}-plan.json"
         if plan_path.exists():
             plan_path.unlink()
         planned = subprocess.run(
@@ -610,16 +639,19 @@ def reset_line(version: str, only: list[str] | None = None) -> None:
             "from_version": facts.get("source"),
             "version": facts.get("version"),
             "batch": facts.get("batch"),
+            "start": facts.get("start"),
+            "reread_files": facts.get("reread_files"),
+            "sink_rows_before": sink_rows(project, version),
             "plan_steps": [st.get("kind") for st in plan.get("steps", [])],
             "run": None,
         }
         if plan and applied.returncode == 0:
-            entry["run"] = run_pipeline(project, version, [], f"{scenario}-reset")
+            entry["run"] = run_pipeline(project, version, [], f"{scenario}-{key}")
             entry["sink_rows_after"] = sink_rows(project, version)
             gf.log(f"   {scenario} reset on {version}: {entry['run']['outcome']}")
         else:
             entry["stderr"] = (planned.stderr + applied.stderr)[-600:]
-        rec["reset"] = entry
+        rec[key] = entry
         gf.write_json(dest, rec)
 
 
@@ -650,6 +682,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fresh", action="store_true", help="write the base project again")
     parser.add_argument("--repair-only", action="store_true", help="only the repairs of recorded scenarios")
     parser.add_argument("--reset-only", action="store_true", help="only the resets of recorded scenarios")
+    parser.add_argument(
+        "--reset-start-only", action="store_true", help="only the resets from another start (RESET_STARTS)"
+    )
+    parser.add_argument(
+        "--start-key", choices=sorted(RESET_STARTS), help="with --reset-start-only: only this one"
+    )
     parser.add_argument("--reparse", action="store_true", help="parse the kept run logs again (no Spark)")
     parser.add_argument(
         "--hold-lock", action="store_true", help="hold the Spark lock for each line's whole batch of runs"
@@ -662,6 +700,12 @@ def main(argv: list[str]) -> int:
         if args.fresh and (SDP_SCRATCH / f"spark-{version}" / "base").exists():
             shutil.rmtree(SDP_SCRATCH / f"spark-{version}" / "base")
         with spark_lock(args.hold_lock):
+            if args.reset_start_only:
+                write_base(version)
+                for key, resets in RESET_STARTS.items():
+                    if args.start_key is None or key == args.start_key:
+                        reset_line(version, args.only, resets, key)
+                continue
             if not args.repair_only and not args.reset_only:
                 write_line(version, args.only)
             if not args.reset_only:

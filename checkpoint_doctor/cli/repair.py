@@ -143,6 +143,21 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
     help="On a pipeline flow directory: a new live version n+1 that starts past the last committed batch "
     "and keeps the table's data (the open-source counterpart of a selective checkpoint reset).",
 )
+@click.option(
+    "--reset-start",
+    "reset_start",
+    type=click.Choice(["committed", "earliest"]),
+    default="committed",
+    show_default=True,
+    help="With --reset-flow: where the new version reads from: the last committed offsets, or each file "
+    "source (a table read as a stream) from the table's start (its rows read again: --accept-duplicates).",
+)
+@click.option(
+    "--accept-duplicates",
+    "accept_duplicates",
+    is_flag=True,
+    help="With --reset-flow --reset-start earliest: consent to rows read again and written twice.",
+)
 @diagnosis_options
 @format_option
 @storage_options
@@ -174,7 +189,7 @@ def plan_command(
     from checkpoint_doctor.render.plan import PlanFollowUp, render_plan
 
     delta_version = kw.pop("delta_version", None)
-    reset_flow = kw.pop("reset_flow", False)
+    reset_flow = _reset_flow_options(kw)
     options = parse_storage_options(storage_option)
     from checkpoint_doctor.cli.read import flow_target, flow_text
 
@@ -276,6 +291,18 @@ def plan_command(
         raise CommandFailed(ExitCode.WARNINGS)  # what diagnose exits with on CD310
 
 
+def _reset_flow_options(kw: dict[str, Any]) -> bool:
+    """Whether ``--reset-flow`` was asked; ``--reset-start``/``--accept-duplicates`` stay in ``kw``
+    only with it (and are refused without it)."""
+    reset_flow = bool(kw.pop("reset_flow", False))
+    start, duplicates = kw.get("reset_start", "committed"), kw.get("accept_duplicates", False)
+    if not reset_flow and (start != "committed" or duplicates):
+        raise UsageError("--reset-start and --accept-duplicates go with --reset-flow")
+    if not reset_flow:
+        kw.pop("reset_start", None), kw.pop("accept_duplicates", None)
+    return reset_flow
+
+
 def _plan_reset_flow(
     checkpoint: str,
     flow: dict[str, Any] | None,
@@ -317,6 +344,8 @@ def _plan_reset_flow(
         live_window_s=float(kw.get("live_window") or 0),
         stores=_state_stores(state_store),
         code_spec=kw.get("job"),
+        start=kw.get("reset_start") or "committed",
+        accept_duplicates=bool(kw.get("accept_duplicates")),
     )
     if dest is not None:
         write_destination(dest, _bounded_plan(plan.to_json(), output or ""))

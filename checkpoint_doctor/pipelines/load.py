@@ -369,6 +369,7 @@ def reset_facts(
     *,
     code: FlowCode | None = None,
     stores: Sequence[tuple[int, str]] = (),
+    start: str = "committed",
 ) -> Any:
     """What ``plan <flow dir> --reset-flow`` copies and writes (pipelines.reset.ResetFlow), read from
     the flow's versions: the newest version that committed a batch, its last committed batch ``N``,
@@ -377,12 +378,18 @@ def reset_facts(
 
     Raises:
         RefusedError: no version of the flow committed a batch (a reset would be a start from
-            nothing: ``--full-refresh`` is that).
+            nothing: ``--full-refresh`` is that); ``start`` earliest on a flow without a file source.
     """
     from checkpoint_doctor.digest import sha256_hex
     from checkpoint_doctor.errors import RefusedError
     from checkpoint_doctor.pipelines.layout import is_version
-    from checkpoint_doctor.pipelines.reset import ResetFlow, copied_paths
+    from checkpoint_doctor.pipelines.reset import (
+        START_EARLIEST,
+        STARTS,
+        ResetFlow,
+        copied_paths,
+        rewind_offsets,
+    )
     from checkpoint_doctor.pipelines.spec import JOIN_STORES
     from checkpoint_doctor.planning.state_files import all_stores
     from checkpoint_doctor.reading.pipeline import load_checkpoint
@@ -401,7 +408,37 @@ def reset_facts(
             hint="spark-pipelines run --full-refresh <table> starts a flow from nothing (it truncates the table)",
         )
     batch = max(committed)
+    if start not in STARTS:
+        from checkpoint_doctor.errors import UsageError
+
+        raise UsageError(f"--reset-start takes {' or '.join(STARTS)}, not {start}")
     paths = copied_paths([f.path for f in snap.files], batch)
+    rewritten: list[tuple[str, str]] = []
+    rewound: tuple[int, ...] = ()
+    reread_files: set[str] = set()
+    reread_entries = 0
+    if start == START_EARLIEST:
+        # Each file source back at its start: its offsets rewritten, its source log not copied.
+        _, rewound = rewind_offsets(flow.read(f"{v}/offsets/{batch}").decode("utf-8"))
+        if not rewound:
+            raise RefusedError(
+                f"{url} reads no file source (a table read as a stream): --reset-start earliest has "
+                "nothing to go back to; nothing was planned",
+                hint="--reset-start committed keeps its sources' committed offsets",
+            )
+        offsets = {f"offsets/{batch}", f"offsets/{batch - 1}"}
+        logs = tuple(f"sources/{i}/" for i in rewound)
+        kept = []
+        for p, src in paths:
+            if p in offsets:
+                rewritten.append((p, rewind_offsets(flow.read(f"{v}/{src}").decode("utf-8"))[0]))
+            elif p.startswith(logs):
+                reread_entries += 1
+                text = flow.read(f"{v}/{src}", max_bytes=LOG_FILES_BUDGET).decode("utf-8", "replace")
+                reread_files.update(m.group(1) for m in _PATH.finditer(text))
+            else:
+                kept.append((p, src))
+        paths = kept
     copies = tuple((p, src, sha256_hex(flow.read(f"{v}/{src}"))) for p, src in paths)
     pairs = sorted({(s.operator_id, s.store_name) for s in all_stores(snap)})
     if not pairs and stores:
@@ -426,6 +463,11 @@ def reset_facts(
         stores=tuple(pairs),
         partitions=partitions if pairs else 0,
         provider="rocksdb" if "RocksDB" in provider_conf else "hdfs",
+        start=start,
+        rewritten=tuple(rewritten),
+        rewound=rewound,
+        reread_files=len(reread_files),
+        reread_entries=reread_entries,
     )
 
 
@@ -439,13 +481,16 @@ def plan_reset(
     live_window_s: float = 0.0,
     stores: Sequence[tuple[int, str]] = (),
     code_spec: str | None = None,
+    start: str = "committed",
+    accept_duplicates: bool = False,
 ) -> tuple[Any, Any]:
     """``plan <flow dir> --reset-flow``: the plan (the flow directory its root) and what it copies and
     writes (pipelines.reset.ResetFlow). ``pipeline``: the storage root (its code says what is stateful;
     ``code_spec``: the code the next run runs, ``--job``).
 
     Raises:
-        RefusedError: nothing committed yet, a stateful flow without ``accept_data_loss``."""
+        RefusedError: nothing committed yet, a stateful flow without ``accept_data_loss``, a start
+            from the earliest without ``accept_duplicates``."""
     from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.planner import plan_repair
@@ -454,7 +499,15 @@ def plan_reset(
     url = normalize_url(flow_dir).rstrip("/")
     flow = url.rpartition("/")[2]
     code = read_flow_code(pipeline, storage_options, spec=code_spec).get(flow) if pipeline else None
-    facts = reset_facts(url, storage_options, code=code, stores=stores)
+    facts = reset_facts(url, storage_options, code=code, stores=stores, start=start)
+    if facts.start == "earliest" and not accept_duplicates:
+        from checkpoint_doctor.errors import RefusedError
+        from checkpoint_doctor.pipelines.reset import reset_words
+
+        raise RefusedError(
+            f"{reset_words(facts, '/'.join(url.split('/')[-2:]))[0]}; nothing was planned",
+            hint="pass --accept-duplicates to read them again",
+        )
     snapshot = load_checkpoint(url, storage_options=storage_options)
     dopts = DiagnoseOptions(spark=spark, mode="micro-batch", live_window_s=live_window_s)
     request = PlanOptions(accept_data_loss=accept_data_loss, reset_flow=facts, diagnose=dopts)

@@ -17,6 +17,14 @@ again, nothing skipped, and the table's sink log goes on past ``N``. A stateful 
 empty at version ``N+1`` (the empty snapshots ``reset-state`` writes), which needs consent: a join
 forgets the rows it buffered, an aggregation restarts from zero.
 
+``--reset-start earliest`` starts the new version at the same batch ``N+1`` but with each file source
+(a table read as a stream) back at its start: ``offsets/N-1`` and ``offsets/N`` are written with the
+source's offset at ``{"logOffset":-1}`` (FileStreamSourceOffset before any entry) and its ``sources/<i>/``
+log is left empty, so ``FileStreamSource`` has seen no file and batch ``N+1`` reads every file the
+table's sink log lists again: the rows it already read are written twice (consent:
+``--accept-duplicates``). Other sources keep their committed offsets; a flow without a file source has
+no earliest to go back to and is refused.
+
 The root of such a plan is the flow directory: every path is ``<version>/...`` inside it, so the
 plan's fingerprint holds the source version unchanged and ``undo`` removes the new version.
 """
@@ -35,7 +43,11 @@ from checkpoint_doctor.valueclasses import frozen
 
 #: Where the new version starts reading: the old version's last committed end offsets.
 START_COMMITTED = "committed"
-STARTS = (START_COMMITTED,)
+#: Each file source from the start of its table: an empty source log, every file read again.
+START_EARLIEST = "earliest"
+STARTS = (START_COMMITTED, START_EARLIEST)
+#: A file source's offset before its log holds any entry (FileStreamSourceOffset(-1)).
+FILE_SOURCE_START = '{"logOffset":-1}'
 #: The most stores x partitions one reset writes (as reset-state bounds it).
 MAX_STORES = 100_000
 
@@ -59,6 +71,12 @@ class ResetFlow:
     partitions: int = 0
     provider: str = "hdfs"
     start: str = START_COMMITTED
+    #: Files written instead of copied (``--reset-start earliest``): (path in the new version, text).
+    rewritten: tuple[tuple[str, str], ...] = ()
+    #: The file sources sent back to their start, and what their logs had listed: files, entries.
+    rewound: tuple[int, ...] = ()
+    reread_files: int = 0
+    reread_entries: int = 0
 
     @property
     def stateful(self) -> bool:
@@ -74,6 +92,10 @@ class ResetFlow:
             "partitions": self.partitions,
             "provider": self.provider,
             "start": self.start,
+            "rewritten": [list(r) for r in self.rewritten],
+            "rewound": list(self.rewound),
+            "reread_files": self.reread_files,
+            "reread_entries": self.reread_entries,
         }
 
     @staticmethod
@@ -95,6 +117,10 @@ class ResetFlow:
                 partitions=int(data.get("partitions", 0)),
                 provider=str(data.get("provider", "hdfs")),
                 start=str(data.get("start", START_COMMITTED)),
+                rewritten=tuple((check_relative_path(str(p)), str(t)) for p, t in data.get("rewritten", ())),
+                rewound=tuple(int(i) for i in data.get("rewound", ())),
+                reread_files=int(data.get("reread_files", 0)),
+                reread_entries=int(data.get("reread_entries", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanFormatError(f"malformed plan request: reset_flow {exc}") from exc
@@ -130,6 +156,22 @@ def copied_paths(files: list[str], batch: int) -> list[tuple[str, str]]:
     return out
 
 
+def rewind_offsets(text: str) -> tuple[str, tuple[int, ...]]:
+    """An offsets file with each file source's offset back at its start, and those sources' indices.
+
+    The file is ``v1``, the batch's metadata, then one line per source (OffsetSeqLog); a file source's
+    line is ``{"logOffset":N}`` (FileStreamSourceOffset), set to ``{"logOffset":-1}``."""
+    import re
+
+    lines = text.split("\n")
+    rewound = []
+    for i in range(2, len(lines)):
+        if re.fullmatch(r'\s*\{\s*"logOffset"\s*:\s*-?\d+\s*\}\s*', lines[i]):
+            lines[i] = FILE_SOURCE_START
+            rewound.append(i - 2)
+    return "\n".join(lines), tuple(rewound)
+
+
 def new_query_id(fingerprint: str, root: str) -> str:
     """A new query id derived from the flow directory as planned (deterministic: apply plans again)."""
     digest = hashlib.sha256(f"reset-flow\0{root}\0{fingerprint}".encode()).digest()
@@ -148,6 +190,14 @@ def reset_steps(rf: ResetFlow, query_id: str) -> tuple[Step, ...]:
             reason=f"version {new} starts where version {old} committed batch {rf.batch}",
         )
         for path, source, sha in rf.copies
+    ]
+    steps += [
+        WriteStep(
+            path=f"{new}/{path}",
+            content_text=text,
+            reason=f"version {new}'s file source(s) {', '.join(map(str, rf.rewound))} back at their start",
+        )
+        for path, text in rf.rewritten
     ]
     steps.append(
         WriteStep(
@@ -179,6 +229,15 @@ def reset_words(rf: ResetFlow, flow: str) -> tuple[str, str | None]:
         f"{rf.source} committed batch {rf.batch} (its end offsets): nothing is read again, nothing is "
         f"skipped, and the table's sink log goes on past batch {rf.batch}"
     )
+    if rf.start == START_EARLIEST:
+        starts = (
+            f"{flow} starts version {rf.version} at batch {rf.batch + 1} with its file source(s) "
+            f"{', '.join(map(str, rf.rewound))} at their start (an empty source log): batch "
+            f"{rf.batch + 1} reads again the {rf.reread_files} file(s) of {rf.reread_entries} source log "
+            f"entr{'y' if rf.reread_entries == 1 else 'ies'} version {rf.source} had read, with whatever "
+            f"arrived since, and writes their rows to the table again (duplicates); nothing is skipped, "
+            f"and the table's sink log goes on past batch {rf.batch}"
+        )
     loss = None
     if rf.stateful:
         loss = (

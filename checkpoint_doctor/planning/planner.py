@@ -422,6 +422,8 @@ def _reset_flow_plan(frame: _Frame) -> RepairPlan:
     consequences = {
         "data_loss": loss is not None,
         "loss": [loss] if loss else [],
+        # --reset-start earliest: the file sources' rows read again (the operator consented).
+        "duplicates": rf.start == "earliest",
         "summary": starts,
     }
     return frame.artifact(

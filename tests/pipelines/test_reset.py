@@ -168,3 +168,69 @@ def test_the_python_api_plans_the_reset_the_cli_plans(tmp_path, capsys):
     written = json.loads(path.read_text())
     assert [s.to_dict() for s in plan.steps] == written["steps"]
     assert plan.request["reset_flow"] == written["request"]["reset_flow"]
+
+
+def test_a_reset_from_the_earliest_needs_consent_and_sends_the_file_source_back_to_its_start(
+    tmp_path, capsys
+):
+    """--reset-start earliest: merged_a's file source (the events table read as a stream) starts again
+    from an empty source log at batch 2: the files it had read are named and counted, and read again
+    only with --accept-duplicates; apply and undo as usual."""
+    storage = _project(tmp_path, "healthy")
+    flow = storage / FLOWS / "merged/merged_a"
+    code, plan = _reset(tmp_path, flow, "--reset-start", "earliest")
+    err = capsys.readouterr().err
+    assert code != 0 and not plan.exists()
+    assert "reads again the 2 file(s) of 2 source log entries version 0 had read" in err
+    assert "--accept-duplicates" in err
+    code, plan = _reset(tmp_path, flow, "--reset-start", "earliest", "--accept-duplicates")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads(plan.read_text())
+    assert doc["request"]["reset_flow"]["start"] == "earliest"
+    assert doc["request"]["reset_flow"]["rewound"] == [0]
+    assert doc["expected"]["consequences"]["duplicates"] is True
+    assert doc["expected"]["consequences"]["data_loss"] is False
+    assert main(["apply", str(plan), "--yes"]) == 0
+    capsys.readouterr()
+    new = flow / "1"
+    for name in ("offsets/0", "offsets/1"):
+        assert (new / name).read_text().splitlines()[2] == '{"logOffset":-1}'
+    assert not (new / "sources").exists()  # an empty source log: no file seen
+    assert (new / "commits/1").read_bytes() == (flow / "0/commits/1").read_bytes()
+    assert _verdict(storage, "merged/merged_a")[:2] == ("COMPLETED", "STARTS new batch 2")
+    journal = next((flow.parent / "merged_a.checkpoint-doctor").glob("*/journal.jsonl"))
+    assert main(["undo", str(journal), "--yes"]) == 0
+    assert sorted(p.name for p in flow.iterdir()) == ["0"]
+
+
+def test_a_reset_from_the_earliest_of_a_flow_without_a_file_source_is_refused(tmp_path, capsys):
+    storage = _project(tmp_path, "healthy")
+    code, plan = _reset(
+        tmp_path, storage / FLOWS / "events/events", "--reset-start", "earliest", "--accept-duplicates"
+    )
+    assert code != 0 and not plan.exists()
+    assert "reads no file source" in capsys.readouterr().err
+
+
+def test_reset_start_goes_with_reset_flow_only(tmp_path, capsys):
+    storage = _project(tmp_path, "healthy")
+    code = main(["plan", str(storage / FLOWS / "merged/merged_a/0"), "--reset-start", "earliest"])
+    assert code != 0
+    assert "--reset-start and --accept-duplicates go with --reset-flow" in capsys.readouterr().err
+
+
+def test_the_python_api_plans_the_earliest_reset_the_cli_plans(tmp_path, capsys):
+    from checkpoint_doctor.api import plan_reset_flow
+    from checkpoint_doctor.errors import RefusedError
+
+    storage = _project(tmp_path, "healthy")
+    flow = storage / FLOWS / "merged/merged_a"
+    with pytest.raises(RefusedError):
+        plan_reset_flow(str(flow), spark="4.3", live_window_s=0, start="earliest")
+    plan = plan_reset_flow(str(flow), spark="4.3", live_window_s=0, start="earliest", accept_duplicates=True)
+    code, path = _reset(tmp_path, flow, "--reset-start", "earliest", "--accept-duplicates")
+    assert code == 0
+    written = json.loads(path.read_text())
+    assert [s.to_dict() for s in plan.steps] == written["steps"]
+    assert plan.request["reset_flow"] == written["request"]["reset_flow"]
