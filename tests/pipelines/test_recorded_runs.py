@@ -250,3 +250,59 @@ def test_a_flow_started_before_its_upstream_runs_a_batch_once_its_input_holds_un
     verdict = report.verdict.flow("merged_b")
     assert verdict is not None and verdict.next_run == "FAILED", verdict
     assert "CD806" not in {str(f.code) for f in report.verdict.findings}
+
+
+#: The resets from the earliest (``--reset-start earliest``) recorded by sdp_fixtures.py RESET_STARTS:
+#: key -> (flow, rows of its table's batch N+1 after the run or None where two flows race for it).
+EARLIEST = {
+    "reset_earliest": ("merged/merged_a", None),
+    # joined reads events from its start on both sides: 3 batches of 10 rows, each matching itself
+    # once in the one batch (its join state starts empty): 30 rows, 20 of them already in the table.
+    "reset_earliest_joined": ("joined/joined", 30),
+}
+
+
+def _earliest() -> list[tuple[Path, str]]:
+    out = []
+    for p in CASES:
+        rec = json.loads(p.read_text(encoding="utf-8"))
+        out += [(p, key) for key in EARLIEST if rec.get(key) is not None]
+    return out
+
+
+@pytest.mark.parametrize(("path", "key"), _earliest(), ids=[f"{_id(p)}/{k}" for p, k in _earliest()])
+def test_each_reset_from_the_earliest_was_followed_by_a_completed_run_that_read_the_table_again(
+    path: Path, key: str
+) -> None:
+    """plan <flow dir> --reset-flow --reset-start earliest --accept-duplicates, apply, then a real
+    spark-pipelines run: the flow's file sources started from an empty log, and its next batch read
+    every file of events again; every flow completed and the table's sink log went on past N."""
+    rec = json.loads(path.read_text(encoding="utf-8"))
+    reset = rec[key]
+    flow_name, rows_expected = EARLIEST[key]
+    assert reset["flow"] == flow_name and reset["start"] == "earliest"
+    assert reset["plan_exit"] == 0 and reset["apply_exit"] == 0, reset
+    assert reset["reread_files"] > 0
+    run = reset["run"]
+    assert run["outcome"] == "COMPLETED", run["flows"]
+    assert all(f["state"] == "COMPLETED" for f in run["flows"].values()), run["flows"]
+    table, flow = flow_name.split("/")
+    n = reset["batch"]
+    after = run["flow_batches_after"][flow]
+    assert after["version"] == [int(reset["version"])] and after["commits"] == [n, n + 1], after
+    before_ids, after_ids = run["sink_batches_before"][table], run["sink_batches_after"][table]
+    assert after_ids == list(range(len(after_ids))) and set(before_ids) < set(after_ids)
+    if rows_expected is not None:
+        rows = reset["sink_rows_after"][table]
+        assert rows[str(n + 1)] == rows_expected, rows
+        # The rows batch N+1 wrote again are the ones the table already held.
+        assert sum(reset["sink_rows_before"][table].values()) == rows_expected - 10
+
+
+def test_the_resets_from_the_earliest_recorded_per_line() -> None:
+    done: dict[str, set[str]] = {}
+    for path, key in _earliest():
+        run = json.loads(path.read_text(encoding="utf-8"))[key]["run"]
+        if run and run["outcome"] == "COMPLETED":
+            done.setdefault(path.parent.parent.name, set()).add(key)
+    assert done.get("spark-4.3.0") == set(EARLIEST), done
