@@ -146,11 +146,12 @@ def _state_stores(values: Sequence[str]) -> tuple[tuple[int, str], ...]:
 @click.option(
     "--reset-start",
     "reset_start",
-    type=click.Choice(["committed", "earliest"]),
+    type=click.Choice(["committed", "earliest", "latest"]),
     default="committed",
     show_default=True,
     help="With --reset-flow: where the new version reads from: the last committed offsets, or each file "
-    "source (a table read as a stream) from the table's start (its rows read again: --accept-duplicates).",
+    "source (a table read as a stream) from the table's start (its rows read again: --accept-duplicates), "
+    "or past every file the table holds now (what arrived since is skipped: --accept-data-loss).",
 )
 @click.option(
     "--accept-duplicates",

@@ -9,6 +9,7 @@ the storage root, or named) says which batch ids a new query would have skipped.
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -385,6 +386,7 @@ def reset_facts(
     from checkpoint_doctor.pipelines.layout import is_version
     from checkpoint_doctor.pipelines.reset import (
         START_EARLIEST,
+        START_LATEST,
         STARTS,
         ResetFlow,
         copied_paths,
@@ -439,6 +441,9 @@ def reset_facts(
             else:
                 kept.append((p, src))
         paths = kept
+    skipped = 0
+    if start == START_LATEST:
+        rewritten, rewound, skipped, paths = _latest(flow, url, v, batch, paths, storage_options)
     copies = tuple((p, src, sha256_hex(flow.read(f"{v}/{src}"))) for p, src in paths)
     pairs = sorted({(s.operator_id, s.store_name) for s in all_stores(snap)})
     if not pairs and stores:
@@ -468,7 +473,78 @@ def reset_facts(
         rewound=rewound,
         reread_files=len(reread_files),
         reread_entries=reread_entries,
+        skipped_files=skipped,
     )
+
+
+def _sink_files(wh: Any, table: str) -> list[tuple[str, int]]:
+    """The files a table's file sink log adds (path, modificationTime), in log order."""
+    import json
+
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    listing = wh.child(f"{table}/{SINK_LOG}").list_tree(missing_ok=True)
+    names = [f.path for f in listing.files if "/" not in f.path and f.path.split(".")[0].isdigit()]
+    for name in sorted(names, key=lambda n: int(n.split(".")[0])):
+        for line in (
+            wh.read(f"{table}/{SINK_LOG}/{name}", max_bytes=LOG_FILES_BUDGET).decode().splitlines()[1:]
+        ):
+            entry = json.loads(line)
+            if entry.get("action", "add") == "add" and entry["path"] not in seen:
+                seen.add(entry["path"])
+                out.append((entry["path"], int(entry.get("modificationTime", 0))))
+    return out
+
+
+def _latest(
+    flow: Any, url: str, v: str, batch: int, paths: list[tuple[str, str]], storage_options: Any
+) -> tuple[list[tuple[str, str]], tuple[int, ...], int, list[tuple[str, str]]]:
+    """``--reset-start latest``: each file source gets one more log entry listing every file its
+    table's sink log adds that the source never listed (FileStreamSource takes its seen files from
+    its log), and its offset in offsets/N-1 and offsets/N names that entry. Returns the files
+    written, the sources, how many files are skipped, and the copies left."""
+    from checkpoint_doctor.errors import RefusedError
+    from checkpoint_doctor.pipelines.layout import flow_dir_parts
+    from checkpoint_doctor.pipelines.reset import rewind_offsets, set_file_offsets, source_log_entry
+
+    text = flow.read(f"{v}/offsets/{batch}").decode("utf-8")
+    _, rewound = rewind_offsets(text)
+    parts = flow_dir_parts(url)
+    warehouse = find_warehouse(parts[0], storage_options) if parts else None
+    if not rewound or warehouse is None:
+        raise RefusedError(
+            f"{url}: --reset-start latest needs a file source and its table's sink log "
+            f"({'no file source' if not rewound else 'no warehouse beside the storage root'}); nothing was planned",
+            hint="--reset-start committed keeps its sources' committed offsets",
+        )
+    wh = open_storage(warehouse, storage_options)
+    lines = text.split("\n")
+    offsets: dict[int, int] = {}
+    written: list[tuple[str, str]] = []
+    skipped = 0
+    for i in rewound:
+        m = int(json.loads(lines[2 + i])["logOffset"])
+        k = m + 1
+        if (k + 1) % 10 == 0:  # CompactibleFileStreamLog.isCompactionBatch (compactInterval 10)
+            raise RefusedError(
+                f"{url}: source {i}'s next log entry {k} is a compaction batch; nothing was planned",
+                hint="--reset-start committed, or let the flow run one batch first",
+            )
+        budget = [LOG_FILES_BUDGET]
+        read = _logged_files(flow, f"{v}/sources/{i}", budget) or set()
+        listed = flow.read(f"{v}/sources/{i}/{m}", max_bytes=LOG_FILES_BUDGET).decode() if m >= 0 else ""
+        tables = {p.group(1).rstrip("/").rsplit("/", 2)[1] for p in _PATH.finditer(listed)}
+        if len(tables) != 1:
+            raise RefusedError(f"{url}: source {i}'s table is not told by its log; nothing was planned")
+        new = [(p, t) for p, t in _sink_files(wh, tables.pop()) if p.rpartition("/")[2] not in read]
+        skipped += len(new)
+        offsets[i] = k
+        written.append((f"sources/{i}/{k}", source_log_entry(new, k)))
+    rewrite = {f"offsets/{batch}", f"offsets/{batch - 1}"}
+    for p, src in paths:
+        if p in rewrite:
+            written.append((p, set_file_offsets(flow.read(f"{v}/{src}").decode("utf-8"), offsets)))
+    return written, rewound, skipped, [(p, src) for p, src in paths if p not in rewrite]
 
 
 def plan_reset(

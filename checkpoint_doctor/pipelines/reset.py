@@ -45,7 +45,9 @@ from checkpoint_doctor.valueclasses import frozen
 START_COMMITTED = "committed"
 #: Each file source from the start of its table: an empty source log, every file read again.
 START_EARLIEST = "earliest"
-STARTS = (START_COMMITTED, START_EARLIEST)
+#: Each file source past every file its table holds now: what arrived since is skipped.
+START_LATEST = "latest"
+STARTS = (START_COMMITTED, START_EARLIEST, START_LATEST)
 #: A file source's offset before its log holds any entry (FileStreamSourceOffset(-1)).
 FILE_SOURCE_START = '{"logOffset":-1}'
 #: The most stores x partitions one reset writes (as reset-state bounds it).
@@ -77,6 +79,8 @@ class ResetFlow:
     rewound: tuple[int, ...] = ()
     reread_files: int = 0
     reread_entries: int = 0
+    #: ``--reset-start latest``: the files of the tables read that the new version never reads.
+    skipped_files: int = 0
 
     @property
     def stateful(self) -> bool:
@@ -96,6 +100,7 @@ class ResetFlow:
             "rewound": list(self.rewound),
             "reread_files": self.reread_files,
             "reread_entries": self.reread_entries,
+            "skipped_files": self.skipped_files,
         }
 
     @staticmethod
@@ -121,6 +126,7 @@ class ResetFlow:
                 rewound=tuple(int(i) for i in data.get("rewound", ())),
                 reread_files=int(data.get("reread_files", 0)),
                 reread_entries=int(data.get("reread_entries", 0)),
+                skipped_files=int(data.get("skipped_files", 0)),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise PlanFormatError(f"malformed plan request: reset_flow {exc}") from exc
@@ -154,6 +160,22 @@ def copied_paths(files: list[str], batch: int) -> list[tuple[str, str]]:
         if f.startswith("sources/") and not name.startswith(".") and not name.endswith((".tmp", ".crc")):
             out.append((f, f))
     return out
+
+
+def source_log_entry(files: list[tuple[str, int]], batch: int) -> str:
+    """A FileStreamSourceLog entry listing ``files`` (path, modification time) as seen in ``batch``
+    (FileStreamSource.FileEntry: path, timestamp, batchId)."""
+    return "v1\n" + "\n".join(
+        json.dumps({"path": p, "timestamp": t, "batchId": batch}, separators=(",", ":")) for p, t in files
+    )
+
+
+def set_file_offsets(text: str, offsets: dict[int, int]) -> str:
+    """An offsets file with the file sources at ``offsets`` (source index -> logOffset)."""
+    lines = text.split("\n")
+    for i, off in offsets.items():
+        lines[2 + i] = json.dumps({"logOffset": off}, separators=(",", ":"))
+    return "\n".join(lines)
 
 
 def rewind_offsets(text: str) -> tuple[str, tuple[int, ...]]:
@@ -195,7 +217,12 @@ def reset_steps(rf: ResetFlow, query_id: str) -> tuple[Step, ...]:
         WriteStep(
             path=f"{new}/{path}",
             content_text=text,
-            reason=f"version {new}'s file source(s) {', '.join(map(str, rf.rewound))} back at their start",
+            reason=f"version {new}'s file source(s) {', '.join(map(str, rf.rewound))} "
+            + (
+                "back at their start"
+                if rf.start == START_EARLIEST
+                else "past every file their table holds now"
+            ),
         )
         for path, text in rf.rewritten
     ]
@@ -238,11 +265,22 @@ def reset_words(rf: ResetFlow, flow: str) -> tuple[str, str | None]:
             f"arrived since, and writes their rows to the table again (duplicates); nothing is skipped, "
             f"and the table's sink log goes on past batch {rf.batch}"
         )
-    loss = None
+    if rf.start == START_LATEST:
+        starts = (
+            f"{flow} starts version {rf.version} at batch {rf.batch + 1} with its file source(s) "
+            f"{', '.join(map(str, rf.rewound))} past every file their table(s) hold now: the "
+            f"{rf.skipped_files} file(s) that arrived since version {rf.source} committed batch "
+            f"{rf.batch} are never read, and the table's sink log goes on past batch {rf.batch}"
+        )
+    losses = []
+    if rf.start == START_LATEST and rf.skipped_files:
+        losses.append(
+            f"{rf.skipped_files} file(s) of the table(s) read are skipped: their rows never reach {flow}"
+        )
     if rf.stateful:
-        loss = (
+        losses.append(
             f"the state of {len(rf.stores)} store(s) x {rf.partitions} partition(s) starts empty at version "
             f"{rf.batch + 1}: aggregates restart from zero, deduplication forgets the keys it has seen, "
             "stream-stream joins lose the rows they buffered"
         )
-    return starts, loss
+    return starts, "; ".join(losses) or None

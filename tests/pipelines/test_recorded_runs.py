@@ -307,3 +307,33 @@ def test_the_resets_from_the_earliest_recorded_per_line() -> None:
             done.setdefault(path.parent.parent.name, set()).add(key)
     for line in ("spark-4.1.4", "spark-4.2.1", "spark-4.3.0"):
         assert done.get(line) == set(EARLIEST), (line, done)
+
+
+def _latest() -> list[Path]:
+    return [p for p in CASES if json.loads(p.read_text(encoding="utf-8")).get("reset_latest") is not None]
+
+
+@pytest.mark.parametrize("path", _latest(), ids=[_id(p) for p in _latest()])
+def test_each_reset_from_the_latest_was_followed_by_a_completed_run_that_skipped_what_arrived_since(
+    path: Path,
+) -> None:
+    """spark-pipelines run --refresh events (events alone: batch 2), then plan merged/merged_a
+    --reset-flow --reset-start latest --accept-data-loss, apply, and a real run: merged_a's new
+    version took the source log entry the plan wrote (events' batch 2 file, skipped) as seen and read
+    only the file events wrote in this run."""
+    reset = json.loads(path.read_text(encoding="utf-8"))["reset_latest"]
+    assert reset["flow"] == "merged/merged_a" and reset["start"] == "latest"
+    assert reset["before_run"]["outcome"] == "COMPLETED"
+    assert reset["before_run"]["sink_batches_after"]["events"] == [0, 1, 2]
+    assert reset["before_run"]["sink_batches_after"]["merged"] == [0, 1]
+    assert reset["plan_exit"] == 0 and reset["apply_exit"] == 0, reset
+    assert reset["skipped_files"] == 1
+    run = reset["run"]
+    assert run["outcome"] == "COMPLETED", run["flows"]
+    assert all(f["state"] == "COMPLETED" for f in run["flows"].values()), run["flows"]
+    n = reset["batch"]
+    after = run["flow_batches_after"]["merged_a"]
+    assert after["version"] == [int(reset["version"])] and after["commits"] == [n, n + 1], after
+    # Entries 0, 1 copied, 2 written by the plan (the skipped file), 3 the run's batch: one new file.
+    assert reset["source_log_after"] == {"0": 1, "1": 1, "2": 1, "3": 1}, reset["source_log_after"]
+    assert run["sink_batches_after"]["events"] == [0, 1, 2, 3]

@@ -147,7 +147,7 @@ def test_copied_paths_stand_offsets_n_in_for_a_lost_n_minus_1() -> None:
     [
         {"source": "1", "batch": 1, "version": "1", "copies": []},
         {"source": "0", "batch": 1, "version": "1", "copies": [["../x", "offsets/1", "s"]]},
-        {"source": "0", "batch": 1, "version": "1", "copies": [], "start": "latest"},
+        {"source": "0", "batch": 1, "version": "1", "copies": [], "start": "newest"},
     ],
 )
 def test_a_malformed_reset_request_is_refused(bad) -> None:
@@ -234,3 +234,34 @@ def test_the_python_api_plans_the_earliest_reset_the_cli_plans(tmp_path, capsys)
     written = json.loads(path.read_text())
     assert [s.to_dict() for s in plan.steps] == written["steps"]
     assert plan.request["reset_flow"] == written["request"]["reset_flow"]
+
+
+def test_a_reset_from_the_latest_skips_the_files_that_arrived_since_with_consent(tmp_path, capsys):
+    """--reset-start latest: events' sink log gained a file merged_a never read; the new version's
+    source log gets one more entry listing it (FileStreamSource then counts it seen), its offsets
+    name that entry, and the plan refuses without --accept-data-loss (the file's rows are skipped)."""
+    storage = _project(tmp_path, "healthy")
+    log = storage.parent / "warehouse" / "events" / "_spark_metadata"
+    (log / "2").write_text((log / "1").read_text().replace("part-00000-", "part-00002-"))
+    flow = storage / FLOWS / "merged/merged_a"
+    code, plan = _reset(tmp_path, flow, "--reset-start", "latest")
+    err = capsys.readouterr().err
+    assert code != 0 and not plan.exists()
+    assert "1 file(s) of the table(s) read are skipped" in err and "--accept-data-loss" in err
+    code, plan = _reset(tmp_path, flow, "--reset-start", "latest", "--accept-data-loss")
+    out = capsys.readouterr().out
+    assert code == 0, out
+    doc = json.loads(plan.read_text())
+    assert doc["request"]["reset_flow"]["skipped_files"] == 1
+    assert doc["expected"]["consequences"]["data_loss"] is True
+    assert main(["apply", str(plan), "--yes"]) == 0
+    capsys.readouterr()
+    new = flow / "1"
+    entry = (new / "sources/0/2").read_text().splitlines()
+    assert entry[0] == "v1" and len(entry) == 2 and "part-00002-" in entry[1] and '"batchId":2' in entry[1]
+    for name in ("offsets/0", "offsets/1"):
+        assert (new / name).read_text().splitlines()[2] == '{"logOffset":2}'
+    assert _verdict(storage, "merged/merged_a")[:2] == ("COMPLETED", "STARTS new batch 2")
+    journal = next((flow.parent / "merged_a.checkpoint-doctor").glob("*/journal.jsonl"))
+    assert main(["undo", str(journal), "--yes"]) == 0
+    assert sorted(p.name for p in flow.iterdir()) == ["0"]
