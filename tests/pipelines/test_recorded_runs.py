@@ -337,3 +337,8 @@ def test_each_reset_from_the_latest_was_followed_by_a_completed_run_that_skipped
     # Entries 0, 1 copied, 2 written by the plan (the skipped file), 3 the run's batch: one new file.
     assert reset["source_log_after"] == {"0": 1, "1": 1, "2": 1, "3": 1}, reset["source_log_after"]
     assert run["sink_batches_after"]["events"] == [0, 1, 2, 3]
+
+
+def test_the_resets_from_the_latest_recorded_per_line() -> None:
+    done = {p.parent.parent.name for p in _latest()}
+    assert done == {"spark-4.1.4", "spark-4.2.1", "spark-4.3.0"}
