@@ -279,8 +279,8 @@ def reset_words(rf: ResetFlow, flow: str) -> tuple[str, str | None]:
         )
     if rf.stateful:
         losses.append(
-            f"the state of {len(rf.stores)} store(s) x {rf.partitions} partition(s) starts empty at version "
-            f"{rf.batch + 1}: aggregates restart from zero, deduplication forgets the keys it has seen, "
+            f"the state of {len(rf.stores)} store(s) x {rf.partitions} partition(s) starts empty at state "
+            f"version {rf.batch + 1} (batch {rf.batch + 1} of checkpoint version {rf.version}): aggregates restart from zero, deduplication forgets the keys it has seen, "
             "stream-stream joins lose the rows they buffered"
         )
     return starts, "; ".join(losses) or None
