@@ -26,12 +26,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if _IN_CI el
 
 @pytest.fixture(autouse=True)
 def _isolate_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Keep the user's AWS config and log level out of every test."""
+    """Keep the user's AWS config, log level and terminal width out of every test."""
     for key in ("AWS_PROFILE", "AWS_DEFAULT_PROFILE", "CHECKPOINT_DOCTOR_LOG_LEVEL"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("BOTO_CONFIG", "/dev/null")
+    # The width the expected texts are laid out for (the CLI's own default when no terminal tells,
+    # cli/options.py). A pytest-xdist worker inherits COLUMNS=80 from its launcher; a test that needs
+    # another width sets its own.
+    monkeypatch.setenv("COLUMNS", "100")
 
 
 #: Fixtures that start or use the moto S3 server (directly, or as a parametrized backend).
@@ -42,8 +46,9 @@ S3_FIXTURES = frozenset({"moto_server", "s3", "s3_observer"})
 _ROTATION = rotation(REPO)
 
 
-def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
-    """Name the live tests this run's rotation restarts, so that a run can be repeated as it was."""
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Name the live tests this run's rotation restarts, so that a run can be repeated as it was (in the
+    header: the choice needs no collection, and a pytest-xdist controller collects nothing)."""
     turn, source = _ROTATION
     if all_live():
         return [f"live rotation: every grouped live test ({ALL_LIVE_ENV}=1)"]
@@ -90,3 +95,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if every:
             config.hook.pytest_deselected(items=every)
             items[:] = [item for item in items if item.get_closest_marker("live_all") is None]
+            _tell_the_controller(config, LIVE_ALL_DESELECTED, len(every))
+
+
+#: How many live_all tests a run left out: a pytest-xdist worker sends it to the controller, whose
+#: summary would not count them otherwise (it collects nothing, so sees no deselection).
+LIVE_ALL_DESELECTED = "live_all_deselected"
+
+
+def _tell_the_controller(config: pytest.Config, key: str, value: int) -> None:
+    output = getattr(config, "workeroutput", None)  # set on a pytest-xdist worker only
+    if output is not None:
+        output[key] = value
+    else:
+        config.stash[_DESELECTED] = value
+
+
+_DESELECTED = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    """A worker ended: keep its count (every worker collects the whole run, so one count is the run's)."""
+    count = getattr(node, "workeroutput", {}).get(LIVE_ALL_DESELECTED)
+    if count is not None:
+        node.config.stash[_DESELECTED] = count  # type: ignore[attr-defined]
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    count = config.stash.get(_DESELECTED, 0)
+    if count:
+        tests = "test" if count == 1 else "tests"
+        terminalreporter.write_line(
+            f"live_all: {count} {tests} deselected, live restarts out of this run's turn or of every case"
+            f" (-m live_all or {ALL_LIVE_ENV}=1 runs them)"
+        )

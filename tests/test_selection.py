@@ -239,3 +239,26 @@ def test_the_changed_job_restarts_give_each_case_one_line_and_start_both(monkeyp
     assert "asked = shared_among(sorted(SAMPLE), version, SPARK_VERSIONS)" in source
     monkeypatch.setenv(ALL_LIVE_ENV, "1")
     assert all(shared_among(sorted(SAMPLE), v, SPARK_VERSIONS) == sorted(SAMPLE) for v in SPARK_VERSIONS)
+
+
+def test_a_run_on_two_workers_names_its_rotation_and_what_it_left_out() -> None:
+    """scripts/test.sh runs the suite on pytest-xdist workers, whose controller collects nothing: the
+    rotation is named in the header and the count of live_all tests left out comes from a worker. The
+    golden tables, laid out for the tests' 100 columns while a worker inherits COLUMNS=80, pass there."""
+    from tests.live import ROTATION_ENV
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider"]
+        + ["tests/tws/test_live_restart.py", "tests/cli/test_cli.py::test_golden_tables", "-m", "not spark"],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO), ALL_LIVE_ENV: "", ROTATION_ENV: "0"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert "live rotation 0 (" in proc.stdout and "tws: test_" in proc.stdout
+    assert "live_all: 1 test deselected, live restarts out of this run's turn" in proc.stdout
+    assert "9 passed" in proc.stdout
+    script = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
+    assert "exec .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile \"$@\"" in script

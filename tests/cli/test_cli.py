@@ -80,11 +80,14 @@ GOLDEN_EXIT_CODES = {
 )
 def test_golden_tables(scenario_id, args, golden_name, tmp_path, capsys):
     s = scenario(scenario_id)
-    cp = s.copy_to(tmp_path)
-    argv = [a.replace("{sink}", str(tmp_path / "sink")) for a in args]
+    # a directory of one name: the suggested plan file is named after the checkpoint's parent, and
+    # tmp_path's name carries a counter that depends on which tests ran before in this process
+    work = tmp_path / "golden"
+    cp = s.copy_to(work)
+    argv = [a.replace("{sink}", str(work / "sink")) for a in args]
     code, out, err = run(capsys, argv[0], str(cp), *argv[1:])
     assert err == ""
-    golden(golden_name, out, {str(tmp_path): "<tmp>"})
+    golden(golden_name, out, {str(work): "<tmp>"})
     assert code == GOLDEN_EXIT_CODES[golden_name]
 
 
