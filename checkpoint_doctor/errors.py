@@ -134,6 +134,16 @@ class RefusedError(CheckpointDoctorError):
     """Raised when a change is refused and nothing was changed (exit code ``REFUSED``)."""
 
 
+class ConsentNeededError(RefusedError):
+    """Raised when a plan would lose or repeat data and the operator did not consent; ``consent`` is the
+    flag that gives it (``--accept-data-loss``, ``--accept-duplicates``), so the CLI can print the whole
+    command that plans it anyway. Nothing was planned."""
+
+    def __init__(self, message: str, consent: str, *, hint: str) -> None:
+        super().__init__(message, hint=hint)
+        self.consent = consent
+
+
 class PreconditionFailedError(RefusedError):
     """Raised when one or more preconditions of a plan do not hold; ``failures`` lists all of them."""
 

@@ -565,8 +565,9 @@ def plan_reset(
     ``code_spec``: the code the next run runs, ``--job``).
 
     Raises:
-        RefusedError: nothing committed yet, a stateful flow without ``accept_data_loss``, a start
-            from the earliest without ``accept_duplicates``."""
+        RefusedError: nothing committed yet, or a start no source can take.
+        ConsentNeededError: a stateful flow (or a start past files) without ``accept_data_loss``, a
+            start from the earliest without ``accept_duplicates``."""
     from checkpoint_doctor.diagnosis import DiagnoseOptions, diagnose
     from checkpoint_doctor.planning import PlanOptions
     from checkpoint_doctor.planning.planner import plan_repair
@@ -577,11 +578,12 @@ def plan_reset(
     code = read_flow_code(pipeline, storage_options, spec=code_spec).get(flow) if pipeline else None
     facts = reset_facts(url, storage_options, code=code, stores=stores, start=start)
     if facts.start == "earliest" and not accept_duplicates:
-        from checkpoint_doctor.errors import RefusedError
+        from checkpoint_doctor.errors import ConsentNeededError
         from checkpoint_doctor.pipelines.reset import reset_words
 
-        raise RefusedError(
+        raise ConsentNeededError(
             f"{reset_words(facts, '/'.join(url.split('/')[-2:]))[0]}; nothing was planned",
+            "--accept-duplicates",
             hint="pass --accept-duplicates to read them again",
         )
     snapshot = load_checkpoint(url, storage_options=storage_options)

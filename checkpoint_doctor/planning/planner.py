@@ -17,7 +17,7 @@ from checkpoint_doctor.diagnosis import DiagnoseOptions, Diagnosis, diagnose
 from checkpoint_doctor.diagnosis.codes import CODES, ERROR, TABLES_NOT_JUDGED
 from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
-from checkpoint_doctor.errors import RefusedError
+from checkpoint_doctor.errors import ConsentNeededError, RefusedError
 from checkpoint_doctor.planning.consequences import CATCH_UP, DUPLICATES, SinkFacts, consequences
 from checkpoint_doctor.planning.options import Option, PlanContext, too_many_steps
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
@@ -414,8 +414,9 @@ def _reset_flow_plan(frame: _Frame) -> RepairPlan:
     flow = "/".join(snapshot.root.rstrip("/").split("/")[-2:])
     starts, loss = reset_words(rf, flow)
     if loss is not None and not frame.opts.accept_data_loss:
-        raise RefusedError(
+        raise ConsentNeededError(
             f"resetting {flow} loses data ({loss}); nothing was planned",
+            "--accept-data-loss",
             hint="pass --accept-data-loss to reset it anyway",
         )
     steps = reset_steps(rf, new_query_id(snapshot.fingerprint(), snapshot.root))

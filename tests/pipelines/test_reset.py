@@ -265,3 +265,28 @@ def test_a_reset_from_the_latest_skips_the_files_that_arrived_since_with_consent
     journal = next((flow.parent / "merged_a.checkpoint-doctor").glob("*/journal.jsonl"))
     assert main(["undo", str(journal), "--yes"]) == 0
     assert sorted(p.name for p in flow.iterdir()) == ["0"]
+
+
+def test_a_refused_reset_prints_the_command_with_every_consent_it_needs_and_it_runs(
+    tmp_path, capsys, monkeypatch
+):
+    """A stateful flow reset from the earliest needs two consents (state lost, rows read again): the
+    refusal names both losses and ends in one command with both flags, which plans the reset as printed."""
+    import shlex
+
+    storage = _project(tmp_path, "state-deleted")
+    monkeypatch.chdir(tmp_path)
+    flow = Path(FLOWS) / "joined/joined"
+    argv = ["plan", str(storage.relative_to(tmp_path) / flow), "--reset-flow", "--reset-start", "earliest"]
+    code = main([*argv, "--spark", "4.3", "--live-window", "0"])
+    err = capsys.readouterr().err
+    assert code == 32 and len(err.strip().splitlines()) == 1, err
+    assert "duplicates" in err and "stream-stream joins lose the rows they buffered" in err
+    printed = err.split("to reset it anyway: checkpoint-doctor ", 1)[1].strip()
+    words = shlex.split(printed)
+    assert {"--accept-data-loss", "--accept-duplicates", "--reset-start"} <= set(words)
+    assert words[-2:] == ["-o", "reset-joined-joined.json"]
+    assert main(words) == 0
+    assert (tmp_path / "reset-joined-joined.json").exists()
+    assert main(["apply", "reset-joined-joined.json", "--yes"]) == 0
+    assert _verdict(storage, "joined/joined")[0] == "COMPLETED"
