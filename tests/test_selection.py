@@ -261,4 +261,4 @@ def test_a_run_on_two_workers_names_its_rotation_and_what_it_left_out() -> None:
     assert "live_all: 1 test deselected, live restarts out of this run's turn" in proc.stdout
     assert "9 passed" in proc.stdout
     script = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
-    assert "exec .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile \"$@\"" in script
+    assert 'exec .venv/bin/python -m pytest -n auto --maxprocesses 4 --dist loadfile "$@"' in script
