@@ -248,8 +248,15 @@ def test_a_run_on_two_workers_names_its_rotation_and_what_it_left_out() -> None:
     from tests.live import ROTATION_ENV
 
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider"]
-        + ["tests/tws/test_live_restart.py", "tests/cli/test_cli.py::test_golden_tables", "-m", "not spark"],
+        [
+            *(sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider"),
+            *(
+                "tests/tws/test_live_restart.py",
+                "tests/cli/test_cli.py::test_golden_tables",
+                "-m",
+                "not spark",
+            ),
+        ],
         cwd=REPO,
         env={**os.environ, "PYTHONPATH": str(REPO), ALL_LIVE_ENV: "", ROTATION_ENV: "0"},
         capture_output=True,
