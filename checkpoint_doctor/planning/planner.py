@@ -19,13 +19,14 @@ from checkpoint_doctor.diagnosis.model import LIVE_WRITER_CODES, Finding
 from checkpoint_doctor.diagnosis.versions import at_root
 from checkpoint_doctor.errors import ConsentNeededError, RefusedError
 from checkpoint_doctor.planning.consequences import CATCH_UP, DUPLICATES, SinkFacts, consequences
+from checkpoint_doctor.planning.manual import MANUAL
 from checkpoint_doctor.planning.options import Option, PlanContext, too_many_steps
 from checkpoint_doctor.planning.plan import RepairPlan, public_storage_options
 from checkpoint_doctor.planning.preconditions import derive, sink_contradiction
 from checkpoint_doctor.planning.request import Cell, PlanOptions, cell_dict
 from checkpoint_doctor.planning.search import Search, Trial
 from checkpoint_doctor.planning.steps import Area
-from checkpoint_doctor.planning.strategies import FAMILIES, MANUAL, WARNING_REPAIRS, for_code
+from checkpoint_doctor.planning.strategies import FAMILIES, WARNING_REPAIRS, for_code
 from checkpoint_doctor.planning.strategies.recreate_metadata import NEW_ID_NOTE
 from checkpoint_doctor.reading.snapshot import CheckpointSnapshot
 

@@ -123,7 +123,7 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
         )
     manual = _nothing_to_plan(findings)
     if manual:
-        # No strategy addresses any of them (planning.strategies.MANUAL says why): printing 'plan ...
+        # No strategy addresses any of them (planning.manual.MANUAL says why): printing 'plan ...
         # --job' would re-run the job's analysis (tens of seconds) only to say so (issue 34).
         blocks.append("Nothing to plan (no repair of the checkpoint addresses it):\n" + "\n".join(manual))
     elif failing or any(f.severity == ERROR or f.code in SILENT_LOSS for f in findings):
@@ -134,10 +134,11 @@ def _next_steps(checkpoint: str, findings: Sequence[Finding], failing: bool, hin
 def _nothing_to_plan(findings: Sequence[Finding]) -> list[str]:
     """What to do instead, per code, when every finding a plan would repair is one no strategy
     addresses (CD201: the sources changed); empty when a plan may offer something."""
-    from checkpoint_doctor.planning.strategies import MANUAL, for_code
+    # planning.manual, not planning.strategies: the strategies are not imported to render a diagnosis
+    from checkpoint_doctor.planning.manual import MANUAL, PLANNED
 
     wanted = [f for f in findings if f.severity == ERROR or f.code in SILENT_LOSS]
-    if not wanted or any(for_code(f.code) or f.code not in MANUAL for f in findings if f.severity != INFO):
+    if not wanted or any(f.code in PLANNED or f.code not in MANUAL for f in findings if f.severity != INFO):
         return []
     codes = dict.fromkeys(str(f.code) for f in wanted)
     return [wrap(f"{code}: {MANUAL[code]}", 2) for code in codes]

@@ -13,7 +13,7 @@ from checkpoint_doctor.planning import Cell, PlanOptions, plan_repair
 from checkpoint_doctor.planning.state_files import EMPTY_LZ4_STATE
 from checkpoint_doctor.planning.strategies import ALL, FAMILIES, for_code
 from checkpoint_doctor.reading.pipeline import load_checkpoint
-from tests.scenarios import options_for_restart, scenario
+from tests.scenarios import REPO, options_for_restart, scenario
 
 
 def plan_of(scenario_id: str, tmp_path, restart_spark: str | None = None, reload=None, **kw):
@@ -40,6 +40,25 @@ def test_every_registered_code_is_a_known_finding_code_and_names_are_unique():
     assert all(code in CODES for s in ALL for code in s.codes)
     assert FAMILIES[:2] == ("bridge", "catch-up")
     assert [s.name for s in for_code("CD103")] == ["bridge", "replan-batch", "rollback"]
+
+
+def test_the_light_table_of_planned_codes_is_the_registry_s_and_diagnose_does_not_import_it():
+    """planning.manual.PLANNED says which codes a strategy addresses, so that rendering a diagnosis
+    decides "nothing to plan" without importing the ~30 strategy modules: it must be the registry's."""
+    import subprocess
+    import sys
+
+    from checkpoint_doctor.planning.manual import PLANNED
+
+    assert {code for s in ALL for code in s.codes} == PLANNED
+    assert all(for_code(code) for code in PLANNED)
+    probe = (
+        "import sys; from checkpoint_doctor.cli import main\n"
+        "code = main(['diagnose', 'fixtures/spark-4.3.0/async-tail/checkpoint', '--live-window', '0'])\n"
+        "print(code, 'checkpoint_doctor.planning.strategies' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert out.stdout.splitlines()[-1] == "1 False", out.stdout[-2000:] + out.stderr[-2000:]
 
 
 def test_orphan_checksums_in_both_logs_are_fixed_by_one_combined_plan(tmp_path):

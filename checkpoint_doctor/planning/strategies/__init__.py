@@ -8,7 +8,7 @@ is preferred when two make the restart start with the same number of options.
 
 from __future__ import annotations
 
-from checkpoint_doctor.diagnosis.codes import SILENT_LOSS, Code
+from checkpoint_doctor.diagnosis.codes import SILENT_LOSS
 from checkpoint_doctor.planning.options import Strategy
 from checkpoint_doctor.planning.strategies import (
     bridge,
@@ -90,41 +90,3 @@ for _strategy in ALL:
 def for_code(code: str) -> tuple[Strategy, ...]:
     """Return the strategies that address a finding code, in rank order."""
     return _BY_CODE.get(code, ())
-
-
-#: What to do about a writer that may be live (CD501, CD502): both findings come from times within
-#: ``--live-window``, so a checkpoint no query writes to (a copy just made) is planned with it at 0.
-LIVE_MANUAL = (
-    "stop the query, wait for the live window to pass, and plan again (or, if none writes to it, plan "
-    "with --live-window 0)"
-)
-
-#: What the operator can do when no option applies, per finding code (why no honest repair exists).
-MANUAL: dict[str, str] = {
-    Code.LOG_VERSION_TOO_NEW: "restart on the Spark line that wrote the checkpoint, or start a new checkpoint",
-    Code.COMMIT_VERSION_MISMATCH: "set spark.sql.streaming.stateStore.checkpointFormatVersion to the commit log version, or use Spark 4.2+",
-    Code.OFFSETS_JAVA_SERIALIZED: "start a new checkpoint: Spark 2.0 offsets cannot be resumed",
-    Code.SOURCE_COUNT_MISMATCH: (
-        "the query's sources changed: restore the original sources, or start a new checkpoint "
-        "(nothing in the checkpoint can say where a new source starts)"
-    ),
-    Code.DELTA_TABLE_CHANGED: "start a new checkpoint for the new Delta table (with a starting version)",
-    Code.STATE_MISSING: "restore state/ from a backup, or start a new checkpoint and rebuild state from the sources",
-    Code.TWS_SCHEMA_FILE_MISSING: "restore the schema file from a backup, or start a new checkpoint and rebuild state from the sources",
-    Code.TWS_OPERATOR_METADATA_MISSING: "restore state/<op>/_metadata/v2/ from a backup, or start a new checkpoint and rebuild state from the sources",
-    Code.SINK_LOG_FILE_MISSING: "restore the missing _spark_metadata files from a backup",
-    Code.SINK_LOG_FILE_UNREADABLE: "restore the damaged _spark_metadata file from a backup",
-    Code.LIVE_WRITER: LIVE_MANUAL,
-    Code.FRESH_TEMP_FILE: LIVE_MANUAL,
-    Code.INTERLEAVED_RUNS: (
-        "make sure only one query uses this checkpoint (its offsets keep the interleaving: the warning "
-        "stays after any repair)"
-    ),
-    Code.ASYNC_STATEFUL: "restart without asyncProgressTrackingEnabled (stateful queries do not support it)",
-    Code.KAFKA_POSITIONS_GONE: (
-        "recreate the topic, then plan again with --kafka-bootstrap-servers (its partitions are read "
-        "from their earliest offset), or start a new checkpoint with startingOffsets set deliberately"
-    ),
-    Code.OFFSETS_METADATA_LINE_EMPTY: "restart in the mode that wrote the log (continuous processing writes blank metadata lines)",
-    Code.DELTA_SOURCE_CHANGE_REFUSED: delta_change_commits.MANUAL,
-}

@@ -19,17 +19,14 @@ from checkpoint_doctor.diagnosis.model import Finding
 from checkpoint_doctor.diagnosis.sources.checks_delta import never_read
 from checkpoint_doctor.diagnosis.sources.delta import adds_new_rows
 from checkpoint_doctor.model_delta import DeltaCommit
+from checkpoint_doctor.planning.manual import DELTA_CHANGE_MANUAL, SKIP_CHANGE_COMMITS
 from checkpoint_doctor.planning.options import Option, PlanContext, Strategy, unavailable
 from checkpoint_doctor.planning.strategies.delta_offsets import counted, locate, versions_text
 
 NAME = "delta-change-commits"
-#: The source option the manual action names, as the job sets it.
-OPTION = ("skipChangeCommits", "true")
-MANUAL = (
-    f'restart with .option("{OPTION[0]}", "{OPTION[1]}") on the Delta source: Spark skips the commits that '
-    "delete or update rows (their changes do not reach the sink) and reads every other commit on; the "
-    "checkpoint stays as it is"
-)
+#: The source option the manual action names, as the job sets it, and the action (planning.manual).
+OPTION = SKIP_CHANGE_COMMITS
+MANUAL = DELTA_CHANGE_MANUAL
 
 
 def propose(finding: Finding, ctx: PlanContext) -> list[Option]:
