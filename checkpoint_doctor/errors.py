@@ -135,13 +135,13 @@ class RefusedError(CheckpointDoctorError):
 
 
 class ConsentNeededError(RefusedError):
-    """Raised when a plan would lose or repeat data and the operator did not consent; ``consent`` is the
-    flag that gives it (``--accept-data-loss``, ``--accept-duplicates``), so the CLI can print the whole
-    command that plans it anyway. Nothing was planned."""
+    """Raised when a plan would lose or repeat data and the operator did not consent; ``consents`` are
+    the flags that give it (``--accept-duplicates``, ``--accept-data-loss``), every one the plan needs,
+    so the CLI can print the whole command that plans it anyway. Nothing was planned."""
 
-    def __init__(self, message: str, consent: str, *, hint: str) -> None:
+    def __init__(self, message: str, consents: tuple[str, ...], *, hint: str) -> None:
         super().__init__(message, hint=hint)
-        self.consent = consent
+        self.consents = consents
 
 
 class PreconditionFailedError(RefusedError):

@@ -328,7 +328,7 @@ def _plan_reset_flow(
 ) -> None:
     """``plan <flow dir> --reset-flow``: a pipeline flow's new live version (pipelines.reset), planned
     with the flow directory as the plan's root. A reset that needs consent is refused with the whole
-    command that gives it (every consent it needs, found by planning again with each one given)."""
+    command that gives every consent it needs."""
     from checkpoint_doctor.pipelines.load import plan_reset
     from checkpoint_doctor.pipelines.reset import reset_words
     from checkpoint_doctor.reading.storage import open_storage
@@ -348,42 +348,37 @@ def _plan_reset_flow(
         dest = check_destination(output, "-o", options, local_only=True, force=force, reading=reading)
     spark = kw.get("spark_version") or ()
     start = kw.get("reset_start") or "committed"
-    given = {"--accept-data-loss": accept_data_loss, "--accept-duplicates": bool(kw.get("accept_duplicates"))}
-    refusals: list[ConsentNeededError] = []
-    while True:
-        try:
-            # The Python API's answer (api.plan_reset_flow), printed.
-            plan, facts = plan_reset(
-                url,
-                options,
-                pipeline=flow["pipeline"],
-                accept_data_loss=given["--accept-data-loss"],
-                spark=spark[0] if spark else None,
-                live_window_s=float(kw.get("live_window") or 0),
-                stores=_state_stores(state_store),
-                code_spec=kw.get("job"),
-                start=start,
-                accept_duplicates=given["--accept-duplicates"],
+    accept_duplicates = bool(kw.get("accept_duplicates"))
+    try:
+        # The Python API's answer (api.plan_reset_flow), printed.
+        plan, facts = plan_reset(
+            url,
+            options,
+            pipeline=flow["pipeline"],
+            accept_data_loss=accept_data_loss,
+            spark=spark[0] if spark else None,
+            live_window_s=float(kw.get("live_window") or 0),
+            stores=_state_stores(state_store),
+            code_spec=kw.get("job"),
+            start=start,
+            accept_duplicates=accept_duplicates,
+        )
+    except ConsentNeededError as exc:
+        # The whole command with every consent, to run as printed.
+        given = [
+            f
+            for f, yes in (
+                ("--accept-duplicates", accept_duplicates),
+                ("--accept-data-loss", accept_data_loss),
             )
-            break
-        except ConsentNeededError as exc:
-            if given.get(exc.consent, True):
-                raise
-            given[exc.consent] = True
-            refusals.append(exc)
-    if refusals:
-        hints = Hints.from_options(kw, storage_option)
+            if yes
+        ]
         start_flags = ["--reset-start", start] if start != "committed" else []
-        words = [*start_flags, *_plan_flags(None, None, None, state_store, False)]
-        consents = [flag for flag, yes in given.items() if yes]
+        words = [*start_flags, *_plan_flags(None, None, None, state_store, False), *given, *exc.consents]
         # the file name diagnose's reset hint gives (render.pipeline)
         target = output or f"reset-{flow['pipeline_flow'].replace('/', '-')}.json"
-        rerun = hints.plan(checkpoint, "--reset-flow", *words, *consents, "-o", target)
-        raise RefusedError(
-            "; ".join(r.message.removesuffix("; nothing was planned") for r in refusals)
-            + "; nothing was planned",
-            hint=f"to reset it anyway: {rerun}",
-        )
+        rerun = Hints.from_options(kw, storage_option).plan(checkpoint, "--reset-flow", *words, "-o", target)
+        raise RefusedError(exc.message, hint=f"to reset it anyway: {rerun}") from None
     if dest is not None:
         write_destination(dest, _bounded_plan(plan.to_json(), output or ""))
     starts, loss = reset_words(facts, flow["pipeline_flow"])

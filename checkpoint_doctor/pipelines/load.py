@@ -547,6 +547,28 @@ def _latest(
     return written, rewound, skipped, [(p, src) for p, src in paths if p not in rewrite]
 
 
+def _check_consents(facts: Any, flow: str, accept_duplicates: bool, accept_data_loss: bool) -> None:
+    """Refuse once with every consent the reset lacks (rows read again, data lost), before anything
+    more is read. The planner keeps its own data-loss refusal for a plan made otherwise (apply's
+    re-plan); the words are the same (pipelines.reset.reset_words)."""
+    from checkpoint_doctor.errors import ConsentNeededError
+    from checkpoint_doctor.pipelines.reset import reset_words
+
+    starts, loss = reset_words(facts, flow)
+    missing: list[tuple[str, str]] = []
+    if facts.start == "earliest" and not accept_duplicates:
+        missing.append((starts, "--accept-duplicates"))
+    if loss is not None and not accept_data_loss:
+        missing.append((f"resetting {flow} loses data ({loss})", "--accept-data-loss"))
+    if missing:
+        consents = tuple(flag for _, flag in missing)
+        raise ConsentNeededError(
+            "; ".join(what for what, _ in missing) + "; nothing was planned",
+            consents,
+            hint=f"pass {' and '.join(consents)} to reset it anyway",
+        )
+
+
 def plan_reset(
     flow_dir: str,
     storage_options: Mapping[str, Any] | None = None,
@@ -577,15 +599,7 @@ def plan_reset(
     flow = url.rpartition("/")[2]
     code = read_flow_code(pipeline, storage_options, spec=code_spec).get(flow) if pipeline else None
     facts = reset_facts(url, storage_options, code=code, stores=stores, start=start)
-    if facts.start == "earliest" and not accept_duplicates:
-        from checkpoint_doctor.errors import ConsentNeededError
-        from checkpoint_doctor.pipelines.reset import reset_words
-
-        raise ConsentNeededError(
-            f"{reset_words(facts, '/'.join(url.split('/')[-2:]))[0]}; nothing was planned",
-            "--accept-duplicates",
-            hint="pass --accept-duplicates to read them again",
-        )
+    _check_consents(facts, "/".join(url.split("/")[-2:]), accept_duplicates, accept_data_loss)
     snapshot = load_checkpoint(url, storage_options=storage_options)
     dopts = DiagnoseOptions(spark=spark, mode="micro-batch", live_window_s=live_window_s)
     request = PlanOptions(accept_data_loss=accept_data_loss, reset_flow=facts, diagnose=dopts)

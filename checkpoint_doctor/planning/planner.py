@@ -417,7 +417,7 @@ def _reset_flow_plan(frame: _Frame) -> RepairPlan:
     if loss is not None and not frame.opts.accept_data_loss:
         raise ConsentNeededError(
             f"resetting {flow} loses data ({loss}); nothing was planned",
-            "--accept-data-loss",
+            ("--accept-data-loss",),
             hint="pass --accept-data-loss to reset it anyway",
         )
     steps = reset_steps(rf, new_query_id(snapshot.fingerprint(), snapshot.root))
